@@ -1,0 +1,98 @@
+"""Engine overhead: samples/s of `bsdemo.engine.train` against a bare hand-written PyTorch loop.
+
+Same model, same device-resident data, same batch, same optimizer; both timed end to end over the
+same steps from the consumer's side (the engine's per-step events, memory counters and loss
+readback included). Target: engine >= 0.95x the bare loop.
+
+    .venv/bin/python bench/engine_overhead.py [--device auto] [--steps 300] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+from bsdemo.config import RunConfig
+from bsdemo.engine.data import load_dataset
+from bsdemo.engine.measure import resolve_device, synchronize
+from bsdemo.engine.models import build_model, make_optimizer
+from bsdemo.engine.train import train
+
+SKIP = 10  # steps before the timed window (warm-up) in both loops
+
+WORKLOADS = {
+    "mlp/digits": dict(dataset="digits", model="mlp"),
+    "cnn/synthetic": dict(dataset="synthetic", model="cnn", width=16, depth=2, samples=8192),
+}
+
+
+def bare_loop(cfg: RunConfig, steps: int) -> float:
+    """samples/s of the plainest correct loop: randperm slices, forward, mean loss, step."""
+    device = resolve_device(cfg.device)
+    data = load_dataset(cfg, device)
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg, data.input_shape, data.n_classes).to(device)
+    opt = make_optimizer(cfg, model.parameters())
+    g = torch.Generator(device=device).manual_seed(cfg.seed)
+    n, b = len(data.y_train), cfg.batch_size
+    done = samples = 0
+    t0 = None
+    while done < steps:
+        for idx in torch.randperm(n, generator=g, device=device).split(b):
+            if done == SKIP:
+                synchronize(device)
+                t0, samples = time.perf_counter(), 0
+            opt.zero_grad(set_to_none=True)
+            F.cross_entropy(model(data.x_train[idx]), data.y_train[idx]).backward()
+            opt.step()
+            samples += len(idx)
+            done += 1
+            if done == steps:
+                break
+    synchronize(device)
+    return samples / (time.perf_counter() - t0)
+
+
+def engine_loop(cfg: RunConfig, steps: int) -> float:
+    cfg = RunConfig(**{**vars(cfg), "epochs": None, "max_steps": steps, "eval_interval": 10**6})
+    t0 = None
+    samples = 0
+    for event in train(cfg):
+        if event.kind != "step":
+            continue
+        if event.step == SKIP:
+            t0, samples = time.perf_counter(), 0
+        elif t0 is not None:
+            samples += event.samples_per_sec * event.step_time_s
+            t_last = time.perf_counter()
+    return samples / (t_last - t0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--batch-sizes", default="1,8,64,512")
+    args = ap.parse_args()
+    device = resolve_device(args.device)
+    print(f"device: {device}  torch {torch.__version__}  threads {torch.get_num_threads()}  "
+          f"steps {args.steps} (first {SKIP} untimed)  repeats {args.repeats} (median)")
+    print(f"{'workload':<15} {'batch':>6} {'bare samples/s':>15} {'engine samples/s':>17} {'ratio':>6}")
+    for name, settings in WORKLOADS.items():
+        for b in map(int, args.batch_sizes.split(",")):
+            cfg = RunConfig(**settings, batch_size=b, device=args.device)
+            bare, eng = [], []
+            for _ in range(args.repeats):  # interleaved, so drift hits both alike
+                bare.append(bare_loop(cfg, args.steps))
+                eng.append(engine_loop(cfg, args.steps))
+            rb, re = statistics.median(bare), statistics.median(eng)
+            print(f"{name:<15} {b:>6} {rb:>15,.0f} {re:>17,.0f} {re / rb:>6.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""What one training run is: `RunConfig`, its validation, and its URL/CLI string form.
+
+Pure Python (no torch): the Streamlit server validates configs before a worker ever sees them,
+and the same rules and messages serve widgets, query parameters and CLI flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+DATASETS = ("digits", "synthetic", "spirals", "moons", "circles", "xor", "blobs")
+IMAGE_DATASETS = ("digits", "synthetic")  # the ones a CNN can take
+TOY_DATASETS = ("spirals", "moons", "circles", "xor", "blobs")
+MODELS = ("mlp", "cnn")
+NORMS = ("none", "batch", "group", "layer")
+OPTIMIZERS = ("sgd", "momentum", "adam", "adamw")
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+DIGITS_SAMPLES = 1797  # scikit-learn's bundled 8x8 digits: fixed size
+TEST_FRACTION = 0.2  # share of every dataset held out for the test loss/accuracy
+MAX_BATCH_SIZE = 65536
+MAX_ACCUMULATION_STEPS = 1024
+MAX_SAMPLES = 200_000
+MAX_EPOCHS = 10_000
+MAX_STEPS = 10_000_000
+MAX_SEED = 2**31 - 1
+
+
+class ConfigError(ValueError):
+    """An invalid setting: names the field, the value given and what is allowed."""
+
+    def __init__(self, field_name: str, value: Any, allowed: str):
+        self.field = field_name
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"{field_name}: got {value!r}; allowed: {allowed}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    dataset: str = "digits"  # one of DATASETS; the 2-D toy sets and synthetic images are generated
+    model: str = "mlp"  # "mlp" or "cnn" (the CNN needs an image dataset)
+    norm: str = "none"  # normalisation after each hidden layer; "batch" depends on the batch
+    width: int = 256  # MLP hidden units per layer / CNN channels of the first conv
+    depth: int = 3  # MLP hidden layers / CNN conv blocks
+    batch_size: int = 32  # micro-batch: samples per forward/backward pass
+    lr: float = 0.05  # peak learning rate, reached after warmup_steps
+    accumulation_steps: int = 1  # micro-batches summed into one optimizer step
+    optimizer: str = "sgd"  # "sgd", "momentum" (SGD, 0.9), "adam", "adamw" (weight decay 0.01)
+    warmup_steps: int = 0  # optimizer steps of linear lr ramp from lr/warmup_steps to lr
+    epochs: int | None = 10  # passes over the training set; None = bounded by max_steps only
+    max_steps: int | None = None  # optimizer steps; the run stops at whichever bound comes first
+    seed: int = 0  # model init and shuffling; the datasets themselves are fixed
+    device: str = "auto"  # "auto" = cuda, then mps, then cpu
+    eval_interval: int = 0  # optimizer steps between train/test evaluations; 0 = once per epoch
+    samples: int = 4000  # dataset size (train + test) for generated datasets; digits is fixed
+    noise: float = 0.1  # label-free input noise of the 2-D toy sets (std, in data units)
+
+    # ----- derived quantities (pure arithmetic, shown before Run) -----
+    @property
+    def effective_batch_size(self) -> int:
+        """Samples per optimizer step: micro-batch x accumulation steps."""
+        return self.batch_size * self.accumulation_steps
+
+    @property
+    def total_samples(self) -> int:
+        return DIGITS_SAMPLES if self.dataset == "digits" else self.samples
+
+    @property
+    def test_samples(self) -> int:
+        return max(1, round(self.total_samples * TEST_FRACTION))
+
+    @property
+    def train_samples(self) -> int:
+        return self.total_samples - self.test_samples
+
+    @property
+    def updates_per_epoch(self) -> int:
+        """Optimizer steps per epoch: ceil(N / effective batch), the last batch may be partial."""
+        return math.ceil(self.train_samples / self.effective_batch_size)
+
+    @property
+    def planned_steps(self) -> int:
+        bounds = [b for b in (self.max_steps,) if b is not None]
+        if self.epochs is not None:
+            bounds.append(self.epochs * self.updates_per_epoch)
+        return min(bounds)
+
+    # ----- validation -----
+    def validated(self) -> tuple[RunConfig, list[str]]:
+        """Check every field; return the config with oversize batches clamped, and notices.
+
+        Raises ConfigError for the first invalid field.
+        """
+        _choice("dataset", self.dataset, DATASETS)
+        _choice("model", self.model, MODELS)
+        _choice("norm", self.norm, NORMS)
+        _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("device", self.device, DEVICES)
+        if self.model == "cnn" and self.dataset not in IMAGE_DATASETS:
+            raise ConfigError("dataset", self.dataset,
+                              f"an image dataset for the CNN: {', '.join(IMAGE_DATASETS)}")
+        _int("width", self.width, 1, 4096)
+        _int("depth", self.depth, 1, 16)
+        _int("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
+        _float("lr", self.lr, 0.0, 100.0, low_open=True)
+        _int("accumulation_steps", self.accumulation_steps, 1, MAX_ACCUMULATION_STEPS)
+        _int("warmup_steps", self.warmup_steps, 0, MAX_STEPS)
+        if self.epochs is None and self.max_steps is None:
+            raise ConfigError("epochs", None, "an epoch budget or max_steps (at least one)")
+        if self.epochs is not None:
+            _int("epochs", self.epochs, 1, MAX_EPOCHS)
+        if self.max_steps is not None:
+            _int("max_steps", self.max_steps, 1, MAX_STEPS)
+        _int("seed", self.seed, 0, MAX_SEED)
+        _int("eval_interval", self.eval_interval, 0, MAX_STEPS)
+        _int("samples", self.samples, 20, MAX_SAMPLES)
+        _float("noise", self.noise, 0.0, 10.0)
+
+        cfg, notices = self, []
+        n_train = cfg.train_samples
+        if cfg.batch_size > n_train:
+            notices.append(f"Batch size {cfg.batch_size} is larger than the {n_train} training "
+                           f"samples; clamped to {n_train} (full-batch gradient descent).")
+            cfg = dataclasses.replace(cfg, batch_size=n_train)
+        if cfg.effective_batch_size > n_train:
+            k = math.ceil(n_train / cfg.batch_size)
+            notices.append(f"Effective batch {cfg.effective_batch_size} is larger than the "
+                           f"{n_train} training samples; accumulation steps clamped to {k}.")
+            cfg = dataclasses.replace(cfg, accumulation_steps=k)
+        return cfg, notices
+
+    # ----- string form (query parameters, CLI) -----
+    def to_params(self) -> dict[str, str]:
+        """The fields that differ from the defaults, as strings (a shareable URL query)."""
+        default = RunConfig()
+        return {f.name: _format(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if getattr(self, f.name) != getattr(default, f.name)}
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> RunConfig:
+        """Parse string values by field name; unknown names are errors. Does not validate ranges."""
+        kinds = {f.name: f.type for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for name, raw in params.items():
+            if name not in kinds:
+                raise ConfigError(name, raw, "one of the settings " + ", ".join(kinds))
+            values[name] = _parse(name, kinds[name], raw)
+        if "max_steps" in values and "epochs" not in values:
+            values["epochs"] = None  # a step budget alone replaces the default epoch budget
+        return cls(**values)
+
+
+def _format(value: Any) -> str:
+    return "none" if value is None else repr(value) if isinstance(value, float) else str(value)
+
+
+def _parse(name: str, kind: str, raw: Any) -> Any:
+    if isinstance(raw, (list, tuple)):  # a repeated URL parameter: the last one wins
+        raw = raw[-1] if raw else ""
+    text = str(raw).strip()
+    if len(text) > 64:
+        raise ConfigError(name, text[:64] + "…", "a value of at most 64 characters")
+    if "None" in kind and text.lower() in ("", "none"):
+        return None
+    if kind.startswith("int"):
+        try:
+            as_float = float(text)
+        except ValueError:
+            raise ConfigError(name, text, "a whole number") from None
+        if not as_float.is_integer():
+            raise ConfigError(name, text, "a whole number")
+        return int(as_float)
+    if kind == "float":
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(name, text, "a number") from None
+    return text
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(name, value, "one of " + ", ".join(allowed))
+
+
+def _int(name: str, value: Any, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(name, value, f"a whole number from {low} to {high}")
+
+
+def _float(name: str, value: Any, low: float, high: float, low_open: bool = False) -> None:
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and math.isfinite(value) and (low < value if low_open else low <= value) and value <= high)
+    if not ok:
+        bound = f"greater than {low:g}" if low_open else f"at least {low:g}"
+        raise ConfigError(name, value, f"a finite number {bound} and at most {high:g}")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named dataset + model pair the pages offer; the other settings stay the user's."""
+    name: str
+    label: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+PRESETS = {p.name: p for p in (
+    Preset("digits-mlp", "Handwritten digits (8×8) · MLP", {"dataset": "digits", "model": "mlp"}),
+    Preset("digits-cnn", "Handwritten digits (8×8) · CNN", {"dataset": "digits", "model": "cnn",
+                                                           "width": 32, "depth": 2}),
+    Preset("synthetic-cnn", "Synthetic 28×28 images · CNN", {"dataset": "synthetic", "model": "cnn",
+                                                             "width": 16, "depth": 2,
+                                                             "samples": 4000}),
+    Preset("synthetic-mlp", "Synthetic 28×28 images · MLP", {"dataset": "synthetic",
+                                                             "model": "mlp", "samples": 4000}),
+    Preset("spirals-mlp", "Two spirals (2-D) · MLP", {"dataset": "spirals", "model": "mlp",
+                                                      "width": 64, "noise": 0.1}),
+    Preset("moons-mlp", "Two moons (2-D) · MLP", {"dataset": "moons", "model": "mlp", "width": 64}),
+    Preset("circles-mlp", "Circles (2-D) · MLP", {"dataset": "circles", "model": "mlp", "width": 64}),
+    Preset("xor-mlp", "XOR (2-D) · MLP", {"dataset": "xor", "model": "mlp", "width": 64}),
+    Preset("blobs-mlp", "Gaussian blobs (2-D) · MLP", {"dataset": "blobs", "model": "mlp",
+                                                       "width": 64}),
+)}
+
+
+def preset_of(cfg: RunConfig) -> str | None:
+    """The preset whose dataset and model match cfg, if any."""
+    for preset in PRESETS.values():
+        if (preset.settings["dataset"], preset.settings["model"]) == (cfg.dataset, cfg.model):
+            return preset.name
+    return None

@@ -1,0 +1,127 @@
+"""Datasets as device-resident tensors, and on-device shuffling into batches.
+
+Every dataset is fixed (its own seed, DATA_SEED), so runs with different run seeds or batch sizes
+train on the same samples. Nothing needs a download: digits ship inside scikit-learn's wheel, the
+rest is generated. Batches are index slices of one on-device permutation per epoch: no DataLoader.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from bsdemo.config import RunConfig
+
+DATA_SEED = 20240601  # fixes every dataset; the run seed only drives init and shuffling
+SYNTHETIC_SIDE = 28
+SYNTHETIC_CLASSES = 10
+
+
+@dataclass(frozen=True)
+class Dataset:
+    x_train: torch.Tensor  # (N, *input_shape), float32, standardised with train statistics
+    y_train: torch.Tensor  # (N,), int64 class labels
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    n_classes: int
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return tuple(self.x_train.shape[1:])
+
+    def to(self, device: torch.device) -> Dataset:
+        return Dataset(self.x_train.to(device), self.y_train.to(device), self.x_test.to(device),
+                       self.y_test.to(device), self.n_classes)
+
+
+def load_dataset(cfg: RunConfig, device: torch.device) -> Dataset:
+    """The dataset cfg names, split train/test as cfg.train_samples/test_samples say, on device."""
+    return _cpu_dataset(cfg.dataset, cfg.total_samples, cfg.noise, cfg.test_samples).to(device)
+
+
+@lru_cache(maxsize=4)  # a warm worker re-uses the last few datasets instead of regenerating them
+def _cpu_dataset(name: str, n: int, noise: float, n_test: int) -> Dataset:
+    if name == "digits":
+        x, y = _digits()
+    elif name == "synthetic":
+        x, y = _synthetic_images(n)
+    else:
+        x, y = _toy_2d(name, n, noise)
+    order = torch.from_numpy(np.random.RandomState(DATA_SEED).permutation(len(y)))
+    x, y = x[order], y[order]
+    x_test, y_test, x_train, y_train = x[:n_test], y[:n_test], x[n_test:], y[n_test:]
+    # standardise with training statistics only (per feature; pixels share one scale)
+    dims = (0,) if x.dim() == 2 else (0, 2, 3)
+    mean = x_train.mean(dim=dims, keepdim=True)
+    std = x_train.std(dim=dims, keepdim=True).clamp_min(1e-6)
+    n_classes = int(y.max()) + 1
+    return Dataset(((x_train - mean) / std).contiguous(), y_train.contiguous(),
+                   ((x_test - mean) / std).contiguous(), y_test.contiguous(), n_classes)
+
+
+def _digits() -> tuple[torch.Tensor, torch.Tensor]:
+    from sklearn.datasets import load_digits  # bundled in the wheel: works offline
+
+    digits = load_digits()
+    x = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1)  # (N, 1, 8, 8)
+    return x, torch.tensor(digits.target, dtype=torch.int64)
+
+
+def _synthetic_images(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Smooth random 28x28 images labelled by a fixed random teacher network (a real signal)."""
+    g = torch.Generator().manual_seed(DATA_SEED)
+    noise = torch.randn(n, 1, SYNTHETIC_SIDE + 4, SYNTHETIC_SIDE + 4, generator=g)
+    x = F.avg_pool2d(noise, kernel_size=5, stride=1)  # spatially correlated, (N, 1, 28, 28)
+    w_conv = torch.randn(8, 1, 5, 5, generator=g) / 5.0
+    hidden = F.relu(F.conv2d(x, w_conv, stride=2))  # (N, 8, 12, 12)
+    w_out = torch.randn(SYNTHETIC_CLASSES, hidden[0].numel(), generator=g) / math.sqrt(hidden[0].numel())
+    logits = hidden.flatten(1) @ w_out.T
+    # standardise each class's logit over the set so argmax gives roughly balanced classes
+    logits = (logits - logits.mean(0)) / logits.std(0).clamp_min(1e-6)
+    return x, logits.argmax(1)
+
+
+def _toy_2d(name: str, n: int, noise: float) -> tuple[torch.Tensor, torch.Tensor]:
+    rng = np.random.RandomState(DATA_SEED)
+    if name == "spirals":
+        y = np.arange(n) % 2
+        t = np.sqrt(rng.uniform(0.0, 1.0, n)) * 3 * np.pi  # sqrt: even density along the arm
+        r = t / (3 * np.pi)
+        x = np.stack([r * np.cos(t + np.pi * y), r * np.sin(t + np.pi * y)], axis=1)
+    elif name == "moons":
+        y = np.arange(n) % 2
+        t = rng.uniform(0.0, np.pi, n)
+        x = np.where(y[:, None] == 0, np.stack([np.cos(t), np.sin(t)], 1),
+                     np.stack([1 - np.cos(t), 0.5 - np.sin(t)], 1))
+    elif name == "circles":
+        y = np.arange(n) % 2
+        t = rng.uniform(0.0, 2 * np.pi, n)
+        r = np.where(y == 0, 1.0, 0.5)
+        x = np.stack([r * np.cos(t), r * np.sin(t)], axis=1)
+    elif name == "xor":
+        x = rng.uniform(-1.0, 1.0, (n, 2))
+        y = ((x[:, 0] > 0) ^ (x[:, 1] > 0)).astype(np.int64)
+    elif name == "blobs":
+        y = np.arange(n) % 4
+        centres = np.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]])
+        x = centres[y] + rng.normal(0.0, 0.5, (n, 2))
+    else:
+        raise ValueError(f"unknown toy dataset {name!r}")
+    x = x + rng.normal(0.0, noise, x.shape)
+    return torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.int64)
+
+
+def epoch_batches(n: int, effective_batch_size: int, generator: torch.Generator,
+                  device: torch.device):
+    """Index tensors of one shuffled epoch, effective_batch_size each (the last may be partial).
+
+    The permutation is drawn on the device; a step's micro-batches are consecutive slices of its
+    effective batch, so k micro-batches of b hold exactly the samples of one batch of k*b.
+    """
+    perm = torch.randperm(n, generator=generator, device=device)
+    return perm.split(effective_batch_size)

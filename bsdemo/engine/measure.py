@@ -1,0 +1,203 @@
+"""Measurements: device choice and facts, synchronised timing, memory counters, NVML sampling.
+
+Memory has three sources, named in every event so a chart can label it:
+- "cuda allocator": torch.cuda counters; the peak counter is reset at the start of every step.
+- "mps allocator": what torch.mps reports (current and driver-held; MPS has no peak counter).
+- "accounted" (CPU): the bytes we can count exactly — parameters, gradients, optimizer state and
+  the activations autograd saves for the backward pass (counted with saved-tensor hooks). The
+  CPU allocator reports nothing usable, so this is a model of memory, and labelled so.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import threading
+import time
+from typing import Any
+
+import torch
+
+from bsdemo.config import ConfigError
+
+
+def resolve_device(name: str) -> torch.device:
+    """auto -> cuda, then mps, then cpu; an explicit device that is missing is a ConfigError."""
+    cuda_ok = torch.cuda.is_available()
+    mps_ok = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    if name == "auto":
+        return torch.device("cuda" if cuda_ok else "mps" if mps_ok else "cpu")
+    if name == "cuda" and not cuda_ok:
+        raise ConfigError("device", name, "auto or cpu (no CUDA device is available here)")
+    if name == "mps" and not mps_ok:
+        raise ConfigError("device", name, "auto or cpu (no Apple MPS device is available here)")
+    return torch.device(name)
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"
+
+
+def device_info(device: torch.device) -> dict[str, Any]:
+    """What the sidebar badge and run summaries say about the device."""
+    # str(): a TorchVersion object would import torch wherever the dict is unpickled
+    info: dict[str, Any] = {"type": device.type, "torch": str(torch.__version__)}
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update(name=props.name, total_memory_bytes=int(props.total_memory),
+                    capability=f"{props.major}.{props.minor}",
+                    multiprocessors=props.multi_processor_count)
+    elif device.type == "mps":
+        info.update(name="Apple GPU (MPS)",
+                    total_memory_bytes=int(torch.mps.recommended_max_memory())
+                    if hasattr(torch.mps, "recommended_max_memory") else None)
+    else:
+        info.update(name=cpu_name(), cores=os.cpu_count(), threads=torch.get_num_threads(),
+                    total_memory_bytes=_host_memory_bytes())
+    return info
+
+
+def _host_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for queued device work, so a timer brackets real execution (no-op on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def memory_source(device: torch.device) -> str:
+    return {"cuda": "cuda allocator", "mps": "mps allocator"}.get(device.type, "accounted")
+
+
+def tensor_bytes(tensors) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def optimizer_state_bytes(optimizer: torch.optim.Optimizer) -> int:
+    return tensor_bytes(v for state in optimizer.state.values() for v in state.values()
+                        if torch.is_tensor(v))
+
+
+class SavedActivations:
+    """Counts the bytes autograd saves for backward inside a `with` block.
+
+    Parameters saved by layers (a Linear saves its weight) are excluded: they are counted as
+    parameters already. Storages are counted once, so views of one tensor are not doubled.
+    """
+
+    def __init__(self, parameters):
+        self._param_storages = {p.untyped_storage().data_ptr() for p in parameters}
+        self._seen: set[int] = set()
+        self.bytes = 0
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
+
+    def _pack(self, t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        ptr = storage.data_ptr()
+        if ptr not in self._param_storages and ptr not in self._seen:
+            self._seen.add(ptr)
+            self.bytes += storage.nbytes()
+        return t
+
+    def __enter__(self):
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._hooks.__exit__(*exc)
+        return False
+
+
+class MemoryMeter:
+    """Per-step memory readings for one device; see the module docstring for the sources."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.source = memory_source(device)
+
+    def begin_step(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def read(self, accounted_persistent: int, accounted_peak: int) -> tuple[int | None, ...]:
+        """(allocated, reserved, peak-in-step) in bytes, after the step."""
+        if self.device.type == "cuda":
+            return (torch.cuda.memory_allocated(self.device), torch.cuda.memory_reserved(self.device),
+                    torch.cuda.max_memory_allocated(self.device))
+        if self.device.type == "mps":
+            current = torch.mps.current_allocated_memory()
+            return current, torch.mps.driver_allocated_memory(), current
+        return accounted_persistent, None, accounted_peak
+
+
+class NvmlSampler:
+    """Samples GPU utilisation, memory used and power every `interval_s` in a daemon thread.
+
+    Only for CUDA devices, and silent when NVML is missing (no driver, no nvidia-ml-py): then
+    `latest()` returns None and nothing else changes.
+    """
+
+    def __init__(self, device: torch.device, interval_s: float = 0.1):
+        self._latest: dict[str, float] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._handle = None
+        if device.type != "cuda":
+            return
+        try:
+            import pynvml  # nvidia-ml-py
+
+            pynvml.nvmlInit()
+            index = device.index if device.index is not None else torch.cuda.current_device()
+            self._handle = _nvml_handle(pynvml, index)
+            self._nvml = pynvml
+        except Exception:  # noqa: BLE001 - any NVML failure means "no sampler", by design
+            self._handle = None
+            return
+        self._interval = interval_s
+        self._thread = threading.Thread(target=self._run, name="nvml-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        nvml = self._nvml
+        while not self._stop.is_set():
+            try:
+                util = nvml.nvmlDeviceGetUtilizationRates(self._handle)
+                mem = nvml.nvmlDeviceGetMemoryInfo(self._handle)
+                power = nvml.nvmlDeviceGetPowerUsage(self._handle) / 1000.0
+                self._latest = {"utilization_pct": float(util.gpu), "memory_used_bytes": mem.used,
+                                "power_w": power, "time": time.time()}
+            except Exception:  # noqa: BLE001 - a failed sample is skipped, the run goes on
+                pass
+            self._stop.wait(self._interval)
+
+    def latest(self) -> dict[str, float] | None:
+        return self._latest
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+def _nvml_handle(nvml, torch_index: int):
+    """NVML numbers GPUs by PCI order, torch by CUDA_VISIBLE_DEVICES: match by PCI bus id."""
+    props = torch.cuda.get_device_properties(torch_index)
+    bus_id = getattr(props, "pci_bus_id", None)
+    if bus_id is not None:
+        domain = getattr(props, "pci_domain_id", 0)
+        device_id = getattr(props, "pci_device_id", 0)
+        return nvml.nvmlDeviceGetHandleByPciBusId(f"{domain:08x}:{bus_id:02x}:{device_id:02x}.0")
+    return nvml.nvmlDeviceGetHandleByIndex(torch_index)

@@ -1,0 +1,239 @@
+"""The training loop: one function that yields events (start, step, eval, end).
+
+One optimizer step = `accumulation_steps` micro-batches of `batch_size` samples. Each micro-batch's
+loss is its mean loss times (its size / the effective batch's size), so the summed gradients are
+exactly those of the mean loss over the effective batch — the textbook "scale by 1/k" when the
+micro-batches are equal, and still right for a partial last batch.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+import time
+from collections.abc import Callable, Iterator
+
+import torch
+import torch.nn.functional as F
+
+from bsdemo.config import RunConfig
+from bsdemo.engine.data import Dataset, epoch_batches, load_dataset
+from bsdemo.engine.measure import (
+    MemoryMeter,
+    NvmlSampler,
+    SavedActivations,
+    device_info,
+    optimizer_state_bytes,
+    resolve_device,
+    synchronize,
+    tensor_bytes,
+)
+from bsdemo.engine.models import build_model, make_optimizer
+from bsdemo.events import EndEvent, EvalEvent, StartEvent, StepEvent
+
+MEASURE_WARMUP_STEPS = 3  # first steps excluded from throughput summaries (allocator, caches)
+DIVERGENCE_FACTOR = 1000.0  # a loss this many times the first one counts as diverged
+EVAL_CHUNK = 1024  # samples per forward pass when evaluating (bounds eval memory)
+
+
+def lr_at(cfg: RunConfig, step_index: int) -> float:
+    """Learning rate for the optimizer step with 0-based index step_index (linear warm-up)."""
+    if cfg.warmup_steps and step_index < cfg.warmup_steps:
+        return cfg.lr * (step_index + 1) / cfg.warmup_steps
+    return cfg.lr
+
+
+def micro_loss(model: torch.nn.Module, xb: torch.Tensor, yb: torch.Tensor,
+               effective: int) -> torch.Tensor:
+    """This micro-batch's share of the mean loss over an effective batch of `effective` samples.
+
+    mean x (b / effective) = sum / effective; a whole batch skips the extra multiply (hot path).
+    """
+    loss = F.cross_entropy(model(xb), yb)
+    return loss if len(yb) == effective else loss * (len(yb) / effective)
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+    """(mean loss, accuracy) over a whole split, in chunks; the model is put back in train mode."""
+    model.eval()
+    loss_sum = torch.zeros((), device=x.device)
+    correct = torch.zeros((), device=x.device, dtype=torch.int64)
+    for xb, yb in zip(x.split(EVAL_CHUNK), y.split(EVAL_CHUNK), strict=True):
+        logits = model(xb)
+        loss_sum += F.cross_entropy(logits, yb, reduction="sum")
+        correct += (logits.argmax(1) == yb).sum()
+    model.train()
+    n = len(y)
+    return loss_sum.item() / n, correct.item() / n  # .item(): one device sync per split
+
+
+def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None) -> Iterator:
+    """Run cfg to completion (or divergence, OOM, cancellation), yielding events as it goes.
+
+    Raises ConfigError for an invalid cfg before anything runs; every other outcome ends with
+    an EndEvent.
+    """
+    cfg, notices = cfg.validated()
+    device = resolve_device(cfg.device)
+    data = load_dataset(cfg, device)
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg, data.input_shape, data.n_classes).to(device)
+    optimizer = make_optimizer(cfg, model.parameters())
+    meter = MemoryMeter(device)
+    info = device_info(device)
+    yield StartEvent(
+        config=vars(cfg).copy(), notices=notices, device=info,
+        train_samples=len(data.y_train), test_samples=len(data.y_test),
+        parameters=sum(p.numel() for p in model.parameters() if p.requires_grad),
+        effective_batch_size=cfg.effective_batch_size, updates_per_epoch=cfg.updates_per_epoch,
+        planned_steps=cfg.planned_steps, memory_source=meter.source)
+    sampler = NvmlSampler(device)
+    try:
+        yield from _loop(cfg, data, model, optimizer, meter, sampler, device, info, should_stop)
+    finally:
+        sampler.close()
+
+
+def _loop(cfg, data: Dataset, model, optimizer, meter: MemoryMeter, sampler: NvmlSampler,
+          device: torch.device, info: dict, should_stop) -> Iterator:
+    params = [p for p in model.parameters() if p.requires_grad]
+    param_bytes = tensor_bytes(params)
+    state_bytes = 0  # optimizer state: allocated lazily by the first step (Adam), counted then
+    activation_bytes: dict[int, int] = {}  # micro-batch size -> bytes saved for backward (CPU)
+    accounting = meter.source == "accounted"
+    on_device = device.type != "cpu"  # the CPU needs no sync and has no peak counter to reset
+    current_lr = None
+    generator = torch.Generator(device=device).manual_seed(cfg.seed)
+    n_train = len(data.y_train)
+    step = samples_seen = 0
+    first_loss: float | None = None
+    rates: list[float] = []
+    step_times: list[float] = []
+    peak_memory = 0
+    eval_time = 0.0
+    t_origin = time.perf_counter()
+    done = False
+    last = dict.fromkeys(("step", "train_loss", "train_accuracy", "test_loss", "test_accuracy"))
+
+    def run_eval(epoch_done: float) -> EvalEvent:
+        nonlocal eval_time
+        t = time.perf_counter()
+        train_loss, train_acc = evaluate(model, data.x_train, data.y_train)
+        test_loss, test_acc = evaluate(model, data.x_test, data.y_test)
+        eval_time += time.perf_counter() - t
+        last.update(step=step, train_loss=train_loss, train_accuracy=train_acc, test_loss=test_loss,
+                    test_accuracy=test_acc)
+        return EvalEvent(step=step, epoch=epoch_done, samples_seen=samples_seen,
+                         wall_time_s=wall_time(), train_loss=train_loss, train_accuracy=train_acc,
+                         test_loss=test_loss, test_accuracy=test_acc)
+
+    def wall_time() -> float:  # training time: evaluations are excluded
+        return time.perf_counter() - t_origin - eval_time
+
+    def summary() -> dict:
+        steady = slice(min(MEASURE_WARMUP_STEPS, max(len(rates) - 1, 0)), None)
+        return {"steps": step, "epochs": samples_seen / n_train, "samples_seen": samples_seen,
+                "effective_batch_size": cfg.effective_batch_size,
+                "samples_per_sec": statistics.median(rates[steady]) if rates else None,
+                "step_time_s": statistics.median(step_times[steady]) if step_times else None,
+                "wall_time_s": wall_time(), "peak_memory_bytes": peak_memory or None,
+                "memory_source": meter.source, "final_train_loss": last["train_loss"],
+                "final_train_accuracy": last["train_accuracy"], "test_loss": last["test_loss"],
+                "test_accuracy": last["test_accuracy"], "device": info.get("name", device.type),
+                "warmup_steps_excluded": steady.start}
+
+    yield run_eval(0.0)
+    t_origin = time.perf_counter()
+    eval_time = 0.0
+    epochs = range(cfg.epochs) if cfg.epochs is not None else itertools.count()
+    oom = False
+    for epoch in epochs:
+        batches = epoch_batches(n_train, cfg.effective_batch_size, generator, device)
+        for batch_index, idx in enumerate(batches):
+            if should_stop is not None and should_stop():
+                yield EndEvent("cancelled", f"Stopped after {step} steps.", summary())
+                return
+            n_eff = len(idx)
+            lr = lr_at(cfg, step)
+            if lr != current_lr:  # only during warm-up: the hot path stays bare
+                for group in optimizer.param_groups:
+                    group["lr"] = current_lr = lr
+            if on_device:
+                synchronize(device)
+                meter.begin_step()
+            t0 = time.perf_counter()
+            try:
+                optimizer.zero_grad(set_to_none=True)
+                loss_sum = None
+                step_activations = 0
+                micro_batches = idx.split(cfg.batch_size) if n_eff > cfg.batch_size else (idx,)
+                for micro in micro_batches:
+                    xb, yb = data.x_train[micro], data.y_train[micro]
+                    if accounting and len(micro) not in activation_bytes:
+                        with SavedActivations(params) as saved:
+                            loss = micro_loss(model, xb, yb, n_eff)
+                        activation_bytes[len(micro)] = saved.bytes
+                    else:
+                        loss = micro_loss(model, xb, yb, n_eff)
+                    loss.backward()
+                    loss_sum = loss.detach() if loss_sum is None else loss_sum + loss.detach()
+                    if accounting:
+                        step_activations = max(step_activations, activation_bytes[len(micro)])
+                optimizer.step()
+                loss_value = loss_sum.item()  # device sync point
+                if on_device:
+                    synchronize(device)
+            except torch.cuda.OutOfMemoryError:
+                oom = True  # recover outside the except block, where the traceback is released
+            if oom:
+                loss = loss_sum = None
+                optimizer.zero_grad(set_to_none=True)
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+                yield EndEvent("oom", f"Out of memory at step {step + 1} (micro-batch "
+                               f"{cfg.batch_size}). Try a smaller batch size, or keep the "
+                               f"effective batch with gradient accumulation.", summary())
+                return
+            step_time = time.perf_counter() - t0
+            if step == 0:
+                state_bytes = optimizer_state_bytes(optimizer)
+            step += 1
+            samples_seen += n_eff
+            if not math.isfinite(loss_value) or (
+                    first_loss is not None and loss_value > DIVERGENCE_FACTOR * first_loss):
+                yield EndEvent("diverged", f"Diverged at step {step}: loss {loss_value:.4g} "
+                               f"(first step {first_loss or float('nan'):.4g}). Lower the learning "
+                               f"rate ({cfg.lr:g}) or add warm-up steps.", summary())
+                return
+            if first_loss is None:
+                first_loss = loss_value
+            persistent = 2 * param_bytes + state_bytes  # parameters + gradients + optimizer state
+            allocated, reserved, peak = meter.read(persistent, persistent + step_activations)
+            if peak is not None:
+                peak_memory = max(peak_memory, peak)
+            rates.append(n_eff / step_time)
+            step_times.append(step_time)
+            nvml = sampler.latest()
+            epoch_done = epoch + (batch_index + 1) / len(batches)
+            yield StepEvent(step=step, epoch=epoch_done, samples_seen=samples_seen,
+                            wall_time_s=wall_time(), loss=loss_value, lr=lr, step_time_s=step_time,
+                            samples_per_sec=rates[-1], memory_allocated_bytes=allocated,
+                            memory_reserved_bytes=reserved, peak_memory_bytes=peak,
+                            utilization_pct=nvml["utilization_pct"] if nvml else None)
+            done = cfg.max_steps is not None and step >= cfg.max_steps
+            if (cfg.eval_interval and step % cfg.eval_interval == 0) or (
+                    not cfg.eval_interval and batch_index == len(batches) - 1) or done:
+                yield run_eval(epoch_done)
+            if done:
+                break
+        if done:
+            break
+    if last["step"] != step:  # a step budget or eval interval that did not end on an eval
+        yield run_eval(samples_seen / n_train)
+    s = summary()
+    acc = s["test_accuracy"]
+    yield EndEvent("completed", f"Completed {step} steps ({s['epochs']:.3g} epochs) in "
+                   f"{s['wall_time_s']:.2f} s; median {s['samples_per_sec'] or 0:,.0f} samples/s; "
+                   f"test accuracy {acc:.1%}.", s)

@@ -1,0 +1,79 @@
+"""The records a training run emits, in order: start, step/eval (many), end.
+
+Pure Python and JSON-serialisable: the worker sends `to_dict()` of each through a queue, the CLI
+prints them as JSON lines, and `bsdemo.charts` draws from the dicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+END_STATUSES = ("completed", "diverged", "cancelled", "oom", "failed")
+
+
+class _Event:
+    kind: ClassVar[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        # vars() rather than dataclasses.asdict: asdict deep-copies and costs ~10x on the hot path
+        return {"kind": self.kind, **vars(self)}
+
+
+@dataclass
+class StartEvent(_Event):
+    kind: ClassVar[str] = "start"
+    config: dict[str, Any]  # the validated config, field -> value
+    notices: list[str]  # e.g. "batch clamped to the training set"
+    device: dict[str, Any]  # name, type, total_memory_bytes, ...
+    train_samples: int
+    test_samples: int
+    parameters: int  # trainable parameter count
+    effective_batch_size: int
+    updates_per_epoch: int
+    planned_steps: int
+    memory_source: str  # "cuda allocator" | "mps allocator" | "accounted"
+
+
+@dataclass
+class StepEvent(_Event):
+    kind: ClassVar[str] = "step"
+    step: int  # optimizer steps done, from 1
+    epoch: float  # epochs done, fractional (e.g. 1.5 = half-way through the second)
+    samples_seen: int
+    wall_time_s: float  # since the first step began; excludes set-up, includes evaluations
+    loss: float  # mean training loss over the whole effective batch of this step
+    lr: float
+    step_time_s: float  # the optimizer step with all its micro-batches, device-synchronised
+    samples_per_sec: float  # samples in this step / step_time_s
+    memory_allocated_bytes: int | None  # live tensors after the step
+    memory_reserved_bytes: int | None  # held by the caching allocator (CUDA/MPS); None on CPU
+    peak_memory_bytes: int | None  # peak during this step (counter reset every step)
+    utilization_pct: float | None = None  # NVML: share of time a kernel ran (GPU only)
+
+
+@dataclass
+class EvalEvent(_Event):
+    kind: ClassVar[str] = "eval"
+    step: int
+    epoch: float
+    samples_seen: int
+    wall_time_s: float
+    train_loss: float
+    train_accuracy: float
+    test_loss: float
+    test_accuracy: float
+
+
+@dataclass
+class EndEvent(_Event):
+    kind: ClassVar[str] = "end"
+    status: str  # one of END_STATUSES
+    message: str  # for a person: what happened and, on failure, what to try
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def summary_fields() -> tuple[str, ...]:
+    """The keys every end summary carries (None where a run ended before it could measure)."""
+    return ("steps", "samples_per_sec", "peak_memory_bytes", "memory_source", "final_train_loss",
+            "test_accuracy", "device")

@@ -1,0 +1,390 @@
+"""The scheduler: a FIFO queue of training jobs run by warm worker processes.
+
+One `Scheduler` per server process. Workers are started with the `spawn` context (CUDA forbids
+fork), import torch once, warm up, and then take jobs one at a time; events come back over one
+results queue and land in bounded, column-wise buffers that pages read with `snapshot()`.
+
+This module never imports torch: the server process stays light and responsive. The worker's
+code runs in the child (`_worker_main`), which is the only place here that imports the engine.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import multiprocessing as mp
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from bsdemo.config import ConfigError, RunConfig
+
+ACTIVE = ("queued", "running")
+STEP_FIELDS = ("step", "epoch", "samples_seen", "wall_time_s", "loss", "lr", "step_time_s",
+               "samples_per_sec", "memory_allocated_bytes", "memory_reserved_bytes",
+               "peak_memory_bytes", "utilization_pct")
+EVAL_FIELDS = ("step", "epoch", "samples_seen", "wall_time_s", "train_loss", "train_accuracy",
+               "test_loss", "test_accuracy")
+FLUSH_INTERVAL_S = 0.05  # workers batch step events: one queue message per 50 ms, not per step
+
+
+class ActiveRunError(RuntimeError):
+    """The session already has a queued or running job (one active run per session)."""
+
+
+class Series:
+    """Column-wise event buffer of at most `max_points` rows.
+
+    When full it keeps every other row and doubles its stride, so a long run keeps an even
+    sample of its whole history in bounded memory.
+    """
+
+    def __init__(self, fields: tuple[str, ...], max_points: int):
+        self.fields = fields
+        self.max_points = max_points
+        self.columns: dict[str, list] = {f: [] for f in fields}
+        self.stride = 1
+        self._seen = 0
+
+    def append(self, event: dict[str, Any]) -> None:
+        self._seen += 1
+        if (self._seen - 1) % self.stride:
+            return
+        for f in self.fields:
+            self.columns[f].append(event.get(f))
+        if len(self.columns[self.fields[0]]) >= self.max_points:
+            for f in self.fields:
+                self.columns[f] = self.columns[f][::2]
+            self.stride *= 2
+
+    def __len__(self) -> int:
+        return len(self.columns[self.fields[0]])
+
+    def copy(self) -> dict[str, list]:
+        return {f: list(v) for f, v in self.columns.items()}
+
+
+@dataclass
+class JobSnapshot:
+    """What a page needs to draw one job; a copy, safe to keep after the job moves on."""
+    id: int
+    owner: str
+    status: str  # "queued", "running", or an end status (events.END_STATUSES)
+    config: dict[str, Any]
+    queue_position: int | None  # 1 = next to start; None when not queued
+    start: dict[str, Any] | None  # the StartEvent as a dict, once the worker sent it
+    steps: dict[str, list]  # STEP_FIELDS -> values, downsampled with `stride`
+    evals: dict[str, list]
+    latest: dict[str, Any] | None  # the newest step event (never downsampled away)
+    end: dict[str, Any] | None
+    stride: int
+    submitted_at: float
+    started_at: float | None
+    finished_at: float | None
+    shared_device: bool  # another job ran on the same device at some point during this one
+
+    @property
+    def done(self) -> bool:
+        return self.status not in ACTIVE
+
+
+@dataclass
+class _Job:
+    id: int
+    owner: str
+    config: RunConfig
+    submitted_at: float
+    steps: Series
+    evals: Series
+    status: str = "queued"
+    worker: int | None = None
+    start: dict | None = None
+    latest: dict | None = None
+    end: dict | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    shared_device: bool = False
+
+
+@dataclass
+class _Worker:
+    index: int
+    process: Any
+    tasks: Any  # this worker's own task queue
+    cancel: Any  # shared int: the id of a job to stop (checked between steps)
+    job: int | None = None
+    ready: bool = False
+    started_at: float = field(default_factory=time.monotonic)
+
+
+class Scheduler:
+    """FIFO queue + worker processes + bounded per-job buffers. Thread-safe."""
+
+    def __init__(self, workers: int = 1, max_points: int = 1000, keep_finished: int = 200,
+                 threads_per_worker: int | None = None):
+        self._ctx = mp.get_context("spawn")
+        self._results = self._ctx.Queue()
+        self._lock = threading.RLock()
+        self._jobs: dict[int, _Job] = {}
+        self._queue: collections.deque[int] = collections.deque()
+        self._finished: collections.deque[int] = collections.deque()
+        self._next_id = 1
+        self._max_points = max_points
+        self._keep_finished = keep_finished
+        self._threads = threads_per_worker or max(1, (os.cpu_count() or 1) // workers)
+        self._device_info: dict[str, Any] | None = None
+        self._closed = False
+        self.restarts = 0  # workers replaced after dying
+        self._workers = [self._start_worker(i) for i in range(workers)]
+        self._collector = threading.Thread(target=self._collect, name="bsdemo-collector",
+                                           daemon=True)
+        self._collector.start()
+        atexit.register(self.close)
+
+    # ----- public API -----
+    def submit(self, cfg: RunConfig, owner: str) -> int:
+        """Queue cfg for owner; returns the job id. Raises ConfigError or ActiveRunError."""
+        cfg, _ = cfg.validated()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the scheduler is shut down")
+            active = self.active_job(owner)
+            if active is not None:
+                raise ActiveRunError(f"run {active} is still {self._jobs[active].status}; stop it "
+                                     "or wait for it to finish before starting another")
+            job = _Job(self._next_id, owner, cfg, time.time(), Series(STEP_FIELDS, self._max_points),
+                       Series(EVAL_FIELDS, self._max_points))
+            self._next_id += 1
+            self._jobs[job.id] = job
+            self._queue.append(job.id)
+            self._dispatch()
+            return job.id
+
+    def cancel(self, job_id: int) -> None:
+        """Stop a job: a queued one at once, a running one between two steps."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None or job.status not in ACTIVE:
+                return
+            if job.status == "queued" and job.worker is None:
+                self._queue.remove(job_id)
+                self._finish(job, {"kind": "end", "status": "cancelled",
+                                   "message": "Cancelled before it started.", "summary": {}})
+            else:
+                self._workers[job.worker].cancel.value = job_id
+
+    def snapshot(self, job_id: int) -> JobSnapshot | None:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None:
+                return None
+            position = (self._queue.index(job_id) + 1) if job_id in self._queue else None
+            return JobSnapshot(
+                id=job.id, owner=job.owner, status=job.status, config=vars(job.config).copy(),
+                queue_position=position, start=job.start, steps=job.steps.copy(),
+                evals=job.evals.copy(), latest=job.latest, end=job.end, stride=job.steps.stride,
+                submitted_at=job.submitted_at, started_at=job.started_at,
+                finished_at=job.finished_at, shared_device=job.shared_device)
+
+    def active_job(self, owner: str) -> int | None:
+        with self._lock:
+            for job in self._jobs.values():
+                if job.owner == owner and job.status in ACTIVE:
+                    return job.id
+        return None
+
+    def wait(self, job_id: int, timeout: float = 60.0) -> JobSnapshot | None:
+        """Block until the job ends (for the CLI, tests and benchmarks; pages poll instead)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            snap = self.snapshot(job_id)
+            if snap is None or snap.done:
+                return snap
+            time.sleep(0.02)
+        return self.snapshot(job_id)
+
+    @property
+    def device_info(self) -> dict[str, Any] | None:
+        """The workers' device, once a worker has started (None before)."""
+        return self._device_info
+
+    def workers_ready(self) -> int:
+        with self._lock:
+            return sum(w.ready for w in self._workers)
+
+    def worker_pids(self) -> list[int]:
+        with self._lock:
+            return [w.process.pid for w in self._workers]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            workers = list(self._workers)
+        for w in workers:
+            try:
+                w.tasks.put(None)
+            except (OSError, ValueError):
+                pass
+        for w in workers:
+            w.process.join(timeout=2)
+            if w.process.is_alive():
+                w.process.kill()
+                w.process.join(timeout=2)
+
+    # ----- internals -----
+    def _start_worker(self, index: int) -> _Worker:
+        tasks = self._ctx.Queue()
+        cancel = self._ctx.RawValue("q", -1)  # lock-free: one writer, read between steps
+        process = self._ctx.Process(target=_worker_main, name=f"bsdemo-worker-{index}",
+                                    args=(index, tasks, self._results, cancel, self._threads),
+                                    daemon=True)
+        process.start()
+        return _Worker(index, process, tasks, cancel)
+
+    def _dispatch(self) -> None:
+        """Hand queued jobs to free workers (FIFO). Caller holds the lock."""
+        for worker in self._workers:
+            if not self._queue:
+                return
+            if worker.job is None and worker.process.is_alive():
+                job = self._jobs[self._queue.popleft()]
+                job.worker = worker.index
+                job.status = "running"
+                job.started_at = time.time()
+                worker.job = job.id
+                running = [j for j in self._jobs.values() if j.status == "running"]
+                if len(running) > 1:
+                    for j in running:
+                        j.shared_device = True
+                worker.tasks.put((job.id, vars(job.config).copy()))
+
+    def _finish(self, job: _Job, end: dict[str, Any]) -> None:
+        """Caller holds the lock."""
+        job.end = end
+        job.status = end["status"]
+        job.finished_at = time.time()
+        if job.worker is not None:
+            worker = self._workers[job.worker]
+            if worker.job == job.id:
+                worker.job = None
+        self._finished.append(job.id)
+        while len(self._finished) > self._keep_finished:
+            self._jobs.pop(self._finished.popleft(), None)
+
+    def _collect(self) -> None:
+        while not self._closed:
+            try:
+                message = self._results.get(timeout=0.2)
+            except queue.Empty:
+                message = None
+            except (OSError, EOFError, ValueError):
+                return  # the queue was closed under us: shutting down
+            with self._lock:
+                if message is not None:
+                    self._handle(message)
+                self._reap_dead_workers()
+                self._dispatch()
+
+    def _handle(self, message: tuple) -> None:
+        kind, index = message[0], message[1]
+        if kind == "hello":
+            self._workers[index].ready = True
+            self._device_info = message[2]
+            return
+        job_id, events = message[2], message[3]
+        job = self._jobs.get(job_id)
+        if job is None or job.status not in ACTIVE:
+            return  # late events of a job already ended (e.g. its worker was declared dead)
+        for event in events:
+            kind = event["kind"]
+            if kind == "step":
+                job.steps.append(event)
+                job.latest = event
+            elif kind == "eval":
+                job.evals.append(event)
+            elif kind == "start":
+                job.start = event
+            elif kind == "end":
+                self._finish(job, event)
+
+    def _reap_dead_workers(self) -> None:
+        """A dead worker's job fails with a message; a fresh worker takes its place."""
+        for i, worker in enumerate(self._workers):
+            if worker.process.is_alive() or self._closed:
+                continue
+            code = worker.process.exitcode
+            if worker.job is not None and worker.job in self._jobs:
+                job = self._jobs[worker.job]
+                if job.status in ACTIVE:
+                    self._finish(job, {"kind": "end", "status": "failed", "summary": {},
+                                       "message": f"The worker process running this job stopped "
+                                                  f"unexpectedly (exit code {code}). The job is "
+                                                  f"lost; a fresh worker has been started."})
+            self.restarts += 1
+            self._workers[i] = self._start_worker(i)
+
+
+def _worker_main(index: int, tasks, results, cancel, threads: int) -> None:
+    """A worker process: import torch once, warm up, then run jobs until told to stop."""
+    import torch
+
+    from bsdemo.engine.measure import device_info, resolve_device
+    from bsdemo.engine.train import train
+
+    torch.set_num_threads(threads)
+    # warm-up: first use of the optimizer, autograd and the digits data costs ~1 s once
+    for _ in train(RunConfig(epochs=None, max_steps=2)):
+        pass
+    results.put(("hello", index, device_info(resolve_device("auto"))))
+    parent = mp.parent_process()
+    while True:
+        try:
+            task = tasks.get(timeout=1.0)
+        except queue.Empty:
+            if parent is not None and not parent.is_alive():
+                return  # the server died without telling us: do not linger holding a GPU
+            continue
+        if task is None:
+            return
+        job_id, settings = task
+        _run_job(index, job_id, settings, results, cancel)
+
+
+def _run_job(index: int, job_id: int, settings: dict, results, cancel) -> None:
+    from bsdemo.engine.train import train
+
+    batch: list[dict] = []
+    last_flush = time.monotonic()
+    try:
+        cfg = RunConfig(**settings)
+        for event in train(cfg, should_stop=lambda: cancel.value == job_id):
+            batch.append(event.to_dict())
+            now = time.monotonic()
+            if event.kind != "step" or now - last_flush >= FLUSH_INTERVAL_S:
+                results.put(("events", index, job_id, batch))
+                batch, last_flush = [], now
+        end = None
+    except ConfigError as exc:
+        end = {"kind": "end", "status": "failed", "message": str(exc), "summary": {}}
+    except Exception as exc:  # noqa: BLE001 - any engine failure becomes a failed job, not a dead worker
+        end = {"kind": "end", "status": "failed", "summary": {},
+               "message": f"The run failed: {type(exc).__name__}: {exc}"}
+    if batch or end:
+        results.put(("events", index, job_id, batch + ([end] if end else [])))
+
+
+def default_workers() -> int:
+    """Worker count from BSDEMO_WORKERS (default 1: one measured run at a time per device)."""
+    raw = os.environ.get("BSDEMO_WORKERS", "1")
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError("BSDEMO_WORKERS", raw, "a whole number from 1 to 64") from None
+    if not 1 <= value <= 64:
+        raise ConfigError("BSDEMO_WORKERS", raw, "a whole number from 1 to 64")
+    return value

@@ -1,0 +1,1 @@
+"""The Streamlit layer: the only package that imports streamlit. Pages call into it."""

@@ -1,0 +1,247 @@
+"""The Training Lab's widgets, run controls, live view and run history.
+
+Widgets hold their values in session state under `w_*` keys; `settings()` turns them into a
+RunConfig. A link's query parameters fill the widgets once per session, and Run writes the
+config back to the URL, so a copied link reproduces the run's settings.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import streamlit as st
+
+from bsdemo import charts
+from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, PRESETS, ConfigError, RunConfig, preset_of
+from bsdemo.jobs import ActiveRunError, JobSnapshot
+from bsdemo.ui.state import owner, scheduler, session_runs
+
+REFRESH_S = 0.5  # live view poll interval (>= 1 update/s as promised)
+BATCH_POWERS = [2**i for i in range(13)]  # 1 … 4096 on the slider; any value via "exact"
+LR_CHOICES = [1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0]
+OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD + momentum 0.9", "adam": "Adam",
+                    "adamw": "AdamW (weight decay 0.01)"}
+MIB = 2**20
+
+
+# ----- settings <-> widgets -----
+def _to_widgets(cfg: RunConfig) -> None:
+    s = st.session_state
+    s["w_preset"] = preset_of(cfg) or "digits-mlp"
+    s["w_batch_exact"] = cfg.batch_size not in BATCH_POWERS
+    s["w_batch_pow"] = cfg.batch_size if cfg.batch_size in BATCH_POWERS else 32
+    s["w_batch_value"] = cfg.batch_size
+    s["w_lr"] = cfg.lr
+    for name in ("accumulation_steps", "optimizer", "seed", "norm", "width", "depth",
+                 "warmup_steps", "eval_interval", "samples", "noise", "device"):
+        s[f"w_{name}"] = getattr(cfg, name)
+    s["w_epochs"] = cfg.epochs or 0
+    s["w_max_steps"] = cfg.max_steps or 0
+
+
+def _apply_preset() -> None:
+    preset = PRESETS[st.session_state["w_preset"]]
+    defaults = RunConfig()
+    for name in ("width", "depth", "samples", "noise"):
+        st.session_state[f"w_{name}"] = preset.settings.get(name, getattr(defaults, name))
+
+
+def init_from_url() -> str | None:
+    """Fill the widgets from the URL once per session; returns an error message for a bad link."""
+    if st.session_state.get("lab_initialised"):
+        return st.session_state.get("lab_url_error")
+    st.session_state["lab_initialised"] = True
+    error = None
+    try:
+        cfg, _ = RunConfig.from_params(st.query_params.to_dict()).validated()
+    except ConfigError as exc:
+        error = (f"This link's settings could not be used — {exc}. The defaults are shown "
+                 "instead.")
+        cfg = RunConfig()
+    _to_widgets(cfg)
+    st.session_state["lab_url_error"] = error
+    return error
+
+
+def settings_form() -> RunConfig:
+    """Draw the settings widgets; return the RunConfig they describe (not yet validated)."""
+    s = st.session_state
+    st.selectbox("Dataset and model", list(PRESETS), key="w_preset",
+                 format_func=lambda name: PRESETS[name].label, on_change=_apply_preset)
+    left, right = st.columns(2)
+    with left:
+        if s["w_batch_exact"]:
+            st.number_input("Batch size (samples per forward/backward pass)", 1, 65536,
+                            key="w_batch_value")
+        else:
+            st.select_slider("Batch size (samples per forward/backward pass)", BATCH_POWERS,
+                             key="w_batch_pow")
+        st.checkbox("Exact batch size", key="w_batch_exact",
+                    help="Type any batch size instead of picking a power of two.")
+        lr_options = sorted(set(LR_CHOICES) | {s["w_lr"]})
+        st.select_slider("Learning rate (log scale)", lr_options, key="w_lr",
+                         format_func=lambda v: f"{v:g}")
+        st.number_input("Gradient-accumulation steps", 1, 1024, key="w_accumulation_steps",
+                        help="Micro-batches whose gradients are summed before one optimizer step.")
+    with right:
+        st.selectbox("Optimizer", OPTIMIZERS, key="w_optimizer",
+                     format_func=OPTIMIZER_LABELS.get)
+        st.number_input("Epoch budget (passes over the training set)", 0, 10_000, key="w_epochs",
+                        help="0 = no epoch budget: then set max steps under Advanced.")
+        st.number_input("Seed (model init and shuffling)", 0, 2**31 - 1, key="w_seed")
+    with st.expander("Advanced"):
+        a, b, c = st.columns(3)
+        a.selectbox("Normalisation", NORMS, key="w_norm")
+        a.number_input("Width (MLP units / CNN channels)", 1, 4096, key="w_width")
+        a.number_input("Depth (hidden layers / conv blocks)", 1, 16, key="w_depth")
+        b.number_input("Warm-up steps (linear lr ramp)", 0, 10_000_000, key="w_warmup_steps")
+        b.number_input("Max optimizer steps (0 = none)", 0, 10_000_000, key="w_max_steps")
+        b.number_input("Evaluate every N steps (0 = each epoch)", 0, 10_000_000,
+                       key="w_eval_interval")
+        c.number_input("Dataset size (generated sets)", 20, 200_000, key="w_samples")
+        c.number_input("Input noise (2-D sets)", 0.0, 10.0, key="w_noise", step=0.05)
+        c.selectbox("Device", DEVICES, key="w_device",
+                    help="auto = CUDA GPU, then Apple MPS, then the CPU.")
+    preset = PRESETS[s["w_preset"]].settings
+    return RunConfig(
+        dataset=preset["dataset"], model=preset["model"], norm=s["w_norm"], width=s["w_width"],
+        depth=s["w_depth"], batch_size=s["w_batch_value"] if s["w_batch_exact"] else s["w_batch_pow"],
+        lr=float(s["w_lr"]), accumulation_steps=s["w_accumulation_steps"],
+        optimizer=s["w_optimizer"], warmup_steps=s["w_warmup_steps"],
+        epochs=s["w_epochs"] or None, max_steps=s["w_max_steps"] or None, seed=s["w_seed"],
+        device=s["w_device"], eval_interval=s["w_eval_interval"], samples=s["w_samples"],
+        noise=float(s["w_noise"]))
+
+
+# ----- run controls -----
+def run_controls(cfg: RunConfig) -> None:
+    """What the settings mean before Run (effective batch, updates/epoch), then Run and Stop."""
+    sched = scheduler()
+    try:
+        checked, notices = cfg.validated()
+    except ConfigError as exc:
+        st.error(f"Cannot run these settings — {exc}.")
+        checked, notices = None, []
+    for notice in notices:
+        st.info(notice)
+    if checked is not None:
+        st.markdown(
+            f"**Effective batch** {checked.batch_size} × {checked.accumulation_steps} = "
+            f"**{checked.effective_batch_size}** samples per optimizer step · "
+            f"**{checked.updates_per_epoch}** updates per epoch "
+            f"(ceil({checked.train_samples} / {checked.effective_batch_size})) · "
+            f"**{checked.planned_steps:,}** optimizer steps planned")
+    active = sched.active_job(owner())
+    run_col, stop_col, _ = st.columns([1, 1, 4])
+    if run_col.button("Run", type="primary", key="run", disabled=checked is None or active is not None,
+                      icon=":material/play_arrow:"):
+        try:
+            job_id = sched.submit(cfg, owner())
+        except (ConfigError, ActiveRunError) as exc:
+            st.warning(str(exc))
+        else:
+            session_runs().append(job_id)
+            st.query_params.from_dict(cfg.to_params())
+            st.rerun()
+    if stop_col.button("Stop", key="stop", disabled=active is None, icon=":material/stop:"):
+        sched.cancel(active)
+        st.rerun()
+
+
+# ----- live view -----
+def live_view() -> None:
+    """Charts of this session's newest run, redrawn from a polling fragment while it is active."""
+    runs = session_runs()
+    if not runs:
+        st.caption("Press **Run** to train. Curves appear here as the run measures them.")
+        return
+    current = runs[-1]
+    snap = scheduler().snapshot(current)
+    was_active = snap is not None and not snap.done
+
+    @st.fragment(run_every=REFRESH_S if was_active else None)
+    def view() -> None:
+        snap = scheduler().snapshot(current)
+        if snap is None:
+            st.warning(f"Run {current} is no longer held by the server.")
+            return
+        _status(snap)
+        _tiles(snap)
+        x_axis = st.segmented_control("x-axis", list(charts.X_AXES), key="x_axis", default="steps",
+                                      format_func=lambda k: charts.X_AXES[k][1],
+                                      required=True) or "steps"
+        overlays = [scheduler().snapshot(j) for j in st.session_state.get("overlays", [])
+                    if j != current]
+        shown = [s for s in overlays if s is not None] + [snap]
+        left, right = st.columns(2)
+        with left:
+            show_chart(charts.loss_chart(shown, x_axis), "loss_chart")
+            show_chart(charts.memory_chart(shown, x_axis), "memory_chart")
+        with right:
+            show_chart(charts.throughput_chart(shown, x_axis), "throughput_chart")
+            if charts.has_utilization(shown):
+                show_chart(charts.utilization_chart(shown, x_axis), "utilization_chart")
+            else:
+                st.caption("GPU utilisation appears here when the run is on an NVIDIA GPU "
+                           "(read from NVML).")
+        if was_active and snap.done:
+            st.rerun()  # once: refresh the controls and the history table outside this fragment
+
+    view()
+
+
+def show_chart(chart: charts.Chart, key: str) -> None:
+    st.plotly_chart(chart.figure, key=key, alt=chart.alt, config={"displaylogo": False})
+    with st.expander("Data table"):
+        st.dataframe(chart.table, hide_index=True, key=f"{key}_table")
+
+
+def _status(snap: JobSnapshot) -> None:
+    if snap.status == "queued":
+        st.info(f"Run {snap.id} is waiting: position {snap.queue_position} in the queue.")
+    elif snap.status == "running" and snap.start is None:
+        st.info(f"Run {snap.id} is starting (loading data, building the model)…")
+    elif snap.status == "running":
+        shared = " Another run shares the device, so its speed is shared too." \
+            if snap.shared_device else ""
+        st.info(f"Run {snap.id} is training on {snap.start['device'].get('name')}.{shared}")
+    elif snap.status == "completed":
+        st.success(snap.end["message"])
+    elif snap.status == "cancelled":
+        st.warning(snap.end["message"])
+    else:
+        st.error(f"Run {snap.id} {snap.status}: {snap.end['message']}")
+    for notice in (snap.start or {}).get("notices", []):
+        st.caption(notice)
+
+
+def _tiles(snap: JobSnapshot) -> None:
+    latest, steps, evals = snap.latest or {}, snap.steps, snap.evals
+    planned = (snap.start or {}).get("planned_steps")
+    rates = steps["samples_per_sec"][3:] or steps["samples_per_sec"]  # skip warm-up steps
+    peaks = [p for p in steps["peak_memory_bytes"] if p is not None]
+    source = (snap.start or {}).get("memory_source", "")
+    cols = st.columns(5)
+    cols[0].metric("Optimizer steps", f"{latest.get('step', 0):,}" + (f" / {planned:,}" if planned else ""))
+    cols[1].metric("Step loss", f"{latest['loss']:.4f}" if "loss" in latest else "–")
+    cols[2].metric("Test accuracy", f"{evals['test_accuracy'][-1]:.1%}" if evals["test_accuracy"] else "–")
+    cols[3].metric("Samples/s (median, measured)",
+                   f"{statistics.median(rates):,.0f}" if rates else "–")
+    cols[4].metric(f"Peak memory ({source or 'measured'})",
+                   f"{max(peaks) / MIB:,.2f} MiB" if peaks else "–")
+
+
+# ----- history -----
+def history() -> None:
+    runs = session_runs()
+    if not runs:
+        return
+    snaps = [s for s in (scheduler().snapshot(j) for j in runs) if s is not None]
+    st.subheader("Your runs")
+    st.dataframe(charts.runs_table(snaps), hide_index=True, key="runs_table")
+    finished = [s.id for s in snaps if s.done and s.id != runs[-1]]
+    labels = {s.id: charts.run_label(s) for s in snaps}
+    st.multiselect("Overlay earlier runs on the charts", finished, key="overlays",
+                   format_func=lambda j: labels.get(j, str(j)),
+                   help="Each batch size keeps its own colour on every chart.")
+

@@ -1,0 +1,26 @@
+"""The shared sidebar: which device this server trains on."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from bsdemo.ui.state import scheduler
+
+GIB = 2**30
+
+
+def device_badge() -> None:
+    info = scheduler().device_info
+    with st.sidebar:
+        if info is None:
+            st.badge("Starting the training worker…", icon=":material/hourglass_top:", color="gray")
+            return
+        memory = info.get("total_memory_bytes")
+        size = f" · {memory / GIB:.0f} GiB" if memory else ""
+        if info["type"] == "cpu":
+            st.badge(f"CPU{size}", icon=":material/memory:", color="blue")
+            st.caption(f"{info.get('name', 'CPU')} · {info.get('cores')} cores · torch "
+                       f"{info.get('torch')}. No GPU: runs train on the CPU, memory is accounted.")
+        else:
+            st.badge(f"GPU{size}", icon=":material/bolt:", color="green")
+            st.caption(f"{info.get('name')} · torch {info.get('torch')}")

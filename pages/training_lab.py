@@ -1,0 +1,33 @@
+"""Training Lab: set batch size, learning rate and accumulation, run, and watch it train live."""
+
+import streamlit as st
+
+from bsdemo.ui import lab
+
+st.title("Training Lab")
+st.markdown(
+    "**Goal:** see what one training *iteration* is — take a batch, run it forward, compute the "
+    "loss, run backward, take an optimizer step — and how the batch size sets how many of them "
+    "an epoch takes. Batch size 1 is stochastic gradient descent, the whole training set is "
+    "full-batch gradient descent, anything between is mini-batch gradient descent.")
+st.info("**Predict first:** if you multiply the batch size by 8, what happens to the number of "
+        "updates per epoch, to the samples per second, and to the memory? Run both and compare.",
+        icon=":material/psychology:")
+
+url_error = lab.init_from_url()
+if url_error:
+    st.error(url_error)
+
+cfg = lab.settings_form()
+lab.run_controls(cfg)
+lab.live_view()
+lab.history()
+
+st.markdown(
+    "**What your runs show.** Each optimizer step used one *effective batch* (micro-batch × "
+    "accumulation steps); an epoch is ceil(N / effective batch) steps, so a small batch makes "
+    "many cheap, noisy updates and a large one a few expensive, smoother ones. Compare the "
+    "loss against *optimizer steps* and against *samples seen*: the same data, two different "
+    "stories. The samples/s tile is a median over measured steps (the first few are warm-up "
+    "and excluded); on the CPU, memory is *accounted* — parameters, gradients, optimizer "
+    "state and the activations saved for the backward pass, counted exactly.")
