@@ -15,8 +15,10 @@ import collections
 import multiprocessing as mp
 import os
 import queue
+import sys
 import threading
 import time
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -243,7 +245,15 @@ class Scheduler:
         process = self._ctx.Process(target=_worker_main, name=f"bsdemo-worker-{index}",
                                     args=(index, tasks, self._results, cancel, self._threads),
                                     daemon=True)
-        process.start()
+        # spawn re-runs the parent's __main__ in the child; under `streamlit run` that is the
+        # app script itself. A bare stand-in while the child is prepared keeps the child to
+        # importing just bsdemo.jobs (faster too).
+        main = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            process.start()
+        finally:
+            sys.modules["__main__"] = main
         return _Worker(index, process, tasks, cancel)
 
     def _dispatch(self) -> None:

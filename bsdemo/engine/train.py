@@ -13,6 +13,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -69,35 +70,57 @@ def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[
     return loss_sum.item() / n, correct.item() / n  # .item(): one device sync per split
 
 
-def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None) -> Iterator:
-    """Run cfg to completion (or divergence, OOM, cancellation), yielding events as it goes.
+@dataclass
+class Prepared:
+    """Everything a run trains: kept by callers (tests, lessons) that inspect the model after."""
+    cfg: RunConfig  # validated, with clamping applied
+    notices: list[str]
+    device: torch.device
+    data: Dataset
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
 
-    Raises ConfigError for an invalid cfg before anything runs; every other outcome ends with
-    an EndEvent.
+
+def prepare(cfg: RunConfig) -> Prepared:
+    """Validate cfg, load the data onto the device, seed and build the model and optimizer.
+
+    Raises ConfigError for an invalid cfg (or a device that is not there).
     """
     cfg, notices = cfg.validated()
     device = resolve_device(cfg.device)
     data = load_dataset(cfg, device)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg, data.input_shape, data.n_classes).to(device)
-    optimizer = make_optimizer(cfg, model.parameters())
-    meter = MemoryMeter(device)
-    info = device_info(device)
+    return Prepared(cfg, notices, device, data, model, make_optimizer(cfg, model.parameters()))
+
+
+def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
+          prepared: Prepared | None = None) -> Iterator:
+    """Run cfg to completion (or divergence, OOM, cancellation), yielding events as it goes.
+
+    Raises ConfigError for an invalid cfg before anything runs; every other outcome ends with
+    an EndEvent. Pass `prepared` (from prepare(cfg)) to keep hold of the trained model.
+    """
+    run = prepared or prepare(cfg)
+    meter = MemoryMeter(run.device)
+    info = device_info(run.device)
     yield StartEvent(
-        config=vars(cfg).copy(), notices=notices, device=info,
-        train_samples=len(data.y_train), test_samples=len(data.y_test),
-        parameters=sum(p.numel() for p in model.parameters() if p.requires_grad),
-        effective_batch_size=cfg.effective_batch_size, updates_per_epoch=cfg.updates_per_epoch,
-        planned_steps=cfg.planned_steps, memory_source=meter.source)
-    sampler = NvmlSampler(device)
+        config=vars(run.cfg).copy(), notices=run.notices, device=info,
+        train_samples=len(run.data.y_train), test_samples=len(run.data.y_test),
+        parameters=sum(p.numel() for p in run.model.parameters() if p.requires_grad),
+        effective_batch_size=run.cfg.effective_batch_size,
+        updates_per_epoch=run.cfg.updates_per_epoch, planned_steps=run.cfg.planned_steps,
+        memory_source=meter.source)
+    sampler = NvmlSampler(run.device)
     try:
-        yield from _loop(cfg, data, model, optimizer, meter, sampler, device, info, should_stop)
+        yield from _loop(run.cfg, run.data, run.model, run.optimizer, meter, sampler, run.device,
+                         info, should_stop)
     finally:
         sampler.close()
 
 
-def _loop(cfg, data: Dataset, model, optimizer, meter: MemoryMeter, sampler: NvmlSampler,
-          device: torch.device, info: dict, should_stop) -> Iterator:
+def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
+          sampler: NvmlSampler, device: torch.device, info: dict, should_stop) -> Iterator:
     params = [p for p in model.parameters() if p.requires_grad]
     param_bytes = tensor_bytes(params)
     state_bytes = 0  # optimizer state: allocated lazily by the first step (Adam), counted then
@@ -141,7 +164,8 @@ def _loop(cfg, data: Dataset, model, optimizer, meter: MemoryMeter, sampler: Nvm
                 "wall_time_s": wall_time(), "peak_memory_bytes": peak_memory or None,
                 "memory_source": meter.source, "final_train_loss": last["train_loss"],
                 "final_train_accuracy": last["train_accuracy"], "test_loss": last["test_loss"],
-                "test_accuracy": last["test_accuracy"], "device": info.get("name", device.type),
+                "test_accuracy": last["test_accuracy"], "evaluated_at_step": last["step"],
+                "device": info.get("name", device.type),
                 "warmup_steps_excluded": steady.start}
 
     yield run_eval(0.0)

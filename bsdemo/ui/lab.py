@@ -133,19 +133,23 @@ def run_controls(cfg: RunConfig) -> None:
             f"**{checked.planned_steps:,}** optimizer steps planned")
     active = sched.active_job(owner())
     run_col, stop_col, _ = st.columns([1, 1, 4])
-    if run_col.button("Run", type="primary", key="run", disabled=checked is None or active is not None,
-                      icon=":material/play_arrow:"):
-        try:
-            job_id = sched.submit(cfg, owner())
-        except (ConfigError, ActiveRunError) as exc:
-            st.warning(str(exc))
-        else:
-            session_runs().append(job_id)
-            st.query_params.from_dict(cfg.to_params())
-            st.rerun()
-    if stop_col.button("Stop", key="stop", disabled=active is None, icon=":material/stop:"):
-        sched.cancel(active)
-        st.rerun()
+    # callbacks run before the script reruns, so this very run already shows the new job
+    run_col.button("Run", type="primary", key="run", disabled=checked is None or active is not None,
+                   icon=":material/play_arrow:", on_click=_submit, args=(cfg,))
+    stop_col.button("Stop", key="stop", disabled=active is None, icon=":material/stop:",
+                    on_click=lambda: sched.cancel(sched.active_job(owner())))
+    if st.session_state.get("submit_error"):
+        st.warning(st.session_state.pop("submit_error"))
+
+
+def _submit(cfg: RunConfig) -> None:
+    try:
+        job_id = scheduler().submit(cfg, owner())
+    except (ConfigError, ActiveRunError) as exc:
+        st.session_state["submit_error"] = str(exc)
+    else:
+        session_runs().append(job_id)
+        st.query_params.from_dict(cfg.to_params())
 
 
 # ----- live view -----

@@ -1,0 +1,163 @@
+"""Command-line companion: run one training job in this terminal and watch the device meanwhile.
+
+    python -m bsdemo train --batch-size 256 --lr 0.1 [--json]
+
+Bad flags exit with code 2 and one line naming the flag and what is allowed (no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import NoReturn
+
+from bsdemo.config import DATASETS, DEVICES, MODELS, NORMS, OPTIMIZERS, ConfigError, RunConfig
+
+FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student types
+    "dataset": "dataset", "model": "model", "norm": "norm", "width": "width", "depth": "depth",
+    "batch_size": "batch_size", "lr": "lr", "accum": "accumulation_steps",
+    "optimizer": "optimizer", "warmup": "warmup_steps", "epochs": "epochs", "steps": "max_steps",
+    "seed": "seed", "device": "device", "eval_interval": "eval_interval", "samples": "samples",
+    "noise": "noise",
+}
+FIELD_FLAGS = {v: "--" + k.replace("_", "-") for k, v in FLAGS.items()}
+EXIT_STATUS = {"completed": 0, "cancelled": 130}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="bsdemo", description="Batch Size Lab on the command line.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    train = sub.add_parser("train", help="train one run and print its progress and summary",
+                           description="Train one run; --json prints one JSON event per line.")
+    d = RunConfig()
+    train.add_argument("--dataset", help=f"one of {', '.join(DATASETS)} (default {d.dataset})")
+    train.add_argument("--model", help=f"one of {', '.join(MODELS)} (default {d.model})")
+    train.add_argument("--norm", help=f"one of {', '.join(NORMS)} (default {d.norm})")
+    train.add_argument("--width", help=f"MLP units / CNN channels (default {d.width})")
+    train.add_argument("--depth", help=f"hidden layers / conv blocks (default {d.depth})")
+    train.add_argument("--batch-size", help=f"micro-batch size (default {d.batch_size})")
+    train.add_argument("--lr", help=f"learning rate (default {d.lr})")
+    train.add_argument("--accum", help="gradient-accumulation steps per optimizer step (default 1)")
+    train.add_argument("--optimizer", help=f"one of {', '.join(OPTIMIZERS)} (default {d.optimizer})")
+    train.add_argument("--warmup", help="linear lr warm-up, in optimizer steps (default 0)")
+    budget = train.add_mutually_exclusive_group()
+    budget.add_argument("--epochs", help=f"epoch budget (default {d.epochs})")
+    budget.add_argument("--steps", help="optimizer-step budget instead of epochs")
+    train.add_argument("--seed", help="model init and shuffling seed (default 0)")
+    train.add_argument("--device", help=f"one of {', '.join(DEVICES)} (default auto)")
+    train.add_argument("--eval-interval", help="optimizer steps between evaluations (0 = per epoch)")
+    train.add_argument("--samples", help=f"size of generated datasets (default {d.samples})")
+    train.add_argument("--noise", help=f"input noise of the 2-D sets (default {d.noise})")
+    train.add_argument("--json", action="store_true", help="one JSON object per event per line")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
+    """Flags -> validated RunConfig; a ConfigError names the *flag*, not the field."""
+    given = {FLAGS[k]: v for k, v in vars(args).items() if k in FLAGS and v is not None}
+    try:
+        return RunConfig.from_params(given).validated()
+    except ConfigError as exc:
+        raise ConfigError(FIELD_FLAGS.get(exc.field, exc.field), exc.value, exc.allowed) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_usage(sys.stderr)
+        return 2
+    try:
+        cfg, notices = config_from_args(args)
+    except ConfigError as exc:
+        print(f"bsdemo {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return _train(cfg, notices, args.json)
+    except ConfigError as exc:  # e.g. --device cuda on a machine without one
+        print(f"bsdemo {args.command}: error: {FIELD_FLAGS.get(exc.field, exc.field)}: got "
+              f"{exc.value!r}; allowed: {exc.allowed}", file=sys.stderr)
+        return 2
+
+
+def _train(cfg: RunConfig, notices: list[str], as_json: bool) -> int:
+    from bsdemo.engine.train import train  # imports torch: only once the flags are known good
+
+    for notice in notices:
+        print(f"note: {notice}", file=sys.stderr)
+    stop = {"requested": False}
+    events = train(cfg, should_stop=lambda: stop["requested"])
+    bar = _Progress(enabled=not as_json and sys.stderr.isatty())
+    end = None
+    while True:
+        try:
+            event = next(events)
+        except StopIteration:
+            break
+        except KeyboardInterrupt:
+            stop["requested"] = True  # the loop ends at the next step with a "cancelled" event
+            continue
+        if as_json:
+            print(json.dumps(event.to_dict()), flush=event.kind != "step")
+        elif event.kind == "start":
+            print(f"Training {cfg.model} on {cfg.dataset} ({event.train_samples} samples) on "
+                  f"{event.device.get('name')}: batch {cfg.batch_size} × {cfg.accumulation_steps} "
+                  f"= {event.effective_batch_size} per step, {event.updates_per_epoch} steps per "
+                  f"epoch, {event.planned_steps} planned.", file=sys.stderr)
+            bar.total = event.planned_steps
+        elif event.kind == "step":
+            bar.update(event.step, event.loss, event.samples_per_sec)
+        if event.kind == "end":
+            end = event
+    bar.close()
+    if not as_json and end is not None:
+        _print_summary(end)
+    return EXIT_STATUS.get(end.status, 1) if end else 1
+
+
+def _print_summary(end) -> None:
+    s = end.summary
+    print(end.message)
+    rows = [("status", end.status), ("optimizer steps", s.get("steps")),
+            ("samples/s (median)", _fmt(s.get("samples_per_sec"), "{:,.0f}")),
+            ("step time (median)", _fmt(s.get("step_time_s"), "{:.3g} s")),
+            ("peak memory", _fmt(s.get("peak_memory_bytes"), "{:,} B") +
+             f" ({s.get('memory_source')})"),
+            ("final train loss", _fmt(s.get("final_train_loss"), "{:.4f}")),
+            ("test accuracy", _fmt(s.get("test_accuracy"), "{:.2%}")), ("device", s.get("device"))]
+    for name, value in rows:
+        print(f"  {name:<20} {value}")
+
+
+def _fmt(value, pattern: str) -> str:
+    return "–" if value is None else pattern.format(value)
+
+
+class _Progress:
+    """A one-line progress bar on stderr (only on a terminal), redrawn at most 10 times/s."""
+
+    def __init__(self, enabled: bool):
+        self.enabled, self.total, self._last = enabled, 0, 0.0
+
+    def update(self, step: int, loss: float, rate: float) -> None:
+        import time
+
+        now = time.monotonic()
+        if not self.enabled or (now - self._last < 0.1 and step != self.total):
+            return
+        self._last = now
+        frac = step / self.total if self.total else 0.0
+        filled = int(frac * 30)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {step}/{self.total} "
+                         f"loss {loss:.4f} {rate:,.0f} samples/s ")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
