@@ -1,0 +1,90 @@
+"""bsdemo.charts: pure data -> figure, checked without a browser."""
+
+from __future__ import annotations
+
+import math
+
+from bsdemo import charts
+from bsdemo.config import RunConfig
+from bsdemo.jobs import EVAL_FIELDS, STEP_FIELDS, JobSnapshot
+
+
+def fake_snapshot(job_id=1, batch_size=32, accum=1, n=20, memory_source="accounted"):
+    """A hand-built snapshot: charts are pure functions of it (no run needed to test drawing)."""
+    cfg = vars(RunConfig(batch_size=batch_size, accumulation_steps=accum)).copy()
+    steps = {f: [] for f in STEP_FIELDS}
+    for i in range(1, n + 1):
+        row = dict(step=i, epoch=i / 10, samples_seen=i * batch_size * accum, wall_time_s=i * 0.01,
+                   loss=2.0 / i, lr=0.05, step_time_s=0.01, samples_per_sec=3200.0 + i,
+                   memory_allocated_bytes=1000, memory_reserved_bytes=None,
+                   peak_memory_bytes=2 * 2**20, utilization_pct=None)
+        for f in STEP_FIELDS:
+            steps[f].append(row[f])
+    evals = {f: [] for f in EVAL_FIELDS}
+    for i in (0, n):
+        row = dict(step=i, epoch=i / 10, samples_seen=i * batch_size, wall_time_s=i * 0.01,
+                   train_loss=2.3 - i * 0.1, train_accuracy=0.5, test_loss=2.4 - i * 0.1,
+                   test_accuracy=0.5)
+        for f in EVAL_FIELDS:
+            evals[f].append(row[f])
+    return JobSnapshot(id=job_id, owner="o", status="completed", config=cfg, queue_position=None,
+                       start={"memory_source": memory_source}, steps=steps, evals=evals,
+                       latest=None, end={"summary": {"steps": n, "samples_per_sec": 3210.0,
+                                                     "peak_memory_bytes": 2 * 2**20,
+                                                     "test_accuracy": 0.5, "device": "cpu"}},
+                       stride=1, submitted_at=0, started_at=0, finished_at=1, shared_device=False)
+
+
+def test_batch_colour_is_fixed_per_batch_and_ordered_by_log2():
+    assert charts.batch_colour(256) == charts.batch_colour(256)
+    colours = [charts.batch_colour(2**i) for i in range(0, 17, 4)]
+    assert len(set(colours)) == len(colours)
+    assert charts.batch_colour(1) != charts.batch_colour(2)
+
+
+def test_loss_chart_has_step_and_eval_series_with_axis_titles():
+    snap = fake_snapshot()
+    chart = charts.loss_chart([snap], "samples")
+    names = [t.name for t in chart.figure.data]
+    assert len(names) == 3 and any("test" in n for n in names)
+    assert list(chart.figure.data[0].x) == snap.steps["samples_seen"]
+    assert chart.figure.layout.xaxis.title.text == "Samples seen"
+    assert "nats" in chart.figure.layout.yaxis.title.text
+    assert "test loss 2.4" in chart.alt
+    assert len(chart.table) == 2 and chart.table[0]["test loss"] == 2.4
+
+
+def test_runs_share_a_chart_each_in_its_batch_colour():
+    a, b = fake_snapshot(1, 32), fake_snapshot(2, 64, accum=4)
+    chart = charts.throughput_chart([a, b], "seconds")
+    assert [t.line.color for t in chart.figure.data] == [charts.batch_colour(32),
+                                                         charts.batch_colour(256)]
+    assert "batch 256 (64×4)" in chart.figure.data[1].name
+    assert chart.figure.layout.xaxis.title.text == "Wall-clock time (s)"
+
+
+def test_memory_chart_is_in_mib_and_labels_its_source():
+    chart = charts.memory_chart([fake_snapshot()])
+    assert math.isclose(chart.figure.data[0].y[0], 2.0)
+    assert "accounted" in chart.figure.layout.yaxis.title.text
+    assert "accounted memory" in chart.alt
+
+
+def test_utilization_only_when_measured():
+    snap = fake_snapshot()
+    assert not charts.has_utilization([snap])
+    snap.steps["utilization_pct"][-1] = 87.0
+    assert charts.has_utilization([snap])
+    chart = charts.utilization_chart([snap])
+    assert list(chart.figure.data[0].y) == [87.0]
+
+
+def test_empty_inputs_give_empty_charts_with_alt_text():
+    assert "no runs" in charts.loss_chart([]).alt
+    assert charts.throughput_chart([]).figure.data == ()
+
+
+def test_runs_table_rows():
+    rows = charts.runs_table([fake_snapshot(1, 32), fake_snapshot(2, 16, accum=2)])
+    assert [r["effective batch"] for r in rows] == [32, 32]
+    assert rows[0]["peak memory (MiB)"] == 2.0 and rows[0]["samples/s (median)"] == 3210.0

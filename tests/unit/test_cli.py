@@ -1,0 +1,78 @@
+"""`python -m bsdemo train` in a real subprocess: JSON events, summaries, bad flags."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def bsdemo(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "bsdemo", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_json_lines_follow_the_documented_schema():
+    out = bsdemo("train", "--steps", "12", "--batch-size", "16", "--accum", "2", "--json",
+                 "--eval-interval", "5")
+    assert out.returncode == 0, out.stderr
+    events = [json.loads(line) for line in out.stdout.splitlines()]
+    assert all("kind" in e for e in events)
+    assert events[0]["kind"] == "start" and events[0]["effective_batch_size"] == 32
+    steps = [e for e in events if e["kind"] == "step"]
+    assert [e["step"] for e in steps] == list(range(1, 13))
+    for key in ("step", "epoch", "samples_seen", "wall_time_s", "loss", "lr", "step_time_s",
+                "samples_per_sec", "memory_allocated_bytes", "peak_memory_bytes"):
+        assert key in steps[0]
+    assert steps[-1]["samples_seen"] == 12 * 32
+    end = events[-1]
+    assert end["kind"] == "end" and end["status"] == "completed" and end["message"]
+    assert set(end["summary"]) >= {"steps", "samples_per_sec", "peak_memory_bytes",
+                                   "memory_source", "final_train_loss", "test_accuracy", "device"}
+    assert end["summary"]["steps"] == 12 and end["summary"]["memory_source"] == "accounted"
+
+
+def test_default_output_is_a_summary():
+    out = bsdemo("train", "--epochs", "1", "--dataset", "moons", "--width", "32")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Completed")
+    assert "samples/s (median)" in out.stdout and "test accuracy" in out.stdout
+
+
+def test_diverged_run_exits_nonzero_with_a_message():
+    out = bsdemo("train", "--lr", "80", "--steps", "200")
+    assert out.returncode == 1
+    assert "Diverged at step" in out.stdout
+
+
+@pytest.mark.parametrize("args,flag", [
+    (["--batch-size", "0"], "--batch-size"),
+    (["--batch-size", "-3"], "--batch-size"),
+    (["--batch-size", "many"], "--batch-size"),
+    (["--lr", "nan"], "--lr"),
+    (["--lr", "-1"], "--lr"),
+    (["--accum", "0"], "--accum"),
+    (["--optimizer", "lion"], "--optimizer"),
+    (["--dataset", "mnist"], "--dataset"),
+    (["--model", "cnn", "--dataset", "spirals"], "--dataset"),
+    (["--steps", "0"], "--steps"),
+    (["--device", "cuda"], "--device"),
+    (["--epochs", "1", "--steps", "3"], "--steps"),
+    (["--bogus", "1"], "--bogus"),
+])
+def test_bad_flags_exit_2_with_one_line_and_no_traceback(args, flag):
+    out = bsdemo("train", *args)
+    if flag == "--device" and out.returncode == 0:
+        pytest.skip("this machine has CUDA")
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert flag in lines[0] and "Traceback" not in out.stderr
+    assert out.stdout == ""
+
+
+def test_no_command_prints_usage_and_exits_2():
+    out = bsdemo()
+    assert out.returncode == 2 and "usage" in out.stderr

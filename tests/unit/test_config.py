@@ -1,0 +1,163 @@
+"""RunConfig validation, clamping and the query-parameter round trip (no torch involved)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bsdemo.config import (
+    DATASETS,
+    DEVICES,
+    IMAGE_DATASETS,
+    MODELS,
+    NORMS,
+    OPTIMIZERS,
+    PRESETS,
+    ConfigError,
+    RunConfig,
+    preset_of,
+)
+
+
+def test_defaults_are_valid_and_derived_numbers_follow():
+    cfg, notices = RunConfig().validated()
+    assert notices == []
+    assert cfg.train_samples + cfg.test_samples == 1797
+    assert cfg.effective_batch_size == 32
+    assert cfg.updates_per_epoch == math.ceil(cfg.train_samples / 32)
+    assert cfg.planned_steps == 10 * cfg.updates_per_epoch
+
+
+@pytest.mark.parametrize("field,value,allowed", [
+    ("batch_size", 0, "from 1 to 65536"),
+    ("batch_size", -4, "from 1 to 65536"),
+    ("batch_size", 10**9, "from 1 to 65536"),
+    ("lr", 0.0, "greater than 0"),
+    ("lr", float("nan"), "finite"),
+    ("lr", float("inf"), "finite"),
+    ("accumulation_steps", 0, "from 1 to 1024"),
+    ("optimizer", "rmsprop", "sgd, momentum, adam, adamw"),
+    ("dataset", "imagenet", "digits, synthetic"),
+    ("device", "tpu", "auto, cpu, cuda, mps"),
+    ("norm", "instance", "none, batch, group, layer"),
+    ("epochs", 0, "from 1 to"),
+    ("seed", -1, "from 0 to"),
+    ("warmup_steps", -1, "from 0 to"),
+    ("samples", 5, "from 20 to"),
+    ("batch_size", 2.5, "whole number"),
+    ("batch_size", True, "whole number"),
+])
+def test_invalid_values_name_field_value_and_what_is_allowed(field, value, allowed):
+    with pytest.raises(ConfigError) as err:
+        RunConfig(**{field: value}).validated()
+    message = str(err.value)
+    assert err.value.field == field
+    assert message.startswith(f"{field}: got {value!r}")
+    assert allowed in message
+
+
+def test_cnn_needs_an_image_dataset():
+    with pytest.raises(ConfigError, match="image dataset for the CNN"):
+        RunConfig(model="cnn", dataset="spirals").validated()
+
+
+def test_no_budget_at_all_is_an_error():
+    with pytest.raises(ConfigError, match="epochs"):
+        RunConfig(epochs=None, max_steps=None).validated()
+
+
+def test_batch_larger_than_training_set_is_clamped_with_notice():
+    cfg, notices = RunConfig(batch_size=5000).validated()
+    assert cfg.batch_size == cfg.train_samples
+    assert cfg.updates_per_epoch == 1
+    assert len(notices) == 1 and "clamped" in notices[0] and "5000" in notices[0]
+
+
+def test_effective_batch_larger_than_training_set_clamps_accumulation():
+    cfg, notices = RunConfig(batch_size=500, accumulation_steps=8).validated()
+    assert cfg.batch_size == 500 and cfg.accumulation_steps == math.ceil(cfg.train_samples / 500)
+    assert "accumulation steps clamped" in notices[0]
+
+
+def test_params_round_trip_and_only_non_defaults_are_written():
+    cfg = RunConfig(batch_size=256, lr=0.003, accumulation_steps=4, optimizer="adam", seed=9)
+    params = cfg.to_params()
+    assert params == {"batch_size": "256", "lr": "0.003", "accumulation_steps": "4",
+                      "optimizer": "adam", "seed": "9"}
+    assert RunConfig.from_params(params) == cfg
+    assert RunConfig().to_params() == {}
+
+
+def test_step_budget_alone_replaces_the_epoch_budget():
+    cfg = RunConfig.from_params({"max_steps": "50"})
+    assert cfg.epochs is None and cfg.planned_steps == 50
+
+
+@pytest.mark.parametrize("params,field", [
+    ({"batch_sise": "8"}, "batch_sise"),
+    ({"batch_size": "eight"}, "batch_size"),
+    ({"batch_size": "8.5"}, "batch_size"),
+    ({"lr": "fast"}, "lr"),
+    ({"dataset": "x" * 500}, "dataset"),
+])
+def test_bad_query_params_raise_config_errors(params, field):
+    with pytest.raises(ConfigError) as err:
+        RunConfig.from_params(params).validated()
+    assert err.value.field == field
+    assert len(str(err.value)) < 300  # a very long value is cut, not echoed whole
+
+
+def test_repeated_query_param_takes_the_last_value():
+    assert RunConfig.from_params({"batch_size": ["8", "64"]}).batch_size == 64
+
+
+def test_every_preset_is_a_valid_config():
+    for name, preset in PRESETS.items():
+        cfg, _ = RunConfig(**preset.settings).validated()
+        assert preset_of(cfg) == name
+
+
+configs = st.builds(
+    RunConfig,
+    dataset=st.sampled_from(DATASETS), model=st.just("mlp"), norm=st.sampled_from(NORMS),
+    width=st.integers(1, 4096), depth=st.integers(1, 16), batch_size=st.integers(1, 65536),
+    lr=st.floats(1e-6, 100.0, allow_nan=False), accumulation_steps=st.integers(1, 1024),
+    optimizer=st.sampled_from(OPTIMIZERS), warmup_steps=st.integers(0, 10**6),
+    epochs=st.one_of(st.none(), st.integers(1, 10_000)), max_steps=st.integers(1, 10**6),
+    seed=st.integers(0, 2**31 - 1), device=st.sampled_from(DEVICES),
+    eval_interval=st.integers(0, 1000), samples=st.integers(20, 200_000),
+    noise=st.floats(0.0, 10.0, allow_nan=False),
+)
+
+
+@given(configs)
+@settings(max_examples=200, deadline=None)
+def test_valid_configs_round_trip_through_the_url(cfg):
+    checked, _ = cfg.validated()
+    assert checked.batch_size <= checked.train_samples
+    assert checked.effective_batch_size <= checked.train_samples + checked.batch_size
+    assert RunConfig.from_params(checked.to_params()) == checked
+
+
+@given(st.dictionaries(st.sampled_from([f for f in RunConfig.__dataclass_fields__] + ["junk"]),
+                       st.text(max_size=80), max_size=6))
+@settings(max_examples=300, deadline=None)
+def test_arbitrary_strings_are_a_valid_config_or_a_config_error(params):
+    try:
+        cfg, _ = RunConfig.from_params(params).validated()
+    except ConfigError as err:
+        assert err.field in RunConfig.__dataclass_fields__ or err.field == "junk"
+    else:
+        assert cfg.batch_size >= 1 and math.isfinite(cfg.lr)
+
+
+@given(st.sampled_from(MODELS), st.sampled_from(DATASETS))
+def test_model_dataset_pairs(model, dataset):
+    if model == "cnn" and dataset not in IMAGE_DATASETS:
+        with pytest.raises(ConfigError):
+            RunConfig(model=model, dataset=dataset).validated()
+    else:
+        RunConfig(model=model, dataset=dataset).validated()

@@ -1,0 +1,114 @@
+"""The scheduler with real spawned worker processes, on the CPU."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bsdemo.config import ConfigError, RunConfig
+from bsdemo.jobs import STEP_FIELDS, ActiveRunError, Series
+
+LONG = RunConfig(batch_size=1, epochs=5)  # ~7000 steps/epoch at batch 1: long enough to interrupt
+
+
+def wait_for(predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+def test_series_keeps_an_even_bounded_sample():
+    s = Series(("step",), max_points=100)
+    for i in range(1, 10_001):
+        s.append({"step": i})
+    steps = s.columns["step"]
+    assert 50 <= len(steps) < 100
+    assert steps[0] == 1
+    gaps = {b - a for a, b in zip(steps, steps[1:], strict=False)}
+    assert gaps == {s.stride}
+
+
+def test_run_completes_with_points_and_summary(scheduler):
+    job = scheduler.submit(RunConfig(epochs=3), owner="alice")
+    snap = scheduler.wait(job, timeout=60)
+    assert snap.status == "completed", snap.end
+    assert snap.start["memory_source"] == "accounted"
+    assert len(snap.steps["step"]) == snap.end["summary"]["steps"] == snap.latest["step"]
+    assert set(snap.steps) == set(STEP_FIELDS)
+    assert snap.evals["test_accuracy"][-1] == snap.end["summary"]["test_accuracy"]
+    assert scheduler.device_info["type"] == "cpu"
+
+
+def test_one_active_run_per_session_and_fifo_queue(scheduler):
+    first = scheduler.submit(LONG, owner="bob")
+    with pytest.raises(ActiveRunError):
+        scheduler.submit(RunConfig(), owner="bob")
+    second = scheduler.submit(RunConfig(epochs=1), owner="carol")
+    third = scheduler.submit(RunConfig(epochs=1), owner="dave")
+    assert scheduler.snapshot(second).queue_position == 1
+    assert scheduler.snapshot(third).queue_position == 2
+    scheduler.cancel(third)  # a queued job is cancelled at once
+    assert scheduler.snapshot(third).status == "cancelled"
+    wait_for(lambda: scheduler.snapshot(first).latest)
+    scheduler.cancel(first)  # a running one between steps
+    assert scheduler.wait(first).status == "cancelled"
+    assert scheduler.wait(second).status == "completed"
+    assert scheduler.active_job("bob") is None
+    scheduler.wait(scheduler.submit(RunConfig(epochs=1), owner="bob"))  # free to run again
+
+
+def test_invalid_config_is_rejected_at_submit(scheduler):
+    with pytest.raises(ConfigError, match="batch_size"):
+        scheduler.submit(RunConfig(batch_size=0), owner="erin")
+    assert scheduler.active_job("erin") is None
+
+
+def test_engine_failure_becomes_a_failed_job_and_the_worker_goes_on(scheduler):
+    job = scheduler.submit(RunConfig(device="cuda"), owner="frank")  # no CUDA on the test machine
+    snap = scheduler.wait(job)
+    if snap.status == "completed":
+        pytest.skip("this machine has CUDA")
+    assert snap.status == "failed" and "device" in snap.end["message"]
+    assert scheduler.wait(scheduler.submit(RunConfig(epochs=1), owner="frank")).status == "completed"
+
+
+def test_killed_worker_fails_its_job_and_is_replaced(scheduler):
+    job = scheduler.submit(LONG, owner="grace")
+    wait_for(lambda: scheduler.snapshot(job).latest)
+    pid = scheduler.worker_pids()[0]
+    os.kill(pid, signal.SIGKILL)
+    snap = scheduler.wait(job, timeout=30)
+    assert snap.status == "failed" and "stopped unexpectedly" in snap.end["message"]
+    assert scheduler.worker_pids()[0] != pid
+    after = scheduler.wait(scheduler.submit(RunConfig(epochs=1), owner="grace"), timeout=60)
+    assert after.status == "completed"
+
+
+def test_long_run_buffers_stay_bounded(scheduler):
+    job = scheduler.submit(RunConfig(batch_size=8, epochs=8), owner="heidi")  # 1440 steps
+    snap = scheduler.wait(job, timeout=120)
+    assert snap.status == "completed"
+    assert snap.end["summary"]["steps"] == 1440
+    assert len(snap.steps["step"]) < 1000 and snap.stride >= 2
+    assert snap.latest["step"] == 1440
+
+
+def test_server_side_modules_never_import_torch():
+    code = ("import sys, bsdemo.jobs, bsdemo.charts, bsdemo.config, bsdemo.events, bsdemo.cli, "
+            "bsdemo.ui.lab, bsdemo.ui.sidebar\n"
+            "from bsdemo.jobs import Scheduler\nfrom bsdemo.config import RunConfig\n"
+            "s = Scheduler(workers=1)\nsnap = s.wait(s.submit(RunConfig(epochs=1), 'x'), 120)\n"
+            "assert snap.status == 'completed', snap.end\n"
+            "print('torch' in sys.modules)\ns.close()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
