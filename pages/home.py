@@ -2,7 +2,10 @@
 
 import streamlit as st
 
+from bsdemo.ui.entry import require_entrypoint
 from bsdemo.ui.lessons import LESSONS
+
+require_entrypoint()
 
 st.title("Batch Size Lab")
 st.markdown(

@@ -3,6 +3,9 @@
 import streamlit as st
 
 from bsdemo.ui import lab
+from bsdemo.ui.entry import require_entrypoint
+
+require_entrypoint()
 
 st.title("Training Lab")
 st.markdown(

@@ -10,8 +10,10 @@ GIB = 2**30
 
 
 def device_badge() -> None:
-    info = scheduler().device_info
-    with st.sidebar:
+    # poll only until the first worker has reported its device; then draw once per script run
+    @st.fragment(run_every=1.0 if scheduler().device_info is None else None)
+    def badge() -> None:
+        info = scheduler().device_info
         if info is None:
             st.badge("Starting the training worker…", icon=":material/hourglass_top:", color="gray")
             return
@@ -24,3 +26,6 @@ def device_badge() -> None:
         else:
             st.badge(f"GPU{size}", icon=":material/bolt:", color="green")
             st.caption(f"{info.get('name')} · torch {info.get('torch')}")
+
+    with st.sidebar:
+        badge()

@@ -1,0 +1,128 @@
+"""Server and page latency, and page-vs-CLI throughput, measured in real headless Chromium.
+
+1. server start -> /_stcore/health answers "ok" (target <= 3 s: the server never imports torch)
+2. Run pressed -> first loss point drawn on the page, worker warm (target <= 1.5 s)
+3. the same run watched in the page vs from the CLI: median samples/s (target within 5%)
+
+    .venv/bin/python bench/latency.py [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+POINTS = "() => { const p = document.querySelector('.js-plotly-plot');" \
+         " return p && p.data && p.data.length ? p.data[0].x.length : 0 }"
+COMPARE = {"batch_size": "64", "epochs": "40"}  # ~900 steps: long enough for a stable median
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int) -> tuple[subprocess.Popen, float]:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+                             "--server.port", str(port), "--server.address", "127.0.0.1"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1) as r:
+                if r.read() == b"ok":
+                    return proc, time.perf_counter() - t0
+        except OSError:
+            if time.perf_counter() - t0 > 60:
+                raise RuntimeError("server did not start in 60 s") from None
+            time.sleep(0.02)
+
+
+def page_run(browser, url: str, query: str = "") -> tuple[float, str]:
+    """(seconds from the Run click to the first loss point, the completion message)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page.goto(f"{url}/training_lab{query}")
+    page.get_by_text("No GPU: runs train on the CPU").or_(page.get_by_text("GPU ·")).first.wait_for(
+        timeout=60_000)
+    run = page.get_by_role("button", name="Run")
+    run.wait_for()
+    t0 = time.perf_counter()
+    run.click()
+    page.wait_for_function(f"({POINTS})() > 0", timeout=60_000, polling=10)
+    first = time.perf_counter() - t0
+    done = page.get_by_text(re.compile(r"^Completed \d+ steps"))
+    done.wait_for(timeout=300_000)
+    message = done.inner_text()
+    page.close()
+    return first, message
+
+
+def cli_rate() -> float:
+    args = [f"--{k.replace('_', '-')}={v}" for k, v in COMPARE.items()]
+    out = subprocess.run([sys.executable, "-m", "bsdemo", "train", *args, "--json"],
+                         capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(out.stdout.splitlines()[-1])["summary"]["samples_per_sec"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    starts = []
+    for _ in range(3):
+        proc, seconds = start_server(free_port())
+        starts.append(seconds)
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()
+    port = free_port()
+    proc, _ = start_server(port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            page_run(browser, url)  # warm the worker and the page code paths once
+            firsts = [page_run(browser, url)[0] for _ in range(args.repeats)]
+            query = "?" + "&".join(f"{k}={v}" for k, v in COMPARE.items())
+            page_rates, cli_rates = [], []
+            for _ in range(3):  # interleaved, so drift hits both alike
+                message = page_run(browser, url, query)[1]
+                page_rates.append(float(re.search(r"median ([\d,]+) samples/s", message)
+                                        .group(1).replace(",", "")))
+                cli_rates.append(cli_rate())
+            browser.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()
+    print(f"{'measure':<44} {'median':>10} {'min':>10} {'max':>10}  target")
+    print(f"{'server start -> health ok (s)':<44} {statistics.median(starts):>10.2f} "
+          f"{min(starts):>10.2f} {max(starts):>10.2f}  <= 3 s")
+    print(f"{'Run pressed -> first loss point (s)':<44} {statistics.median(firsts):>10.2f} "
+          f"{min(firsts):>10.2f} {max(firsts):>10.2f}  <= 1.5 s")
+    pm, cm = statistics.median(page_rates), statistics.median(cli_rates)
+    print(f"{'page run, median samples/s':<44} {pm:>10,.0f} {min(page_rates):>10,.0f} "
+          f"{max(page_rates):>10,.0f}")
+    print(f"{'CLI run, median samples/s':<44} {cm:>10,.0f} {min(cli_rates):>10,.0f} "
+          f"{max(cli_rates):>10,.0f}")
+    print(f"{'page / CLI':<44} {pm / cm:>10.3f} {'':>10} {'':>10}  within 5% (0.95-1.05)")
+    print(f"(settings compared: {COMPARE}; repeats: {args.repeats} first-point, 3 throughput)")
+
+
+if __name__ == "__main__":
+    main()

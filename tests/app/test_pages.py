@@ -1,0 +1,117 @@
+"""Each page through Streamlit's AppTest, from app.py, with short real runs via the scheduler."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+LAB = "pages/training_lab.py"
+HOME = "pages/home.py"
+
+
+def open_lab(query: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page(LAB).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def chart_points(at: AppTest, index: int = 0) -> int:
+    charts = at.get("plotly_chart")
+    if len(charts) <= index:
+        return 0
+    spec = json.loads(charts[index].proto.spec)
+    return len(spec["data"][0]["x"]) if spec["data"] else 0
+
+
+def run_until(at: AppTest, predicate, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        at.run()
+        assert not at.exception, at.exception
+        if predicate(at):
+            return
+        time.sleep(0.2)
+    raise AssertionError("the page did not reach the expected state in time")
+
+
+def test_home_lists_the_lessons_and_links_the_lab():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.switch_page(HOME).run()
+    assert not at.exception
+    assert at.title[0].value == "Batch Size Lab"
+    text = " ".join(m.value for m in at.markdown)
+    assert "What a batch is" in text and "Memory and out-of-memory" in text
+    assert sum(c.value == "Coming" for c in at.caption) == 11
+
+
+def test_lab_run_draws_live_charts_and_tiles():
+    at = open_lab()
+    text = " ".join(m.value for m in at.markdown)
+    assert "**32**" in text and "updates per epoch" in text
+    at.select_slider[0].set_value(64).run()  # batch size
+    at.button(key="run").click().run()
+    assert at.button(key="stop").disabled is False or at.success  # running (or already done)
+    run_until(at, lambda a: chart_points(a) > 0 and a.success)
+    assert chart_points(at, 0) > 0  # loss
+    tiles = {m.label: m.value for m in at.metric}
+    assert tiles["Test accuracy"].endswith("%")
+    assert tiles["Optimizer steps"].startswith(tiles["Optimizer steps"].split(" / ")[-1])
+    assert "samples/s" in at.success[0].value
+    assert at.query_params["batch_size"] == "64"  # the link reproduces the run
+    assert at.button(key="run").disabled is False
+
+
+def test_second_run_can_overlay_the_first():
+    at = open_lab()
+    at.button(key="run").click().run()
+    run_until(at, lambda a: bool(a.success))
+    at.select_slider[0].set_value(256).run()
+    at.button(key="run").click().run()
+    run_until(at, lambda a: len(a.success) == 1 and "256" in " ".join(
+        str(r) for r in a.dataframe[-1].value["effective batch"]))
+    overlay = at.multiselect(key="overlays")
+    assert len(overlay.options) == 1
+    overlay.select(overlay.options[0]).run()
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert len(spec["data"]) == 6  # two runs x (step loss, train, test)
+
+
+def test_query_params_fill_the_widgets():
+    at = open_lab({"batch_size": "256", "lr": "0.03", "optimizer": "adam"})
+    assert at.select_slider[0].value == 256
+    assert at.select_slider[1].value == 0.03
+    assert at.selectbox(key="w_optimizer").value == "adam"
+
+
+def test_bad_query_params_show_a_message_and_fall_back_to_defaults():
+    at = open_lab({"batch_size": "-5"})
+    assert "batch_size" in at.error[0].value and "-5" in at.error[0].value
+    assert at.select_slider[0].value == 32
+    at = open_lab({"warp_speed": "9"})
+    assert "warp_speed" in at.error[0].value
+
+
+def test_oversize_exact_batch_is_clamped_with_a_notice():
+    at = open_lab()
+    at.checkbox(key="w_batch_exact").check().run()
+    at.number_input(key="w_batch_value").set_value(5000).run()
+    assert any("clamped" in i.value for i in at.info)
+    assert "full-batch" in " ".join(i.value for i in at.info)
+
+
+def test_stop_cancels_a_long_run():
+    at = open_lab()
+    at.select_slider[0].set_value(1).run()
+    at.number_input(key="w_epochs").set_value(50).run()
+    at.button(key="run").click().run()
+    run_until(at, lambda a: chart_points(a) > 0)
+    at.button(key="stop").click().run()
+    run_until(at, lambda a: bool(a.warning) and "Stopped after" in a.warning[0].value)

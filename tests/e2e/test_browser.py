@@ -1,0 +1,113 @@
+"""The real app in real headless Chromium: open the lab, press Run, watch the loss chart fill.
+
+Also takes the README's screenshot (assets/screenshot.png).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("BSDEMO_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+LOSS_POINTS = """() => {
+  const plot = document.querySelector('.js-plotly-plot');
+  return plot && plot.data && plot.data.length > 0 ? plot.data[0].x.length : 0;
+}"""
+
+pytestmark = pytest.mark.e2e
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        pytest.fail(f"Chromium not found at {CHROMIUM}: install the chromium package")
+    port = free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
+           str(port), "--server.address", "127.0.0.1", "--server.headless", "true"]
+    log = open(tmp_path_factory.mktemp("server") / "streamlit.log", "wb")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)  # its own group: we end it and its workers
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
+                if r.read() == b"ok":
+                    break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        log.close()
+        pytest.fail("the server did not answer /_stcore/health within 60 s: "
+                    + Path(log.name).read_text(errors="replace")[-2000:])
+    yield url
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def test_press_run_and_watch_the_loss_chart_fill(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{server}/training_lab")
+    run = page.get_by_role("button", name="Run")
+    run.wait_for(timeout=30_000)
+    page.get_by_text("Effective batch", exact=True).wait_for()
+    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=30_000)  # the worker is warm
+    run.click()
+    page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=30_000)
+    first = page.evaluate(LOSS_POINTS)
+    page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=60_000)
+    page.wait_for_function(f"({LOSS_POINTS})() >= 450", timeout=30_000)  # 10 epochs x 45 steps
+    assert page.evaluate(LOSS_POINTS) >= first
+    assert page.locator(".stException").count() == 0
+    # the app scrolls inside its own container, so a tall viewport (not full_page) shows it all
+    page.set_viewport_size({"width": 1400, "height": 2300})
+    page.wait_for_timeout(1500)  # let the charts finish redrawing before the picture
+    page.screenshot(path=str(ROOT / "assets" / "screenshot.png"))
+    page.close()
+
+
+def test_bad_link_shows_a_message_and_the_server_keeps_serving(server, browser):
+    page = browser.new_page()
+    page.goto(f"{server}/training_lab?batch_size=-7&lr=banana")
+    page.get_by_text("could not be used").wait_for(timeout=30_000)
+    assert "banana" in page.get_by_text("could not be used").inner_text()
+    page.goto(f"{server}/training_lab")
+    page.get_by_role("button", name="Run").wait_for(timeout=30_000)
+    assert page.locator(".stException").count() == 0
+    page.close()
