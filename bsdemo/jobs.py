@@ -136,7 +136,7 @@ class Scheduler:
         self._next_id = 1
         self._max_points = max_points
         self._keep_finished = keep_finished
-        self._threads = threads_per_worker or max(1, (os.cpu_count() or 1) // workers)
+        self._threads = threads_per_worker or default_threads(workers)
         self._device_info: dict[str, Any] | None = None
         self._closed = False
         self.restarts = 0  # workers replaced after dying
@@ -375,7 +375,8 @@ def _run_job(index: int, job_id: int, settings: dict, results, cancel) -> None:
         for event in train(cfg, should_stop=lambda: cancel.value == job_id):
             batch.append(event.to_dict())
             now = time.monotonic()
-            if event.kind != "step" or now - last_flush >= FLUSH_INTERVAL_S:
+            # the first step goes at once: it is the one a student is waiting to see
+            if event.kind != "step" or event.step == 1 or now - last_flush >= FLUSH_INTERVAL_S:
                 results.put(("events", index, job_id, batch))
                 batch, last_flush = [], now
         end = None
@@ -397,4 +398,18 @@ def default_workers() -> int:
         raise ConfigError("BSDEMO_WORKERS", raw, "a whole number from 1 to 64") from None
     if not 1 <= value <= 64:
         raise ConfigError("BSDEMO_WORKERS", raw, "a whole number from 1 to 64")
+    return value
+
+
+def default_threads(workers: int) -> int:
+    """Torch threads per worker: BSDEMO_TORCH_THREADS, else the cores shared among workers."""
+    raw = os.environ.get("BSDEMO_TORCH_THREADS")
+    if raw is None:
+        return max(1, (os.cpu_count() or 1) // workers)
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError("BSDEMO_TORCH_THREADS", raw, "a whole number from 1 to 256") from None
+    if not 1 <= value <= 256:
+        raise ConfigError("BSDEMO_TORCH_THREADS", raw, "a whole number from 1 to 256")
     return value

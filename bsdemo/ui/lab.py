@@ -17,6 +17,7 @@ from bsdemo.jobs import ActiveRunError, JobSnapshot
 from bsdemo.ui.state import owner, scheduler, session_runs
 
 REFRESH_S = 0.5  # live view poll interval (>= 1 update/s as promised)
+FIRST_POINT_REFRESH_S = 0.2  # poll interval between Run and the first measured step
 BATCH_POWERS = [2**i for i in range(13)]  # 1 … 4096 on the slider; any value via "exact"
 LR_CHOICES = [1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0]
 OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD + momentum 0.9", "adam": "Adam",
@@ -158,46 +159,58 @@ def live_view() -> None:
     runs = session_runs()
     if not runs:
         st.caption("Press **Run** to train. Curves appear here as the run measures them.")
+        _charts([], "steps")  # empty axes now: the chart code loads with the page, not after Run
         return
     current = runs[-1]
     snap = scheduler().snapshot(current)
     was_active = snap is not None and not snap.done
+    # until the first step arrives, poll fast so the first point shows as soon as it exists
+    waiting = was_active and snap.latest is None
+    interval = FIRST_POINT_REFRESH_S if waiting else REFRESH_S if was_active else None
 
-    @st.fragment(run_every=REFRESH_S if was_active else None)
+    @st.fragment(run_every=interval)
     def view() -> None:
         snap = scheduler().snapshot(current)
         if snap is None:
             st.warning(f"Run {current} is no longer held by the server.")
             return
+        if waiting and snap.latest is not None and not snap.done:
+            st.rerun()  # once: back to the normal poll interval
         _status(snap)
         _tiles(snap)
-        x_axis = st.segmented_control("x-axis", list(charts.X_AXES), key="x_axis", default="steps",
-                                      format_func=lambda k: charts.X_AXES[k][1],
-                                      required=True) or "steps"
+        axis_col, table_col = st.columns([3, 1], vertical_alignment="bottom")
+        x_axis = axis_col.segmented_control("x-axis", list(charts.X_AXES), key="x_axis",
+                                            default="steps", format_func=lambda k: charts.X_AXES[k][1],
+                                            required=True) or "steps"
+        table_col.toggle("Show data tables", key="show_tables",
+                         help="Every chart's data as a table (screen-reader friendly).")
         overlays = [scheduler().snapshot(j) for j in st.session_state.get("overlays", [])
                     if j != current]
-        shown = [s for s in overlays if s is not None] + [snap]
-        left, right = st.columns(2)
-        with left:
-            show_chart(charts.loss_chart(shown, x_axis), "loss_chart")
-            show_chart(charts.memory_chart(shown, x_axis), "memory_chart")
-        with right:
-            show_chart(charts.throughput_chart(shown, x_axis), "throughput_chart")
-            if charts.has_utilization(shown):
-                show_chart(charts.utilization_chart(shown, x_axis), "utilization_chart")
-            else:
-                st.caption("GPU utilisation appears here when the run is on an NVIDIA GPU "
-                           "(read from NVML).")
+        _charts([s for s in overlays if s is not None] + [snap], x_axis)
         if was_active and snap.done:
             st.rerun()  # once: refresh the controls and the history table outside this fragment
 
     view()
 
 
+def _charts(shown: list[JobSnapshot], x_axis: str) -> None:
+    left, right = st.columns(2)
+    with left:
+        show_chart(charts.loss_chart(shown, x_axis), "loss_chart")
+        show_chart(charts.memory_chart(shown, x_axis), "memory_chart")
+    with right:
+        show_chart(charts.throughput_chart(shown, x_axis), "throughput_chart")
+        if charts.has_utilization(shown):
+            show_chart(charts.utilization_chart(shown, x_axis), "utilization_chart")
+        else:
+            st.caption("GPU utilisation appears here when the run is on an NVIDIA GPU "
+                       "(read from NVML).")
+
+
 def show_chart(chart: charts.Chart, key: str) -> None:
     st.plotly_chart(chart.figure, key=key, alt=chart.alt, config={"displaylogo": False})
-    with st.expander("Data table"):
-        st.dataframe(chart.table, hide_index=True, key=f"{key}_table")
+    if st.session_state.get("show_tables"):  # opt-in: re-sending tables every poll is costly
+        st.dataframe(chart.table, hide_index=True, key=f"{key}_table", height=200)
 
 
 def _status(snap: JobSnapshot) -> None:
