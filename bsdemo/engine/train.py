@@ -128,6 +128,9 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
     accounting = meter.source == "accounted"
     on_device = device.type != "cpu"  # the CPU needs no sync and has no peak counter to reset
     current_lr = None
+    # locals, not attribute look-ups, on the per-step path (it runs 10^5 times at batch 1)
+    batch_size, warmup_steps, max_steps = cfg.batch_size, cfg.warmup_steps, cfg.max_steps
+    eval_interval, x_train, y_train = cfg.eval_interval, data.x_train, data.y_train
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
     n_train = len(data.y_train)
     step = samples_seen = 0
@@ -175,15 +178,16 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
     oom = False
     for epoch in epochs:
         batches = epoch_batches(n_train, cfg.effective_batch_size, generator, device)
+        last_index = len(batches) - 1
         for batch_index, idx in enumerate(batches):
             if should_stop is not None and should_stop():
                 yield EndEvent("cancelled", f"Stopped after {step} steps.", summary())
                 return
             n_eff = len(idx)
-            lr = lr_at(cfg, step)
-            if lr != current_lr:  # only during warm-up: the hot path stays bare
+            if step < warmup_steps or current_lr is None:  # after warm-up the hot path stays bare
+                current_lr = lr_at(cfg, step)
                 for group in optimizer.param_groups:
-                    group["lr"] = current_lr = lr
+                    group["lr"] = current_lr
             if on_device:
                 synchronize(device)
                 meter.begin_step()
@@ -192,19 +196,23 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
                 optimizer.zero_grad(set_to_none=True)
                 loss_sum = None
                 step_activations = 0
-                micro_batches = idx.split(cfg.batch_size) if n_eff > cfg.batch_size else (idx,)
+                micro_batches = idx.split(batch_size) if n_eff > batch_size else (idx,)
                 for micro in micro_batches:
-                    xb, yb = data.x_train[micro], data.y_train[micro]
-                    if accounting and len(micro) not in activation_bytes:
-                        with SavedActivations(params) as saved:
+                    xb, yb = x_train[micro], y_train[micro]
+                    if accounting:
+                        size = len(micro)
+                        if size not in activation_bytes:
+                            with SavedActivations(params) as saved:
+                                loss = micro_loss(model, xb, yb, n_eff)
+                            activation_bytes[size] = saved.bytes
+                        else:
                             loss = micro_loss(model, xb, yb, n_eff)
-                        activation_bytes[len(micro)] = saved.bytes
+                        step_activations = max(step_activations, activation_bytes[size])
                     else:
                         loss = micro_loss(model, xb, yb, n_eff)
                     loss.backward()
-                    loss_sum = loss.detach() if loss_sum is None else loss_sum + loss.detach()
-                    if accounting:
-                        step_activations = max(step_activations, activation_bytes[len(micro)])
+                    # .item() below needs no detach for a lone micro-batch (hot path at batch 1)
+                    loss_sum = loss if loss_sum is None else loss_sum.detach() + loss.detach()
                 optimizer.step()
                 loss_value = loss_sum.item()  # device sync point
                 if on_device:
@@ -220,7 +228,8 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
                                f"{cfg.batch_size}). Try a smaller batch size, or keep the "
                                f"effective batch with gradient accumulation.", summary())
                 return
-            step_time = time.perf_counter() - t0
+            t_end = time.perf_counter()
+            step_time = t_end - t0
             if step == 0:
                 state_bytes = optimizer_state_bytes(optimizer)
             step += 1
@@ -234,21 +243,27 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
             if first_loss is None:
                 first_loss = loss_value
             persistent = 2 * param_bytes + state_bytes  # parameters + gradients + optimizer state
-            allocated, reserved, peak = meter.read(persistent, persistent + step_activations)
-            if peak is not None:
-                peak_memory = max(peak_memory, peak)
-            rates.append(n_eff / step_time)
+            if on_device:
+                allocated, reserved, peak = meter.read(persistent, persistent + step_activations)
+                nvml = sampler.latest()
+                utilization = nvml["utilization_pct"] if nvml else None
+            else:  # accounted: plain arithmetic, no calls on the hot path
+                allocated, reserved, peak = persistent, None, persistent + step_activations
+                utilization = None
+            if peak is not None and peak > peak_memory:
+                peak_memory = peak
+            rate = n_eff / step_time
+            rates.append(rate)
             step_times.append(step_time)
-            nvml = sampler.latest()
-            epoch_done = epoch + (batch_index + 1) / len(batches)
+            epoch_done = epoch + (batch_index + 1) / (last_index + 1)
             yield StepEvent(step=step, epoch=epoch_done, samples_seen=samples_seen,
-                            wall_time_s=wall_time(), loss=loss_value, lr=lr, step_time_s=step_time,
-                            samples_per_sec=rates[-1], memory_allocated_bytes=allocated,
-                            memory_reserved_bytes=reserved, peak_memory_bytes=peak,
-                            utilization_pct=nvml["utilization_pct"] if nvml else None)
-            done = cfg.max_steps is not None and step >= cfg.max_steps
-            if (cfg.eval_interval and step % cfg.eval_interval == 0) or (
-                    not cfg.eval_interval and batch_index == len(batches) - 1) or done:
+                            wall_time_s=t_end - t_origin - eval_time, loss=loss_value, lr=current_lr,
+                            step_time_s=step_time, samples_per_sec=rate,
+                            memory_allocated_bytes=allocated, memory_reserved_bytes=reserved,
+                            peak_memory_bytes=peak, utilization_pct=utilization)
+            done = max_steps is not None and step >= max_steps
+            if (eval_interval and step % eval_interval == 0) or (
+                    not eval_interval and batch_index == last_index) or done:
                 yield run_eval(epoch_done)
             if done:
                 break
