@@ -103,6 +103,7 @@ class SavedActivations:
         self._param_storages = {p.untyped_storage().data_ptr() for p in parameters}
         self._seen: set[int] = set()
         self.bytes = 0
+        self.largest = 0  # the biggest single saved storage: our CPU workspace estimate
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
 
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
@@ -110,7 +111,9 @@ class SavedActivations:
         ptr = storage.data_ptr()
         if ptr not in self._param_storages and ptr not in self._seen:
             self._seen.add(ptr)
-            self.bytes += storage.nbytes()
+            size = storage.nbytes()
+            self.bytes += size
+            self.largest = max(self.largest, size)
         return t
 
     def __enter__(self):
@@ -120,6 +123,35 @@ class SavedActivations:
     def __exit__(self, *exc):
         self._hooks.__exit__(*exc)
         return False
+
+
+class SimulatedOutOfMemoryError(RuntimeError):
+    """A step whose accounted memory exceeds the memory budget on a device with no allocator limit."""
+
+
+def expected_optimizer_state_bytes(optimizer: str, param_bytes: int) -> int:
+    """State the optimizer will allocate at its first step: momentum 1x, Adam/AdamW 2x the
+    parameters (their per-parameter step counters are a few bytes and left out)."""
+    return {"sgd": 0, "momentum": param_bytes}.get(optimizer, 2 * param_bytes)
+
+
+def set_cuda_budget(device: torch.device, budget_bytes: int | None) -> tuple[int | None, str | None]:
+    """Cap this process's CUDA allocator at budget_bytes (a real allocator OOM past it).
+
+    Returns (the budget in force, a notice when it had to be lowered to the device's capacity).
+    None lifts the cap.
+    """
+    if budget_bytes is None:
+        torch.cuda.set_per_process_memory_fraction(1.0, device)
+        return None, None
+    total = torch.cuda.get_device_properties(device).total_memory
+    notice = None
+    if budget_bytes > total:
+        notice = (f"The memory budget ({budget_bytes:,} B) is larger than this GPU's "
+                  f"{total:,} B; the GPU's own capacity applies.")
+        budget_bytes = total
+    torch.cuda.set_per_process_memory_fraction(budget_bytes / total, device)
+    return budget_bytes, notice
 
 
 class MemoryMeter:
@@ -132,6 +164,14 @@ class MemoryMeter:
     def begin_step(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
+
+    def current(self) -> int | None:
+        """Bytes allocated now (None on the CPU, where only accounted memory exists)."""
+        if self.device.type == "cuda":
+            return torch.cuda.memory_allocated(self.device)
+        if self.device.type == "mps":
+            return torch.mps.current_allocated_memory()
+        return None
 
     def read(self, accounted_persistent: int, accounted_peak: int) -> tuple[int | None, ...]:
         """(allocated, reserved, peak-in-step) in bytes, after the step."""

@@ -8,6 +8,7 @@ micro-batches are equal, and still right for a partial last batch.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 import statistics
@@ -18,15 +19,18 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from bsdemo.config import RunConfig
+from bsdemo.config import ConfigError, RunConfig, format_bytes
 from bsdemo.engine.data import Dataset, epoch_batches, load_dataset
 from bsdemo.engine.measure import (
     MemoryMeter,
     NvmlSampler,
     SavedActivations,
+    SimulatedOutOfMemoryError,
     device_info,
+    expected_optimizer_state_bytes,
     optimizer_state_bytes,
     resolve_device,
+    set_cuda_budget,
     synchronize,
     tensor_bytes,
 )
@@ -43,6 +47,15 @@ def lr_at(cfg: RunConfig, step_index: int) -> float:
     if cfg.warmup_steps and step_index < cfg.warmup_steps:
         return cfg.lr * (step_index + 1) / cfg.warmup_steps
     return cfg.lr
+
+
+def _simulated_oom_text(size: int, need: int, fixed: int, activations: int, workspace: int,
+                        budget: int) -> str:
+    return (f"Simulated out of memory: a micro-batch of {size} needs {format_bytes(need)} "
+            f"(parameters + gradients + optimizer state {format_bytes(fixed)}, saved activations "
+            f"{format_bytes(activations)}, workspace {format_bytes(workspace)}) but the budget is "
+            f"{format_bytes(budget)}. The CPU has no allocator limit, so the budget is enforced "
+            f"on accounted memory.")
 
 
 def micro_loss(model: torch.nn.Module, xb: torch.Tensor, yb: torch.Tensor,
@@ -95,17 +108,32 @@ def prepare(cfg: RunConfig) -> Prepared:
 
 
 def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
-          prepared: Prepared | None = None) -> Iterator:
+          prepared: Prepared | None = None, evaluations: bool = True,
+          memory_budget_bytes: int | None = None) -> Iterator:
     """Run cfg to completion (or divergence, OOM, cancellation), yielding events as it goes.
 
     Raises ConfigError for an invalid cfg before anything runs; every other outcome ends with
-    an EndEvent. Pass `prepared` (from prepare(cfg)) to keep hold of the trained model.
+    an EndEvent. Pass `prepared` (from prepare(cfg)) to keep hold of the trained model;
+    evaluations=False skips the train/test evaluations (sweeps time steps only).
+    memory_budget_bytes caps memory: on CUDA the allocator itself (a real OOM), elsewhere the
+    accounted memory (a *simulated* OOM).
     """
     run = prepared or prepare(cfg)
     meter = MemoryMeter(run.device)
     info = device_info(run.device)
+    notices = list(run.notices)
+    if memory_budget_bytes is not None:
+        param_bytes = tensor_bytes(p for p in run.model.parameters() if p.requires_grad)
+        fixed = 2 * param_bytes + expected_optimizer_state_bytes(run.cfg.optimizer, param_bytes)
+        if fixed > memory_budget_bytes:
+            raise ConfigError("memory_budget", format_bytes(memory_budget_bytes),
+                              f"at least {format_bytes(fixed)}: the model alone (parameters, "
+                              f"gradients and {run.cfg.optimizer} state) needs that much")
+        if run.device.type == "cuda":
+            memory_budget_bytes, notice = set_cuda_budget(run.device, memory_budget_bytes)
+            notices += [notice] if notice else []
     yield StartEvent(
-        config=vars(run.cfg).copy(), notices=run.notices, device=info,
+        config=vars(run.cfg).copy(), notices=notices, device=info,
         train_samples=len(run.data.y_train), test_samples=len(run.data.y_test),
         parameters=sum(p.numel() for p in run.model.parameters() if p.requires_grad),
         effective_batch_size=run.cfg.effective_batch_size,
@@ -114,17 +142,26 @@ def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
     sampler = NvmlSampler(run.device)
     try:
         yield from _loop(run.cfg, run.data, run.model, run.optimizer, meter, sampler, run.device,
-                         info, should_stop)
+                         info, should_stop, evaluations, memory_budget_bytes)
     finally:
         sampler.close()
+        if memory_budget_bytes is not None and run.device.type == "cuda":
+            set_cuda_budget(run.device, None)
 
 
 def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
-          sampler: NvmlSampler, device: torch.device, info: dict, should_stop) -> Iterator:
+          sampler: NvmlSampler, device: torch.device, info: dict, should_stop,
+          evaluations: bool, budget: int | None) -> Iterator:
     params = [p for p in model.parameters() if p.requires_grad]
     param_bytes = tensor_bytes(params)
-    state_bytes = 0  # optimizer state: allocated lazily by the first step (Adam), counted then
-    activation_bytes: dict[int, int] = {}  # micro-batch size -> bytes saved for backward (CPU)
+    # optimizer state is allocated lazily by the first step (Adam): predicted until then
+    state_bytes = expected_optimizer_state_bytes(cfg.optimizer, param_bytes)
+    # micro-batch size -> bytes autograd saves for backward, and our workspace estimate (the
+    # largest saved tensor: backward allocates gradient buffers of that size). Counted once per
+    # size with saved-tensor hooks: the same shapes save the same bytes every step.
+    activation_bytes: dict[int, int] = {}
+    workspace_bytes: dict[int, int] = {}
+    largest_micro = 0
     accounting = meter.source == "accounted"
     on_device = device.type != "cpu"  # the CPU needs no sync and has no peak counter to reset
     current_lr = None
@@ -160,7 +197,14 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
 
     def summary() -> dict:
         steady = slice(min(MEASURE_WARMUP_STEPS, max(len(rates) - 1, 0)), None)
+        act, ws = activation_bytes.get(largest_micro, 0), workspace_bytes.get(largest_micro, 0)
+        breakdown = {"parameters": param_bytes, "gradients": param_bytes,
+                     "optimizer_state": state_bytes, "activations": act,
+                     "workspace": ws if accounting else None, "micro_batch": largest_micro}
+        if not accounting and peak_memory:
+            breakdown["workspace"] = max(peak_memory - 2 * param_bytes - state_bytes - act, 0)
         return {"steps": step, "epochs": samples_seen / n_train, "samples_seen": samples_seen,
+                "memory_breakdown": breakdown, "memory_budget_bytes": budget,
                 "effective_batch_size": cfg.effective_batch_size,
                 "samples_per_sec": statistics.median(rates[steady]) if rates else None,
                 "step_time_s": statistics.median(step_times[steady]) if step_times else None,
@@ -171,11 +215,12 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
                 "device": info.get("name", device.type),
                 "warmup_steps_excluded": steady.start}
 
-    yield run_eval(0.0)
+    if evaluations:
+        yield run_eval(0.0)
     t_origin = time.perf_counter()
     eval_time = 0.0
     epochs = range(cfg.epochs) if cfg.epochs is not None else itertools.count()
-    oom = False
+    oom_text: str | None = None
     for epoch in epochs:
         batches = epoch_batches(n_train, cfg.effective_batch_size, generator, device)
         last_index = len(batches) - 1
@@ -199,17 +244,24 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
                 micro_batches = idx.split(batch_size) if n_eff > batch_size else (idx,)
                 for micro in micro_batches:
                     xb, yb = x_train[micro], y_train[micro]
-                    if accounting:
-                        size = len(micro)
-                        if size not in activation_bytes:
-                            with SavedActivations(params) as saved:
-                                loss = micro_loss(model, xb, yb, n_eff)
-                            activation_bytes[size] = saved.bytes
-                        else:
+                    size = len(micro)
+                    if size not in activation_bytes:  # first step of this size: count
+                        with SavedActivations(params) as saved:
                             loss = micro_loss(model, xb, yb, n_eff)
-                        step_activations = max(step_activations, activation_bytes[size])
+                        activation_bytes[size] = saved.bytes
+                        workspace_bytes[size] = saved.largest
+                        largest_micro = max(largest_micro, size)
                     else:
                         loss = micro_loss(model, xb, yb, n_eff)
+                    if accounting:
+                        step_activations = max(step_activations,
+                                               activation_bytes[size] + workspace_bytes[size])
+                        if budget is not None:
+                            need = 2 * param_bytes + state_bytes + step_activations
+                            if need > budget:  # where a real allocator would fail: forward done
+                                raise SimulatedOutOfMemoryError(_simulated_oom_text(
+                                    size, need, 2 * param_bytes + state_bytes,
+                                    activation_bytes[size], workspace_bytes[size], budget))
                     loss.backward()
                     # .item() below needs no detach for a lone micro-batch (hot path at batch 1)
                     loss_sum = loss if loss_sum is None else loss_sum.detach() + loss.detach()
@@ -217,16 +269,27 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
                 loss_value = loss_sum.item()  # device sync point
                 if on_device:
                     synchronize(device)
-            except torch.cuda.OutOfMemoryError:
-                oom = True  # recover outside the except block, where the traceback is released
-            if oom:
-                loss = loss_sum = None
+            except (torch.cuda.OutOfMemoryError, SimulatedOutOfMemoryError) as exc:
+                oom_text = str(exc).strip().splitlines()[0][:400]  # keep text, not the traceback
+                simulated = isinstance(exc, SimulatedOutOfMemoryError)
+            except RuntimeError as exc:  # MPS reports OOM as a plain RuntimeError
+                if device.type != "mps" or "out of memory" not in str(exc):
+                    raise
+                oom_text, simulated = str(exc).strip().splitlines()[0][:400], False
+            if oom_text is not None:
+                # recover outside the except block, where the frames holding tensors are gone
+                loss = loss_sum = xb = yb = None
                 optimizer.zero_grad(set_to_none=True)
+                gc.collect()
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
+                s = summary()
+                s.update(simulated=simulated, oom_error=oom_text, oom_batch_size=cfg.batch_size,
+                         memory_after_recovery_bytes=meter.current())
                 yield EndEvent("oom", f"Out of memory at step {step + 1} (micro-batch "
-                               f"{cfg.batch_size}). Try a smaller batch size, or keep the "
-                               f"effective batch with gradient accumulation.", summary())
+                               f"{cfg.batch_size}){' — simulated' if simulated else ''}: "
+                               f"{oom_text} Try a smaller batch size, or keep the effective batch "
+                               f"with gradient accumulation.", s)
                 return
             t_end = time.perf_counter()
             step_time = t_end - t0
@@ -262,17 +325,18 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
                             memory_allocated_bytes=allocated, memory_reserved_bytes=reserved,
                             peak_memory_bytes=peak, utilization_pct=utilization)
             done = max_steps is not None and step >= max_steps
-            if (eval_interval and step % eval_interval == 0) or (
-                    not eval_interval and batch_index == last_index) or done:
+            if evaluations and ((eval_interval and step % eval_interval == 0) or (
+                    not eval_interval and batch_index == last_index) or done):
                 yield run_eval(epoch_done)
             if done:
                 break
         if done:
             break
-    if last["step"] != step:  # a step budget or eval interval that did not end on an eval
+    if evaluations and last["step"] != step:  # a budget or interval that did not end on an eval
         yield run_eval(samples_seen / n_train)
     s = summary()
     acc = s["test_accuracy"]
+    accuracy = f"; test accuracy {acc:.1%}" if acc is not None else ""
     yield EndEvent("completed", f"Completed {step} steps ({s['epochs']:.3g} epochs) in "
-                   f"{s['wall_time_s']:.2f} s; median {s['samples_per_sec'] or 0:,.0f} samples/s; "
-                   f"test accuracy {acc:.1%}.", s)
+                   f"{s['wall_time_s']:.2f} s; median {s['samples_per_sec'] or 0:,.0f} samples/s"
+                   f"{accuracy}.", s)
