@@ -12,7 +12,18 @@ import json
 import sys
 from typing import NoReturn
 
-from bsdemo.config import DATASETS, DEVICES, MODELS, NORMS, OPTIMIZERS, ConfigError, RunConfig
+from bsdemo.config import (
+    DATASETS,
+    DEVICES,
+    MODELS,
+    NORMS,
+    OPTIMIZERS,
+    ConfigError,
+    RunConfig,
+    format_bytes,
+    parse_batch_sizes,
+    parse_bytes,
+)
 
 FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student types
     "dataset": "dataset", "model": "model", "norm": "norm", "width": "width", "depth": "depth",
@@ -21,7 +32,8 @@ FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student 
     "seed": "seed", "device": "device", "eval_interval": "eval_interval", "samples": "samples",
     "noise": "noise",
 }
-FIELD_FLAGS = {v: "--" + k.replace("_", "-") for k, v in FLAGS.items()}
+FIELD_FLAGS = {v: "--" + k.replace("_", "-") for k, v in FLAGS.items()} | {
+    "memory_budget": "--memory-budget"}
 EXIT_STATUS = {"completed": 0, "cancelled": 130}
 
 
@@ -55,6 +67,22 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--samples", help=f"size of generated datasets (default {d.samples})")
     train.add_argument("--noise", help=f"input noise of the 2-D sets (default {d.noise})")
     train.add_argument("--json", action="store_true", help="one JSON object per event per line")
+
+    sweep = sub.add_parser("sweep", help="time full training steps over a list of batch sizes",
+                           description="Per batch size: warm-up, then timed full training steps; "
+                                       "a table, or --json lines (sweep_point ..., sweep_end).")
+    sweep.add_argument("--batch-sizes", default="1,2,4,8,16,32,64,128,256,512,1024",
+                       help="comma-separated, increasing (default powers of two 1…1024)")
+    sweep.add_argument("--memory-budget", help="pretend the device has this much memory, e.g. "
+                                               "512MiB, 8GiB, 0.5GB (on the CPU: simulated)")
+    sweep.add_argument("--warmup-steps", default="3", help="untimed steps per batch size")
+    sweep.add_argument("--timed-steps", default="8", help="timed steps per batch size (median)")
+    sweep.add_argument("--continue-after-oom", action="store_true",
+                       help="try the larger batch sizes after the first out-of-memory")
+    for flag in ("dataset", "model", "norm", "width", "depth", "lr", "optimizer", "seed",
+                 "device", "samples"):
+        sweep.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
+    sweep.add_argument("--json", action="store_true", help="one JSON object per line")
     return parser
 
 
@@ -79,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bsdemo {args.command}: error: {exc}", file=sys.stderr)
         return 2
     try:
+        if args.command == "sweep":
+            return _sweep(cfg, args)
         return _train(cfg, notices, args.json)
     except ConfigError as exc:  # e.g. --device cuda on a machine without one
         print(f"bsdemo {args.command}: error: {FIELD_FLAGS.get(exc.field, exc.field)}: got "
@@ -121,6 +151,59 @@ def _train(cfg: RunConfig, notices: list[str], as_json: bool) -> int:
     return EXIT_STATUS.get(end.status, 1) if end else 1
 
 
+def _sweep(cfg: RunConfig, args: argparse.Namespace) -> int:
+    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes")
+    budget = parse_bytes(args.memory_budget, "--memory-budget") if args.memory_budget else None
+    warmup = _count(args.warmup_steps, "--warmup-steps", 0)
+    timed = _count(args.timed_steps, "--timed-steps", 1)
+    from bsdemo.engine.sweep import sweep  # imports torch: only once the flags are known good
+
+    events = sweep(cfg, sizes, warmup_steps=warmup, timed_steps=timed, memory_budget_bytes=budget,
+                   continue_after_oom=args.continue_after_oom)
+    for event in events:  # the first event comes after the budget check: no half table
+        if args.json:
+            if event["kind"] != "sweep_start":
+                print(json.dumps(event), flush=True)
+        elif event["kind"] == "sweep_start":
+            print(f"{'batch':>7} {'status':>9} {'samples/s':>12} {'step time':>11} "
+                  f"{'peak memory':>12}  source")
+        elif event["kind"] == "sweep_point":
+            sim = " (simulated)" if event["simulated"] else ""
+            print(f"{event['batch_size']:>7} {event['status']:>9} "
+                  f"{_fmt(event['samples_per_sec'], '{:,.0f}'):>12} "
+                  f"{_fmt(event['step_time_s'], '{:.3g} s'):>11} "
+                  f"{_fmt(event['peak_memory_bytes'], format_bytes):>12}  "
+                  f"{event['memory_source'] or ''}{sim}", flush=True)
+        elif event["kind"] == "sweep_end":
+            _print_sweep_end(event)
+    return 0
+
+
+def _print_sweep_end(end: dict) -> None:
+    fit = end["fit"]
+    if fit["t0_s"] is not None:
+        print(f"step time  t(B) = {fit['t0_s'] * 1e3:.3g} ms + {fit['t1_s_per_sample'] * 1e6:.3g} "
+              f"µs × B   (R² {fit['r2_time']:.3f}); overhead = per-sample work at B ≈ "
+              f"{_fmt(end['crossover_batch_size'], '{:.0f}')}")
+    if fit["m0_bytes"] is not None:
+        print(f"memory     M(B) = {format_bytes(fit['m0_bytes'])} + "
+              f"{format_bytes(fit['m_bytes_per_sample'])} × B   (R² {fit['r2_memory']:.3f})")
+    print(f"largest batch that ran: {_fmt(end['max_batch_size_fits'], '{}')}; predicted largest "
+          f"under {_fmt(end['capacity_bytes'], format_bytes)}: "
+          f"{_fmt(end['predicted_max_batch_size'], '{} (predicted)')}; throughput knee: "
+          f"{_fmt(end['knee_batch_size'], '{}')}")
+
+
+def _count(raw: str, flag: str, low: int) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(flag, raw, f"a whole number from {low} to 10000") from None
+    if not low <= value <= 10_000:
+        raise ConfigError(flag, raw, f"a whole number from {low} to 10000")
+    return value
+
+
 def _print_summary(end) -> None:
     s = end.summary
     print(end.message)
@@ -135,8 +218,10 @@ def _print_summary(end) -> None:
         print(f"  {name:<20} {value}")
 
 
-def _fmt(value, pattern: str) -> str:
-    return "–" if value is None else pattern.format(value)
+def _fmt(value, pattern) -> str:
+    if value is None:
+        return "–"
+    return pattern(value) if callable(pattern) else pattern.format(value)
 
 
 class _Progress:

@@ -107,6 +107,16 @@ def prepare(cfg: RunConfig) -> Prepared:
     return Prepared(cfg, notices, device, data, model, make_optimizer(cfg, model.parameters()))
 
 
+def check_budget(run: Prepared, budget: int) -> None:
+    """A ConfigError when the model alone (no batch at all) needs more than the budget."""
+    param_bytes = tensor_bytes(p for p in run.model.parameters() if p.requires_grad)
+    fixed = 2 * param_bytes + expected_optimizer_state_bytes(run.cfg.optimizer, param_bytes)
+    if fixed > budget:
+        raise ConfigError("memory_budget", format_bytes(budget),
+                          f"at least {format_bytes(fixed)}: the model alone (parameters, "
+                          f"gradients and {run.cfg.optimizer} state) needs that much")
+
+
 def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
           prepared: Prepared | None = None, evaluations: bool = True,
           memory_budget_bytes: int | None = None) -> Iterator:
@@ -123,12 +133,7 @@ def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
     info = device_info(run.device)
     notices = list(run.notices)
     if memory_budget_bytes is not None:
-        param_bytes = tensor_bytes(p for p in run.model.parameters() if p.requires_grad)
-        fixed = 2 * param_bytes + expected_optimizer_state_bytes(run.cfg.optimizer, param_bytes)
-        if fixed > memory_budget_bytes:
-            raise ConfigError("memory_budget", format_bytes(memory_budget_bytes),
-                              f"at least {format_bytes(fixed)}: the model alone (parameters, "
-                              f"gradients and {run.cfg.optimizer} state) needs that much")
+        check_budget(run, memory_budget_bytes)
         if run.device.type == "cuda":
             memory_budget_bytes, notice = set_cuda_budget(run.device, memory_budget_bytes)
             notices += [notice] if notice else []

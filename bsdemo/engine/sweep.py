@@ -1,0 +1,133 @@
+"""Batch-size sweeps: per batch size, warm-up steps then timed full training steps.
+
+Each point runs the Training Lab's own loop (`train`) for warmup + timed optimizer steps with
+evaluations off, so a sweep's samples/s is the lab's samples/s. After the first out-of-memory
+the larger sizes are marked "not_tried" unless asked to continue. The end record carries the
+fits t(B) = t0 + t1·B and M(B) = M0 + m·B, the largest batch that ran, and the throughput knee.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from bsdemo.config import MAX_SAMPLES, TEST_FRACTION, RunConfig
+from bsdemo.engine.train import check_budget, prepare, train
+from bsdemo.fits import crossover_batch, knee_batch, linear_fit
+
+DEFAULT_WARMUP_STEPS = 3  # untimed: allocator, kernel selection, caches
+DEFAULT_TIMED_STEPS = 8  # the median of these is the point's step time
+
+
+def sweep_config(cfg: RunConfig, batch_sizes: Sequence[int]) -> RunConfig:
+    """cfg with a generated dataset grown so its training split holds the largest batch."""
+    cfg, _ = cfg.validated()
+    if cfg.dataset != "digits":
+        need = math.ceil(max(batch_sizes) / (1 - TEST_FRACTION)) + 2
+        cfg = dataclasses.replace(cfg, samples=min(max(cfg.samples, need), MAX_SAMPLES))
+    return cfg
+
+
+def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = DEFAULT_WARMUP_STEPS,
+          timed_steps: int = DEFAULT_TIMED_STEPS, memory_budget_bytes: int | None = None,
+          continue_after_oom: bool = False,
+          should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+    """Yield sweep_start, one sweep_point per batch size, then sweep_end (all plain dicts)."""
+    cfg = sweep_config(cfg, batch_sizes)
+    if memory_budget_bytes is not None:
+        check_budget(prepare(cfg), memory_budget_bytes)  # before any output: a clear error
+    yield {"kind": "sweep_start", "batch_sizes": list(batch_sizes), "config": vars(cfg).copy(),
+           "warmup_steps": warmup_steps, "timed_steps": timed_steps,
+           "memory_budget_bytes": memory_budget_bytes, "exclusive": True}
+    points: list[dict[str, Any]] = []
+    stop_reason: str | None = None
+    device: dict[str, Any] | None = None
+    for b in batch_sizes:
+        if stop_reason is None and should_stop is not None and should_stop():
+            stop_reason = "the sweep was stopped"
+        if stop_reason is not None:
+            point = _point(b, "not_tried", message=f"Not tried: {stop_reason}.")
+        elif b > cfg.train_samples:
+            point = _point(b, "not_tried", message=f"Not tried: larger than the "
+                           f"{cfg.train_samples} training samples.")
+        else:
+            point, device = _measure(cfg, b, warmup_steps, timed_steps, memory_budget_bytes)
+            if point["status"] == "oom" and not continue_after_oom:
+                stop_reason = f"batch {b} ran out of memory"
+        points.append(point)
+        yield point
+    yield _end(points, memory_budget_bytes, device)
+
+
+def _point(batch_size: int, status: str, **fields) -> dict[str, Any]:
+    base = {"kind": "sweep_point", "batch_size": batch_size, "status": status,
+            "samples_per_sec": None, "step_time_s": None, "peak_memory_bytes": None,
+            "memory_source": None, "simulated": False, "utilization_pct": None,
+            "memory_breakdown": None, "message": ""}
+    base.update(fields)
+    return base
+
+
+def _measure(cfg: RunConfig, b: int, warmup: int, timed: int,
+             budget: int | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    run_cfg = dataclasses.replace(cfg, batch_size=b, accumulation_steps=1, epochs=None,
+                                  max_steps=warmup + timed)
+    steps, start, end = [], None, None
+    for event in train(run_cfg, evaluations=False, memory_budget_bytes=budget):
+        if event.kind == "step":
+            steps.append(event)
+        elif event.kind == "start":
+            start = event
+        elif event.kind == "end":
+            end = event
+    summary = end.summary
+    device = start.device if start else None
+    source = summary.get("memory_source")
+    if end.status == "oom":
+        return _point(b, "oom", memory_source=source, simulated=bool(summary.get("simulated")),
+                      memory_breakdown=summary.get("memory_breakdown"),
+                      message=summary.get("oom_error") or end.message), device
+    if end.status != "completed":
+        return _point(b, end.status, memory_source=source, message=end.message), device
+    window = steps[warmup:] or steps
+    step_time = statistics.median(e.step_time_s for e in window)
+    peaks = [e.peak_memory_bytes for e in window if e.peak_memory_bytes is not None]
+    utils = [e.utilization_pct for e in window if e.utilization_pct is not None]
+    return _point(b, "ok", samples_per_sec=b / step_time, step_time_s=step_time,
+                  peak_memory_bytes=max(peaks) if peaks else None, memory_source=source,
+                  utilization_pct=statistics.fmean(utils) if utils else None,
+                  memory_breakdown=summary.get("memory_breakdown"),
+                  message=f"{len(window)} timed steps after {len(steps) - len(window)} warm-up"), device
+
+
+def _end(points: list[dict[str, Any]], budget: int | None,
+         device: dict[str, Any] | None) -> dict[str, Any]:
+    ok = [p for p in points if p["status"] == "ok"]
+    sizes = [p["batch_size"] for p in ok]
+    t_fit = linear_fit(sizes, [p["step_time_s"] for p in ok])
+    mem = [p for p in ok if p["peak_memory_bytes"] is not None]
+    m_fit = linear_fit([p["batch_size"] for p in mem], [p["peak_memory_bytes"] for p in mem])
+    capacity = budget or (device or {}).get("total_memory_bytes")
+    predicted = None
+    if m_fit is not None and capacity:
+        limit = m_fit.solve(capacity)
+        predicted = math.floor(limit) if limit is not None and limit >= 1 else None
+    oom = next((p for p in points if p["status"] == "oom"), None)
+    return {
+        "kind": "sweep_end",
+        "fit": {"t0_s": t_fit.intercept if t_fit else None,
+                "t1_s_per_sample": t_fit.slope if t_fit else None,
+                "r2_time": t_fit.r2 if t_fit else None,
+                "m0_bytes": m_fit.intercept if m_fit else None,
+                "m_bytes_per_sample": m_fit.slope if m_fit else None,
+                "r2_memory": m_fit.r2 if m_fit else None},
+        "crossover_batch_size": crossover_batch(t_fit) if t_fit else None,
+        "max_batch_size_fits": max(sizes) if sizes else None,  # the largest that ran: measured
+        "predicted_max_batch_size": predicted,  # from the memory fit: a prediction
+        "knee_batch_size": knee_batch(sizes, [p["samples_per_sec"] for p in ok]),
+        "first_oom_batch_size": oom["batch_size"] if oom else None,
+        "memory_budget_bytes": budget, "capacity_bytes": capacity, "device": device,
+    }

@@ -1,0 +1,119 @@
+"""Sweeps on the CPU: measured points, simulated OOM with recovery, fits, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bsdemo.config import ConfigError, RunConfig
+from bsdemo.engine.sweep import sweep
+from bsdemo.engine.train import train
+
+MIB = 2**20
+
+
+def run_sweep(sizes, **kw):
+    events = list(sweep(RunConfig(), sizes, warmup_steps=1, timed_steps=3, **kw))
+    return events[0], events[1:-1], events[-1]
+
+
+def test_points_are_measured_and_memory_is_linear():
+    start, points, end = run_sweep([1, 4, 16, 64, 256])
+    assert start["kind"] == "sweep_start" and start["exclusive"]
+    assert [p["status"] for p in points] == ["ok"] * 5
+    for p in points:
+        assert p["samples_per_sec"] == pytest.approx(p["batch_size"] / p["step_time_s"])
+        assert p["memory_source"] == "accounted" and not p["simulated"]
+    peaks = [p["peak_memory_bytes"] for p in points]
+    assert peaks == sorted(peaks)
+    assert end["fit"]["r2_memory"] > 0.999  # accounted memory is exactly linear in B
+    assert end["fit"]["m_bytes_per_sample"] > 0 and end["fit"]["t0_s"] is not None
+    assert end["max_batch_size_fits"] == 256 and end["first_oom_batch_size"] is None
+    assert end["knee_batch_size"] in [p["batch_size"] for p in points]
+
+
+def test_budget_stops_at_the_first_oom_and_marks_the_rest_not_tried():
+    _, points, end = run_sweep([16, 128, 512, 1024], memory_budget_bytes=3 * MIB)
+    assert [p["status"] for p in points] == ["ok", "ok", "oom", "not_tried"]
+    oom = points[2]
+    assert oom["simulated"] and "Simulated out of memory" in oom["message"]
+    assert "budget is 3.00 MiB" in oom["message"]
+    assert "not tried" in points[3]["message"].lower()
+    assert end["first_oom_batch_size"] == 512 and end["max_batch_size_fits"] == 128
+    # the prediction from the fit lies between the last size that ran and the first that failed
+    assert 128 <= end["predicted_max_batch_size"] < 512
+
+
+def test_continue_after_oom_tries_every_size():
+    _, points, _ = run_sweep([16, 512, 1024], memory_budget_bytes=3 * MIB, continue_after_oom=True)
+    assert [p["status"] for p in points] == ["ok", "oom", "oom"]
+
+
+def test_twenty_ooms_in_a_row_leave_the_engine_healthy():
+    baseline = list(train(RunConfig(epochs=1, seed=5)))[-1].summary["final_train_loss"]
+    for _ in range(20):
+        end = list(train(RunConfig(batch_size=1024, epochs=None, max_steps=2), evaluations=False,
+                         memory_budget_bytes=2 * MIB))[-1]
+        assert end.status == "oom" and end.summary["simulated"]
+    again = list(train(RunConfig(epochs=1, seed=5)))[-1]
+    assert again.status == "completed" and again.summary["final_train_loss"] == baseline
+
+
+def test_budget_smaller_than_the_model_is_a_clear_error():
+    with pytest.raises(ConfigError, match="the model alone"):
+        list(sweep(RunConfig(), [1, 2], memory_budget_bytes=1024))
+
+
+def test_sizes_beyond_the_training_set_are_not_tried():
+    _, points, _ = run_sweep([512, 4096])
+    assert points[1]["status"] == "not_tried" and "training samples" in points[1]["message"]
+
+
+def test_generated_datasets_grow_to_hold_the_largest_batch():
+    events = list(sweep(RunConfig(dataset="moons", width=16, samples=100), [8, 2048],
+                        warmup_steps=0, timed_steps=1))
+    assert [e["status"] for e in events[1:-1]] == ["ok", "ok"]
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "bsdemo", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_cli_sweep_json_lines():
+    out = cli("sweep", "--batch-sizes", "8,64,1024", "--memory-budget", "3MiB", "--timed-steps",
+              "2", "--json")
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    points, end = lines[:-1], lines[-1]
+    assert [p["kind"] for p in points] == ["sweep_point"] * 3
+    for key in ("batch_size", "status", "samples_per_sec", "step_time_s", "peak_memory_bytes",
+                "memory_source", "simulated"):
+        assert key in points[0]
+    assert [p["status"] for p in points] == ["ok", "ok", "oom"]
+    assert end["kind"] == "sweep_end"
+    assert set(end["fit"]) >= {"t0_s", "t1_s_per_sample", "m0_bytes", "m_bytes_per_sample",
+                               "r2_memory"}
+    assert end["max_batch_size_fits"] == 64 and "knee_batch_size" in end
+
+
+def test_cli_sweep_table():
+    out = cli("sweep", "--batch-sizes", "1,32", "--timed-steps", "2")
+    assert out.returncode == 0, out.stderr
+    assert "samples/s" in out.stdout and "M(B) =" in out.stdout and "t(B) =" in out.stdout
+
+
+@pytest.mark.parametrize("args,flag", [
+    (["--batch-sizes", ""], "--batch-sizes"), (["--batch-sizes", "8,4"], "--batch-sizes"),
+    (["--batch-sizes", "0,1"], "--batch-sizes"), (["--batch-sizes", "1,1000000000"], "--batch-sizes"),
+    (["--batch-sizes", "-2"], "--batch-sizes"), (["--memory-budget", "lots"], "--memory-budget"),
+    (["--memory-budget", "1KiB"], "--memory-budget"), (["--timed-steps", "0"], "--timed-steps"),
+])
+def test_cli_sweep_bad_input_exits_2_with_one_line(args, flag):
+    out = cli("sweep", *args)
+    assert out.returncode == 2, out.stdout
+    assert len(out.stderr.strip().splitlines()) == 1 and flag in out.stderr
+    assert "Traceback" not in out.stderr and out.stdout == ""
