@@ -83,6 +83,22 @@ def build_parser() -> argparse.ArgumentParser:
                  "device", "samples"):
         sweep.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
     sweep.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    find = sub.add_parser("find", help="find the largest batch that fits, measured",
+                          description="Probe, fit memory, predict the largest batch under the "
+                                      "budget minus a margin, verify it with a real step.")
+    find.add_argument("--memory-budget", help="pretend the device has this much memory")
+    find.add_argument("--margin", default="0.1", help="share of the budget kept free (default 0.1)")
+    find.add_argument("--target-effective-batch",
+                      help="an effective batch to reach with micro-batch × accumulation steps")
+    find.add_argument("--reference-batch", default="32",
+                      help="the batch your --lr was tuned for (default 32), for lr scaling")
+    find.add_argument("--max-batch", help="the largest batch to consider (default: the whole "
+                                          "training set)")
+    for flag in ("dataset", "model", "norm", "width", "depth", "lr", "optimizer", "seed",
+                 "device", "samples"):
+        find.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
+    find.add_argument("--json", action="store_true", help="one JSON object per line")
     return parser
 
 
@@ -109,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "sweep":
             return _sweep(cfg, args)
+        if args.command == "find":
+            return _find(cfg, args)
         return _train(cfg, notices, args.json)
     except ConfigError as exc:  # e.g. --device cuda on a machine without one
         print(f"bsdemo {args.command}: error: {FIELD_FLAGS.get(exc.field, exc.field)}: got "
@@ -179,6 +197,49 @@ def _sweep(cfg: RunConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+def _find(cfg: RunConfig, args: argparse.Namespace) -> int:
+    budget = parse_bytes(args.memory_budget, "--memory-budget") if args.memory_budget else None
+    try:
+        margin = float(args.margin)
+    except ValueError:
+        margin = -1.0
+    if not 0.0 <= margin <= 0.9:
+        raise ConfigError("--margin", args.margin, "a number from 0 to 0.9")
+    target = _count(args.target_effective_batch, "--target-effective-batch", 1, 10**6) \
+        if args.target_effective_batch else None
+    reference = _count(args.reference_batch, "--reference-batch", 1, 10**6)
+    max_batch = _count(args.max_batch, "--max-batch", 1, 65536) if args.max_batch else None
+    from bsdemo.engine.finder import find_batch_size  # imports torch
+
+    for event in find_batch_size(cfg, memory_budget_bytes=budget, margin=margin,
+                                 target_effective_batch=target, reference_batch=reference,
+                                 reference_lr=cfg.lr, max_batch=max_batch):
+        if args.json:
+            print(json.dumps(event), flush=True)
+        elif event["kind"] == "find_probe":
+            peak = _fmt(event["peak_memory_bytes"], format_bytes)
+            rate = _fmt(event["samples_per_sec"], "{:,.0f} samples/s")
+            sim = " (simulated)" if event["simulated"] else ""
+            print(f"probe {event['probe']}: batch {event['batch_size']:>6} {event['status']:>4}"
+                  f"{sim}  peak {peak:>10}  {rate:>18}  ({event['reason']})", flush=True)
+        else:
+            _print_find_result(event)
+    return 0 if event["batch_size"] is not None else 1
+
+
+def _print_find_result(r: dict) -> None:
+    if r["batch_size"] is None:
+        print(f"No batch size fits. {r['message']}")
+        return
+    print(f"Use batch {r['batch_size']}" + (f" × {r['accumulation_steps']} accumulation steps"
+                                          if r["accumulation_steps"] > 1 else "")
+          + f". {r['message']} Tested: {', '.join(map(str, r['tested_batch_sizes']))} "
+          f"({r['probes']} probes); predicted largest: {_fmt(r['predicted_max'], '{}')}.")
+    if "lr_linear" in r:
+        print(f"Learning rate for effective batch {r['effective_batch_size']}: "
+              f"{r['lr_linear']:.4g} (linear rule) or {r['lr_sqrt']:.4g} (square-root rule).")
+
+
 def _print_sweep_end(end: dict) -> None:
     fit = end["fit"]
     if fit["t0_s"] is not None:
@@ -194,13 +255,13 @@ def _print_sweep_end(end: dict) -> None:
           f"{_fmt(end['knee_batch_size'], '{}')}")
 
 
-def _count(raw: str, flag: str, low: int) -> int:
+def _count(raw: str, flag: str, low: int, high: int = 10_000) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise ConfigError(flag, raw, f"a whole number from {low} to 10000") from None
-    if not low <= value <= 10_000:
-        raise ConfigError(flag, raw, f"a whole number from {low} to 10000")
+        raise ConfigError(flag, raw, f"a whole number from {low} to {high}") from None
+    if not low <= value <= high:
+        raise ConfigError(flag, raw, f"a whole number from {low} to {high}")
     return value
 
 

@@ -107,14 +107,16 @@ def prepare(cfg: RunConfig) -> Prepared:
     return Prepared(cfg, notices, device, data, model, make_optimizer(cfg, model.parameters()))
 
 
-def check_budget(run: Prepared, budget: int) -> None:
-    """A ConfigError when the model alone (no batch at all) needs more than the budget."""
+def check_budget(run: Prepared, budget: int) -> int:
+    """The bytes the model needs with no batch at all (parameters, gradients, optimizer state);
+    a ConfigError when that alone exceeds the budget."""
     param_bytes = tensor_bytes(p for p in run.model.parameters() if p.requires_grad)
     fixed = 2 * param_bytes + expected_optimizer_state_bytes(run.cfg.optimizer, param_bytes)
     if fixed > budget:
         raise ConfigError("memory_budget", format_bytes(budget),
                           f"at least {format_bytes(fixed)}: the model alone (parameters, "
                           f"gradients and {run.cfg.optimizer} state) needs that much")
+    return fixed
 
 
 def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,

@@ -1,0 +1,143 @@
+"""The batch-size finder: predict from a few probes, then verify — it never returns a size it
+did not run.
+
+1. Probe two small batches with full training steps and fit memory M(B) = M0 + m·B.
+2. Predict the largest batch under budget × (1 − margin) and run it.
+3. If that fails, bisect between the largest size that ran and the prediction.
+Doubling finders take about log2(B_max) probes plus a bisection; this takes three or four.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from bsdemo.config import MAX_BATCH_SIZE, RunConfig, format_bytes
+from bsdemo.engine.sweep import _measure, sweep_config
+from bsdemo.engine.train import check_budget, prepare
+from bsdemo.fits import knee_batch, linear_fit
+
+PROBES = (8, 32)  # small enough to fit nearly anywhere, far enough apart for a slope
+BISECT_TOLERANCE = 0.05  # stop bisecting when the bracket is within 5% of its lower end
+
+
+def find_batch_size(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
+                    margin: float = 0.10, target_effective_batch: int | None = None,
+                    reference_batch: int | None = None, reference_lr: float | None = None,
+                    warmup_steps: int = 1, timed_steps: int = 3,
+                    max_batch: int | None = None) -> Iterator[dict[str, Any]]:
+    """Yield one find_probe per real run, then find_result."""
+    cfg, _ = cfg.validated()
+    if max_batch is not None and max_batch > cfg.train_samples:
+        cfg = sweep_config(cfg, [max_batch])  # grow a generated dataset to hold it
+    # by default the whole training set (full batch) is the largest batch worth finding
+    limit = min(max_batch or cfg.train_samples, cfg.train_samples, MAX_BATCH_SIZE)
+    run = prepare(cfg)
+    fixed = check_budget(run, memory_budget_bytes) if memory_budget_bytes is not None else 0
+    tested: dict[int, dict[str, Any]] = {}
+    device: dict[str, Any] | None = None
+    if memory_budget_bytes is not None and fixed > memory_budget_bytes * (1.0 - margin):
+        yield _result(None, 1, tested, None, margin, None,
+                      f"The model alone needs {format_bytes(fixed)}; with a {margin:.0%} margin "
+                      f"the budget of {format_bytes(memory_budget_bytes)} leaves "
+                      f"{format_bytes(memory_budget_bytes * (1.0 - margin))}.",
+                      reference_batch, reference_lr)
+        return
+
+    def probe(b: int, reason: str) -> dict[str, Any]:
+        nonlocal device
+        point, device = _measure(cfg, b, warmup_steps, timed_steps, memory_budget_bytes)
+        point = dict(point, kind="find_probe", reason=reason, probe=len(tested) + 1)
+        tested[b] = point
+        return point
+
+    def failed_at_or_below(b: int) -> bool:
+        return any(p["status"] == "oom" and q <= b for q, p in tested.items())
+
+    # 1. two small probes; if even those fail, halve until one runs
+    for b in PROBES:
+        b = min(b, limit)
+        if b not in tested and not failed_at_or_below(b):
+            yield probe(b, "probe")
+    while not any(p["status"] == "ok" for p in tested.values()) and min(tested) > 1:
+        yield probe(min(tested) // 2, "probe (smaller: the last one ran out of memory)")
+    ok = sorted(b for b, p in tested.items() if p["status"] == "ok")
+    if not ok:
+        yield _result(None, 1, tested, None, margin, None, "Even batch 1 does not fit this "
+                      "budget.", reference_batch, reference_lr)
+        return
+
+    # 2. predict from the memory fit, then verify with a real step
+    capacity = memory_budget_bytes or (device or {}).get("total_memory_bytes")
+    usable = capacity * (1.0 - margin) if capacity else None
+
+    def safe(b: int) -> bool:  # ran, and its measured peak leaves the margin free
+        p = tested[b]
+        return p["status"] == "ok" and (usable is None or p["peak_memory_bytes"] is None
+                                        or p["peak_memory_bytes"] <= usable)
+
+    fit = linear_fit(ok, [tested[b]["peak_memory_bytes"] for b in ok])
+    predicted: int | None = limit
+    if fit is not None and usable is not None:
+        x = fit.solve(usable)
+        predicted = max(1, min(math.floor(x), limit)) if x is not None else limit
+    elif fit is None and failed_at_or_below(limit):
+        predicted = None  # one point and a failure: no slope to extrapolate, bisect instead
+    if predicted is not None and predicted not in tested:
+        yield probe(predicted, "verify the prediction")
+    # 3. if the prediction was wrong, bisect in the narrow bracket around it
+    while not any(safe(b) for b in tested) and min(tested) > 1:
+        yield probe(max(1, min(tested) // 2), "smaller: nothing tested so far leaves the margin")
+    if not any(safe(b) for b in tested):
+        yield _result(None, 1, tested, predicted, margin, None, "Even batch 1 does not fit "
+                      "within the margin of this budget.", reference_batch, reference_lr)
+        return
+    lo = max(b for b in tested if safe(b))
+    above = [b for b in tested if b > lo and not safe(b)]
+    # a verified prediction stands (the fit found it); bisect only below a failed one
+    hi = min(above) if above and not (predicted is not None and lo == predicted) else None
+    while hi is not None and hi - lo > max(1, int(lo * BISECT_TOLERANCE)):
+        mid = (lo + hi) // 2
+        yield probe(mid, "bisect")
+        lo, hi = (mid, hi) if safe(mid) else (lo, mid)
+    best = lo  # the largest size that ran within the margin: measured, never extrapolated
+
+    ok = sorted(b for b, p in tested.items() if p["status"] == "ok")
+    knee = knee_batch(ok, [tested[b]["samples_per_sec"] for b in ok])
+    knee = knee if knee is not None and safe(knee) else None
+    batch, accum = (knee if knee is not None and knee <= best else best), 1
+    note = (f"Batch {batch} reaches within 10% of the best measured throughput; up to {best} "
+            f"fits" + (f" under {margin:.0%} margin" if capacity else "") + ".")
+    if target_effective_batch is not None:
+        batch, accum = _split(target_effective_batch, best)
+        if batch not in tested:
+            yield probe(batch, "verify the micro-batch for the target effective batch")
+        if not safe(batch):  # below a verified size this should not happen; never return it
+            batch, accum = best, math.ceil(target_effective_batch / best)
+        note = (f"Effective batch {target_effective_batch} = micro-batch {batch} × "
+                f"{accum} accumulation steps; the largest batch that fits is {best}.")
+    yield _result(batch, accum, tested, predicted, margin, knee, note, reference_batch,
+                  reference_lr, best=best, capacity=capacity)
+
+
+def _split(target: int, largest: int) -> tuple[int, int]:
+    """(micro-batch, steps) with micro × steps == target exactly and micro <= largest."""
+    for k in range(math.ceil(target / largest), target + 1):
+        if target % k == 0:
+            return target // k, k
+    return 1, target
+
+
+def _result(batch, accum, tested, predicted, margin, knee, note, reference_batch, reference_lr,
+            best=None, capacity=None) -> dict[str, Any]:
+    effective = batch * accum if batch else None
+    lr = {}
+    if reference_batch and reference_lr and effective:
+        ratio = effective / reference_batch
+        lr = {"lr_linear": reference_lr * ratio, "lr_sqrt": reference_lr * math.sqrt(ratio)}
+    return {"kind": "find_result", "batch_size": batch, "accumulation_steps": accum,
+            "effective_batch_size": effective, "max_batch_size": best,
+            "knee_batch_size": knee, "probes": len(tested), "tested_batch_sizes": sorted(tested),
+            "predicted_max": predicted, "margin": margin, "capacity_bytes": capacity,
+            "message": note, **lr}
