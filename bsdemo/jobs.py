@@ -25,6 +25,9 @@ from typing import Any
 from bsdemo.config import ConfigError, RunConfig
 
 ACTIVE = ("queued", "running")
+KINDS = ("train", "sweep", "find")
+EXCLUSIVE_KINDS = ("sweep", "find")  # measurements: nothing else may share the device meanwhile
+MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
 STEP_FIELDS = ("step", "epoch", "samples_seen", "wall_time_s", "loss", "lr", "step_time_s",
                "samples_per_sec", "memory_allocated_bytes", "memory_reserved_bytes",
                "peak_memory_bytes", "utilization_pct")
@@ -87,6 +90,10 @@ class JobSnapshot:
     started_at: float | None
     finished_at: float | None
     shared_device: bool  # another job ran on the same device at some point during this one
+    kind: str = "train"  # "train", "sweep" or "find"
+    options: dict[str, Any] = field(default_factory=dict)  # the sweep's / finder's arguments
+    points: list[dict[str, Any]] = field(default_factory=list)  # sweep_point / find_probe records
+    result: dict[str, Any] | None = None  # sweep_end / find_result
 
     @property
     def done(self) -> bool:
@@ -109,6 +116,15 @@ class _Job:
     started_at: float | None = None
     finished_at: float | None = None
     shared_device: bool = False
+    kind: str = "train"
+    options: dict = field(default_factory=dict)
+    points: list = field(default_factory=list)
+    result: dict | None = None
+    cancel_requested: bool = False
+
+    @property
+    def exclusive(self) -> bool:
+        return self.kind in EXCLUSIVE_KINDS
 
 
 @dataclass
@@ -147,8 +163,15 @@ class Scheduler:
         atexit.register(self.close)
 
     # ----- public API -----
-    def submit(self, cfg: RunConfig, owner: str) -> int:
-        """Queue cfg for owner; returns the job id. Raises ConfigError or ActiveRunError."""
+    def submit(self, cfg: RunConfig, owner: str, kind: str = "train",
+               options: dict[str, Any] | None = None) -> int:
+        """Queue a job for owner; returns its id. Raises ConfigError or ActiveRunError.
+
+        kind "train" trains cfg; "sweep" and "find" run bsdemo.engine.sweep / .finder with
+        `options` as keyword arguments, exclusively on the device.
+        """
+        if kind not in KINDS:
+            raise ConfigError("kind", kind, "one of " + ", ".join(KINDS))
         cfg, _ = cfg.validated()
         with self._lock:
             if self._closed:
@@ -158,7 +181,8 @@ class Scheduler:
                 raise ActiveRunError(f"run {active} is still {self._jobs[active].status}; stop it "
                                      "or wait for it to finish before starting another")
             job = _Job(self._next_id, owner, cfg, time.time(), Series(STEP_FIELDS, self._max_points),
-                       Series(EVAL_FIELDS, self._max_points))
+                       Series(EVAL_FIELDS, self._max_points), kind=kind,
+                       options=dict(options or {}))
             self._next_id += 1
             self._jobs[job.id] = job
             self._queue.append(job.id)
@@ -176,6 +200,7 @@ class Scheduler:
                 self._finish(job, {"kind": "end", "status": "cancelled",
                                    "message": "Cancelled before it started.", "summary": {}})
             else:
+                job.cancel_requested = True
                 self._workers[job.worker].cancel.value = job_id
 
     def snapshot(self, job_id: int) -> JobSnapshot | None:
@@ -189,7 +214,8 @@ class Scheduler:
                 queue_position=position, start=job.start, steps=job.steps.copy(),
                 evals=job.evals.copy(), latest=job.latest, end=job.end, stride=job.steps.stride,
                 submitted_at=job.submitted_at, started_at=job.started_at,
-                finished_at=job.finished_at, shared_device=job.shared_device)
+                finished_at=job.finished_at, shared_device=job.shared_device, kind=job.kind,
+                options=dict(job.options), points=list(job.points), result=job.result)
 
     def active_job(self, owner: str) -> int | None:
         with self._lock:
@@ -257,9 +283,17 @@ class Scheduler:
         return _Worker(index, process, tasks, cancel)
 
     def _dispatch(self) -> None:
-        """Hand queued jobs to free workers (FIFO). Caller holds the lock."""
+        """Hand queued jobs to free workers, strictly FIFO. Caller holds the lock.
+
+        A sweep or finder starts only on an otherwise idle device and holds it alone; the jobs
+        behind it wait (head-of-line), so its measurements are never shared.
+        """
         for worker in self._workers:
             if not self._queue:
+                return
+            running = [j for j in self._jobs.values() if j.status == "running"]
+            head = self._jobs[self._queue[0]]
+            if any(j.exclusive for j in running) or (head.exclusive and running):
                 return
             if worker.job is None and worker.process.is_alive():
                 job = self._jobs[self._queue.popleft()]
@@ -271,7 +305,7 @@ class Scheduler:
                 if len(running) > 1:
                     for j in running:
                         j.shared_device = True
-                worker.tasks.put((job.id, vars(job.config).copy()))
+                worker.tasks.put((job.id, job.kind, vars(job.config).copy(), dict(job.options)))
 
     def _finish(self, job: _Job, end: dict[str, Any]) -> None:
         """Caller holds the lock."""
@@ -319,6 +353,16 @@ class Scheduler:
                 job.evals.append(event)
             elif kind == "start":
                 job.start = event
+            elif kind in ("sweep_point", "find_probe"):
+                if len(job.points) < MAX_POINTS:
+                    job.points.append(event)
+            elif kind == "sweep_start":
+                job.start = event
+            elif kind in ("sweep_end", "find_result"):
+                job.result = event
+                status = "cancelled" if job.cancel_requested else "completed"
+                self._finish(job, {"kind": "end", "status": status, "summary": {},
+                                   "message": event.get("message") or f"Sweep {status}."})
             elif kind == "end":
                 self._finish(job, event)
 
@@ -361,22 +405,38 @@ def _worker_main(index: int, tasks, results, cancel, threads: int) -> None:
             continue
         if task is None:
             return
-        job_id, settings = task
-        _run_job(index, job_id, settings, results, cancel)
+        job_id, kind, settings, options = task
+        _run_job(index, job_id, kind, settings, options, results, cancel)
 
 
-def _run_job(index: int, job_id: int, settings: dict, results, cancel) -> None:
-    from bsdemo.engine.train import train
+def _events(kind: str, cfg: RunConfig, options: dict, should_stop):
+    """The job's records as dicts, from the engine function its kind names."""
+    if kind == "sweep":
+        from bsdemo.engine.sweep import sweep
 
+        yield from sweep(cfg, should_stop=should_stop, **options)
+    elif kind == "find":
+        from bsdemo.engine.finder import find_batch_size
+
+        yield from find_batch_size(cfg, **options)
+    else:
+        from bsdemo.engine.train import train
+
+        for event in train(cfg, should_stop=should_stop):
+            yield event.to_dict()
+
+
+def _run_job(index: int, job_id: int, kind: str, settings: dict, options: dict, results,
+             cancel) -> None:
     batch: list[dict] = []
     last_flush = time.monotonic()
     try:
         cfg = RunConfig(**settings)
-        for event in train(cfg, should_stop=lambda: cancel.value == job_id):
-            batch.append(event.to_dict())
+        for event in _events(kind, cfg, options, lambda: cancel.value == job_id):
+            batch.append(event)
             now = time.monotonic()
             # the first step goes at once: it is the one a student is waiting to see
-            if event.kind != "step" or event.step == 1 or now - last_flush >= FLUSH_INTERVAL_S:
+            if event["kind"] != "step" or event["step"] == 1 or now - last_flush >= FLUSH_INTERVAL_S:
                 results.put(("events", index, job_id, batch))
                 batch, last_flush = [], now
         end = None

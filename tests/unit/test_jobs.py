@@ -112,3 +112,49 @@ def test_server_side_modules_never_import_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_sweep_and_find_jobs_stream_their_points(scheduler):
+    job = scheduler.submit(RunConfig(), owner="ivan", kind="sweep",
+                           options={"batch_sizes": [8, 64, 512], "memory_budget_bytes": 3 * 2**20,
+                                    "timed_steps": 2})
+    snap = scheduler.wait(job, timeout=60)
+    assert snap.status == "completed" and snap.kind == "sweep"
+    assert [p["status"] for p in snap.points] == ["ok", "ok", "oom"]
+    assert snap.result["kind"] == "sweep_end" and snap.result["max_batch_size_fits"] == 64
+    job = scheduler.submit(RunConfig(), owner="ivan", kind="find",
+                           options={"memory_budget_bytes": 3 * 2**20})
+    snap = scheduler.wait(job, timeout=60)
+    assert snap.status == "completed" and snap.result["kind"] == "find_result"
+    assert snap.result["batch_size"] in [p["batch_size"] for p in snap.points]
+
+
+def test_unknown_job_kind_is_rejected(scheduler):
+    with pytest.raises(ConfigError, match="kind"):
+        scheduler.submit(RunConfig(), owner="judy", kind="dance")
+
+
+def test_sweeps_run_alone_on_the_device():
+    from bsdemo.jobs import Scheduler
+
+    sched = Scheduler(workers=2, threads_per_worker=1)
+    try:
+        wait_for(lambda: sched.workers_ready() == 2, timeout=60)
+        first = sched.submit(RunConfig(batch_size=2, epochs=3), owner="a")
+        wait_for(lambda: sched.snapshot(first).latest)
+        sweep_job = sched.submit(RunConfig(), owner="b", kind="sweep",
+                                 options={"batch_sizes": [4, 16], "timed_steps": 2})
+        behind = sched.submit(RunConfig(epochs=1), owner="c")
+        time.sleep(0.5)  # a free worker exists, but the sweep waits for the device to be idle
+        assert sched.snapshot(sweep_job).status == "queued"
+        assert sched.snapshot(behind).queue_position == 2  # FIFO: it waits behind the sweep
+        sched.cancel(first)
+        swept = sched.wait(sweep_job, timeout=60)
+        after = sched.wait(behind, timeout=60)
+        assert swept.status == after.status == "completed" and not swept.shared_device
+        # nothing shared the device with the sweep: it started after the first job ended, and
+        # the job behind it started only after it ended
+        assert swept.started_at >= sched.snapshot(first).finished_at
+        assert after.started_at >= swept.finished_at
+    finally:
+        sched.close()
