@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from bsdemo.config import MAX_SAMPLES, TEST_FRACTION, RunConfig
+from bsdemo.engine.flops import device_peak_flops, flops_per_sample
+from bsdemo.engine.measure import device_info
 from bsdemo.engine.train import check_budget, prepare, train
 from bsdemo.fits import crossover_batch, knee_batch, linear_fit
 
@@ -37,11 +39,17 @@ def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = DEF
           should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
     """Yield sweep_start, one sweep_point per batch size, then sweep_end (all plain dicts)."""
     cfg = sweep_config(cfg, batch_sizes)
+    run = prepare(cfg)
     if memory_budget_bytes is not None:
-        check_budget(prepare(cfg), memory_budget_bytes)  # before any output: a clear error
+        check_budget(run, memory_budget_bytes)  # before any output: a clear error
+    probe = run.data.x_train[:8], run.data.y_train[:8]
+    per_sample = flops_per_sample(run.model, *probe)
+    peak, peak_source = device_peak_flops(device_info(run.device))
+    del run, probe
     yield {"kind": "sweep_start", "batch_sizes": list(batch_sizes), "config": vars(cfg).copy(),
            "warmup_steps": warmup_steps, "timed_steps": timed_steps,
-           "memory_budget_bytes": memory_budget_bytes, "exclusive": True}
+           "memory_budget_bytes": memory_budget_bytes, "exclusive": True,
+           "flops_per_sample": per_sample, "peak_flops": peak, "peak_source": peak_source}
     points: list[dict[str, Any]] = []
     stop_reason: str | None = None
     device: dict[str, Any] | None = None
@@ -55,18 +63,23 @@ def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = DEF
                            f"{cfg.train_samples} training samples.")
         else:
             point, device = _measure(cfg, b, warmup_steps, timed_steps, memory_budget_bytes)
+            if point["samples_per_sec"] is not None:
+                point["achieved_flops"] = per_sample * point["samples_per_sec"]
+                point["share_of_peak"] = point["achieved_flops"] / peak if peak else None
             if point["status"] == "oom" and not continue_after_oom:
                 stop_reason = f"batch {b} ran out of memory"
         points.append(point)
         yield point
-    yield _end(points, memory_budget_bytes, device)
+    yield _end(points, memory_budget_bytes, device) | {
+        "flops_per_sample": per_sample, "peak_flops": peak, "peak_source": peak_source}
 
 
 def _point(batch_size: int, status: str, **fields) -> dict[str, Any]:
     base = {"kind": "sweep_point", "batch_size": batch_size, "status": status,
             "samples_per_sec": None, "step_time_s": None, "peak_memory_bytes": None,
             "memory_source": None, "simulated": False, "utilization_pct": None,
-            "memory_breakdown": None, "message": ""}
+            "memory_breakdown": None, "achieved_flops": None, "share_of_peak": None,
+            "message": ""}
     base.update(fields)
     return base
 

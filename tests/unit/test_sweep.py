@@ -117,3 +117,14 @@ def test_cli_sweep_bad_input_exits_2_with_one_line(args, flag):
     assert out.returncode == 2, out.stdout
     assert len(out.stderr.strip().splitlines()) == 1 and flag in out.stderr
     assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+def test_flops_are_counted_and_shares_of_peak_rise_with_batch():
+    start, points, end = run_sweep([1, 64, 1024])
+    cfg = RunConfig()
+    dense = 2 * (64 * cfg.width + (cfg.depth - 1) * cfg.width**2 + cfg.width * 10)  # forward
+    assert 2 * dense < start["flops_per_sample"] <= 3 * dense  # forward + backward
+    assert start["peak_flops"] > 0 and "measured" in start["peak_source"]
+    shares = [p["share_of_peak"] for p in points]
+    assert 0 < shares[0] < shares[-1] <= 1.5  # a probe is a best case, not a hard ceiling
+    assert end["peak_flops"] == start["peak_flops"]

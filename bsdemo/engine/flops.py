@@ -1,0 +1,57 @@
+"""Achieved FLOP/s and the device's peak, so utilisation can be read as a share of the maximum.
+
+FLOPs per sample are counted, not estimated: torch.utils.flop_counter over one real training
+step (forward + backward) counts every matmul and convolution. The peak comes from a table of
+datasheet fp32 figures for known GPUs (our runs train in fp32) or, on the CPU, from a measured
+matmul probe on the same threads the runs use.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
+
+# dense fp32 peak, TFLOP/s, from vendor datasheets (not tensor-core TF32/bf16 rates); longest
+# matching name wins, so "H100 PCIe" is found before "H100"
+FP32_PEAK_TFLOPS = {
+    "H200": 67.0, "H100 PCIe": 51.0, "H100": 67.0, "A100": 19.5, "A10": 31.2, "L40S": 91.6,
+    "L4": 30.3, "T4": 8.1, "V100": 15.7, "RTX 4090": 82.6, "RTX 4080": 48.7, "RTX 3090": 35.6,
+    "RTX 3080": 29.8, "RTX 3060": 12.7, "M1 Max": 10.4, "M1 Pro": 5.2, "M1": 2.6, "M2 Max": 13.6,
+    "M2 Pro": 6.8, "M2": 3.6, "M3 Max": 16.3, "M3": 4.1,
+}
+
+
+def flops_per_sample(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    """Counted FLOPs of one training step (forward + backward) on the batch (x, y), per sample."""
+    with FlopCounterMode(display=False) as counter:
+        F.cross_entropy(model(x), y).backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops() / len(y)
+
+
+def device_peak_flops(info: dict) -> tuple[float | None, str]:
+    """(peak FLOP/s, where the number comes from) for the device described by device_info()."""
+    if info.get("type") == "cpu":
+        return cpu_matmul_flops(), "measured: fp32 matmul probe on this CPU"
+    name = str(info.get("name", ""))
+    for key in sorted(FP32_PEAK_TFLOPS, key=len, reverse=True):
+        if key.lower() in name.lower():
+            return FP32_PEAK_TFLOPS[key] * 1e12, f"datasheet fp32 peak of the {key}"
+    return None, f"no peak on record for {name or 'this device'}"
+
+
+@lru_cache(maxsize=1)
+def cpu_matmul_flops(n: int = 1024, repeats: int = 5) -> float:
+    """Best-of FLOP/s of an n x n fp32 matmul on the current torch threads (cached per process)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b  # warm-up: thread pool, caches
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best
