@@ -10,6 +10,12 @@ page = st.navigation([
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
     st.Page("pages/training_lab.py", title="Training Lab", icon=":material/model_training:",
             url_path="training_lab", help="Train a real network and watch batch size at work."),
+    st.Page("pages/throughput.py", title="Throughput & utilisation", icon=":material/speed:",
+            url_path="throughput", help="Samples/s against batch size, measured."),
+    st.Page("pages/memory.py", title="Memory & OOM", icon=":material/memory:",
+            url_path="memory", help="What fills memory, and what happens past it."),
+    st.Page("pages/finder.py", title="Find your batch size", icon=":material/search:",
+            url_path="finder", help="Predict, then verify, the largest batch that fits."),
 ])
 device_badge()
 page.run()

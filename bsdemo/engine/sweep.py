@@ -49,7 +49,8 @@ def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = DEF
     yield {"kind": "sweep_start", "batch_sizes": list(batch_sizes), "config": vars(cfg).copy(),
            "warmup_steps": warmup_steps, "timed_steps": timed_steps,
            "memory_budget_bytes": memory_budget_bytes, "exclusive": True,
-           "flops_per_sample": per_sample, "peak_flops": peak, "peak_source": peak_source}
+           "train_samples": cfg.train_samples, "flops_per_sample": per_sample,
+           "peak_flops": peak, "peak_source": peak_source}
     points: list[dict[str, Any]] = []
     stop_reason: str | None = None
     device: dict[str, Any] | None = None

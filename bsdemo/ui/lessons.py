@@ -17,9 +17,9 @@ LESSONS = (
     Lesson(1, "What a batch is", "One iteration = batch, forward, loss, backward, step; updates "
            "per epoch = ceil(N / batch).", "pages/training_lab.py"),
     Lesson(2, "Throughput and utilisation", "Samples/s rises with batch size until the device "
-           "saturates: t(B) = t0 + t1·B."),
+           "saturates: t(B) = t0 + t1·B.", "pages/throughput.py"),
     Lesson(3, "Memory and out-of-memory", "Memory = fixed part + activations growing with B; past "
-           "capacity the run fails."),
+           "capacity the run fails.", "pages/memory.py"),
     Lesson(4, "SGD vs full batch vs mini-batch", "Three regimes on one model: updates, time, "
            "memory, accuracy."),
     Lesson(5, "Learning-rate scaling", "Scale the lr with the batch (linear or √ rule) and warm "
@@ -35,6 +35,6 @@ LESSONS = (
     Lesson(10, "Scaling out and saving memory", "Mixed precision, checkpointing, data and model "
            "parallelism."),
     Lesson(11, "Choosing a batch size", "Start at 32, grow while throughput rises and memory "
-           "allows."),
+           "allows.", "pages/finder.py"),
     Lesson(12, "Check yourself", "A quiz with explanations."),
 )

@@ -1,0 +1,107 @@
+"""Shared widgets for the measurement pages: workload, memory budget, and a polled job view.
+
+Sweeps and finders run as exclusive scheduler jobs; a page keeps its newest job id in session
+state under its own key and redraws the job's points from a polling fragment while it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+
+from bsdemo.config import PRESETS, ConfigError, RunConfig, format_bytes
+from bsdemo.jobs import ActiveRunError, JobSnapshot
+from bsdemo.ui.lab import OPTIMIZER_LABELS
+from bsdemo.ui.state import owner, scheduler, session_runs
+
+REFRESH_S = 0.5
+MIB, GIB = 2**20, 2**30
+CPU_BUDGETS = [m * MIB for m in (1.5, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 512, 1024)]
+GPU_BUDGETS = [g * GIB for g in (0.25, 0.5, 1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 128)]
+
+
+def workload(prefix: str) -> RunConfig:
+    """Preset (dataset + model) and optimizer for a measurement page."""
+    left, right = st.columns(2)
+    name = left.selectbox("Dataset and model", list(PRESETS), key=f"{prefix}_preset",
+                          format_func=lambda n: PRESETS[n].label)
+    optimizer = right.selectbox("Optimizer", list(OPTIMIZER_LABELS), key=f"{prefix}_optimizer",
+                                format_func=OPTIMIZER_LABELS.get,
+                                help="Adam keeps two extra copies of the parameters as state.")
+    return RunConfig(**PRESETS[name].settings, optimizer=optimizer)
+
+
+def budget_options() -> list[int]:
+    info = scheduler().device_info or {}
+    options = CPU_BUDGETS if info.get("type", "cpu") == "cpu" else GPU_BUDGETS
+    total = info.get("total_memory_bytes")
+    return [b for b in options if not total or b <= total] or options[:1]
+
+
+def budget_widget(prefix: str, default: int | None = None, allow_none: bool = True) -> int | None:
+    options = ([None] if allow_none else []) + budget_options()
+    if default is not None and default not in options:
+        default = min(options[1:] if allow_none else options, key=lambda b: abs(b - default))
+    cpu = (scheduler().device_info or {}).get("type", "cpu") == "cpu"
+    return st.select_slider(
+        "Memory budget (“pretend this device has …”)", options, key=f"{prefix}_budget",
+        value=default if default is not None else options[0],
+        format_func=lambda b: "the device's own" if b is None else format_bytes(b),
+        help=("On the CPU there is no allocator limit: the budget is enforced on accounted "
+              "memory and an out-of-memory is labelled simulated." if cpu else
+              "Caps the CUDA allocator for the run: past it the OOM is the allocator's own."))
+
+
+def submit(prefix: str, kind: str, cfg: RunConfig, options: dict) -> None:
+    """on_click callback: queue the job and remember it for this page."""
+    try:
+        job = scheduler().submit(cfg, owner(), kind=kind, options=options)
+    except (ConfigError, ActiveRunError) as exc:
+        st.session_state[f"{prefix}_error"] = str(exc)
+    else:
+        st.session_state[f"{prefix}_job"] = job
+        session_runs()  # make sure the session has its list (the lab page reads it)
+
+
+def run_button(prefix: str, label: str, kind: str, cfg: RunConfig, options: dict,
+               key: str | None = None) -> None:
+    active = scheduler().active_job(owner())
+    st.button(label, type="primary", key=key or f"{prefix}_run", disabled=active is not None,
+              on_click=submit, args=(prefix, kind, cfg, options), icon=":material/play_arrow:",
+              help="Waits while your other run is active." if active else None)
+    if st.session_state.get(f"{prefix}_error"):
+        st.warning(st.session_state.pop(f"{prefix}_error"))
+
+
+def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
+    """Draw this page's newest job with `draw`, polled while it is queued or running."""
+    job_id = st.session_state.get(f"{prefix}_job")
+    if job_id is None:
+        return
+    first = scheduler().snapshot(job_id)
+    active = first is not None and not first.done
+
+    @st.fragment(run_every=REFRESH_S if active else None)
+    def view() -> None:
+        snap = scheduler().snapshot(job_id)
+        if snap is None:
+            st.warning("That measurement is no longer held by the server; run it again.")
+            return
+        if snap.status == "queued":
+            st.info(f"Waiting: position {snap.queue_position} in the queue. Measurements run "
+                    "alone on the device, so they wait for other runs to finish.")
+        elif snap.status == "running":
+            planned = len(snap.options.get("batch_sizes", [])) or None
+            st.info(f"Measuring alone on the device… {len(snap.points)} point(s) so far"
+                    + (f" of {planned}" if planned else "") + ".")
+        elif snap.status == "failed":
+            st.error(snap.end["message"])
+        elif snap.status == "cancelled":
+            st.warning(snap.end["message"])
+        if snap.points or snap.result:
+            draw(snap)
+        if active and snap.done:
+            st.rerun()
+
+    view()

@@ -1,0 +1,55 @@
+"""Find your batch size: predict from a few probes, verify with a real step."""
+
+import streamlit as st
+
+from bsdemo.config import format_bytes
+from bsdemo.ui import sweeps
+from bsdemo.ui.entry import require_entrypoint
+
+require_entrypoint()
+
+st.title("Find your batch size")
+st.markdown(
+    "**Goal:** choose a batch size the way practitioners do — as large as throughput rewards "
+    "and memory allows — measured on this device, never guessed.")
+st.info("**Predict first:** how many trial runs does it take to find the largest batch that "
+        "fits, if you double the batch until it fails?", icon=":material/psychology:")
+
+cfg = sweeps.workload("find")
+budget = sweeps.budget_widget("find", allow_none=True)
+left, right = st.columns(2)
+margin = left.slider("Safety margin (share of memory kept free)", 0.0, 0.5, 0.1, 0.05,
+                     key="find_margin")
+target = right.number_input("Target effective batch (0 = none)", 0, 1_000_000, 0,
+                            key="find_target",
+                            help="Reached with micro-batch × gradient-accumulation steps.")
+sweeps.run_button("find", "Find my batch size", "find", cfg, {
+    "memory_budget_bytes": budget, "margin": margin, "target_effective_batch": target or None,
+    "reference_batch": 32, "reference_lr": cfg.lr})
+
+
+def draw(snap) -> None:
+    rows = [{"probe": p["probe"], "batch size": p["batch_size"], "status": p["status"],
+             "peak memory": format_bytes(p["peak_memory_bytes"]) if p["peak_memory_bytes"] else "–",
+             "samples/s": round(p["samples_per_sec"]) if p["samples_per_sec"] else None,
+             "why": p["reason"]} for p in snap.points]
+    st.dataframe(rows, hide_index=True, key="find_probes")
+    r = snap.result
+    if r is None:
+        return
+    if r["batch_size"] is None:
+        st.error(f"No batch size fits. {r['message']}")
+        return
+    accum = f" × {r['accumulation_steps']} accumulation steps" if r["accumulation_steps"] > 1 else ""
+    st.success(f"**Use batch {r['batch_size']}{accum}.** {r['message']} It took {r['probes']} "
+               f"real runs ({', '.join(map(str, r['tested_batch_sizes']))}); doubling from 1 "
+               f"would have taken about {max(1, int(r['max_batch_size'] or 1).bit_length())} "
+               "plus a bisection.")
+    if "lr_linear" in r:
+        st.markdown(f"Tuned at batch 32 with lr {cfg.lr:g}? For effective batch "
+                    f"{r['effective_batch_size']} try **{r['lr_linear']:.3g}** (linear rule, "
+                    f"lr × k) or **{r['lr_sqrt']:.3g}** (square-root rule, lr × √k), with a "
+                    "warm-up.")
+
+
+sweeps.job_view("find", draw)

@@ -1,0 +1,82 @@
+"""Memory & OOM: what fills memory, how it grows with the batch, and what happens past it."""
+
+import streamlit as st
+
+from bsdemo import charts
+from bsdemo.config import format_bytes, powers_of_two
+from bsdemo.ui import sweeps
+from bsdemo.ui.entry import require_entrypoint
+from bsdemo.ui.lab import show_chart
+
+require_entrypoint()
+
+st.title("Memory & out-of-memory")
+st.markdown(
+    "**Goal:** see that memory = parameters + gradients + optimizer state (fixed) + the "
+    "activations saved for the backward pass (growing with the batch), and that past the "
+    "device's capacity a run fails with out-of-memory — one of the most common errors there is.")
+st.info("**Predict first:** if batch 256 needs 3 MiB and batch 512 needs 5 MiB, how much will "
+        "batch 1024 need, and what is the largest batch that fits in 8 MiB?",
+        icon=":material/psychology:")
+
+cfg = sweeps.workload("mem")
+budget = sweeps.budget_widget("mem", default=4 * sweeps.MIB if sweeps.budget_options()[0] < sweeps.GIB
+                              else 8 * sweeps.GIB, allow_none=False)
+largest = st.select_slider("Largest batch size in the sweep", powers_of_two(65536)[4:],
+                           value=4096, key="mem_largest")
+sweeps.run_button("mem", "Measure memory", "sweep", cfg,
+                  {"batch_sizes": powers_of_two(largest), "memory_budget_bytes": budget,
+                   "warmup_steps": 1, "timed_steps": 2})
+
+
+def draw(snap) -> None:
+    points, end = snap.points, snap.result
+    st.toggle("Show data tables", key="show_tables")
+    show_chart(charts.memory_breakdown_chart(points, end and end["fit"], budget,
+                                             end and end["predicted_max_batch_size"]), "mem_chart")
+    oom = next((p for p in points if p["status"] == "oom"), None)
+    if oom:
+        st.error(f"**Batch {oom['batch_size']}: out of memory"
+                 f"{' (simulated)' if oom['simulated'] else ''}.** {oom['message']}",
+                 icon=":material/error:")
+    if end:
+        fit = end["fit"]
+        cols = st.columns(4)
+        cols[0].metric("Fixed part M0 (fit)", format_bytes(fit["m0_bytes"]) if fit["m0_bytes"] else "–")
+        cols[1].metric("Per sample m (fit)", format_bytes(fit["m_bytes_per_sample"])
+                       if fit["m_bytes_per_sample"] else "–", help=f"R² {fit['r2_memory'] or 0:.4f}")
+        cols[2].metric("Largest batch that ran", end["max_batch_size_fits"] or "–")
+        cols[3].metric("Predicted largest under budget", end["predicted_max_batch_size"] or "–",
+                       help="From M(B) = M0 + m·B: a prediction — the finder verifies it.")
+        st.session_state["mem_over"] = oom["batch_size"] if oom else None
+        st.session_state["mem_safe"] = end["max_batch_size_fits"]
+
+
+sweeps.job_view("mem", draw)
+
+over, safe = st.session_state.get("mem_over"), st.session_state.get("mem_safe")
+if over and safe:
+    st.subheader("Break it on purpose")
+    st.markdown(f"Run one step at batch **{over}** (over the budget), then one at **{safe}**: "
+                "the error is caught, memory is freed, and training goes on.")
+    sweeps.run_button("memdemo", f"Run batch {over}, then {safe}", "sweep", cfg,
+                      {"batch_sizes": [over, safe], "memory_budget_bytes": budget,
+                       "warmup_steps": 0, "timed_steps": 1, "continue_after_oom": True},
+                      key="mem_break")
+
+    def draw_demo(snap) -> None:
+        for p in snap.points:
+            if p["status"] == "oom":
+                st.error(f"Batch {p['batch_size']}: {p['message']}", icon=":material/error:")
+            elif p["status"] == "ok":
+                st.success(f"Batch {p['batch_size']} then ran normally: "
+                           f"{p['samples_per_sec']:,.0f} samples/s, peak "
+                           f"{format_bytes(p['peak_memory_bytes'])} — recovered.")
+
+    sweeps.job_view("memdemo", draw_demo)
+
+st.markdown(
+    "**Why.** Parameters, their gradients and the optimizer's state (none for SGD, one copy for "
+    "momentum, two for Adam) do not depend on the batch. The activations each layer keeps for "
+    "the backward pass do, linearly: twice the batch, twice the activations. A straight line "
+    "through a few measured points therefore predicts where memory runs out.")

@@ -1,0 +1,82 @@
+"""The measurement pages through AppTest, each with a real short sweep or search on the CPU."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+def open_page(page: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def run_until(at: AppTest, predicate, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        at.run()
+        assert not at.exception, at.exception
+        if predicate(at):
+            return
+        time.sleep(0.2)
+    raise AssertionError("the page did not reach the expected state in time")
+
+
+def sweep_done(at: AppTest) -> bool:
+    return not any("Measuring" in i.value or "Waiting" in i.value for i in at.info) and bool(
+        at.get("plotly_chart"))
+
+
+def test_throughput_page_sweeps_and_draws_the_fit():
+    at = open_page("pages/throughput.py")
+    at.select_slider(key="tp_largest").set_value(256).run()
+    at.button(key="tp_run").click().run()
+    run_until(at, lambda a: sweep_done(a) and len(a.metric) == 4)
+    tiles = {m.label: m.value for m in at.metric}
+    assert int(tiles["Throughput knee"]) in (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    assert tiles["Share of peak FLOP/s"].endswith("%")
+    charts = {json.loads(c.proto.spec)["layout"]["title"]["text"]: json.loads(c.proto.spec)
+              for c in at.get("plotly_chart")}
+    assert len(charts) == 4
+    assert len(charts["Throughput against batch size"]["data"][0]["x"]) == 9  # batch 1 … 256
+    step = charts["Step time: fixed overhead + per-sample work"]
+    assert any("fit t(B)" in (t.get("name") or "") for t in step["data"])
+    assert "fixed overhead" in " ".join(m.value for m in at.markdown)
+
+
+def test_memory_page_shows_the_oom_and_the_recovery():
+    at = open_page("pages/memory.py")
+    at.select_slider(key="mem_largest").set_value(2048).run()
+    at.button(key="mem_run").click().run()
+    run_until(at, lambda a: sweep_done(a) and len(a.metric) == 4)
+    assert "out of memory (simulated)" in at.error[0].value
+    tiles = {m.label: m.value for m in at.metric}
+    assert tiles["Largest batch that ran"] == "512"
+    assert 512 <= int(tiles["Predicted largest under budget"]) < 1024
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    names = [t.get("name") or "" for t in spec["data"]]
+    assert "Saved activations" in names and any(n.startswith("out of memory") for n in names)
+    at.button(key="mem_break").click().run()
+    run_until(at, lambda a: bool(a.success))
+    assert "recovered" in at.success[0].value and "1024" in at.error[-1].value
+
+
+def test_finder_page_recommends_a_tested_batch():
+    at = open_page("pages/finder.py")
+    at.select_slider(key="find_budget").set_value(3 * 2**20).run()
+    at.number_input(key="find_target").set_value(1000).run()
+    at.button(key="find_run").click().run()
+    run_until(at, lambda a: bool(a.success) or bool(a.error))
+    text = at.success[0].value
+    assert "Use batch 250 × 4 accumulation steps" in text and "real runs" in text
+    probes = at.dataframe[0].value
+    assert 250 in list(probes["batch size"]) and len(probes) <= 5
+    assert "linear rule" in " ".join(m.value for m in at.markdown)
