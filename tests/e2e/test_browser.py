@@ -111,3 +111,18 @@ def test_bad_link_shows_a_message_and_the_server_keeps_serving(server, browser):
     page.get_by_role("button", name="Run").wait_for(timeout=30_000)
     assert page.locator(".stException").count() == 0
     page.close()
+
+
+def test_memory_page_marks_the_out_of_memory_point(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    page.goto(f"{server}/memory")
+    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=30_000)
+    page.get_by_role("button", name="Measure memory").click()
+    page.get_by_text("out of memory (simulated).").first.wait_for(timeout=60_000)
+    page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=30_000)  # the chart has drawn
+    traces = page.evaluate("() => document.querySelector('.js-plotly-plot').data.map(t => t.name)")
+    assert "Saved activations" in traces and any(t.startswith("out of memory") for t in traces)
+    page.get_by_role("button", name=re.compile(r"^Run batch \d+, then \d+$")).click()
+    page.get_by_text(re.compile(r"recovered\.$")).wait_for(timeout=60_000)
+    assert page.locator(".stException").count() == 0
+    page.close()
