@@ -23,6 +23,7 @@ from bsdemo.config import (
     format_bytes,
     parse_batch_sizes,
     parse_bytes,
+    sized,
 )
 
 FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student types
@@ -33,7 +34,7 @@ FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student 
     "noise": "noise",
 }
 FIELD_FLAGS = {v: "--" + k.replace("_", "-") for k, v in FLAGS.items()} | {
-    "memory_budget": "--memory-budget"}
+    "memory_budget": "--memory-budget", "size": "--size"}
 EXIT_STATUS = {"completed": 0, "cancelled": 130}
 
 
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--eval-interval", help="optimizer steps between evaluations (0 = per epoch)")
     train.add_argument("--samples", help=f"size of generated datasets (default {d.samples})")
     train.add_argument("--noise", help=f"input noise of the 2-D sets (default {d.noise})")
+    train.add_argument("--size", help="workload size preset S, M, L or XL (sets width and depth)")
     train.add_argument("--json", action="store_true", help="one JSON object per event per line")
 
     sweep = sub.add_parser("sweep", help="time full training steps over a list of batch sizes",
@@ -80,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--continue-after-oom", action="store_true",
                        help="try the larger batch sizes after the first out-of-memory")
     for flag in ("dataset", "model", "norm", "width", "depth", "lr", "optimizer", "seed",
-                 "device", "samples"):
+                 "device", "samples", "size"):
         sweep.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
     sweep.add_argument("--json", action="store_true", help="one JSON object per line")
 
@@ -96,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     find.add_argument("--max-batch", help="the largest batch to consider (default: the whole "
                                           "training set)")
     for flag in ("dataset", "model", "norm", "width", "depth", "lr", "optimizer", "seed",
-                 "device", "samples"):
+                 "device", "samples", "size"):
         find.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
     find.add_argument("--json", action="store_true", help="one JSON object per line")
     return parser
@@ -106,7 +108,10 @@ def config_from_args(args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
     """Flags -> validated RunConfig; a ConfigError names the *flag*, not the field."""
     given = {FLAGS[k]: v for k, v in vars(args).items() if k in FLAGS and v is not None}
     try:
-        return RunConfig.from_params(given).validated()
+        cfg = RunConfig.from_params(given)
+        if getattr(args, "size", None):
+            cfg = sized(cfg, args.size)
+        return cfg.validated()
     except ConfigError as exc:
         raise ConfigError(FIELD_FLAGS.get(exc.field, exc.field), exc.value, exc.allowed) from None
 

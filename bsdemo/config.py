@@ -12,10 +12,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-DATASETS = ("digits", "synthetic", "spirals", "moons", "circles", "xor", "blobs")
+DATASETS = ("digits", "synthetic", "spirals", "moons", "circles", "xor", "blobs", "arithmetic")
 IMAGE_DATASETS = ("digits", "synthetic")  # the ones a CNN can take
 TOY_DATASETS = ("spirals", "moons", "circles", "xor", "blobs")
-MODELS = ("mlp", "cnn")
+SEQUENCE_DATASETS = ("arithmetic",)  # character-level: the Transformer's, and only its
+MODELS = ("mlp", "cnn", "transformer")
+SIZES = {  # workload size presets: (width, depth); XL makes a large GPU reach OOM in seconds
+    "mlp": {"S": (256, 3), "M": (1024, 3), "L": (2048, 4), "XL": (4096, 6)},
+    "cnn": {"S": (16, 2), "M": (32, 3), "L": (64, 3), "XL": (128, 4)},
+    "transformer": {"S": (64, 2), "M": (128, 4), "L": (256, 6), "XL": (512, 8)},
+}
+TRANSFORMER_HEADS = 4
 NORMS = ("none", "batch", "group", "layer")
 OPTIMIZERS = ("sgd", "momentum", "adam", "adamw")
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -43,7 +50,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class RunConfig:
     dataset: str = "digits"  # one of DATASETS; the 2-D toy sets and synthetic images are generated
-    model: str = "mlp"  # "mlp" or "cnn" (the CNN needs an image dataset)
+    model: str = "mlp"  # "mlp", "cnn" (image datasets) or "transformer" (the arithmetic task)
     norm: str = "none"  # normalisation after each hidden layer; "batch" depends on the batch
     width: int = 256  # MLP hidden units per layer / CNN channels of the first conv
     depth: int = 3  # MLP hidden layers / CNN conv blocks
@@ -104,6 +111,13 @@ class RunConfig:
         if self.model == "cnn" and self.dataset not in IMAGE_DATASETS:
             raise ConfigError("dataset", self.dataset,
                               f"an image dataset for the CNN: {', '.join(IMAGE_DATASETS)}")
+        if (self.model == "transformer") != (self.dataset in SEQUENCE_DATASETS):
+            raise ConfigError("dataset" if self.model == "transformer" else "model",
+                              self.dataset if self.model == "transformer" else self.model,
+                              "the transformer with the arithmetic dataset (and only it)")
+        if self.model == "transformer" and self.width % TRANSFORMER_HEADS:
+            raise ConfigError("width", self.width,
+                              f"a multiple of {TRANSFORMER_HEADS} for the transformer's heads")
         _int("width", self.width, 1, 4096)
         _int("depth", self.depth, 1, 16)
         _int("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
@@ -225,6 +239,9 @@ PRESETS = {p.name: p for p in (
     Preset("xor-mlp", "XOR (2-D) · MLP", {"dataset": "xor", "model": "mlp", "width": 64}),
     Preset("blobs-mlp", "Gaussian blobs (2-D) · MLP", {"dataset": "blobs", "model": "mlp",
                                                        "width": 64}),
+    Preset("arithmetic-transformer", "Character arithmetic · tiny Transformer",
+           {"dataset": "arithmetic", "model": "transformer", "width": 64, "depth": 2,
+            "samples": 8000, "optimizer": "adamw", "lr": 0.003}),
 )}
 
 
@@ -286,3 +303,11 @@ def parse_batch_sizes(text: str, field_name: str = "batch_sizes") -> list[int]:
 
 def powers_of_two(up_to: int) -> list[int]:
     return [2**i for i in range(int(math.log2(max(up_to, 1))) + 1)]
+
+
+def sized(cfg: RunConfig, size: str) -> RunConfig:
+    """cfg with the width and depth of a workload size preset (S, M, L, XL) for its model."""
+    if size not in SIZES[cfg.model]:
+        raise ConfigError("size", size, "one of " + ", ".join(SIZES[cfg.model]))
+    width, depth = SIZES[cfg.model][size]
+    return dataclasses.replace(cfg, width=width, depth=depth)

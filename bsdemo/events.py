@@ -30,6 +30,7 @@ class StartEvent(_Event):
     test_samples: int
     parameters: int  # trainable parameter count
     effective_batch_size: int
+    tokens_per_sample: int  # sequence positions per sample (1 for non-sequence data)
     updates_per_epoch: int
     planned_steps: int
     memory_source: str  # "cuda allocator" | "mps allocator" | "accounted"

@@ -28,11 +28,16 @@ class Dataset:
     y_train: torch.Tensor  # (N,), int64 class labels
     x_test: torch.Tensor
     y_test: torch.Tensor
-    n_classes: int
+    n_classes: int  # classes, or the vocabulary size of a sequence task
 
     @property
     def input_shape(self) -> tuple[int, ...]:
         return tuple(self.x_train.shape[1:])
+
+    @property
+    def tokens_per_sample(self) -> int:
+        """Positions a model processes per sample: the sequence length, or 1."""
+        return self.x_train.shape[1] if self.x_train.dtype == torch.int64 else 1
 
     def to(self, device: torch.device) -> Dataset:
         return Dataset(self.x_train.to(device), self.y_train.to(device), self.x_test.to(device),
@@ -50,11 +55,16 @@ def _cpu_dataset(name: str, n: int, noise: float, n_test: int) -> Dataset:
         x, y = _digits()
     elif name == "synthetic":
         x, y = _synthetic_images(n)
+    elif name == "arithmetic":
+        x, y = _arithmetic(n)
     else:
         x, y = _toy_2d(name, n, noise)
     order = torch.from_numpy(np.random.RandomState(DATA_SEED).permutation(len(y)))
     x, y = x[order], y[order]
     x_test, y_test, x_train, y_train = x[:n_test], y[:n_test], x[n_test:], y[n_test:]
+    if x.dtype == torch.int64:  # token ids: nothing to standardise
+        return Dataset(x_train.contiguous(), y_train.contiguous(), x_test.contiguous(),
+                       y_test.contiguous(), len(VOCAB))
     # standardise with training statistics only (per feature; pixels share one scale)
     dims = (0,) if x.dim() == 2 else (0, 2, 3)
     mean = x_train.mean(dim=dims, keepdim=True)
@@ -84,6 +94,23 @@ def _synthetic_images(n: int) -> tuple[torch.Tensor, torch.Tensor]:
     # standardise each class's logit over the set so argmax gives roughly balanced classes
     logits = (logits - logits.mean(0)) / logits.std(0).clamp_min(1e-6)
     return x, logits.argmax(1)
+
+
+VOCAB = "0123456789+="
+IGNORE = -100  # target of positions that are not scored (F.cross_entropy's ignore_index)
+
+
+def _arithmetic(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """'123+456=0579' as characters: input the first 11, predict the next character, scored only
+    on the 4 answer digits. Fixed width, so every sample scores the same number of tokens (and
+    accumulated micro-batches average exactly like one batch)."""
+    rng = np.random.RandomState(DATA_SEED)
+    a, b = rng.randint(0, 1000, n), rng.randint(0, 1000, n)
+    text = [f"{x:03d}+{y:03d}={x + y:04d}" for x, y in zip(a, b, strict=True)]
+    ids = torch.tensor([[VOCAB.index(c) for c in t] for t in text], dtype=torch.int64)
+    x, y = ids[:, :-1], ids[:, 1:].clone()  # (N, 11) each
+    y[:, :7] = IGNORE  # the operands are given, not predicted
+    return x, y
 
 
 def _toy_2d(name: str, n: int, noise: float) -> tuple[torch.Tensor, torch.Tensor]:

@@ -12,7 +12,6 @@ import time
 from functools import lru_cache
 
 import torch
-import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 # dense fp32 peak, TFLOP/s, from vendor datasheets (not tensor-core TF32/bf16 rates); longest
@@ -27,8 +26,10 @@ FP32_PEAK_TFLOPS = {
 
 def flops_per_sample(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     """Counted FLOPs of one training step (forward + backward) on the batch (x, y), per sample."""
+    from bsdemo.engine.train import micro_loss  # the training loss itself, sequences included
+
     with FlopCounterMode(display=False) as counter:
-        F.cross_entropy(model(x), y).backward()
+        micro_loss(model, x, y, len(y)).backward()
     model.zero_grad(set_to_none=True)
     return counter.get_total_flops() / len(y)
 

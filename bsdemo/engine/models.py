@@ -9,14 +9,17 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from bsdemo.config import RunConfig
+from bsdemo.config import TRANSFORMER_HEADS, RunConfig
 
 
 def build_model(cfg: RunConfig, input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
     if cfg.model == "mlp":
         return MLP(math.prod(input_shape), cfg.width, cfg.depth, n_classes, cfg.norm)
+    if cfg.model == "transformer":
+        return TinyTransformer(n_classes, input_shape[0], cfg.width, cfg.depth, TRANSFORMER_HEADS)
     return CNN(input_shape, cfg.width, cfg.depth, n_classes, cfg.norm)
 
 
@@ -79,6 +82,54 @@ class CNN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, H, W) -> (B, n_classes)
         return self.head(self.features(x))
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, width: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C) -> (B, T, C)
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
+        return self.proj(y.transpose(1, 2).reshape(b, t, c))
+
+
+class Block(nn.Module):
+    """Pre-norm Transformer block: x + attn(ln(x)), then x + mlp(ln(x))."""
+
+    def __init__(self, width: int, heads: int):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.attn = CausalSelfAttention(width, heads)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class TinyTransformer(nn.Module):
+    """Decoder-only character model: token + position embeddings -> blocks -> LayerNorm -> head.
+
+    Its normalisation is always LayerNorm (the `norm` setting applies to the MLP and CNN).
+    """
+
+    def __init__(self, vocab: int, length: int, width: int, depth: int, heads: int):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, width)
+        self.positions = nn.Embedding(length, width)
+        self.blocks = nn.Sequential(*(Block(width, heads) for _ in range(depth)))
+        self.ln = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:  # (B, T) ids -> (B, T, vocab) logits
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        return self.head(self.ln(self.blocks(self.tokens(idx) + self.positions(pos))))
 
 
 def make_optimizer(cfg: RunConfig, params) -> torch.optim.Optimizer:

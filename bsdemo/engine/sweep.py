@@ -80,6 +80,7 @@ def _point(batch_size: int, status: str, **fields) -> dict[str, Any]:
             "samples_per_sec": None, "step_time_s": None, "peak_memory_bytes": None,
             "memory_source": None, "simulated": False, "utilization_pct": None,
             "memory_breakdown": None, "achieved_flops": None, "share_of_peak": None,
+            "tokens_per_sec": None,
             "message": ""}
     base.update(fields)
     return base
@@ -110,7 +111,9 @@ def _measure(cfg: RunConfig, b: int, warmup: int, timed: int,
     step_time = statistics.median(e.step_time_s for e in window)
     peaks = [e.peak_memory_bytes for e in window if e.peak_memory_bytes is not None]
     utils = [e.utilization_pct for e in window if e.utilization_pct is not None]
+    tokens = start.tokens_per_sample if start else 1
     return _point(b, "ok", samples_per_sec=b / step_time, step_time_s=step_time,
+                  tokens_per_sec=b * tokens / step_time,
                   peak_memory_bytes=max(peaks) if peaks else None, memory_source=source,
                   utilization_pct=statistics.fmean(utils) if utils else None,
                   memory_breakdown=summary.get("memory_breakdown"),

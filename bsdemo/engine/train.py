@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from bsdemo.config import ConfigError, RunConfig, format_bytes
-from bsdemo.engine.data import Dataset, epoch_batches, load_dataset
+from bsdemo.engine.data import IGNORE, Dataset, epoch_batches, load_dataset
 from bsdemo.engine.measure import (
     MemoryMeter,
     NvmlSampler,
@@ -64,7 +64,12 @@ def micro_loss(model: torch.nn.Module, xb: torch.Tensor, yb: torch.Tensor,
 
     mean x (b / effective) = sum / effective; a whole batch skips the extra multiply (hot path).
     """
-    loss = F.cross_entropy(model(xb), yb)
+    logits = model(xb)
+    if logits.dim() > 2:  # a sequence model: (B, T, V) logits against (B, T) targets
+        logits, yb_flat = logits.flatten(0, 1), yb.flatten()
+        loss = F.cross_entropy(logits, yb_flat)  # mean over the scored tokens (same per sample)
+    else:
+        loss = F.cross_entropy(logits, yb)
     return loss if len(yb) == effective else loss * (len(yb) / effective)
 
 
@@ -76,10 +81,12 @@ def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[
     correct = torch.zeros((), device=x.device, dtype=torch.int64)
     for xb, yb in zip(x.split(EVAL_CHUNK), y.split(EVAL_CHUNK), strict=True):
         logits = model(xb)
+        if logits.dim() > 2:  # sequence: score the targeted tokens only
+            logits, yb = logits.flatten(0, 1), yb.flatten()
         loss_sum += F.cross_entropy(logits, yb, reduction="sum")
         correct += (logits.argmax(1) == yb).sum()
     model.train()
-    n = len(y)
+    n = int((y != IGNORE).sum())  # samples, or scored tokens of a sequence task
     return loss_sum.item() / n, correct.item() / n  # .item(): one device sync per split
 
 
@@ -144,6 +151,7 @@ def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
         train_samples=len(run.data.y_train), test_samples=len(run.data.y_test),
         parameters=sum(p.numel() for p in run.model.parameters() if p.requires_grad),
         effective_batch_size=run.cfg.effective_batch_size,
+        tokens_per_sample=run.data.tokens_per_sample,
         updates_per_epoch=run.cfg.updates_per_epoch, planned_steps=run.cfg.planned_steps,
         memory_source=meter.source)
     sampler = NvmlSampler(run.device)

@@ -43,7 +43,7 @@ def _to_widgets(cfg: RunConfig) -> None:
 def _apply_preset() -> None:
     preset = PRESETS[st.session_state["w_preset"]]
     defaults = RunConfig()
-    for name in ("width", "depth", "samples", "noise"):
+    for name in ("width", "depth", "samples", "noise", "optimizer", "lr"):
         st.session_state[f"w_{name}"] = preset.settings.get(name, getattr(defaults, name))
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from bsdemo.config import PRESETS, ConfigError, RunConfig, format_bytes
+from bsdemo.config import PRESETS, SIZES, ConfigError, RunConfig, format_bytes, sized
 from bsdemo.jobs import ActiveRunError, JobSnapshot
 from bsdemo.ui.lab import OPTIMIZER_LABELS
 from bsdemo.ui.state import owner, scheduler, session_runs
@@ -23,13 +23,18 @@ GPU_BUDGETS = [g * GIB for g in (0.25, 0.5, 1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 
 
 def workload(prefix: str) -> RunConfig:
     """Preset (dataset + model) and optimizer for a measurement page."""
-    left, right = st.columns(2)
+    left, middle, right = st.columns([3, 1, 2])
     name = left.selectbox("Dataset and model", list(PRESETS), key=f"{prefix}_preset",
                           format_func=lambda n: PRESETS[n].label)
+    settings = dict(PRESETS[name].settings)
+    size = middle.selectbox("Size", ["preset", *SIZES[settings["model"]]], key=f"{prefix}_size",
+                            help="S/M/L/XL set the width and depth: XL fills a large GPU.")
     optimizer = right.selectbox("Optimizer", list(OPTIMIZER_LABELS), key=f"{prefix}_optimizer",
+                                index=list(OPTIMIZER_LABELS).index(settings.get("optimizer", "sgd")),
                                 format_func=OPTIMIZER_LABELS.get,
                                 help="Adam keeps two extra copies of the parameters as state.")
-    return RunConfig(**PRESETS[name].settings, optimizer=optimizer)
+    cfg = RunConfig(**(settings | {"optimizer": optimizer}))
+    return cfg if size == "preset" else sized(cfg, size)
 
 
 def budget_options() -> list[int]:

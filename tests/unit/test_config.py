@@ -122,7 +122,8 @@ def test_every_preset_is_a_valid_config():
 
 configs = st.builds(
     RunConfig,
-    dataset=st.sampled_from(DATASETS), model=st.just("mlp"), norm=st.sampled_from(NORMS),
+    dataset=st.sampled_from([d for d in DATASETS if d != "arithmetic"]), model=st.just("mlp"),
+    norm=st.sampled_from(NORMS),
     width=st.integers(1, 4096), depth=st.integers(1, 16), batch_size=st.integers(1, 65536),
     lr=st.floats(1e-6, 100.0, allow_nan=False), accumulation_steps=st.integers(1, 1024),
     optimizer=st.sampled_from(OPTIMIZERS), warmup_steps=st.integers(0, 10**6),
@@ -156,7 +157,8 @@ def test_arbitrary_strings_are_a_valid_config_or_a_config_error(params):
 
 @given(st.sampled_from(MODELS), st.sampled_from(DATASETS))
 def test_model_dataset_pairs(model, dataset):
-    if model == "cnn" and dataset not in IMAGE_DATASETS:
+    if (model == "transformer") != (dataset == "arithmetic") or (
+            model == "cnn" and dataset not in IMAGE_DATASETS):
         with pytest.raises(ConfigError):
             RunConfig(model=model, dataset=dataset).validated()
     else:
