@@ -1,0 +1,145 @@
+"""GPU check: the CUDA-only paths, exercised and timed on a real CUDA device in < 5 minutes.
+
+1. a sweep without a budget (the device's own memory), and one with a budget
+   (torch.cuda.set_per_process_memory_fraction: a real allocator OOM);
+2. ten forced OOMs in a row: after each, allocated memory must return to its baseline and the
+   next run must be normal;
+3. the finder under the budget: predicted vs measured peak at the batch it returns;
+4. NVML: utilisation samples during a sweep (or "not available");
+5. engine vs bare loop at batch 1 and 512 on the GPU (bench/engine_overhead.py's functions).
+Prints a short table per part; exits 1 if a check fails. Record its output in bench/RESULTS.md.
+
+    python bench/gpu_check.py [--budget 8GiB] [--model mlp --size XL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from bsdemo.config import RunConfig, format_bytes, parse_bytes, powers_of_two, sized
+from bsdemo.engine.finder import find_batch_size
+from bsdemo.engine.sweep import sweep
+from bsdemo.engine.train import train
+
+FAILURES: list[str] = []
+
+
+def check(ok: bool, what: str) -> str:
+    if not ok:
+        FAILURES.append(what)
+    return "ok" if ok else "FAIL"
+
+
+def run_sweep(cfg: RunConfig, sizes: list[int], budget: int | None) -> dict:
+    t = time.perf_counter()
+    events = list(sweep(cfg, sizes, warmup_steps=2, timed_steps=5, memory_budget_bytes=budget))
+    elapsed = time.perf_counter() - t
+    print(f"\nsweep, budget {format_bytes(budget) if budget else 'none'} ({elapsed:.1f} s):")
+    print(f"{'batch':>7} {'status':>9} {'samples/s':>12} {'step ms':>9} {'peak':>11} "
+          f"{'%peak FLOP/s':>12} {'NVML %':>7}")
+    for p in events[1:-1]:
+        print(f"{p['batch_size']:>7} {p['status']:>9} {p['samples_per_sec'] or 0:>12,.0f} "
+              f"{(p['step_time_s'] or 0) * 1e3:>9.3f} "
+              f"{format_bytes(p['peak_memory_bytes']) if p['peak_memory_bytes'] else '-':>11} "
+              f"{(p['share_of_peak'] or 0) * 100:>11.1f}% {p['utilization_pct'] or 0:>7.0f}")
+    end = events[-1]
+    fit = end["fit"]
+    print(f"fit: t0 {fit['t0_s'] or 0:.3g} s, t1 {fit['t1_s_per_sample'] or 0:.3g} s/sample; "
+          f"M0 {format_bytes(fit['m0_bytes'] or 0)}, m {format_bytes(fit['m_bytes_per_sample'] or 0)}"
+          f"/sample, R² {fit['r2_memory'] or 0:.4f}; largest that ran {end['max_batch_size_fits']}, "
+          f"predicted {end['predicted_max_batch_size']}, first OOM {end['first_oom_batch_size']}; "
+          f"peak source: {end['peak_source']}")
+    return end
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--budget", default="8GiB")
+    ap.add_argument("--model", default="mlp")
+    ap.add_argument("--size", default="XL")
+    ap.add_argument("--cpu-dry-run", action="store_true",
+                    help="run the script's code paths on the CPU, small (no CUDA checks)")
+    args = ap.parse_args()
+    dry = args.cpu_dry_run
+    if not dry and not torch.cuda.is_available():
+        print("no CUDA device: this check needs one (or --cpu-dry-run)")
+        return 2
+    device = "cpu" if dry else "cuda"
+    if not dry:
+        props = torch.cuda.get_device_properties(0)
+        print(f"device: {props.name}, {format_bytes(props.total_memory)}, torch "
+              f"{torch.__version__}, CUDA {torch.version.cuda}")
+    budget = parse_bytes("3MiB" if dry else args.budget)
+    dataset = {"mlp": "synthetic", "cnn": "synthetic", "transformer": "arithmetic"}[args.model]
+    cfg = RunConfig(dataset="digits" if dry else dataset, model=args.model, device=device,
+                    samples=40_000)
+    cfg = cfg if dry else sized(cfg, args.size)
+    sizes = powers_of_two(1024 if dry else 32768)
+    allocated = (lambda: 0) if dry else torch.cuda.memory_allocated
+
+    run_sweep(cfg, sizes, None)
+    budgeted = run_sweep(cfg, sizes, budget)
+    print(f"budgeted sweep reached a real OOM: "
+          f"{check(budgeted['first_oom_batch_size'] is not None, 'budget OOM')}")
+
+    # ten forced OOMs: memory back to baseline each time, then a normal run
+    over = budgeted["first_oom_batch_size"] or sizes[-1]
+    if not dry:
+        torch.cuda.synchronize()
+    baseline = allocated()
+    print(f"\nten forced OOMs at batch {over} under {format_bytes(budget)} "
+          f"(baseline allocated {format_bytes(baseline)}):")
+    t = time.perf_counter()
+    for i in range(10):
+        end = list(train(RunConfig(**{**vars(cfg), "batch_size": over, "epochs": None,
+                                      "max_steps": 1}), evaluations=False,
+                         memory_budget_bytes=budget))[-1]
+        back = allocated()
+        print(f"  {i + 1:>2}: status {end.status}, simulated {end.summary.get('simulated')}, "
+              f"allocated after {format_bytes(back)} "
+              f"{check(end.status == 'oom' and back <= baseline + 2**20, f'oom {i}')}")
+    after = list(train(RunConfig(**{**vars(cfg), "batch_size": 64, "epochs": None,
+                                    "max_steps": 20}), evaluations=False))[-1]
+    print(f"  then a normal run: {after.status}, {after.summary['samples_per_sec']:,.0f} samples/s "
+          f"{check(after.status == 'completed', 'run after OOMs')} "
+          f"({time.perf_counter() - t:.1f} s)")
+
+    # finder: predicted vs measured
+    t = time.perf_counter()
+    events = list(find_batch_size(cfg, memory_budget_bytes=budget))
+    result = events[-1]
+    probes = {p["batch_size"]: p for p in events[:-1]}
+    chosen = probes.get(result["max_batch_size"])
+    print(f"\nfinder under {format_bytes(budget)} ({time.perf_counter() - t:.1f} s): batch "
+          f"{result['batch_size']}, largest {result['max_batch_size']}, predicted "
+          f"{result['predicted_max']}, {result['probes']} probes {result['tested_batch_sizes']}")
+    if chosen and chosen["peak_memory_bytes"]:
+        print(f"  measured peak at {result['max_batch_size']}: "
+              f"{format_bytes(chosen['peak_memory_bytes'])} of {format_bytes(budget)} "
+              f"{check(chosen['peak_memory_bytes'] <= 0.9 * budget, 'finder margin')}")
+    print(f"  returned a tested size: "
+          f"{check(result['batch_size'] in probes, 'finder returned untested size')}")
+
+    # engine overhead on the GPU
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import engine_overhead as eo
+
+    print("\nengine vs bare loop on the GPU (samples/s, median of 3):")
+    for b in (1, 512):
+        small = RunConfig(dataset="digits", model="mlp", batch_size=b, device=device)
+        bare = sorted(eo.bare_loop(small, 300) for _ in range(3))[1]
+        eng = sorted(eo.engine_loop(small, 300) for _ in range(3))[1]
+        print(f"  mlp/digits batch {b:>4}: bare {bare:>12,.0f}  engine {eng:>12,.0f}  "
+              f"ratio {eng / bare:.3f}")
+
+    print(f"\n{'all checks passed' if not FAILURES else 'FAILED: ' + ', '.join(FAILURES)}")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
