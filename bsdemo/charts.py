@@ -174,7 +174,8 @@ def runs_table(runs: Sequence[JobSnapshot]) -> list[dict[str, Any]]:
 OOM_COLOUR = "#D55E00"  # Okabe-Ito vermillion: the out-of-memory marker everywhere
 BREAKDOWN = (("parameters", "Parameters"), ("gradients", "Gradients"),
              ("optimizer_state", "Optimizer state"), ("activations", "Saved activations"),
-             ("workspace", "Workspace / temporaries"))
+             ("workspace", "Workspace / temporaries"),
+             ("allocator_cache", "Allocator cache (reserved − allocated)"))
 
 
 def _log2_axis(fig: go.Figure, sizes: Sequence[int]) -> None:

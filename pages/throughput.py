@@ -43,6 +43,9 @@ def draw(snap) -> None:
     share = best["share_of_peak"]
     cols[3].metric("Share of peak FLOP/s", f"{share:.1%}" if share is not None else "–",
                    help=start.get("peak_source"))
+    if best.get("tokens_per_sec") and best["tokens_per_sec"] != best["samples_per_sec"]:
+        st.caption(f"As tokens: {best['tokens_per_sec']:,.0f} tokens/s at batch "
+                   f"{best['batch_size']} (each sample is a sequence of tokens).")
     st.toggle("Show data tables", key="show_tables")
     left, right = st.columns(2)
     with left:

@@ -180,6 +180,7 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
     accounting = meter.source == "accounted"
     on_device = device.type != "cpu"  # the CPU needs no sync and has no peak counter to reset
     current_lr = None
+    step_baseline = last_allocated = last_reserved = None
     # locals, not attribute look-ups, on the per-step path (it runs 10^5 times at batch 1)
     batch_size, warmup_steps, max_steps = cfg.batch_size, cfg.warmup_steps, cfg.max_steps
     eval_interval, x_train, y_train = cfg.eval_interval, data.x_train, data.y_train
@@ -218,6 +219,8 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
                      "workspace": ws if accounting else None, "micro_batch": largest_micro}
         if not accounting and peak_memory:
             breakdown["workspace"] = max(peak_memory - 2 * param_bytes - state_bytes - act, 0)
+            if last_reserved is not None and last_allocated is not None:
+                breakdown["allocator_cache"] = max(last_reserved - last_allocated, 0)
         return {"steps": step, "epochs": samples_seen / n_train, "samples_seen": samples_seen,
                 "memory_breakdown": breakdown, "memory_budget_bytes": budget,
                 "effective_batch_size": cfg.effective_batch_size,
@@ -251,6 +254,7 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
             if on_device:
                 synchronize(device)
                 meter.begin_step()
+                step_baseline = meter.current()  # what an OOM in this step must return to
             t0 = time.perf_counter()
             try:
                 optimizer.zero_grad(set_to_none=True)
@@ -299,8 +303,13 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
                 s = summary()
+                after = meter.current()
                 s.update(simulated=simulated, oom_error=oom_text, oom_batch_size=cfg.batch_size,
-                         memory_after_recovery_bytes=meter.current())
+                         memory_after_recovery_bytes=after,
+                         memory_baseline_bytes=step_baseline if on_device else None,
+                         # on the CPU nothing was allocated: accounted memory is a model
+                         memory_returned_to_baseline=(after <= step_baseline) if on_device
+                         else None)
                 yield EndEvent("oom", f"Out of memory at step {step + 1} (micro-batch "
                                f"{cfg.batch_size}){' — simulated' if simulated else ''}: "
                                f"{oom_text} Try a smaller batch size, or keep the effective batch "
@@ -323,6 +332,7 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
             persistent = 2 * param_bytes + state_bytes  # parameters + gradients + optimizer state
             if on_device:
                 allocated, reserved, peak = meter.read(persistent, persistent + step_activations)
+                last_allocated, last_reserved = allocated, reserved
                 nvml = sampler.latest()
                 utilization = nvml["utilization_pct"] if nvml else None
             else:  # accounted: plain arithmetic, no calls on the hot path

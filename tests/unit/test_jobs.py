@@ -158,3 +158,19 @@ def test_sweeps_run_alone_on_the_device():
         assert after.started_at >= swept.finished_at
     finally:
         sched.close()
+
+
+def test_twenty_ooms_in_the_worker_leave_it_healthy(scheduler):
+    sizes = list(range(600, 620))  # every one over a 3 MiB budget for the digits MLP
+    job = scheduler.submit(RunConfig(), owner="kim", kind="sweep",
+                           options={"batch_sizes": sizes, "memory_budget_bytes": 3 * 2**20,
+                                    "warmup_steps": 0, "timed_steps": 1,
+                                    "continue_after_oom": True})
+    snap = scheduler.wait(job, timeout=60)
+    assert [p["status"] for p in snap.points] == ["oom"] * 20
+    after = scheduler.wait(scheduler.submit(RunConfig(epochs=1, seed=5), owner="kim"), timeout=60)
+    from bsdemo.engine.train import train  # the same run in this process, for comparison
+
+    fresh = list(train(RunConfig(epochs=1, seed=5)))[-1]
+    assert after.status == "completed"
+    assert after.end["summary"]["final_train_loss"] == fresh.summary["final_train_loss"]
