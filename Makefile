@@ -34,6 +34,7 @@ lint: install
 bench: install
 	$(BIN)/python bench/engine_overhead.py
 	$(BIN)/python bench/latency.py
+	$(BIN)/python bench/sweep_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
