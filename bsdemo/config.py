@@ -152,8 +152,11 @@ class RunConfig:
     def to_params(self) -> dict[str, str]:
         """The fields that differ from the defaults, as strings (a shareable URL query)."""
         default = RunConfig()
-        return {f.name: _format(getattr(self, f.name)) for f in dataclasses.fields(self)
-                if getattr(self, f.name) != getattr(default, f.name)}
+        params = {f.name: _format(getattr(self, f.name)) for f in dataclasses.fields(self)
+                  if getattr(self, f.name) != getattr(default, f.name)}
+        if "max_steps" in params:  # from_params reads a lone step budget as "no epoch budget"
+            params["epochs"] = _format(self.epochs)
+        return params
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> RunConfig:
