@@ -449,27 +449,24 @@ def _run_job(index: int, job_id: int, kind: str, settings: dict, options: dict, 
         results.put(("events", index, job_id, batch + ([end] if end else [])))
 
 
-def default_workers() -> int:
-    """Worker count from BSDEMO_WORKERS (default 1: one measured run at a time per device)."""
-    raw = os.environ.get("BSDEMO_WORKERS", "1")
+def _env_int(name: str, default: int, low: int, high: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
     try:
         value = int(raw)
     except ValueError:
-        raise ConfigError("BSDEMO_WORKERS", raw, "a whole number from 1 to 64") from None
-    if not 1 <= value <= 64:
-        raise ConfigError("BSDEMO_WORKERS", raw, "a whole number from 1 to 64")
+        value = low - 1
+    if not low <= value <= high:
+        raise ConfigError(name, raw, f"a whole number from {low} to {high}")
     return value
+
+
+def default_workers() -> int:
+    """Worker count from BSDEMO_WORKERS (default 1: one measured run at a time per device)."""
+    return _env_int("BSDEMO_WORKERS", 1, 1, 64)
 
 
 def default_threads(workers: int) -> int:
     """Torch threads per worker: BSDEMO_TORCH_THREADS, else the cores shared among workers."""
-    raw = os.environ.get("BSDEMO_TORCH_THREADS")
-    if raw is None:
-        return max(1, (os.cpu_count() or 1) // workers)
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError("BSDEMO_TORCH_THREADS", raw, "a whole number from 1 to 256") from None
-    if not 1 <= value <= 256:
-        raise ConfigError("BSDEMO_TORCH_THREADS", raw, "a whole number from 1 to 256")
-    return value
+    return _env_int("BSDEMO_TORCH_THREADS", max(1, (os.cpu_count() or 1) // workers), 1, 256)

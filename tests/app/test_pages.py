@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
+from tests.app.helpers import APP, open_page, run_until
+
 LAB = "pages/training_lab.py"
 HOME = "pages/home.py"
 
 
 def open_lab(query: dict[str, str] | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page(LAB).run()
-    assert not at.exception, at.exception
-    return at
+    return open_page(LAB, query)
 
 
 def chart_points(at: AppTest, index: int = 0) -> int:
@@ -29,17 +22,6 @@ def chart_points(at: AppTest, index: int = 0) -> int:
         return 0
     spec = json.loads(charts[index].proto.spec)
     return len(spec["data"][0]["x"]) if spec["data"] else 0
-
-
-def run_until(at: AppTest, predicate, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        at.run()
-        assert not at.exception, at.exception
-        if predicate(at):
-            return
-        time.sleep(0.2)
-    raise AssertionError("the page did not reach the expected state in time")
 
 
 def test_home_lists_the_lessons_and_links_the_lab():
