@@ -5,7 +5,7 @@ fork), import torch once, warm up, and then take jobs one at a time; events come
 results queue and land in bounded, column-wise buffers that pages read with `snapshot()`.
 
 This module never imports torch: the server process stays light and responsive. The worker's
-code runs in the child (`_worker_main`), which is the only place here that imports the engine.
+code is bsdemo.engine.worker, imported only in the child (`_worker_main`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ STEP_FIELDS = ("step", "epoch", "samples_seen", "wall_time_s", "loss", "lr", "st
                "peak_memory_bytes", "utilization_pct")
 EVAL_FIELDS = ("step", "epoch", "samples_seen", "wall_time_s", "train_loss", "train_accuracy",
                "test_loss", "test_accuracy")
-FLUSH_INTERVAL_S = 0.05  # workers batch step events: one queue message per 50 ms, not per step
 
 
 class ActiveRunError(RuntimeError):
@@ -384,69 +383,10 @@ class Scheduler:
 
 
 def _worker_main(index: int, tasks, results, cancel, threads: int) -> None:
-    """A worker process: import torch once, warm up, then run jobs until told to stop."""
-    import torch
+    """The worker process's entry point: its code, and torch, live in bsdemo.engine.worker."""
+    from bsdemo.engine.worker import main
 
-    from bsdemo.engine.measure import device_info, resolve_device
-    from bsdemo.engine.train import train
-
-    torch.set_num_threads(threads)
-    # warm-up: first use of the optimizer, autograd and the digits data costs ~1 s once
-    for _ in train(RunConfig(epochs=None, max_steps=2)):
-        pass
-    results.put(("hello", index, device_info(resolve_device("auto"))))
-    parent = mp.parent_process()
-    while True:
-        try:
-            task = tasks.get(timeout=1.0)
-        except queue.Empty:
-            if parent is not None and not parent.is_alive():
-                return  # the server died without telling us: do not linger holding a GPU
-            continue
-        if task is None:
-            return
-        job_id, kind, settings, options = task
-        _run_job(index, job_id, kind, settings, options, results, cancel)
-
-
-def _events(kind: str, cfg: RunConfig, options: dict, should_stop):
-    """The job's records as dicts, from the engine function its kind names."""
-    if kind == "sweep":
-        from bsdemo.engine.sweep import sweep
-
-        yield from sweep(cfg, should_stop=should_stop, **options)
-    elif kind == "find":
-        from bsdemo.engine.finder import find_batch_size
-
-        yield from find_batch_size(cfg, **options)
-    else:
-        from bsdemo.engine.train import train
-
-        for event in train(cfg, should_stop=should_stop):
-            yield event.to_dict()
-
-
-def _run_job(index: int, job_id: int, kind: str, settings: dict, options: dict, results,
-             cancel) -> None:
-    batch: list[dict] = []
-    last_flush = time.monotonic()
-    try:
-        cfg = RunConfig(**settings)
-        for event in _events(kind, cfg, options, lambda: cancel.value == job_id):
-            batch.append(event)
-            now = time.monotonic()
-            # the first step goes at once: it is the one a student is waiting to see
-            if event["kind"] != "step" or event["step"] == 1 or now - last_flush >= FLUSH_INTERVAL_S:
-                results.put(("events", index, job_id, batch))
-                batch, last_flush = [], now
-        end = None
-    except ConfigError as exc:
-        end = {"kind": "end", "status": "failed", "message": str(exc), "summary": {}}
-    except Exception as exc:  # noqa: BLE001 - any engine failure becomes a failed job, not a dead worker
-        end = {"kind": "end", "status": "failed", "summary": {},
-               "message": f"The run failed: {type(exc).__name__}: {exc}"}
-    if batch or end:
-        results.put(("events", index, job_id, batch + ([end] if end else [])))
+    main(index, tasks, results, cancel, threads)
 
 
 def _env_int(name: str, default: int, low: int, high: int) -> int:
