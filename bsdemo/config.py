@@ -66,6 +66,7 @@ class RunConfig:
     eval_interval: int = 0  # optimizer steps between train/test evaluations; 0 = once per epoch
     samples: int = 4000  # dataset size (train + test) for generated datasets; digits is fixed
     noise: float = 0.1  # label-free input noise of the 2-D toy sets (std, in data units)
+    time_limit_s: float | None = None  # wall-clock cap on training (evaluations excluded)
 
     # ----- derived quantities (pure arithmetic, shown before Run) -----
     @property
@@ -134,6 +135,8 @@ class RunConfig:
         _int("eval_interval", self.eval_interval, 0, MAX_STEPS)
         _int("samples", self.samples, 20, MAX_SAMPLES)
         _float("noise", self.noise, 0.0, 10.0)
+        if self.time_limit_s is not None:
+            _float("time_limit_s", self.time_limit_s, 0.0, 86_400.0, low_open=True)
 
         cfg, notices = self, []
         n_train = cfg.train_samples
@@ -192,7 +195,7 @@ def _parse(name: str, kind: str, raw: Any) -> Any:
         if not as_float.is_integer():
             raise ConfigError(name, text, "a whole number")
         return int(as_float)
-    if kind == "float":
+    if kind.startswith("float"):
         try:
             return float(text)
         except ValueError:

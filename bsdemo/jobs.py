@@ -188,6 +188,32 @@ class Scheduler:
             self._dispatch()
             return job.id
 
+    def submit_group(self, cfgs: list[RunConfig], owner: str) -> list[int]:
+        """Queue several training runs for one owner at once (a comparison); FIFO order.
+
+        They count as the owner's one active run: another submit waits until all are done.
+        With several workers they may run side by side, and are then marked shared_device.
+        """
+        if not 1 <= len(cfgs) <= 64:
+            raise ConfigError("runs", len(cfgs), "a comparison of 1 to 64 runs")
+        checked = [cfg.validated()[0] for cfg in cfgs]
+        with self._lock:
+            active = self.active_job(owner)
+            if active is not None:
+                raise ActiveRunError(f"run {active} is still {self._jobs[active].status}; stop it "
+                                     "or wait for it to finish before starting another")
+            ids = []
+            for cfg in checked:
+                job = _Job(self._next_id, owner, cfg, time.time(),
+                           Series(STEP_FIELDS, self._max_points),
+                           Series(EVAL_FIELDS, self._max_points))
+                self._next_id += 1
+                self._jobs[job.id] = job
+                self._queue.append(job.id)
+                ids.append(job.id)
+            self._dispatch()
+            return ids
+
     def cancel(self, job_id: int) -> None:
         """Stop a job: a queued one at once, a running one between two steps."""
         with self._lock:

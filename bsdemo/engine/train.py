@@ -183,6 +183,7 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
     step_baseline = last_allocated = last_reserved = None
     # locals, not attribute look-ups, on the per-step path (it runs 10^5 times at batch 1)
     batch_size, warmup_steps, max_steps = cfg.batch_size, cfg.warmup_steps, cfg.max_steps
+    time_limit = cfg.time_limit_s
     eval_interval, x_train, y_train = cfg.eval_interval, data.x_train, data.y_train
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
     n_train = len(data.y_train)
@@ -245,6 +246,13 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
         for batch_index, idx in enumerate(batches):
             if should_stop is not None and should_stop():
                 yield EndEvent("cancelled", f"Stopped after {step} steps.", summary())
+                return
+            if time_limit is not None and step and wall_time() >= time_limit:
+                if evaluations and last["step"] != step:  # the result is what it reached
+                    yield run_eval(samples_seen / n_train)
+                yield EndEvent("cancelled", f"Stopped at the time cap of {time_limit:g} s after "
+                               f"{step} steps ({samples_seen / n_train:.3g} epochs).",
+                               summary() | {"time_capped": True})
                 return
             n_eff = len(idx)
             if step < warmup_steps or current_lr is None:  # after warm-up the hot path stays bare

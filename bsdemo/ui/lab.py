@@ -38,6 +38,7 @@ def _to_widgets(cfg: RunConfig) -> None:
         s[f"w_{name}"] = getattr(cfg, name)
     s["w_epochs"] = cfg.epochs or 0
     s["w_max_steps"] = cfg.max_steps or 0
+    s["w_time_limit_s"] = float(cfg.time_limit_s or 0.0)
 
 
 def _apply_preset() -> None:
@@ -103,6 +104,8 @@ def settings_form() -> RunConfig:
         c.number_input("Input noise (2-D sets)", 0.0, 10.0, key="w_noise", step=0.05)
         c.selectbox("Device", DEVICES, key="w_device",
                     help="auto = CUDA GPU, then Apple MPS, then the CPU.")
+        b.number_input("Time cap in seconds (0 = none)", 0.0, 86_400.0, key="w_time_limit_s",
+                       step=5.0)
     preset = PRESETS[s["w_preset"]].settings
     return RunConfig(
         dataset=preset["dataset"], model=preset["model"], norm=s["w_norm"], width=s["w_width"],
@@ -111,7 +114,7 @@ def settings_form() -> RunConfig:
         optimizer=s["w_optimizer"], warmup_steps=s["w_warmup_steps"],
         epochs=s["w_epochs"] or None, max_steps=s["w_max_steps"] or None, seed=s["w_seed"],
         device=s["w_device"], eval_interval=s["w_eval_interval"], samples=s["w_samples"],
-        noise=float(s["w_noise"]))
+        noise=float(s["w_noise"]), time_limit_s=float(s["w_time_limit_s"]) or None)
 
 
 # ----- run controls -----

@@ -218,3 +218,12 @@ def test_size_presets_set_width_and_depth():
     assert sized(RunConfig(), "XL").validated()[0].width == SIZES["mlp"]["XL"][0]
     with pytest.raises(ConfigError, match="size"):
         sized(RunConfig(), "XXL")
+
+
+def test_time_cap_stops_the_run_says_so_and_evaluates_where_it_stopped():
+    events = run(RunConfig(batch_size=1, epochs=50, time_limit_s=0.3))
+    end = events[-1]
+    assert end.status == "cancelled" and end.summary["time_capped"]
+    assert "time cap of 0.3 s" in end.message
+    assert end.summary["evaluated_at_step"] == end.summary["steps"]
+    assert 0.3 <= end.summary["wall_time_s"] < 3.0

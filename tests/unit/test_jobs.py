@@ -174,3 +174,14 @@ def test_twenty_ooms_in_the_worker_leave_it_healthy(scheduler):
     fresh = list(train(RunConfig(epochs=1, seed=5)))[-1]
     assert after.status == "completed"
     assert after.end["summary"]["final_train_loss"] == fresh.summary["final_train_loss"]
+
+
+def test_a_comparison_queues_its_runs_together(scheduler):
+    ids = scheduler.submit_group([RunConfig(batch_size=b, epochs=1) for b in (8, 64, 512)],
+                                 owner="lee")
+    with pytest.raises(ActiveRunError):
+        scheduler.submit(RunConfig(), owner="lee")
+    snaps = [scheduler.wait(j, timeout=60) for j in ids]
+    assert [s.status for s in snaps] == ["completed"] * 3
+    assert [s.end["summary"]["steps"] for s in snaps] == [180, 23, 3]
+    assert scheduler.active_job("lee") is None
