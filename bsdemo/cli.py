@@ -34,7 +34,7 @@ FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student 
     "noise": "noise",
 }
 FIELD_FLAGS = {v: "--" + k.replace("_", "-") for k, v in FLAGS.items()} | {
-    "memory_budget": "--memory-budget", "size": "--size"}
+    "memory_budget": "--memory-budget", "size": "--size", "micro_batch": "--micro-batch"}
 EXIT_STATUS = {"completed": 0, "cancelled": 130}
 
 
@@ -101,6 +101,33 @@ def build_parser() -> argparse.ArgumentParser:
                  "device", "samples", "size"):
         find.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
     find.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    accum = sub.add_parser("accum-check", help="one batch of k·b vs k accumulated micro-batches",
+                           description="Same seed, same samples: compare gradients and "
+                                       "parameters of one big batch against accumulation.")
+    accum.add_argument("--micro-batch", default="32", help="micro-batch size b (default 32)")
+    accum.add_argument("--accum", default="4", help="accumulation steps k (default 4)")
+    accum.add_argument("--steps", default="5", help="optimizer steps compared (default 5)")
+    accum.add_argument("--unscaled-loss", action="store_true",
+                       help="forget to divide the micro-batch losses by k (the classic bug)")
+    accum.add_argument("--variable-length", action="store_true",
+                       help="per-token loss over sequences of unequal length, averaged per "
+                            "micro-batch (switches to the arithmetic task)")
+    for flag in ("dataset", "model", "norm", "width", "depth", "lr", "optimizer", "seed",
+                 "device", "samples"):
+        accum.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
+    accum.add_argument("--json", action="store_true", help="the result as one JSON object")
+
+    regimes = sub.add_parser("regimes", help="SGD (batch 1) vs full batch vs mini-batch",
+                             description="Train the three regimes on the same model, data, seed "
+                                         "and epoch budget.")
+    regimes.add_argument("--epochs", default="5", help="epoch budget of each regime (default 5)")
+    regimes.add_argument("--mini-batch", default="32", help="the mini-batch size (default 32)")
+    regimes.add_argument("--time-limit", help="seconds each regime may train (default none)")
+    for flag in ("dataset", "model", "norm", "width", "depth", "lr", "optimizer", "seed",
+                 "device", "samples"):
+        regimes.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
+    regimes.add_argument("--json", action="store_true", help="events and results as JSON lines")
     return parser
 
 
@@ -132,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
             return _sweep(cfg, args)
         if args.command == "find":
             return _find(cfg, args)
+        if args.command == "accum-check":
+            return _accum_check(cfg, args)
+        if args.command == "regimes":
+            return _regimes(cfg, args)
         return _train(cfg, notices, args.json)
     except ConfigError as exc:  # e.g. --device cuda on a machine without one
         print(f"bsdemo {args.command}: error: {FIELD_FLAGS.get(exc.field, exc.field)}: got "
@@ -230,6 +261,66 @@ def _find(cfg: RunConfig, args: argparse.Namespace) -> int:
         else:
             _print_find_result(event)
     return 0 if event["batch_size"] is not None else 1
+
+
+def _accum_check(cfg: RunConfig, args: argparse.Namespace) -> int:
+    micro = _count(args.micro_batch, "--micro-batch", 1, 65536)
+    k = _count(args.accum, "--accum", 1, 1024)
+    steps = _count(args.steps, "--steps", 1, 1000)
+    from bsdemo.engine.accumulation import accumulation_check  # imports torch
+
+    r = accumulation_check(cfg, micro, k, steps, unscaled_loss=args.unscaled_loss,
+                           variable_length=args.variable_length)
+    if args.json:
+        print(json.dumps(r))
+        return 0
+    print(f"one batch of {micro * k} vs {k} micro-batches of {micro}, {steps} optimizer steps"
+          + (" — loss NOT divided by k" if r["unscaled_loss"] else "")
+          + (" — BatchNorm model" if r["norm"] == "batch" else "")
+          + (" — variable-length sequences, per-token mean per micro-batch"
+             if r["variable_length"] else ""))
+    print(f"  {'layer':<28} {'max |Δgrad| (step 1)':>21}")
+    for layer in r["per_layer"]:
+        print(f"  {layer['layer']:<28} {layer['max_abs_grad_diff']:>21.3g}")
+    print(f"  relative gradient difference {r['rel_grad_diff']:.3g}; max |Δparameter| after "
+          f"{steps} steps {r['max_abs_param_diff']:.3g} -> "
+          + ("equivalent (float32 rounding)" if r["equivalent"] else "NOT equivalent"))
+    print(f"  peak memory: one batch {format_bytes(r['big_peak_memory_bytes'])}, accumulated "
+          f"{format_bytes(r['accumulated_peak_memory_bytes'])} ({r['memory_source']})")
+    print(f"  samples/s: one batch {r['big_samples_per_sec']:,.0f}, accumulated "
+          f"{r['accumulated_samples_per_sec']:,.0f}")
+    return 0
+
+
+def _regimes(cfg: RunConfig, args: argparse.Namespace) -> int:
+    epochs = _count(args.epochs, "--epochs", 1, 1000)
+    mini = _count(args.mini_batch, "--mini-batch", 1, 65536)
+    limit = None
+    if args.time_limit is not None:
+        try:
+            limit = float(args.time_limit)
+        except ValueError:
+            limit = -1.0
+        if not 0 < limit <= 86_400:
+            raise ConfigError("--time-limit", args.time_limit, "seconds, more than 0, at most 86400")
+    from bsdemo.engine.regimes import regime_configs, run_regime  # imports torch
+
+    if not args.json:
+        print(f"{'regime':<22} {'batch':>6} {'updates':>8} {'wall s':>8} {'samples/s':>11} "
+              f"{'peak memory':>12} {'train acc':>10} {'test acc':>9}")
+    for name, rcfg in regime_configs(cfg, epochs, mini, limit):
+        result = run_regime(name, rcfg, emit=(lambda e: print(json.dumps(e))) if args.json
+                            else None)
+        if args.json:
+            print(json.dumps(result), flush=True)
+        else:
+            capped = " (time cap)" if result["time_capped"] else ""
+            print(f"{name:<22} {result['batch_size']:>6} {result['weight_updates']:>8} "
+                  f"{result['wall_time_s']:>8.2f} {_fmt(result['samples_per_sec'], '{:,.0f}'):>11} "
+                  f"{_fmt(result['peak_memory_bytes'], format_bytes):>12} "
+                  f"{_fmt(result['final_train_accuracy'], '{:.1%}'):>10} "
+                  f"{_fmt(result['test_accuracy'], '{:.1%}'):>9}{capped}", flush=True)
+    return 0
 
 
 def _print_find_result(r: dict) -> None:
