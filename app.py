@@ -16,6 +16,12 @@ page = st.navigation([
             url_path="memory", help="What fills memory, and what happens past it."),
     st.Page("pages/finder.py", title="Find your batch size", icon=":material/search:",
             url_path="finder", help="Predict, then verify, the largest batch that fits."),
+    st.Page("pages/regimes.py", title="SGD, full batch, mini-batch", icon=":material/compare:",
+            url_path="regimes", help="Three regimes, one model, one epoch budget."),
+    st.Page("pages/lr_scaling.py", title="Learning-rate scaling", icon=":material/trending_up:",
+            url_path="lr_scaling", help="Scale the learning rate with the batch."),
+    st.Page("pages/accumulation.py", title="Gradient accumulation", icon=":material/layers:",
+            url_path="accumulation", help="k micro-batches of b = one batch of k·b."),
 ])
 device_badge()
 page.run()

@@ -331,3 +331,86 @@ def memory_breakdown_chart(points: Sequence[dict], fit: dict | None, budget: int
              **{label: (p["memory_breakdown"] or {}).get(key) for key, label in BREAKDOWN},
              "peak (B)": p["peak_memory_bytes"], "message": p["message"]} for p in points]
     return Chart(fig, alt, rows)
+
+
+# ----- comparisons -----
+def comparison_table(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, Any]]:
+    """One row per labelled run: what a regime or lr comparison is judged by."""
+    rows = []
+    for label, snap in runs:
+        s = (snap.end or {}).get("summary", {})
+        peak = s.get("peak_memory_bytes")
+        rows.append({"run": label, "batch": snap.config["batch_size"] * snap.config[
+            "accumulation_steps"], "lr": snap.config["lr"], "status": snap.status,
+            "weight updates": s.get("steps", (snap.latest or {}).get("step")),
+            "wall time (s)": s.get("wall_time_s"), "samples/s": s.get("samples_per_sec"),
+            "peak memory (MiB)": peak / MIB if peak else None,
+            "train accuracy": s.get("final_train_accuracy"), "test accuracy": s.get("test_accuracy"),
+            "note": "time cap" if s.get("time_capped") else ("diverged" if snap.status == "diverged"
+                                                             else "")})
+    return rows
+
+
+def labelled_loss_chart(runs: Sequence[tuple[str, JobSnapshot]], x_axis: str) -> Chart:
+    """Evaluated loss per run, named by its label; a diverged run ends in a red cross."""
+    x_field, x_title = X_AXES[x_axis]
+    fig = go.Figure()
+    table = []
+    for i, (label, snap) in enumerate(runs):
+        ev = snap.evals
+        colour = OKABE_ITO[i % len(OKABE_ITO)]
+        fig.add_trace(go.Scatter(x=ev[x_field], y=ev["train_loss"], mode="lines+markers",
+                                 name=f"{label} · train", line=dict(color=colour, width=2.5)))
+        fig.add_trace(go.Scatter(x=ev[x_field], y=ev["test_loss"], mode="lines",
+                                 name=f"{label} · test", line=dict(color=colour, dash="dash")))
+        if snap.status == "diverged" and snap.latest:
+            fig.add_trace(go.Scatter(x=[snap.latest[x_field]], y=[ev["train_loss"][-1]
+                                                                   if ev["train_loss"] else 0],
+                                     mode="markers+text", text=["diverged"],
+                                     textposition="top center", name=f"{label} · diverged",
+                                     marker=dict(color=OOM_COLOUR, size=14, symbol="x")))
+        table += [{"run": label, x_title: x, "train loss": a, "test loss": b}
+                  for x, a, b in zip(ev[x_field], ev["train_loss"], ev["test_loss"], strict=True)]
+    _layout(fig, f"Loss against {x_title.lower()}", x_title, "Cross-entropy loss (nats)",
+            rangemode="tozero")
+    finals = [f"{label}: {snap.evals['test_loss'][-1]:.3g}" for label, snap in runs
+              if snap.evals["test_loss"]]
+    return Chart(fig, f"Evaluated loss against {x_title.lower()}. Latest test loss — "
+                 + "; ".join(finals) + "." if finals else "No evaluations yet.", table)
+
+
+def lr_grid_chart(cells: Sequence[dict[str, Any]]) -> Chart:
+    """Heat map of final test accuracy over batch size x learning rate; best lr per batch ★."""
+    batches = sorted({c["batch"] for c in cells})
+    lrs = sorted({c["lr"] for c in cells})
+    grid = {(c["batch"], c["lr"]): c for c in cells}
+    z = [[(grid.get((b, lr)) or {}).get("accuracy") for lr in lrs] for b in batches]
+    text = [[("diverged" if (grid.get((b, lr)) or {}).get("diverged") else
+              f"{v:.0%}" if v is not None else "") for lr, v in zip(lrs, row, strict=True)]
+            for b, row in zip(batches, z, strict=True)]
+    fig = go.Figure(go.Heatmap(z=z, x=[f"{lr:g}" for lr in lrs], y=[str(b) for b in batches],
+                               colorscale="Viridis", zmin=0, zmax=1, text=text,
+                               texttemplate="%{text}", colorbar=dict(title="test acc.")))
+    best = best_lr_per_batch(cells)
+    fig.add_trace(go.Scatter(x=[f"{best[b]:g}" for b in batches if b in best],
+                             y=[str(b) for b in batches if b in best], mode="markers",
+                             name="best lr for the batch", marker=dict(symbol="star", size=18,
+                                                                      color="#FFFFFF",
+                                                                      line=dict(color="#000000",
+                                                                                width=1))))
+    _layout(fig, "Final test accuracy: batch size × learning rate", "Learning rate",
+            "Batch size")
+    fig.update_layout(hovermode="closest")
+    alt = "Heat map of final test accuracy. Best learning rate per batch size: " + "; ".join(
+        f"batch {b}: {best[b]:g}" for b in batches if b in best) + "."
+    return Chart(fig, alt, [dict(c) for c in cells])
+
+
+def best_lr_per_batch(cells: Sequence[dict[str, Any]]) -> dict[int, float]:
+    best: dict[int, tuple[float, float]] = {}
+    for c in cells:
+        if c.get("accuracy") is None or c.get("diverged"):
+            continue
+        if c["batch"] not in best or c["accuracy"] > best[c["batch"]][0]:
+            best[c["batch"]] = (c["accuracy"], c["lr"])
+    return {b: lr for b, (_, lr) in best.items()}

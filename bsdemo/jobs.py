@@ -25,8 +25,9 @@ from typing import Any
 from bsdemo.config import ConfigError, RunConfig
 
 ACTIVE = ("queued", "running")
-KINDS = ("train", "sweep", "find")
-EXCLUSIVE_KINDS = ("sweep", "find")  # measurements: nothing else may share the device meanwhile
+KINDS = ("train", "sweep", "find", "accum_check")
+# measurements: nothing else may share the device meanwhile
+EXCLUSIVE_KINDS = ("sweep", "find", "accum_check")
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
 STEP_FIELDS = ("step", "epoch", "samples_seen", "wall_time_s", "loss", "lr", "step_time_s",
                "samples_per_sec", "memory_allocated_bytes", "memory_reserved_bytes",
@@ -383,7 +384,7 @@ class Scheduler:
                     job.points.append(event)
             elif kind == "sweep_start":
                 job.start = event
-            elif kind in ("sweep_end", "find_result"):
+            elif kind in ("sweep_end", "find_result", "accum_check"):
                 job.result = event
                 status = "cancelled" if job.cancel_requested else "completed"
                 self._finish(job, {"kind": "end", "status": status, "summary": {},

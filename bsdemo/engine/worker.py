@@ -13,6 +13,7 @@ import time
 import torch
 
 from bsdemo.config import ConfigError, RunConfig
+from bsdemo.engine.accumulation import accumulation_check
 from bsdemo.engine.finder import find_batch_size
 from bsdemo.engine.measure import device_info, resolve_device
 from bsdemo.engine.sweep import sweep
@@ -48,6 +49,8 @@ def _events(kind: str, cfg: RunConfig, options: dict, should_stop):
         yield from sweep(cfg, should_stop=should_stop, **options)
     elif kind == "find":
         yield from find_batch_size(cfg, **options)
+    elif kind == "accum_check":
+        yield accumulation_check(cfg, **options)
     else:
         for event in train(cfg, should_stop=should_stop):
             yield event.to_dict()

@@ -21,11 +21,11 @@ LESSONS = (
     Lesson(3, "Memory and out-of-memory", "Memory = fixed part + activations growing with B; past "
            "capacity the run fails.", "pages/memory.py"),
     Lesson(4, "SGD vs full batch vs mini-batch", "Three regimes on one model: updates, time, "
-           "memory, accuracy."),
+           "memory, accuracy.", "pages/regimes.py"),
     Lesson(5, "Learning-rate scaling", "Scale the lr with the batch (linear or √ rule) and warm "
-           "it up."),
+           "it up.", "pages/lr_scaling.py"),
     Lesson(6, "Gradient accumulation", "k micro-batches of b = one batch of k·b, at the memory of "
-           "b."),
+           "b.", "pages/accumulation.py"),
     Lesson(7, "Generalisation gap", "Large batches can train lower but test higher: sharp vs "
            "flat minima."),
     Lesson(8, "Gradient noise", "Gradient variance falls as 1/B; the noise scale predicts the "

@@ -110,3 +110,48 @@ def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
             st.rerun()
 
     view()
+
+
+def submit_group(prefix: str, cfgs: list[RunConfig], labels: list[str]) -> None:
+    """on_click callback: queue a comparison (several training runs) for this page."""
+    try:
+        ids = scheduler().submit_group(cfgs, owner())
+    except (ConfigError, ActiveRunError) as exc:
+        st.session_state[f"{prefix}_error"] = str(exc)
+    else:
+        st.session_state[f"{prefix}_group"] = list(zip(labels, ids, strict=True))
+
+
+def group_button(prefix: str, label: str, cfgs: list[RunConfig], labels: list[str],
+                 key: str | None = None) -> None:
+    active = scheduler().active_job(owner())
+    st.button(label, type="primary", key=key or f"{prefix}_run", disabled=active is not None,
+              on_click=submit_group, args=(prefix, cfgs, labels), icon=":material/play_arrow:")
+    if st.session_state.get(f"{prefix}_error"):
+        st.warning(st.session_state.pop(f"{prefix}_error"))
+
+
+def group_view(prefix: str, draw: Callable[[list[tuple[str, JobSnapshot]]], None]) -> None:
+    """Draw this page's newest comparison, polled while any of its runs is active."""
+    group = st.session_state.get(f"{prefix}_group")
+    if not group:
+        return
+    active = any((s := scheduler().snapshot(j)) is not None and not s.done for _, j in group)
+
+    @st.fragment(run_every=REFRESH_S if active else None)
+    def view() -> None:
+        snaps = [(label, scheduler().snapshot(j)) for label, j in group]
+        snaps = [(label, s) for label, s in snaps if s is not None]
+        done = sum(s.done for _, s in snaps)
+        if done < len(snaps):
+            running = [label for label, s in snaps if s.status == "running"]
+            shared = any(s.shared_device for _, s in snaps)
+            st.info(f"{done} of {len(snaps)} runs done" + (f"; training: {', '.join(running)}"
+                                                           if running else "")
+                    + (". Runs share the device: their samples/s are measured under sharing."
+                       if shared else "."))
+        draw(snaps)
+        if active and done == len(snaps):
+            st.rerun()
+
+    view()

@@ -126,3 +126,17 @@ def test_memory_page_marks_the_out_of_memory_point(server, browser):
     page.get_by_text(re.compile(r"recovered\.$")).wait_for(timeout=60_000)
     assert page.locator(".stException").count() == 0
     page.close()
+
+
+def test_accumulation_page_toggles_a_pitfall(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(f"{server}/accumulation")
+    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=30_000)
+    page.get_by_role("button", name="Compare").click()
+    page.get_by_text(re.compile(r"— equivalent: what is left is float32 rounding")).wait_for(
+        timeout=60_000)
+    page.get_by_text("Forget to divide the loss by k").click()
+    page.get_by_role("button", name="Compare").click()
+    page.get_by_text(re.compile(r"NOT equivalent\.$")).wait_for(timeout=60_000)
+    assert page.locator(".stException").count() == 0
+    page.close()

@@ -1,0 +1,69 @@
+"""Gradient accumulation: k micro-batches of b equal one batch of k·b — until they don't."""
+
+import streamlit as st
+
+from bsdemo.config import RunConfig, format_bytes
+from bsdemo.ui import sweeps
+from bsdemo.ui.entry import require_entrypoint
+
+require_entrypoint()
+
+st.title("Gradient accumulation")
+st.markdown(
+    "**Goal:** see that k micro-batches of size b, gradients summed with the loss divided by k "
+    "and one optimizer step, equal one step with a batch of k·b — the same gradients up to "
+    "float32 rounding — while memory stays at the micro-batch's level.")
+st.info("**Predict first:** does accumulating 4 micro-batches of 32 train faster than one batch "
+        "of 128? Does it need less memory?", icon=":material/psychology:")
+
+a, b, c = st.columns(3)
+micro = a.number_input("Micro-batch b", 1, 1024, 32, key="acc_micro")
+k = b.number_input("Accumulation steps k", 1, 64, 4, key="acc_k")
+steps = c.number_input("Optimizer steps compared", 1, 50, 5, key="acc_steps")
+st.markdown("**Break it on purpose** — each switch makes the difference jump:")
+t1, t2, t3 = st.columns(3)
+unscaled = t1.toggle("Forget to divide the loss by k", key="acc_unscaled")
+batchnorm = t2.toggle("Use a BatchNorm model", key="acc_bn")
+variable = t3.toggle("Variable-length sequences, per-token mean per micro-batch", key="acc_var")
+cfg = RunConfig(norm="batch" if batchnorm else "none")
+sweeps.run_button("acc", "Compare", "accum_check", cfg,
+                  {"micro_batch": int(micro), "accum": int(k), "steps": int(steps),
+                   "unscaled_loss": unscaled, "variable_length": variable})
+
+
+def draw(snap) -> None:
+    r = snap.result
+    if r is None:
+        return
+    verdict = st.success if r["equivalent"] else st.error
+    verdict(f"Relative gradient difference **{r['rel_grad_diff']:.3g}**, max |Δparameter| after "
+            f"{r['steps']} steps **{r['max_abs_param_diff']:.3g}** — "
+            + ("equivalent: what is left is float32 rounding (summing in a different order)."
+               if r["equivalent"] else "NOT equivalent."))
+    cols = st.columns(4)
+    cols[0].metric(f"Peak memory, one batch of {r['effective_batch_size']}",
+                   format_bytes(r["big_peak_memory_bytes"]))
+    cols[1].metric(f"Peak memory, {r['accumulation_steps']} × {r['micro_batch']}",
+                   format_bytes(r["accumulated_peak_memory_bytes"]), help=r["memory_source"])
+    cols[2].metric("Samples/s, one batch", f"{r['big_samples_per_sec']:,.0f}")
+    cols[3].metric("Samples/s, accumulated", f"{r['accumulated_samples_per_sec']:,.0f}")
+    st.dataframe(r["per_layer"], hide_index=True, key="acc_layers")
+    why = []
+    if r["unscaled_loss"]:
+        why.append(f"Without the 1/k the summed gradient is k = {r['accumulation_steps']} times "
+                   f"too large: the relative difference is k − 1 = {r['accumulation_steps'] - 1}.")
+    if r["norm"] == "batch":
+        why.append("BatchNorm normalises with each micro-batch's own mean and variance, so the "
+                   "forward pass itself differs from one batch of k·b.")
+    if r["variable_length"]:
+        why.append("Each micro-batch averaged over its own tokens: a micro-batch with few "
+                   "tokens weighs as much as one with many. Divide the summed token losses by "
+                   "the token count of the whole batch instead.")
+    if not why:
+        why.append("Accumulation saves memory (activations of one micro-batch at a time) but "
+                   "not time: the same samples still pass through the model, in smaller pieces "
+                   "that use the device less well.")
+    st.markdown("**Why.** " + " ".join(why))
+
+
+sweeps.job_view("acc", draw)

@@ -1,0 +1,60 @@
+"""The training-dynamics pages through AppTest, with real short runs on the CPU."""
+
+from __future__ import annotations
+
+import json
+
+from streamlit.testing.v1 import AppTest
+
+from tests.app.helpers import open_page, run_until
+
+
+def group_done(at: AppTest) -> bool:
+    return not any(" runs done" in i.value for i in at.info)
+
+
+def test_regimes_page_trains_the_three_and_tabulates_them():
+    at = open_page("pages/regimes.py")
+    at.number_input(key="reg_epochs").set_value(2).run()
+    at.button(key="reg_run").click().run()
+    run_until(at, lambda a: group_done(a) and any("What your runs show" in m.value
+                                                   for m in a.markdown))
+    table = at.dataframe[0].value
+    assert list(table["weight updates"]) == [2 * 1438, 2, 2 * 45]
+    assert len(at.get("plotly_chart")) == 3  # against epochs, updates, seconds
+
+
+def test_regimes_page_flags_the_full_batch_over_a_budget():
+    at = open_page("pages/regimes.py")
+    at.number_input(key="reg_epochs").set_value(1).run()
+    at.select_slider(key="reg_budget").set_value(4 * 2**20).run()
+    at.button(key="reg_run").click().run()
+    run_until(at, lambda a: group_done(a) and bool(a.error))
+    assert "full batch" in at.error[0].value and "would not fit" in at.error[0].value
+
+
+def test_lr_scaling_page_compares_the_rules_and_draws_the_grid():
+    at = open_page("pages/lr_scaling.py")
+    at.number_input(key="lr_epochs").set_value(2).run()
+    at.button(key="lr_run").click().run()
+    run_until(at, lambda a: group_done(a) and len(a.dataframe) == 1
+              and len(a.dataframe[0].value) == 5)
+    runs = list(at.dataframe[0].value["run"])
+    assert runs[2].startswith("linear rule") and "lr 0.4" in runs[2]
+    at.number_input(key="lr_grid_epochs").set_value(1).run()
+    at.button(key="grid_run").click().run()
+    run_until(at, lambda a: group_done(a) and any("Best lr per batch" in m.value
+                                                   for m in a.markdown), timeout=180)
+    spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    assert spec["data"][0]["type"] == "heatmap" and len(spec["data"][0]["z"]) == 4
+
+
+def test_accumulation_page_shows_equivalence_and_a_pitfall():
+    at = open_page("pages/accumulation.py")
+    at.button(key="acc_run").click().run()
+    run_until(at, lambda a: bool(a.success) or bool(a.error))
+    assert "equivalent" in at.success[0].value
+    at.toggle(key="acc_unscaled").set_value(True).run()
+    at.button(key="acc_run").click().run()
+    run_until(at, lambda a: bool(a.error) and "NOT equivalent" in a.error[0].value)
+    assert "k − 1 = 3" in " ".join(m.value for m in at.markdown)
