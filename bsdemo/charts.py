@@ -346,6 +346,7 @@ def comparison_table(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, 
             "wall time (s)": s.get("wall_time_s"), "samples/s": s.get("samples_per_sec"),
             "peak memory (MiB)": peak / MIB if peak else None,
             "train accuracy": s.get("final_train_accuracy"), "test accuracy": s.get("test_accuracy"),
+            "shared device": snap.shared_device,
             "note": "time cap" if s.get("time_capped") else ("diverged" if snap.status == "diverged"
                                                              else "")})
     return rows

@@ -88,3 +88,23 @@ def test_runs_table_rows():
     rows = charts.runs_table([fake_snapshot(1, 32), fake_snapshot(2, 16, accum=2)])
     assert [r["effective batch"] for r in rows] == [32, 32]
     assert rows[0]["peak memory (MiB)"] == 2.0 and rows[0]["samples/s (median)"] == 3210.0
+
+
+def test_lr_grid_marks_the_best_lr_per_batch_and_skips_diverged_cells():
+    cells = [{"batch": 8, "lr": 0.1, "accuracy": 0.9, "diverged": False},
+             {"batch": 8, "lr": 1.0, "accuracy": None, "diverged": True},
+             {"batch": 64, "lr": 0.1, "accuracy": 0.5, "diverged": False},
+             {"batch": 64, "lr": 1.0, "accuracy": 0.8, "diverged": False}]
+    assert charts.best_lr_per_batch(cells) == {8: 0.1, 64: 1.0}
+    chart = charts.lr_grid_chart(cells)
+    heat, stars = chart.figure.data
+    assert heat.type == "heatmap" and list(heat.y) == ["8", "64"]
+    assert heat.text[0][1] == "diverged"
+    assert list(stars.x) == ["0.1", "1"] and "batch 64: 1" in chart.alt
+
+
+def test_comparison_table_marks_time_caps_and_divergence():
+    snap = fake_snapshot()
+    snap.end["summary"]["time_capped"] = True
+    rows = charts.comparison_table([("capped", snap)])
+    assert rows[0]["note"] == "time cap" and rows[0]["run"] == "capped"
