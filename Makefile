@@ -14,9 +14,8 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet "$(TORCH)"
-	$(BIN)/pip install --quiet -e ".[dev]"
+$(STAMP): pyproject.toml scripts/install.sh | $(BIN)/python
+	scripts/install.sh $(BIN)/pip "$(TORCH)" dev
 	touch $@
 
 install: $(STAMP)

@@ -1,0 +1,84 @@
+"""The deployment's contract, checked without a Docker engine (none runs on these machines):
+the Dockerfile, docker-compose.yml, the shared install script and the production config."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def final_stage(dockerfile: str) -> list[str]:
+    """Instructions of the last FROM stage, continuation lines joined."""
+    text = re.sub(r"\\\n\s*", " ", dockerfile)
+    lines = [line.strip() for line in text.splitlines() if line.strip() and
+             not line.lstrip().startswith("#")]
+    starts = [i for i, line in enumerate(lines) if line.upper().startswith("FROM ")]
+    return lines[starts[-1]:]
+
+
+def test_dockerfile_runs_as_non_root_with_healthcheck_and_port():
+    text = (ROOT / "Dockerfile").read_text()
+    stage = final_stage(text)
+    users = [line.split()[1] for line in stage if line.upper().startswith("USER ")]
+    assert users and users[-1] not in ("root", "0"), "the runtime stage must drop root"
+    health = [line for line in stage if line.upper().startswith("HEALTHCHECK ")]
+    assert health and "/_stcore/health" in health[0]
+    assert any(line.upper() == "EXPOSE 8501" for line in stage)
+    cmd = [line for line in stage if line.upper().startswith("CMD ")][-1]
+    assert "streamlit" in cmd and "app.py" in cmd and "8501" in cmd
+    assert stage[0].split()[1].startswith("python:") and "slim" in stage[0]
+
+
+def test_dockerfile_and_makefile_install_the_same_way():
+    docker = (ROOT / "Dockerfile").read_text()
+    make = (ROOT / "Makefile").read_text()
+    assert "scripts/install.sh" in docker and "scripts/install.sh" in make
+    assert re.search(r"scripts/install\.sh \S+ \"\$TORCH_REQUIREMENT\" app", docker)
+    assert re.search(r"scripts/install\.sh \$\(BIN\)/pip \"\$\(TORCH\)\" dev", make)
+    script = (ROOT / "scripts/install.sh").read_text()
+    assert script.startswith("#!/bin/sh") and "set -eu" in script
+    assert (ROOT / "scripts/install.sh").stat().st_mode & 0o111, "install.sh must be executable"
+
+
+def test_dockerfile_copies_what_the_app_needs():
+    stage = " ".join(final_stage((ROOT / "Dockerfile").read_text()))
+    for path in ("app.py", "pages", ".streamlit", "assets"):
+        assert re.search(rf"COPY \S* ?{re.escape(path)} ", stage + " "), path
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert ".venv" in ignored and ".git" in ignored
+
+
+def test_compose_reserves_the_gpu_restarts_and_keeps_the_run_store():
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    lab = compose["services"]["lab"]
+    assert lab["restart"] in ("unless-stopped", "always")
+    devices = lab["deploy"]["resources"]["reservations"]["devices"]
+    assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
+    volume, target = lab["volumes"][0].split(":")
+    assert volume in compose["volumes"] and target == lab["environment"]["BSDEMO_DATA_DIR"]
+    assert "8501:8501" in lab["ports"]
+
+
+def test_production_streamlit_settings():
+    config = tomllib.loads((ROOT / ".streamlit/config.toml").read_text())
+    assert config["server"]["headless"] is True
+    assert config["server"]["fileWatcherType"] == "none"
+    assert config["server"]["enableXsrfProtection"] is True
+    assert config["browser"]["gatherUsageStats"] is False
+    assert config["client"]["showErrorDetails"] == "type"
+
+
+def test_healthcheck_command_is_valid_python():
+    stage = final_stage((ROOT / "Dockerfile").read_text())
+    health = next(line for line in stage if line.upper().startswith("HEALTHCHECK "))
+    exec_form = health[health.index("CMD") + 3:].strip()
+    argv = yaml.safe_load(exec_form)  # the JSON exec form
+    assert argv[:2] == ["python", "-c"]
+    compile(argv[2], "<healthcheck>", "exec")
+    assert shlex.split(" ".join(shlex.quote(a) for a in argv)) == argv
