@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import dataclasses
 import multiprocessing as mp
 import os
 import queue
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bsdemo.config import ConfigError, RunConfig
+from bsdemo.limits import Limits
 
 ACTIVE = ("queued", "running")
 KINDS = ("train", "sweep", "find", "accum_check")
@@ -121,6 +123,9 @@ class _Job:
     points: list = field(default_factory=list)
     result: dict | None = None
     cancel_requested: bool = False
+    group: int | None = None  # the comparison it belongs to (one unit for the session limit)
+    last_seen: float = field(default_factory=time.monotonic)  # a page (or a caller) looked
+    unattended: bool = False  # cancelled because nobody looked for the grace period
 
     @property
     def exclusive(self) -> bool:
@@ -142,7 +147,9 @@ class Scheduler:
     """FIFO queue + worker processes + bounded per-job buffers. Thread-safe."""
 
     def __init__(self, workers: int = 1, max_points: int = 1000, keep_finished: int = 200,
-                 threads_per_worker: int | None = None):
+                 threads_per_worker: int | None = None, limits: Limits | None = None):
+        self.limits = limits or Limits()
+        self._submits: dict[str, collections.deque[float]] = {}
         self._ctx = mp.get_context("spawn")
         self._results = self._ctx.Queue()
         self._lock = threading.RLock()
@@ -172,14 +179,11 @@ class Scheduler:
         """
         if kind not in KINDS:
             raise ConfigError("kind", kind, "one of " + ", ".join(KINDS))
-        cfg, _ = cfg.validated()
+        cfg = self._within_limits(cfg)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the scheduler is shut down")
-            active = self.active_job(owner)
-            if active is not None:
-                raise ActiveRunError(f"run {active} is still {self._jobs[active].status}; stop it "
-                                     "or wait for it to finish before starting another")
+            self._admit(owner)
             job = _Job(self._next_id, owner, cfg, time.time(), Series(STEP_FIELDS, self._max_points),
                        Series(EVAL_FIELDS, self._max_points), kind=kind,
                        options=dict(options or {}))
@@ -197,23 +201,69 @@ class Scheduler:
         """
         if not 1 <= len(cfgs) <= 64:
             raise ConfigError("runs", len(cfgs), "a comparison of 1 to 64 runs")
-        checked = [cfg.validated()[0] for cfg in cfgs]
+        checked = [self._within_limits(cfg) for cfg in cfgs]
         with self._lock:
-            active = self.active_job(owner)
-            if active is not None:
-                raise ActiveRunError(f"run {active} is still {self._jobs[active].status}; stop it "
-                                     "or wait for it to finish before starting another")
+            self._admit(owner)
             ids = []
+            group = self._next_id
             for cfg in checked:
                 job = _Job(self._next_id, owner, cfg, time.time(),
                            Series(STEP_FIELDS, self._max_points),
-                           Series(EVAL_FIELDS, self._max_points))
+                           Series(EVAL_FIELDS, self._max_points), group=group)
                 self._next_id += 1
                 self._jobs[job.id] = job
                 self._queue.append(job.id)
                 ids.append(job.id)
             self._dispatch()
             return ids
+
+    def _within_limits(self, cfg: RunConfig) -> RunConfig:
+        """Validate cfg against the server's limits; the wall-time limit becomes its time cap."""
+        cfg, _ = cfg.validated()
+        lim = self.limits
+        if cfg.batch_size > lim.max_batch_size:
+            raise ConfigError("batch_size", cfg.batch_size,
+                              f"at most {lim.max_batch_size} on this server (its limit)")
+        if cfg.planned_steps > lim.max_steps:
+            raise ConfigError("epochs" if cfg.epochs else "max_steps", cfg.epochs or cfg.max_steps,
+                              f"at most {lim.max_steps:,} optimizer steps on this server "
+                              f"(these settings plan {cfg.planned_steps:,})")
+        cap = min(cfg.time_limit_s or lim.max_wall_s, lim.max_wall_s)
+        return dataclasses.replace(cfg, time_limit_s=cap)
+
+    def _admit(self, owner: str) -> None:
+        """Per-session limits: active runs (a comparison is one) and submits per minute.
+        Caller holds the lock."""
+        units = {j.group or j.id for j in self._jobs.values()
+                 if j.owner == owner and j.status in ACTIVE}
+        limit = self.limits.max_active_per_session
+        if len(units) >= limit:
+            raise ActiveRunError(f"you already have {len(units)} run(s) going or waiting (the "
+                                 f"limit here is {limit}): stop one or wait for it to finish")
+        now = time.monotonic()
+        recent = self._submits.setdefault(owner, collections.deque())
+        while recent and now - recent[0] > 60.0:
+            recent.popleft()
+        if len(recent) >= self.limits.submits_per_minute:
+            raise ActiveRunError(f"{len(recent)} runs started in the last minute (the limit here "
+                                 f"is {self.limits.submits_per_minute}); wait "
+                                 f"{60.0 - (now - recent[0]):.0f} s")
+        recent.append(now)
+
+    def can_submit(self, owner: str) -> bool:
+        """Whether the session is below its limit of active runs (ignores the rate limit)."""
+        with self._lock:
+            units = {j.group or j.id for j in self._jobs.values()
+                     if j.owner == owner and j.status in ACTIVE}
+            return len(units) < self.limits.max_active_per_session
+
+    def heartbeat(self, owner: str) -> None:
+        """A page of this session is open and polling: its runs are attended."""
+        now = time.monotonic()
+        with self._lock:
+            for job in self._jobs.values():
+                if job.owner == owner and job.status in ACTIVE:
+                    job.last_seen = now
 
     def cancel(self, job_id: int) -> None:
         """Stop a job: a queued one at once, a running one between two steps."""
@@ -234,6 +284,7 @@ class Scheduler:
             job = self._jobs.get(job_id)
             if job is None:
                 return None
+            job.last_seen = time.monotonic()
             position = (self._queue.index(job_id) + 1) if job_id in self._queue else None
             return JobSnapshot(
                 id=job.id, owner=job.owner, status=job.status, config=vars(job.config).copy(),
@@ -335,6 +386,10 @@ class Scheduler:
 
     def _finish(self, job: _Job, end: dict[str, Any]) -> None:
         """Caller holds the lock."""
+        if job.unattended:
+            end = dict(end, message=f"Cancelled: nobody watched this run for "
+                                    f"{self.limits.unattended_grace_s:g} s (was its tab closed?). "
+                                    + end.get("message", ""))
         job.end = end
         job.status = end["status"]
         job.finished_at = time.time()
@@ -358,7 +413,18 @@ class Scheduler:
                 if message is not None:
                     self._handle(message)
                 self._reap_dead_workers()
+                self._reap_unattended()
                 self._dispatch()
+
+    def _reap_unattended(self) -> None:
+        """Cancel runs nobody has looked at for the grace period (a closed tab). A Wi-Fi blip
+        shorter than the grace costs nothing: the next poll re-attends them. Caller holds the
+        lock."""
+        now, grace = time.monotonic(), self.limits.unattended_grace_s
+        for job in list(self._jobs.values()):
+            if job.status in ACTIVE and not job.unattended and now - job.last_seen > grace:
+                job.unattended = True
+                self.cancel(job.id)
 
     def _handle(self, message: tuple) -> None:
         kind, index = message[0], message[1]

@@ -7,6 +7,7 @@ config back to the URL, so a copied link reproduces the run's settings.
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 
 import streamlit as st
@@ -54,8 +55,10 @@ def init_from_url() -> str | None:
         return st.session_state.get("lab_url_error")
     st.session_state["lab_initialised"] = True
     error = None
+    params = st.query_params.to_dict()
+    reattach(params.pop("run", None))
     try:
-        cfg, _ = RunConfig.from_params(st.query_params.to_dict()).validated()
+        cfg, _ = RunConfig.from_params(params).validated()
     except ConfigError as exc:
         error = (f"This link's settings could not be used — {exc}. The defaults are shown "
                  "instead.")
@@ -63,6 +66,25 @@ def init_from_url() -> str | None:
     _to_widgets(cfg)
     st.session_state["lab_url_error"] = error
     return error
+
+
+def run_token(job_id: int, owner_id: str) -> str:
+    """'<job>.<owner proof>': a reloaded tab proves it is the same session without the URL
+    carrying the session id itself (ids are sequential; the proof is not guessable)."""
+    return f"{job_id}.{hashlib.sha256(owner_id.encode()).hexdigest()[:16]}"
+
+
+def reattach(raw: str | None) -> None:
+    """A reloaded tab (its URL names the run) takes its run back, waiting or running. A link
+    from someone else shows their run but gives no control over it."""
+    job, _, proof = str(raw or "")[:40].partition(".")
+    snap = scheduler().snapshot(int(job)) if job.isdigit() else None
+    if snap is None or snap.kind != "train":
+        return
+    if run_token(snap.id, snap.owner) == f"{snap.id}.{proof}":
+        st.session_state["owner"] = snap.owner  # the same session, seen again
+    if snap.id not in session_runs():
+        session_runs().append(snap.id)
 
 
 def settings_form() -> RunConfig:
@@ -138,12 +160,23 @@ def run_controls(cfg: RunConfig) -> None:
     active = sched.active_job(owner())
     run_col, stop_col, _ = st.columns([1, 1, 4])
     # callbacks run before the script reruns, so this very run already shows the new job
-    run_col.button("Run", type="primary", key="run", disabled=checked is None or active is not None,
+    run_col.button("Run" if active is None else "Queue another run", type="primary", key="run",
+                   disabled=checked is None or not sched.can_submit(owner()),
                    icon=":material/play_arrow:", on_click=_submit, args=(cfg,))
     stop_col.button("Stop", key="stop", disabled=active is None, icon=":material/stop:",
-                    on_click=lambda: sched.cancel(sched.active_job(owner())))
+                    on_click=_stop)
     if st.session_state.get("submit_error"):
         st.warning(st.session_state.pop("submit_error"))
+
+
+def _stop() -> None:
+    """Stop the run on screen if it is active, else the session's other active run."""
+    sched, runs = scheduler(), session_runs()
+    current = sched.snapshot(runs[-1]) if runs else None
+    if current is not None and not current.done and current.owner == owner():
+        sched.cancel(current.id)
+    else:
+        sched.cancel(sched.active_job(owner()))
 
 
 def _submit(cfg: RunConfig) -> None:
@@ -153,7 +186,8 @@ def _submit(cfg: RunConfig) -> None:
         st.session_state["submit_error"] = str(exc)
     else:
         session_runs().append(job_id)
-        st.query_params.from_dict(cfg.to_params())
+        # the link reproduces the settings, and a reload of this tab re-attaches to the run
+        st.query_params.from_dict(cfg.to_params() | {"run": run_token(job_id, owner())})
 
 
 # ----- live view -----
@@ -173,6 +207,7 @@ def live_view() -> None:
 
     @st.fragment(run_every=interval)
     def view() -> None:
+        scheduler().heartbeat(owner())  # this tab is open: its runs are attended
         snap = scheduler().snapshot(current)
         if snap is None:
             st.warning(f"Run {current} is no longer held by the server.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bsdemo.ui.state import scheduler
+from bsdemo.ui.state import LIMITS_ERROR, scheduler
 
 GIB = 2**30
 
@@ -29,3 +29,5 @@ def device_badge() -> None:
 
     with st.sidebar:
         badge()
+        for message in LIMITS_ERROR:
+            st.warning(message)

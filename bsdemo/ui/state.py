@@ -6,13 +6,22 @@ import uuid
 
 import streamlit as st
 
+from bsdemo.config import ConfigError
 from bsdemo.jobs import Scheduler, default_workers
+from bsdemo.limits import Limits
+
+LIMITS_ERROR: list[str] = []  # a bad limits file is shown in the sidebar, not a crash
 
 
 @st.cache_resource(show_spinner=False)
 def scheduler() -> Scheduler:
     """One scheduler per server process, shared by every session (its workers stay warm)."""
-    return Scheduler(workers=default_workers())
+    try:
+        limits = Limits.load()
+    except ConfigError as exc:
+        LIMITS_ERROR.append(f"The server's limits could not be read ({exc}); defaults apply.")
+        limits = Limits()
+    return Scheduler(workers=default_workers(), limits=limits)
 
 
 def owner() -> str:

@@ -72,9 +72,10 @@ def submit(prefix: str, kind: str, cfg: RunConfig, options: dict) -> None:
 def run_button(prefix: str, label: str, kind: str, cfg: RunConfig, options: dict,
                key: str | None = None) -> None:
     active = scheduler().active_job(owner())
-    st.button(label, type="primary", key=key or f"{prefix}_run", disabled=active is not None,
-              on_click=submit, args=(prefix, kind, cfg, options), icon=":material/play_arrow:",
-              help="Waits while your other run is active." if active else None)
+    st.button(label, type="primary", key=key or f"{prefix}_run",
+              disabled=not scheduler().can_submit(owner()), on_click=submit,
+              args=(prefix, kind, cfg, options), icon=":material/play_arrow:",
+              help="Queued behind your other run." if active else None)
     if st.session_state.get(f"{prefix}_error"):
         st.warning(st.session_state.pop(f"{prefix}_error"))
 
@@ -89,6 +90,7 @@ def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
 
     @st.fragment(run_every=REFRESH_S if active else None)
     def view() -> None:
+        scheduler().heartbeat(owner())
         snap = scheduler().snapshot(job_id)
         if snap is None:
             st.warning("That measurement is no longer held by the server; run it again.")
@@ -124,9 +126,9 @@ def submit_group(prefix: str, cfgs: list[RunConfig], labels: list[str]) -> None:
 
 def group_button(prefix: str, label: str, cfgs: list[RunConfig], labels: list[str],
                  key: str | None = None) -> None:
-    active = scheduler().active_job(owner())
-    st.button(label, type="primary", key=key or f"{prefix}_run", disabled=active is not None,
-              on_click=submit_group, args=(prefix, cfgs, labels), icon=":material/play_arrow:")
+    st.button(label, type="primary", key=key or f"{prefix}_run",
+              disabled=not scheduler().can_submit(owner()), on_click=submit_group,
+              args=(prefix, cfgs, labels), icon=":material/play_arrow:")
     if st.session_state.get(f"{prefix}_error"):
         st.warning(st.session_state.pop(f"{prefix}_error"))
 
@@ -140,6 +142,7 @@ def group_view(prefix: str, draw: Callable[[list[tuple[str, JobSnapshot]]], None
 
     @st.fragment(run_every=REFRESH_S if active else None)
     def view() -> None:
+        scheduler().heartbeat(owner())
         snaps = [(label, scheduler().snapshot(j)) for label, j in group]
         snaps = [(label, s) for label, s in snaps if s is not None]
         done = sum(s.done for _, s in snaps)

@@ -97,3 +97,21 @@ def test_stop_cancels_a_long_run():
     run_until(at, lambda a: chart_points(a) > 0)
     at.button(key="stop").click().run()
     run_until(at, lambda a: bool(a.warning) and "Stopped after" in a.warning[0].value)
+
+
+def test_a_reloaded_tab_reattaches_to_its_run_and_a_stranger_only_watches():
+    at = open_lab()
+    at.select_slider[0].set_value(1).run()
+    at.number_input(key="w_epochs").set_value(50).run()
+    at.button(key="run").click().run()
+    run_until(at, lambda a: chart_points(a) > 0)
+    token = at.query_params["run"]
+    reloaded = open_lab({"run": token, "batch_size": "1", "epochs": "50"})
+    run_until(reloaded, lambda a: chart_points(a) > 0)
+    assert reloaded.button(key="stop").disabled is False  # the same session: it may stop it
+    job = token.split(".")[0]
+    stranger = open_lab({"run": f"{job}.0000000000000000"})
+    run_until(stranger, lambda a: chart_points(a) > 0)  # sees the run …
+    assert stranger.button(key="stop").disabled is True  # … but cannot stop it
+    reloaded.button(key="stop").click().run()
+    run_until(reloaded, lambda a: bool(a.warning) and "Stopped after" in a.warning[0].value)

@@ -50,8 +50,10 @@ def test_run_completes_with_points_and_summary(scheduler):
 
 def test_one_active_run_per_session_and_fifo_queue(scheduler):
     first = scheduler.submit(LONG, owner="bob")
-    with pytest.raises(ActiveRunError):
+    waiting = scheduler.submit(RunConfig(epochs=1), owner="bob")  # one running + one waiting
+    with pytest.raises(ActiveRunError, match="limit here is 2"):
         scheduler.submit(RunConfig(), owner="bob")
+    scheduler.cancel(waiting)
     second = scheduler.submit(RunConfig(epochs=1), owner="carol")
     third = scheduler.submit(RunConfig(epochs=1), owner="dave")
     assert scheduler.snapshot(second).queue_position == 1
@@ -179,9 +181,72 @@ def test_twenty_ooms_in_the_worker_leave_it_healthy(scheduler):
 def test_a_comparison_queues_its_runs_together(scheduler):
     ids = scheduler.submit_group([RunConfig(batch_size=b, epochs=1) for b in (8, 64, 512)],
                                  owner="lee")
+    behind = scheduler.submit(RunConfig(epochs=1), owner="lee")  # the group counts as one
     with pytest.raises(ActiveRunError):
         scheduler.submit(RunConfig(), owner="lee")
+    scheduler.wait(behind, timeout=60)
     snaps = [scheduler.wait(j, timeout=60) for j in ids]
     assert [s.status for s in snaps] == ["completed"] * 3
     assert [s.end["summary"]["steps"] for s in snaps] == [180, 23, 3]
     assert scheduler.active_job("lee") is None
+
+
+
+def test_server_limits_reject_oversize_runs_and_cap_wall_time():
+    from bsdemo.jobs import Scheduler
+    from bsdemo.limits import Limits
+
+    sched = Scheduler(workers=1, limits=Limits(max_batch_size=256, max_steps=1000,
+                                               max_wall_s=0.1, submits_per_minute=3))
+    try:
+        with pytest.raises(ConfigError, match="at most 256 on this server"):
+            sched.submit(RunConfig(batch_size=512), owner="m")
+        with pytest.raises(ConfigError, match="at most 1,000 optimizer steps"):
+            sched.submit(RunConfig(batch_size=1, epochs=1), owner="m")
+        job = sched.submit(RunConfig(batch_size=8, epochs=5), owner="m")
+        snap = sched.wait(job, timeout=60)
+        assert snap.config["time_limit_s"] == 0.1
+        assert snap.status == "cancelled" and "time cap of 0.1 s" in snap.end["message"]
+        sched.wait(sched.submit(RunConfig(epochs=1), owner="m"), timeout=60)
+        sched.wait(sched.submit(RunConfig(epochs=1), owner="m"), timeout=60)
+        with pytest.raises(ActiveRunError, match="in the last minute"):
+            sched.submit(RunConfig(epochs=1), owner="m")  # the fourth within a minute
+    finally:
+        sched.close()
+
+
+def test_unattended_runs_are_cancelled_after_the_grace_period():
+    from bsdemo.jobs import Scheduler
+    from bsdemo.limits import Limits
+
+    sched = Scheduler(workers=1, limits=Limits(unattended_grace_s=1.0))
+    try:
+        wait_for(lambda: sched.workers_ready(), timeout=60)
+        kept = sched.submit(RunConfig(batch_size=1, epochs=20), owner="watched")
+        left = sched.submit(RunConfig(epochs=1), owner="gone")  # queued behind, never polled
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:  # a page polling: heartbeats keep "watched" alive
+            sched.heartbeat("watched")
+            time.sleep(0.2)
+        assert sched.snapshot(left).status == "cancelled"
+        assert "nobody watched" in sched.snapshot(left).end["message"]
+        assert sched.snapshot(kept).status == "running"
+        sched.cancel(kept)
+    finally:
+        sched.close()
+
+
+def test_limits_load_from_a_toml_file_and_the_environment(tmp_path):
+    from bsdemo.limits import Limits
+
+    path = tmp_path / "limits.toml"
+    path.write_text("[limits]\nmax_steps = 5000\nunattended_grace_s = 30\n")
+    lim = Limits.load({"BSDEMO_LIMITS": str(path), "BSDEMO_MAX_BATCH_SIZE": "1024"})
+    assert (lim.max_steps, lim.unattended_grace_s, lim.max_batch_size) == (5000, 30.0, 1024)
+    with pytest.raises(ConfigError, match="max_steps"):
+        Limits.load({"BSDEMO_MAX_STEPS": "-3"})
+    with pytest.raises(ConfigError, match="limits"):
+        path.write_text("[limits]\nwarp = 9\n")
+        Limits.load({"BSDEMO_LIMITS": str(path)})
+    with pytest.raises(ConfigError, match="BSDEMO_LIMITS"):
+        Limits.load({"BSDEMO_LIMITS": str(tmp_path / "missing.toml")})

@@ -1,0 +1,60 @@
+"""Fair-sharing limits for a hosted lab, set by the instructor, enforced by the scheduler.
+
+Read from a TOML file named by BSDEMO_LIMITS (a [limits] table) and then from environment
+variables BSDEMO_<NAME> (e.g. BSDEMO_MAX_STEPS=50000), so a deployment tunes them to its
+hardware without code. Pure Python: the server reads them, not the workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import tomllib
+from dataclasses import dataclass
+
+from bsdemo.config import ConfigError
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_active_per_session: int = 2  # one running + one waiting (a comparison counts as one)
+    max_steps: int = 500_000  # optimizer steps a run may plan
+    max_wall_s: float = 600.0  # training seconds a run may take (becomes its time cap)
+    max_batch_size: int = 65_536  # micro-batch ceiling
+    submits_per_minute: int = 12  # per session: hammering Run gets a "wait" message
+    unattended_grace_s: float = 60.0  # a run nobody polls for this long is cancelled
+
+    @classmethod
+    def load(cls, environ: dict[str, str] | None = None) -> Limits:
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        path = env.get("BSDEMO_LIMITS")
+        if path:
+            try:
+                with open(path, "rb") as f:
+                    table = tomllib.load(f).get("limits", {})
+            except (OSError, tomllib.TOMLDecodeError) as exc:
+                raise ConfigError("BSDEMO_LIMITS", path, f"a readable TOML file ({exc})") from None
+            values.update(table)
+        for f in dataclasses.fields(cls):
+            raw = env.get(f"BSDEMO_{f.name.upper()}")
+            if raw is not None:
+                values[f.name] = raw
+        unknown = set(values) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ConfigError("limits", sorted(unknown)[0],
+                              "one of " + ", ".join(f.name for f in dataclasses.fields(cls)))
+        return cls(**{name: _number(name, value, getattr(cls, name))
+                      for name, value in values.items()})
+
+
+def _number(name: str, value: object, default: float) -> float | int:
+    kind = type(default)
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or not math.isfinite(number) or number <= 0:
+        raise ConfigError(name, value, f"a positive {'whole ' if kind is int else ''}number")
+    return number
