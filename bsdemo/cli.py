@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 from bsdemo.config import (
@@ -18,6 +20,7 @@ from bsdemo.config import (
     MODELS,
     NORMS,
     OPTIMIZERS,
+    PRESETS,
     ConfigError,
     RunConfig,
     format_bytes,
@@ -25,6 +28,7 @@ from bsdemo.config import (
     parse_bytes,
     sized,
 )
+from bsdemo.jobs import EVAL_FIELDS, STEP_FIELDS, Series
 
 FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student types
     "dataset": "dataset", "model": "model", "norm": "norm", "width": "width", "depth": "depth",
@@ -128,6 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
                  "device", "samples"):
         regimes.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
     regimes.add_argument("--json", action="store_true", help="events and results as JSON lines")
+
+    warm = sub.add_parser("warm", help="pre-compute a lecture preset into the run store",
+                          description="Train a preset's runs now and store them, so the lab "
+                                      "serves them at once (labelled as stored results).")
+    warm.add_argument("--preset", required=True, help=f"one of {', '.join(PRESETS)}")
+    warm.add_argument("--batch-sizes", default="32", help="comma-separated (default 32)")
+    warm.add_argument("--data-dir", help="the run store's folder (default $BSDEMO_DATA_DIR)")
     return parser
 
 
@@ -163,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
             return _accum_check(cfg, args)
         if args.command == "regimes":
             return _regimes(cfg, args)
+        if args.command == "warm":
+            return _warm(args)
         return _train(cfg, notices, args.json)
     except ConfigError as exc:  # e.g. --device cuda on a machine without one
         print(f"bsdemo {args.command}: error: {FIELD_FLAGS.get(exc.field, exc.field)}: got "
@@ -320,6 +333,37 @@ def _regimes(cfg: RunConfig, args: argparse.Namespace) -> int:
                   f"{_fmt(result['peak_memory_bytes'], format_bytes):>12} "
                   f"{_fmt(result['final_train_accuracy'], '{:.1%}'):>10} "
                   f"{_fmt(result['test_accuracy'], '{:.1%}'):>9}{capped}", flush=True)
+    return 0
+
+
+def _warm(args: argparse.Namespace) -> int:
+    if args.preset not in PRESETS:
+        raise ConfigError("--preset", args.preset, "one of " + ", ".join(PRESETS))
+    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes")
+    folder = args.data_dir or os.environ.get("BSDEMO_DATA_DIR")
+    if not folder:
+        raise ConfigError("--data-dir", None, "a folder (or set BSDEMO_DATA_DIR)")
+    from bsdemo.engine.train import train  # imports torch
+    from bsdemo.store import RunStore
+
+    store = RunStore(Path(folder) / "runs.sqlite3")
+    for b in sizes:
+        cfg = RunConfig(**(PRESETS[args.preset].settings | {"batch_size": b})).validated()[0]
+        start, steps, evals, end = None, Series(STEP_FIELDS, 1000), Series(EVAL_FIELDS, 1000), None
+        for event in train(cfg):
+            record = event.to_dict()
+            if event.kind == "start":
+                start = record
+            elif event.kind == "step":
+                steps.append(record)
+            elif event.kind == "eval":
+                evals.append(record)
+            else:
+                end = record
+        if end["status"] == "completed":
+            store.put(vars(cfg), start["device"], start, steps.columns, evals.columns, end)
+        print(f"{args.preset} batch {b}: {end['status']} — {end['message']}")
+    print(f"run store {store.path}: {store.count()} runs")
     return 0
 
 

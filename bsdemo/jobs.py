@@ -25,6 +25,7 @@ from typing import Any
 
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.limits import Limits
+from bsdemo.store import RunStore
 
 ACTIVE = ("queued", "running")
 KINDS = ("train", "sweep", "find", "accum_check")
@@ -96,6 +97,7 @@ class JobSnapshot:
     options: dict[str, Any] = field(default_factory=dict)  # the sweep's / finder's arguments
     points: list[dict[str, Any]] = field(default_factory=list)  # sweep_point / find_probe records
     result: dict[str, Any] | None = None  # sweep_end / find_result
+    stored_at: float | None = None  # served from the run store: when it was measured
 
     @property
     def done(self) -> bool:
@@ -126,6 +128,7 @@ class _Job:
     group: int | None = None  # the comparison it belongs to (one unit for the session limit)
     last_seen: float = field(default_factory=time.monotonic)  # a page (or a caller) looked
     unattended: bool = False  # cancelled because nobody looked for the grace period
+    stored_at: float | None = None
 
     @property
     def exclusive(self) -> bool:
@@ -147,8 +150,10 @@ class Scheduler:
     """FIFO queue + worker processes + bounded per-job buffers. Thread-safe."""
 
     def __init__(self, workers: int = 1, max_points: int = 1000, keep_finished: int = 200,
-                 threads_per_worker: int | None = None, limits: Limits | None = None):
+                 threads_per_worker: int | None = None, limits: Limits | None = None,
+                 store: RunStore | None = None):
         self.limits = limits or Limits()
+        self.store = store
         self._submits: dict[str, collections.deque[float]] = {}
         self._ctx = mp.get_context("spawn")
         self._results = self._ctx.Queue()
@@ -163,6 +168,7 @@ class Scheduler:
         self._device_info: dict[str, Any] | None = None
         self._closed = False
         self.restarts = 0  # workers replaced after dying
+        self.store_error: str | None = None  # the last failure to write the run store
         self._workers = [self._start_worker(i) for i in range(workers)]
         self._collector = threading.Thread(target=self._collect, name="bsdemo-collector",
                                            daemon=True)
@@ -171,7 +177,7 @@ class Scheduler:
 
     # ----- public API -----
     def submit(self, cfg: RunConfig, owner: str, kind: str = "train",
-               options: dict[str, Any] | None = None) -> int:
+               options: dict[str, Any] | None = None, fresh: bool = False) -> int:
         """Queue a job for owner; returns its id. Raises ConfigError or ActiveRunError.
 
         kind "train" trains cfg; "sweep" and "find" run bsdemo.engine.sweep / .finder with
@@ -180,9 +186,14 @@ class Scheduler:
         if kind not in KINDS:
             raise ConfigError("kind", kind, "one of " + ", ".join(KINDS))
         cfg = self._within_limits(cfg)
+        stored = None
+        if kind == "train" and not fresh and self.store is not None and self._device_info:
+            stored = self.store.find(vars(cfg), self._device_info)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the scheduler is shut down")
+            if stored is not None:
+                return self._from_store(cfg, owner, stored)
             self._admit(owner)
             job = _Job(self._next_id, owner, cfg, time.time(), Series(STEP_FIELDS, self._max_points),
                        Series(EVAL_FIELDS, self._max_points), kind=kind,
@@ -216,6 +227,22 @@ class Scheduler:
                 ids.append(job.id)
             self._dispatch()
             return ids
+
+    def _from_store(self, cfg: RunConfig, owner: str, stored) -> int:
+        """A finished job made from a stored run (no worker, no device time). Caller holds
+        the lock."""
+        job = _Job(self._next_id, owner, cfg, time.time(), Series(STEP_FIELDS, self._max_points),
+                   Series(EVAL_FIELDS, self._max_points), status="completed", start=stored.start,
+                   end=stored.end, started_at=stored.created, finished_at=stored.created,
+                   stored_at=stored.created)
+        job.steps.columns = {f: list(stored.steps.get(f, [])) for f in STEP_FIELDS}
+        job.evals.columns = {f: list(stored.evals.get(f, [])) for f in EVAL_FIELDS}
+        last = len(job.steps)
+        job.latest = {f: job.steps.columns[f][-1] for f in STEP_FIELDS} if last else None
+        self._next_id += 1
+        self._jobs[job.id] = job
+        self._finished.append(job.id)
+        return job.id
 
     def _within_limits(self, cfg: RunConfig) -> RunConfig:
         """Validate cfg against the server's limits; the wall-time limit becomes its time cap."""
@@ -292,7 +319,8 @@ class Scheduler:
                 evals=job.evals.copy(), latest=job.latest, end=job.end, stride=job.steps.stride,
                 submitted_at=job.submitted_at, started_at=job.started_at,
                 finished_at=job.finished_at, shared_device=job.shared_device, kind=job.kind,
-                options=dict(job.options), points=list(job.points), result=job.result)
+                options=dict(job.options), points=list(job.points), result=job.result,
+                stored_at=job.stored_at)
 
     def active_job(self, owner: str) -> int | None:
         with self._lock:
@@ -393,6 +421,13 @@ class Scheduler:
         job.end = end
         job.status = end["status"]
         job.finished_at = time.time()
+        if (self.store is not None and job.kind == "train" and job.status == "completed"
+                and job.start is not None and not job.shared_device):
+            try:  # only runs measured alone: a stored result must be an honest one
+                self.store.put(vars(job.config), job.start["device"], job.start,
+                               job.steps.columns, job.evals.columns, end)
+            except Exception as exc:  # noqa: BLE001 - a full disk must not stop the lab
+                self.store_error = f"{type(exc).__name__}: {exc}"
         if job.worker is not None:
             worker = self._workers[job.worker]
             if worker.job == job.id:

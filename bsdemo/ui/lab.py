@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import statistics
+import time
 
 import streamlit as st
 
@@ -179,9 +180,9 @@ def _stop() -> None:
         sched.cancel(sched.active_job(owner()))
 
 
-def _submit(cfg: RunConfig) -> None:
+def _submit(cfg: RunConfig, fresh: bool = False) -> None:
     try:
-        job_id = scheduler().submit(cfg, owner())
+        job_id = scheduler().submit(cfg, owner(), fresh=fresh)
     except (ConfigError, ActiveRunError) as exc:
         st.session_state["submit_error"] = str(exc)
     else:
@@ -260,6 +261,14 @@ def _status(snap: JobSnapshot) -> None:
         shared = " Another run shares the device, so its speed is shared too." \
             if snap.shared_device else ""
         st.info(f"Run {snap.id} is training on {snap.start['device'].get('name')}.{shared}")
+    elif snap.status == "completed" and snap.stored_at is not None:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(snap.stored_at))
+        device = (snap.start or {}).get("device", {}).get("name", "this server's device")
+        st.success(f"Stored result, measured on {device} at {when}: {snap.end['message']}",
+                   icon=":material/history:")
+        st.button("Run it fresh", key="fresh", on_click=_submit,
+                  args=(RunConfig(**snap.config), True),
+                  help="The same settings, measured again now.")
     elif snap.status == "completed":
         st.success(snap.end["message"])
     elif snap.status == "cancelled":

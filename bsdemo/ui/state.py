@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import uuid
+from pathlib import Path
 
 import streamlit as st
 
 from bsdemo.config import ConfigError
 from bsdemo.jobs import Scheduler, default_workers
 from bsdemo.limits import Limits
+from bsdemo.store import RunStore
 
 LIMITS_ERROR: list[str] = []  # a bad limits file is shown in the sidebar, not a crash
 
@@ -21,7 +24,9 @@ def scheduler() -> Scheduler:
     except ConfigError as exc:
         LIMITS_ERROR.append(f"The server's limits could not be read ({exc}); defaults apply.")
         limits = Limits()
-    return Scheduler(workers=default_workers(), limits=limits)
+    data_dir = os.environ.get("BSDEMO_DATA_DIR")  # set in the container; unset: no store
+    store = RunStore(Path(data_dir) / "runs.sqlite3") if data_dir else None
+    return Scheduler(workers=default_workers(), limits=limits, store=store)
 
 
 def owner() -> str:

@@ -250,3 +250,23 @@ def test_limits_load_from_a_toml_file_and_the_environment(tmp_path):
         Limits.load({"BSDEMO_LIMITS": str(path)})
     with pytest.raises(ConfigError, match="BSDEMO_LIMITS"):
         Limits.load({"BSDEMO_LIMITS": str(tmp_path / "missing.toml")})
+
+
+def test_a_finished_run_is_served_from_the_store_and_can_be_run_fresh(tmp_path):
+    from bsdemo.jobs import Scheduler
+    from bsdemo.store import RunStore
+
+    sched = Scheduler(workers=1, store=RunStore(tmp_path / "runs.sqlite3"))
+    try:
+        wait_for(lambda: sched.workers_ready(), timeout=60)
+        first = sched.wait(sched.submit(RunConfig(epochs=2), owner="n"), timeout=60)
+        assert first.status == "completed" and first.stored_at is None
+        again = sched.snapshot(sched.submit(RunConfig(epochs=2), owner="n"))
+        assert again.status == "completed" and again.stored_at is not None  # at once
+        assert again.steps["loss"] == first.steps["loss"]
+        assert again.end["summary"]["test_accuracy"] == first.end["summary"]["test_accuracy"]
+        fresh = sched.wait(sched.submit(RunConfig(epochs=2), owner="n", fresh=True), timeout=60)
+        assert fresh.stored_at is None and fresh.status == "completed"
+        assert sched.store.count() == 2
+    finally:
+        sched.close()

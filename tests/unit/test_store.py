@@ -1,0 +1,105 @@
+"""The run store: SQLite in WAL mode, keyed by config, code version and device."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sqlite3
+import time
+
+import pytest
+
+from bsdemo.config import RunConfig
+from bsdemo.store import RunStore
+
+DEVICE = {"type": "cpu", "name": "Test CPU"}
+
+
+def record(store: RunStore, cfg: RunConfig, loss: float = 1.0) -> int:
+    return store.put(vars(cfg), DEVICE, {"memory_source": "accounted"},
+                     {"step": [1, 2], "loss": [loss, loss / 2]}, {"step": [2], "test_loss": [0.5]},
+                     {"kind": "end", "status": "completed", "message": "ok", "summary": {}})
+
+
+def test_put_then_find_by_config_and_device(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    record(store, RunConfig(batch_size=64))
+    hit = store.find(vars(RunConfig(batch_size=64, time_limit_s=600.0)), DEVICE)  # cap ignored
+    assert hit is not None and hit.steps["loss"] == [1.0, 0.5] and hit.end["status"] == "completed"
+    assert store.find(vars(RunConfig(batch_size=32)), DEVICE) is None
+    assert store.find(vars(RunConfig(batch_size=64)), {"type": "cuda", "name": "H200"}) is None
+    assert store.db_mode() == "wal"
+
+
+def test_changed_code_is_a_miss(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    record(store, RunConfig())
+    store.version = "0.1.0+different"
+    assert store.find(vars(RunConfig()), DEVICE) is None
+
+
+def test_newest_wins_and_survives_a_restart(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    record(store, RunConfig(), loss=3.0)
+    time.sleep(0.01)
+    record(store, RunConfig(), loss=2.0)
+    store.close()
+    again = RunStore(tmp_path / "runs.sqlite3")
+    assert again.find(vars(RunConfig()), DEVICE).steps["loss"][0] == 2.0
+    assert again.count() == 2
+
+
+def test_a_corrupt_file_is_moved_aside_and_recreated(tmp_path):
+    path = tmp_path / "runs.sqlite3"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.warns(RuntimeWarning, match="unreadable"):
+        store = RunStore(path)
+    assert store.count() == 0
+    assert any(p.name.startswith("runs.sqlite3.corrupt-") for p in tmp_path.iterdir())
+    record(store, RunConfig())
+    assert store.count() == 1
+
+
+def _write_many(path: str, offset: int) -> None:
+    store = RunStore(path)
+    for i in range(25):
+        record(store, RunConfig(seed=offset + i))
+
+
+def test_concurrent_writers_lose_nothing(tmp_path):
+    path = str(tmp_path / "runs.sqlite3")
+    RunStore(path).close()
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_write_many, args=(path, 100 * k)) for k in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert all(p.exitcode == 0 for p in procs)
+    assert RunStore(path).count() == 75
+
+
+def test_a_missing_folder_is_created(tmp_path):
+    store = RunStore(tmp_path / "deep" / "er" / "runs.sqlite3")
+    assert store.count() == 0 and sqlite3.connect(store.path).execute("select 1").fetchone()
+
+
+def test_warm_precomputes_what_the_scheduler_then_serves(tmp_path):
+    import subprocess
+    import sys
+
+    from bsdemo.jobs import Scheduler
+
+    out = subprocess.run([sys.executable, "-m", "bsdemo", "warm", "--preset", "digits-mlp",
+                          "--batch-sizes", "64", "--data-dir", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "1 runs" in out.stdout
+    sched = Scheduler(workers=1, store=RunStore(tmp_path / "runs.sqlite3"))
+    try:
+        deadline = time.monotonic() + 60
+        while sched.device_info is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        snap = sched.snapshot(sched.submit(RunConfig(batch_size=64), owner="teacher"))
+        assert snap.stored_at is not None and snap.status == "completed"
+    finally:
+        sched.close()
