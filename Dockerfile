@@ -17,8 +17,10 @@ RUN python -m venv /opt/venv \
  && scripts/install.sh /opt/venv/bin/pip "$TORCH_REQUIREMENT" app "$TORCH_INDEX_URL"
 
 FROM python:${PYTHON_VERSION}-slim
+# 1 = download MNIST, Fashion-MNIST and CIFAR-10 into the image (checksums verified)
+ARG FETCH_DATASETS=1
 RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin lab \
- && mkdir -p /data && chown lab:lab /data
+ && mkdir -p /data /opt/datasets && chown lab:lab /data /opt/datasets
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY --chown=lab:lab app.py ./
@@ -27,8 +29,10 @@ COPY --chown=lab:lab .streamlit ./.streamlit
 COPY --chown=lab:lab assets ./assets
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
-    BSDEMO_DATA_DIR=/data
+    BSDEMO_DATA_DIR=/data \
+    BSDEMO_DATASETS_DIR=/opt/datasets
 USER lab
+RUN if [ "$FETCH_DATASETS" = "1" ]; then python -m bsdemo datasets fetch; fi
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=40s --retries=3 \
   CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).read() != b'ok')"]

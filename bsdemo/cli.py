@@ -133,6 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
         regimes.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
     regimes.add_argument("--json", action="store_true", help="events and results as JSON lines")
 
+    data = sub.add_parser("datasets", help="list or fetch the downloadable datasets",
+                          description="MNIST, Fashion-MNIST and CIFAR-10 from their published "
+                                      "files, checked against their published MD5s.")
+    data.add_argument("action", choices=["list", "fetch"])
+    data.add_argument("names", nargs="*", help="default: all of them")
+    data.add_argument("--cache", help="the cache folder (default $BSDEMO_DATA_DIR/datasets)")
+
     warm = sub.add_parser("warm", help="pre-compute a lecture preset into the run store",
                           description="Train a preset's runs now and store them, so the lab "
                                       "serves them at once (labelled as stored results).")
@@ -176,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             return _regimes(cfg, args)
         if args.command == "warm":
             return _warm(args)
+        if args.command == "datasets":
+            return _datasets(args)
         return _train(cfg, notices, args.json)
     except ConfigError as exc:  # e.g. --device cuda on a machine without one
         print(f"bsdemo {args.command}: error: {FIELD_FLAGS.get(exc.field, exc.field)}: got "
@@ -333,6 +342,24 @@ def _regimes(cfg: RunConfig, args: argparse.Namespace) -> int:
                   f"{_fmt(result['peak_memory_bytes'], format_bytes):>12} "
                   f"{_fmt(result['final_train_accuracy'], '{:.1%}'):>10} "
                   f"{_fmt(result['test_accuracy'], '{:.1%}'):>9}{capped}", flush=True)
+    return 0
+
+
+def _datasets(args: argparse.Namespace) -> int:
+    from bsdemo import datasets
+
+    cache = Path(args.cache) / "datasets" if args.cache else None
+    names = args.names or list(datasets.SOURCES)
+    for name in names:
+        if name not in datasets.SOURCES:
+            raise ConfigError("names", name, "one of " + ", ".join(datasets.SOURCES))
+    for name in names:
+        if args.action == "fetch":
+            folder = datasets.fetch(name, cache)
+            print(f"{name}: ready in {folder} (checksums verified)")
+        else:
+            state = "cached" if datasets.is_cached(name, cache) else "not fetched"
+            print(f"{name:<8} {state:<12} {datasets.SOURCES[name].base_url}")
     return 0
 
 

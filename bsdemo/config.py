@@ -12,8 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-DATASETS = ("digits", "synthetic", "spirals", "moons", "circles", "xor", "blobs", "arithmetic")
-IMAGE_DATASETS = ("digits", "synthetic")  # the ones a CNN can take
+REAL_SPLITS = {"mnist": (60_000, 10_000), "fashion": (60_000, 10_000),  # official train/test
+               "cifar10": (50_000, 10_000)}  # downloaded once into the cache (bsdemo.datasets)
+DATASETS = ("digits", "synthetic", "spirals", "moons", "circles", "xor", "blobs", "arithmetic",
+            *REAL_SPLITS)
+IMAGE_DATASETS = ("digits", "synthetic", *REAL_SPLITS)  # the ones a CNN can take
 TOY_DATASETS = ("spirals", "moons", "circles", "xor", "blobs")
 SEQUENCE_DATASETS = ("arithmetic",)  # character-level: the Transformer's, and only its
 MODELS = ("mlp", "cnn", "transformer")
@@ -76,14 +79,20 @@ class RunConfig:
 
     @property
     def total_samples(self) -> int:
+        if self.dataset in REAL_SPLITS:
+            return sum(REAL_SPLITS[self.dataset])
         return DIGITS_SAMPLES if self.dataset == "digits" else self.samples
 
     @property
     def test_samples(self) -> int:
+        if self.dataset in REAL_SPLITS:
+            return REAL_SPLITS[self.dataset][1]
         return max(1, round(self.total_samples * TEST_FRACTION))
 
     @property
     def train_samples(self) -> int:
+        if self.dataset in REAL_SPLITS:
+            return REAL_SPLITS[self.dataset][0]
         return self.total_samples - self.test_samples
 
     @property
@@ -245,6 +254,13 @@ PRESETS = {p.name: p for p in (
     Preset("xor-mlp", "XOR (2-D) · MLP", {"dataset": "xor", "model": "mlp", "width": 64}),
     Preset("blobs-mlp", "Gaussian blobs (2-D) · MLP", {"dataset": "blobs", "model": "mlp",
                                                        "width": 64}),
+    Preset("mnist-cnn", "MNIST digits (28×28, download) · CNN", {"dataset": "mnist",
+                                                                 "model": "cnn", "width": 16,
+                                                                 "depth": 2}),
+    Preset("fashion-cnn", "Fashion-MNIST (28×28, download) · CNN",
+           {"dataset": "fashion", "model": "cnn", "width": 16, "depth": 2}),
+    Preset("cifar10-cnn", "CIFAR-10 (32×32 colour, download) · CNN",
+           {"dataset": "cifar10", "model": "cnn", "width": 32, "depth": 3}),
     Preset("arithmetic-transformer", "Character arithmetic · tiny Transformer",
            {"dataset": "arithmetic", "model": "transformer", "width": 64, "depth": 2,
             "samples": 8000, "optimizer": "adamw", "lr": 0.003}),

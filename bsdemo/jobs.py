@@ -376,15 +376,7 @@ class Scheduler:
         process = self._ctx.Process(target=_worker_main, name=f"bsdemo-worker-{index}",
                                     args=(index, tasks, self._results, cancel, self._threads),
                                     daemon=True)
-        # spawn re-runs the parent's __main__ in the child; under `streamlit run` that is the
-        # app script itself. A bare stand-in while the child is prepared keeps the child to
-        # importing just bsdemo.jobs (faster too).
-        main = sys.modules["__main__"]
-        sys.modules["__main__"] = types.ModuleType("__main__")
-        try:
-            process.start()
-        finally:
-            sys.modules["__main__"] = main
+        start_spawned(process)
         return _Worker(index, process, tasks, cancel)
 
     def _dispatch(self) -> None:
@@ -508,6 +500,21 @@ class Scheduler:
                                                   f"lost; a fresh worker has been started."})
             self.restarts += 1
             self._workers[i] = self._start_worker(i)
+
+
+def start_spawned(process) -> None:
+    """Start a spawn-context process without the parent's __main__.
+
+    spawn re-runs the parent's __main__ in the child; under `streamlit run` (and after AppTest)
+    that is the app script itself, which would start a scheduler inside the child. A bare
+    stand-in while the child is prepared keeps the child to importing what its target needs.
+    """
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        process.start()
+    finally:
+        sys.modules["__main__"] = main
 
 
 def _worker_main(index: int, tasks, results, cancel, threads: int) -> None:

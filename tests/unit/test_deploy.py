@@ -82,3 +82,11 @@ def test_healthcheck_command_is_valid_python():
     assert argv[:2] == ["python", "-c"]
     compile(argv[2], "<healthcheck>", "exec")
     assert shlex.split(" ".join(shlex.quote(a) for a in argv)) == argv
+
+
+def test_datasets_are_fetched_at_build_time_as_the_app_user():
+    stage = final_stage((ROOT / "Dockerfile").read_text())
+    user_at = max(i for i, line in enumerate(stage) if line.upper().startswith("USER "))
+    fetch_at = next(i for i, line in enumerate(stage) if "bsdemo datasets fetch" in line)
+    assert fetch_at > user_at
+    assert any("BSDEMO_DATASETS_DIR=/opt/datasets" in line for line in stage)

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from bsdemo.config import RunConfig
+from bsdemo.jobs import start_spawned
 from bsdemo.store import RunStore
 
 DEVICE = {"type": "cpu", "name": "Test CPU"}
@@ -71,10 +72,10 @@ def test_concurrent_writers_lose_nothing(tmp_path):
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_write_many, args=(path, 100 * k)) for k in range(3)]
     for p in procs:
-        p.start()
+        start_spawned(p)
     for p in procs:
         p.join(60)
-    assert all(p.exitcode == 0 for p in procs)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
     assert RunStore(path).count() == 75
 
 
