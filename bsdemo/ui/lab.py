@@ -20,6 +20,7 @@ from bsdemo.ui.state import owner, scheduler, session_runs
 
 REFRESH_S = 0.5  # live view poll interval (>= 1 update/s as promised)
 FIRST_POINT_REFRESH_S = 0.2  # poll interval between Run and the first measured step
+QUEUED_REFRESH_S = 1.0  # poll interval while the run waits in the queue
 BATCH_POWERS = [2**i for i in range(13)]  # 1 … 4096 on the slider; any value via "exact"
 LR_CHOICES = [1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0]
 OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD + momentum 0.9", "adam": "Adam",
@@ -202,9 +203,12 @@ def live_view() -> None:
     current = runs[-1]
     snap = scheduler().snapshot(current)
     was_active = snap is not None and not snap.done
-    # until the first step arrives, poll fast so the first point shows as soon as it exists
-    waiting = was_active and snap.latest is None
-    interval = FIRST_POINT_REFRESH_S if waiting else REFRESH_S if was_active else None
+    # while training but before the first step, poll fast so the first point shows at once;
+    # a run waiting in the queue polls slowly (a class of waiting tabs must not load the server)
+    waiting = was_active and snap.status == "running" and snap.latest is None
+    queued = was_active and snap.status == "queued"
+    interval = (QUEUED_REFRESH_S if queued else FIRST_POINT_REFRESH_S if waiting
+                else REFRESH_S if was_active else None)
 
     @st.fragment(run_every=interval)
     def view() -> None:
@@ -213,8 +217,9 @@ def live_view() -> None:
         if snap is None:
             st.warning(f"Run {current} is no longer held by the server.")
             return
-        if waiting and snap.latest is not None and not snap.done:
-            st.rerun()  # once: back to the normal poll interval
+        if ((waiting and snap.latest is not None) or (queued and snap.status != "queued")) \
+                and not snap.done:
+            st.rerun()  # once: to the poll interval of the run's new state
         _status(snap)
         _tiles(snap)
         axis_col, table_col = st.columns([3, 1], vertical_alignment="bottom")
