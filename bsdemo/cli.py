@@ -85,9 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--timed-steps", default="8", help="timed steps per batch size (median)")
     sweep.add_argument("--continue-after-oom", action="store_true",
                        help="try the larger batch sizes after the first out-of-memory")
-    for flag in ("dataset", "model", "norm", "width", "depth", "lr", "optimizer", "seed",
-                 "device", "samples", "size"):
-        sweep.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
+    _workload_flags(sweep, train)
     sweep.add_argument("--json", action="store_true", help="one JSON object per line")
 
     find = sub.add_parser("find", help="find the largest batch that fits, measured",
@@ -101,9 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the batch your --lr was tuned for (default 32), for lr scaling")
     find.add_argument("--max-batch", help="the largest batch to consider (default: the whole "
                                           "training set)")
-    for flag in ("dataset", "model", "norm", "width", "depth", "lr", "optimizer", "seed",
-                 "device", "samples", "size"):
-        find.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
+    _workload_flags(find, train)
     find.add_argument("--json", action="store_true", help="one JSON object per line")
 
     accum = sub.add_parser("accum-check", help="one batch of k·b vs k accumulated micro-batches",
@@ -117,9 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     accum.add_argument("--variable-length", action="store_true",
                        help="per-token loss over sequences of unequal length, averaged per "
                             "micro-batch (switches to the arithmetic task)")
-    for flag in ("dataset", "model", "norm", "width", "depth", "lr", "optimizer", "seed",
-                 "device", "samples"):
-        accum.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
+    _workload_flags(accum, train, size=False)
     accum.add_argument("--json", action="store_true", help="the result as one JSON object")
 
     regimes = sub.add_parser("regimes", help="SGD (batch 1) vs full batch vs mini-batch",
@@ -128,9 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     regimes.add_argument("--epochs", default="5", help="epoch budget of each regime (default 5)")
     regimes.add_argument("--mini-batch", default="32", help="the mini-batch size (default 32)")
     regimes.add_argument("--time-limit", help="seconds each regime may train (default none)")
-    for flag in ("dataset", "model", "norm", "width", "depth", "lr", "optimizer", "seed",
-                 "device", "samples"):
-        regimes.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
+    _workload_flags(regimes, train, size=False)
     regimes.add_argument("--json", action="store_true", help="events and results as JSON lines")
 
     data = sub.add_parser("datasets", help="list or fetch the downloadable datasets",
@@ -147,6 +139,17 @@ def build_parser() -> argparse.ArgumentParser:
     warm.add_argument("--batch-sizes", default="32", help="comma-separated (default 32)")
     warm.add_argument("--data-dir", help="the run store's folder (default $BSDEMO_DATA_DIR)")
     return parser
+
+
+WORKLOAD_FLAGS = ("dataset", "model", "norm", "width", "depth", "lr", "optimizer", "seed",
+                  "device", "samples")
+
+
+def _workload_flags(parser: argparse.ArgumentParser, train: argparse.ArgumentParser,
+                    size: bool = True) -> None:
+    """The workload flags of `train`, with its help, for a measuring command."""
+    for flag in WORKLOAD_FLAGS + (("size",) if size else ()):
+        parser.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
 
 
 def config_from_args(args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
