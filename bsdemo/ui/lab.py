@@ -13,7 +13,7 @@ import time
 
 import streamlit as st
 
-from bsdemo import charts
+from bsdemo import charts, export
 from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, PRESETS, ConfigError, RunConfig, preset_of
 from bsdemo.jobs import ActiveRunError, JobSnapshot
 from bsdemo.ui.state import owner, scheduler, session_runs
@@ -313,4 +313,11 @@ def history() -> None:
     st.multiselect("Overlay earlier runs on the charts", finished, key="overlays",
                    format_func=lambda j: labels.get(j, str(j)),
                    help="Each batch size keeps its own colour on every chart.")
+    left, right = st.columns(2)
+    left.download_button("Download these runs (JSON)", export.runs_json(snaps),
+                         file_name="batch-size-lab-runs.json", mime="application/json",
+                         key="export_json", icon=":material/download:")
+    right.download_button("Download the steps (CSV)", export.runs_csv(snaps),
+                          file_name="batch-size-lab-steps.csv", mime="text/csv",
+                          key="export_csv", icon=":material/download:")
 

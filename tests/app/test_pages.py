@@ -61,6 +61,7 @@ def test_second_run_can_overlay_the_first():
         str(r) for r in a.dataframe[-1].value["effective batch"]))
     overlay = at.multiselect(key="overlays")
     assert len(overlay.options) == 1
+    assert len(at.get("download_button")) == 2  # the session's runs as JSON and CSV
     overlay.select(overlay.options[0]).run()
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert len(spec["data"]) == 6  # two runs x (step loss, train, test)

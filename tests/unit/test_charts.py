@@ -108,3 +108,19 @@ def test_comparison_table_marks_time_caps_and_divergence():
     snap.end["summary"]["time_capped"] = True
     rows = charts.comparison_table([("capped", snap)])
     assert rows[0]["note"] == "time cap" and rows[0]["run"] == "capped"
+
+
+def test_export_as_json_and_csv():
+    import csv
+    import io
+    import json
+
+    from bsdemo import export
+
+    runs = [fake_snapshot(1, 32, n=5), fake_snapshot(2, 64, accum=2, n=3)]
+    data = json.loads(export.runs_json(runs))
+    assert [r["run"] for r in data] == [1, 2] and data[1]["config"]["accumulation_steps"] == 2
+    assert data[0]["steps"]["loss"] == runs[0].steps["loss"]
+    rows = list(csv.DictReader(io.StringIO(export.runs_csv(runs))))
+    assert len(rows) == 8 and rows[-1]["run"] == "2" and rows[-1]["batch_size"] == "64"
+    assert float(rows[0]["loss"]) == runs[0].steps["loss"][0]
