@@ -260,12 +260,7 @@ def _sweep(cfg: RunConfig, args: argparse.Namespace) -> int:
 
 def _find(cfg: RunConfig, args: argparse.Namespace) -> int:
     budget = parse_bytes(args.memory_budget, "--memory-budget") if args.memory_budget else None
-    try:
-        margin = float(args.margin)
-    except ValueError:
-        margin = -1.0
-    if not 0.0 <= margin <= 0.9:
-        raise ConfigError("--margin", args.margin, "a number from 0 to 0.9")
+    margin = _real(args.margin, "--margin", 0.0, 0.9, "a number from 0 to 0.9")
     target = _count(args.target_effective_batch, "--target-effective-batch", 1, 10**6) \
         if args.target_effective_batch else None
     reference = _count(args.reference_batch, "--reference-batch", 1, 10**6)
@@ -320,14 +315,8 @@ def _accum_check(cfg: RunConfig, args: argparse.Namespace) -> int:
 def _regimes(cfg: RunConfig, args: argparse.Namespace) -> int:
     epochs = _count(args.epochs, "--epochs", 1, 1000)
     mini = _count(args.mini_batch, "--mini-batch", 1, 65536)
-    limit = None
-    if args.time_limit is not None:
-        try:
-            limit = float(args.time_limit)
-        except ValueError:
-            limit = -1.0
-        if not 0 < limit <= 86_400:
-            raise ConfigError("--time-limit", args.time_limit, "seconds, more than 0, at most 86400")
+    limit = None if args.time_limit is None else _real(
+        args.time_limit, "--time-limit", 1e-9, 86_400, "seconds, more than 0, at most 86400")
     from bsdemo.engine.regimes import regime_configs, run_regime  # imports torch
 
     if not args.json:
@@ -423,6 +412,16 @@ def _print_sweep_end(end: dict) -> None:
           f"under {_fmt(end['capacity_bytes'], format_bytes)}: "
           f"{_fmt(end['predicted_max_batch_size'], '{} (predicted)')}; throughput knee: "
           f"{_fmt(end['knee_batch_size'], '{}')}")
+
+
+def _real(raw: str, flag: str, low: float, high: float, allowed: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not low <= value <= high:  # NaN fails this too
+        raise ConfigError(flag, raw, allowed)
+    return value
 
 
 def _count(raw: str, flag: str, low: int, high: int = 10_000) -> int:

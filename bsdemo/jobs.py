@@ -195,11 +195,7 @@ class Scheduler:
             if stored is not None:
                 return self._from_store(cfg, owner, stored)
             self._admit(owner)
-            job = _Job(self._next_id, owner, cfg, time.time(), Series(STEP_FIELDS, self._max_points),
-                       Series(EVAL_FIELDS, self._max_points), kind=kind,
-                       options=dict(options or {}))
-            self._next_id += 1
-            self._jobs[job.id] = job
+            job = self._new_job(cfg, owner, kind=kind, options=dict(options or {}))
             self._queue.append(job.id)
             self._dispatch()
             return job.id
@@ -218,29 +214,35 @@ class Scheduler:
             ids = []
             group = self._next_id
             for cfg in checked:
-                job = _Job(self._next_id, owner, cfg, time.time(),
-                           Series(STEP_FIELDS, self._max_points),
-                           Series(EVAL_FIELDS, self._max_points), group=group)
-                self._next_id += 1
-                self._jobs[job.id] = job
+                job = self._new_job(cfg, owner, group=group)
                 self._queue.append(job.id)
                 ids.append(job.id)
             self._dispatch()
             return ids
 
+    def _new_job(self, cfg: RunConfig, owner: str, **fields) -> _Job:
+        """A registered job with fresh bounded buffers. Caller holds the lock."""
+        job = _Job(self._next_id, owner, cfg, time.time(), Series(STEP_FIELDS, self._max_points),
+                   Series(EVAL_FIELDS, self._max_points), **fields)
+        self._next_id += 1
+        self._jobs[job.id] = job
+        return job
+
+    def _active_units(self, owner: str) -> set[int]:
+        """The owner's queued or running runs, a comparison counted once. Caller holds the lock."""
+        return {j.group or j.id for j in self._jobs.values()
+                if j.owner == owner and j.status in ACTIVE}
+
     def _from_store(self, cfg: RunConfig, owner: str, stored) -> int:
         """A finished job made from a stored run (no worker, no device time). Caller holds
         the lock."""
-        job = _Job(self._next_id, owner, cfg, time.time(), Series(STEP_FIELDS, self._max_points),
-                   Series(EVAL_FIELDS, self._max_points), status="completed", start=stored.start,
-                   end=stored.end, started_at=stored.created, finished_at=stored.created,
-                   stored_at=stored.created)
+        job = self._new_job(cfg, owner, status="completed", start=stored.start, end=stored.end,
+                            started_at=stored.created, finished_at=stored.created,
+                            stored_at=stored.created)
         job.steps.columns = {f: list(stored.steps.get(f, [])) for f in STEP_FIELDS}
         job.evals.columns = {f: list(stored.evals.get(f, [])) for f in EVAL_FIELDS}
         last = len(job.steps)
         job.latest = {f: job.steps.columns[f][-1] for f in STEP_FIELDS} if last else None
-        self._next_id += 1
-        self._jobs[job.id] = job
         self._finished.append(job.id)
         return job.id
 
@@ -261,8 +263,7 @@ class Scheduler:
     def _admit(self, owner: str) -> None:
         """Per-session limits: active runs (a comparison is one) and submits per minute.
         Caller holds the lock."""
-        units = {j.group or j.id for j in self._jobs.values()
-                 if j.owner == owner and j.status in ACTIVE}
+        units = self._active_units(owner)
         limit = self.limits.max_active_per_session
         if len(units) >= limit:
             raise ActiveRunError(f"you already have {len(units)} run(s) going or waiting (the "
@@ -280,9 +281,7 @@ class Scheduler:
     def can_submit(self, owner: str) -> bool:
         """Whether the session is below its limit of active runs (ignores the rate limit)."""
         with self._lock:
-            units = {j.group or j.id for j in self._jobs.values()
-                     if j.owner == owner and j.status in ACTIVE}
-            return len(units) < self.limits.max_active_per_session
+            return len(self._active_units(owner)) < self.limits.max_active_per_session
 
     def heartbeat(self, owner: str) -> None:
         """A page of this session is open and polling: its runs are attended."""
