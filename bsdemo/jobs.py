@@ -23,8 +23,9 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from bsdemo.config import ConfigError, RunConfig
-from bsdemo.limits import Limits
+from bsdemo import footprint
+from bsdemo.config import ConfigError, RunConfig, format_bytes
+from bsdemo.limits import MAX_WORKERS, Limits
 from bsdemo.store import RunStore
 
 ACTIVE = ("queued", "running")
@@ -37,6 +38,10 @@ STEP_FIELDS = ("step", "epoch", "samples_seen", "wall_time_s", "loss", "lr", "st
                "peak_memory_bytes", "utilization_pct")
 EVAL_FIELDS = ("step", "epoch", "samples_seen", "wall_time_s", "train_loss", "train_accuracy",
                "test_loss", "test_accuracy")
+# what a CUDA context and its kernels hold per worker process, outside torch's counters (about
+# 0.3-0.6 GiB on current GPUs and drivers): kept out of what admission shares among runs
+CUDA_CONTEXT_BYTES = 512 * 2**20
+ESTIMATE_EVERY_S = 0.5  # queue-wait estimates are recomputed at most this often
 
 
 class ActiveRunError(RuntimeError):
@@ -98,6 +103,11 @@ class JobSnapshot:
     points: list[dict[str, Any]] = field(default_factory=list)  # sweep_point / find_probe records
     result: dict[str, Any] | None = None  # sweep_end / find_result
     stored_at: float | None = None  # served from the run store: when it was measured
+    predicted_bytes: int | None = None  # device memory the run is predicted to need (footprint)
+    wait_reason: str | None = None  # why a queued run has not started (the first in line)
+    estimated_wait_s: float | None = None  # predicted seconds until a queued run starts
+    wait_is_bound: bool = False  # the estimate counts time caps of runs with no measured speed
+    notice: str | None = None  # what the scheduler decided about this run (e.g. runs alone)
 
     @property
     def done(self) -> bool:
@@ -129,10 +139,26 @@ class _Job:
     last_seen: float = field(default_factory=time.monotonic)  # a page (or a caller) looked
     unattended: bool = False  # cancelled because nobody looked for the grace period
     stored_at: float | None = None
+    predicted_bytes: int = 0  # footprint.predict(config).device: what admission reserves
+    wait_reason: str | None = None
+    notice: str | None = None
 
     @property
     def exclusive(self) -> bool:
         return self.kind in EXCLUSIVE_KINDS
+
+    def claim(self) -> int:
+        """Device memory this run holds or will hold: the prediction, or more if measured."""
+        latest = self.latest or {}
+        measured = max((latest.get(k) or 0 for k in ("memory_reserved_bytes", "peak_memory_bytes")),
+                       default=0)
+        return max(self.predicted_bytes, measured)
+
+    def workload(self) -> tuple:
+        """What fixes a run's step time on one device (for wait estimates)."""
+        c = self.config
+        return (self.kind, c.dataset, c.model, c.norm, c.width, c.depth, c.batch_size,
+                c.accumulation_steps, c.optimizer, c.samples)
 
 
 @dataclass
@@ -149,10 +175,17 @@ class _Worker:
 class Scheduler:
     """FIFO queue + worker processes + bounded per-job buffers. Thread-safe."""
 
-    def __init__(self, workers: int = 1, max_points: int = 1000, keep_finished: int = 200,
+    def __init__(self, workers: int | None = None, max_points: int = 1000, keep_finished: int = 200,
                  threads_per_worker: int | None = None, limits: Limits | None = None,
                  store: RunStore | None = None):
+        """workers: concurrent runs on the device (default: limits.workers)."""
         self.limits = limits or Limits()
+        workers = workers or self.limits.workers
+        if not 1 <= workers <= MAX_WORKERS:
+            raise ConfigError("workers", workers, f"a whole number from 1 to {MAX_WORKERS}")
+        self._step_times: collections.OrderedDict[tuple, float] = collections.OrderedDict()
+        self._durations: dict[str, collections.deque[float]] = {}
+        self._estimates: tuple[float, dict[int, tuple[float, bool]]] = (-1.0, {})
         self.store = store
         self._submits: dict[str, collections.deque[float]] = {}
         self._ctx = mp.get_context("spawn")
@@ -223,7 +256,8 @@ class Scheduler:
     def _new_job(self, cfg: RunConfig, owner: str, **fields) -> _Job:
         """A registered job with fresh bounded buffers. Caller holds the lock."""
         job = _Job(self._next_id, owner, cfg, time.time(), Series(STEP_FIELDS, self._max_points),
-                   Series(EVAL_FIELDS, self._max_points), **fields)
+                   Series(EVAL_FIELDS, self._max_points),
+                   predicted_bytes=footprint.predict(cfg).device, **fields)
         self._next_id += 1
         self._jobs[job.id] = job
         return job
@@ -312,6 +346,7 @@ class Scheduler:
                 return None
             job.last_seen = time.monotonic()
             position = (self._queue.index(job_id) + 1) if job_id in self._queue else None
+            wait, bound = self._wait_estimates().get(job_id, (None, False))
             return JobSnapshot(
                 id=job.id, owner=job.owner, status=job.status, config=vars(job.config).copy(),
                 queue_position=position, start=job.start, steps=job.steps.copy(),
@@ -319,7 +354,10 @@ class Scheduler:
                 submitted_at=job.submitted_at, started_at=job.started_at,
                 finished_at=job.finished_at, shared_device=job.shared_device, kind=job.kind,
                 options=dict(job.options), points=list(job.points), result=job.result,
-                stored_at=job.stored_at)
+                stored_at=job.stored_at, predicted_bytes=job.predicted_bytes,
+                wait_reason=job.wait_reason if position == 1 else
+                f"{position - 1} run(s) ahead of it in the queue" if position else None,
+                estimated_wait_s=wait, wait_is_bound=bound, notice=job.notice)
 
     def active_job(self, owner: str) -> int | None:
         with self._lock:
@@ -378,30 +416,125 @@ class Scheduler:
         start_spawned(process)
         return _Worker(index, process, tasks, cancel)
 
-    def _dispatch(self) -> None:
-        """Hand queued jobs to free workers, strictly FIFO. Caller holds the lock.
+    def usable_memory(self) -> int | None:
+        """Device memory admission shares among concurrent runs: the device's total (or the
+        limits' device_memory) less the margin and, on CUDA, the workers' contexts. None while
+        no worker has reported its device, or when the device does not say."""
+        info = self._device_info or {}
+        total = self.limits.device_memory or info.get("total_memory_bytes")
+        if not total:
+            return None
+        contexts = len(self._workers) * CUDA_CONTEXT_BYTES if info.get("type") == "cuda" else 0
+        return max(int(total * (1 - self.limits.memory_margin)) - contexts, 0)
 
-        A sweep or finder starts only on an otherwise idle device and holds it alone; the jobs
-        behind it wait (head-of-line), so its measurements are never shared.
+    def _blocker(self, job: _Job, running: list[_Job], free_workers: int,
+                 usable: int | None) -> str | None:
+        """Why job cannot start now, or None. Caller holds the lock."""
+        if any(j.exclusive for j in running):
+            return "a measurement (sweep or finder) has the device to itself until it ends"
+        if job.exclusive and running:
+            return (f"a measurement needs the device to itself: waiting for {len(running)} "
+                    f"run(s) to end")
+        if not free_workers:
+            return f"all {len(self._workers)} worker(s) are busy"
+        if running and usable is not None:
+            held = sum(j.claim() for j in running)
+            if held + job.predicted_bytes > usable:
+                return (f"waiting for memory: it needs {format_bytes(job.predicted_bytes)} "
+                        f"(predicted); {format_bytes(max(usable - held, 0))} of the "
+                        f"{format_bytes(usable)} shared here is free now")
+        return None
+
+    def _dispatch(self) -> None:
+        """Start queued jobs, strictly FIFO, while the head fits. Caller holds the lock.
+
+        A sweep or finder starts only on an otherwise idle device and holds it alone; a training
+        run starts beside others only when its predicted memory and theirs fit the device
+        (memory admission). The jobs behind a blocked head wait (head-of-line): nobody is
+        overtaken, and the head's reason is shown to its owner.
         """
-        for worker in self._workers:
-            if not self._queue:
-                return
-            running = [j for j in self._jobs.values() if j.status == "running"]
+        usable = self.usable_memory()
+        while self._queue:
             head = self._jobs[self._queue[0]]
-            if any(j.exclusive for j in running) or (head.exclusive and running):
+            running = [j for j in self._jobs.values() if j.status == "running"]
+            free = [w for w in self._workers if w.job is None and w.process.is_alive()]
+            head.wait_reason = self._blocker(head, running, len(free), usable)
+            if head.wait_reason is not None:
                 return
-            if worker.job is None and worker.process.is_alive():
-                job = self._jobs[self._queue.popleft()]
-                job.worker = worker.index
-                job.status = "running"
-                job.started_at = time.time()
-                worker.job = job.id
-                running = [j for j in self._jobs.values() if j.status == "running"]
-                if len(running) > 1:
-                    for j in running:
-                        j.shared_device = True
-                worker.tasks.put((job.id, job.kind, vars(job.config).copy(), dict(job.options)))
+            if not running and usable is not None and head.predicted_bytes > usable:
+                head.notice = (f"Predicted to need {format_bytes(head.predicted_bytes)}, more "
+                               f"than the {format_bytes(usable)} this device shares out: it runs "
+                               f"alone, and may run out of memory.")
+            job, worker = self._jobs[self._queue.popleft()], free[0]
+            job.worker = worker.index
+            job.status = "running"
+            job.started_at = time.time()
+            worker.job = job.id
+            if running:
+                for j in running + [job]:
+                    j.shared_device = True
+            worker.tasks.put((job.id, job.kind, vars(job.config).copy(), dict(job.options)))
+            self._estimates = (-1.0, {})
+
+    # ----- queue-wait estimates -----
+    def _duration(self, job: _Job) -> tuple[float, bool]:
+        """(predicted seconds a job takes, whether that is only its time cap). Lock held."""
+        cap = job.config.time_limit_s or self.limits.max_wall_s
+        step_time = self._step_times.get(job.workload())
+        if job.kind == "train" and step_time is not None:
+            return min(job.config.planned_steps * step_time, cap), False
+        recent = self._durations.get(job.kind)
+        if job.kind != "train" and recent:
+            return min(sorted(recent)[len(recent) // 2], cap), False
+        return cap, True
+
+    def _remaining(self, job: _Job) -> tuple[float, bool]:
+        """(predicted seconds until a running job ends, whether only its cap is known)."""
+        cap = job.config.time_limit_s or self.limits.max_wall_s
+        latest = job.latest
+        if job.kind == "train" and latest and latest.get("step"):
+            elapsed = latest["wall_time_s"]
+            per_step = elapsed / latest["step"]
+            left = (job.config.planned_steps - latest["step"]) * per_step
+            return max(min(left, cap - elapsed), 0.0), False
+        duration, bound = self._duration(job)
+        return max(duration - (time.time() - (job.started_at or time.time())), 0.0), bound
+
+    def _wait_estimates(self) -> dict[int, tuple[float, bool]]:
+        """Queued job id -> (predicted seconds until it starts, whether time caps are in it).
+
+        Plays the queue forward: the running jobs end after their predicted remaining time, and
+        each queued job starts, in order, at the first moment the dispatch rules let it (a free
+        worker, exclusivity, memory). Cached for ESTIMATE_EVERY_S. Caller holds the lock.
+        """
+        now = time.monotonic()
+        if now - self._estimates[0] < ESTIMATE_EVERY_S:
+            return self._estimates[1]
+        usable = self.usable_memory()
+        slots = sum(w.process.is_alive() for w in self._workers) or 1
+        ends: list[tuple[float, _Job]] = []
+        bound = False
+        for job in self._jobs.values():
+            if job.status == "running":
+                left, capped = self._remaining(job)
+                ends.append((left, job))
+                bound |= capped
+        estimates: dict[int, tuple[float, bool]] = {}
+        t = 0.0
+        for job_id in self._queue:
+            job = self._jobs[job_id]
+            while True:
+                active = [(end, j) for end, j in ends if end > t]
+                running = [j for _, j in active]
+                if self._blocker(job, running, slots - len(running), usable) is None:
+                    break
+                t = min(end for end, _ in active)
+            estimates[job_id] = (t, bound)
+            duration, capped = self._duration(job)
+            bound |= capped
+            ends.append((t + duration, job))
+        self._estimates = (now, estimates)
+        return estimates
 
     def _finish(self, job: _Job, end: dict[str, Any]) -> None:
         """Caller holds the lock."""
@@ -412,6 +545,9 @@ class Scheduler:
         job.end = end
         job.status = end["status"]
         job.finished_at = time.time()
+        self._estimates = (-1.0, {})
+        if job.started_at is not None and job.status in ("completed", "cancelled"):
+            self._learn_duration(job)
         if (self.store is not None and job.kind == "train" and job.status == "completed"
                 and job.start is not None and not job.shared_device):
             try:  # only runs measured alone: a stored result must be an honest one
@@ -426,6 +562,18 @@ class Scheduler:
         self._finished.append(job.id)
         while len(self._finished) > self._keep_finished:
             self._jobs.pop(self._finished.popleft(), None)
+
+    def _learn_duration(self, job: _Job) -> None:
+        """Remember how fast a finished job ran, for the wait estimates of the ones like it."""
+        step_time = (job.end.get("summary") or {}).get("step_time_s")
+        if job.kind == "train" and step_time:
+            self._step_times[job.workload()] = step_time
+            self._step_times.move_to_end(job.workload())
+            while len(self._step_times) > 512:
+                self._step_times.popitem(last=False)
+        elif job.kind != "train" and job.status == "completed":
+            recent = self._durations.setdefault(job.kind, collections.deque(maxlen=8))
+            recent.append(job.finished_at - job.started_at)
 
     def _collect(self) -> None:
         while not self._closed:
@@ -534,11 +682,6 @@ def _env_int(name: str, default: int, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ConfigError(name, raw, f"a whole number from {low} to {high}")
     return value
-
-
-def default_workers() -> int:
-    """Worker count from BSDEMO_WORKERS (default 1: one measured run at a time per device)."""
-    return _env_int("BSDEMO_WORKERS", 1, 1, 64)
 
 
 def default_threads(workers: int) -> int:

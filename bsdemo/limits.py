@@ -13,17 +13,23 @@ import os
 import tomllib
 from dataclasses import dataclass
 
-from bsdemo.config import ConfigError
+from bsdemo.config import ConfigError, parse_bytes
+
+MAX_WORKERS = 64
 
 
 @dataclass(frozen=True)
 class Limits:
+    workers: int = 1  # concurrent runs per device: worker processes kept warm
     max_active_per_session: int = 2  # one running + one waiting (a comparison counts as one)
     max_steps: int = 500_000  # optimizer steps a run may plan
     max_wall_s: float = 600.0  # training seconds a run may take (becomes its time cap)
     max_batch_size: int = 65_536  # micro-batch ceiling
     submits_per_minute: int = 12  # per session: hammering Run gets a "wait" message
     unattended_grace_s: float = 60.0  # a run nobody polls for this long is cancelled
+    # memory admission: a run starts beside others only if all their predicted peaks fit
+    memory_margin: float = 0.10  # share of the device's memory kept free (allocator slack)
+    device_memory: int | None = None  # bytes to share out; None = the device's own total
 
     @classmethod
     def load(cls, environ: dict[str, str] | None = None) -> Limits:
@@ -49,7 +55,9 @@ class Limits:
                       for name, value in values.items()})
 
 
-def _number(name: str, value: object, default: float) -> float | int:
+def _number(name: str, value: object, default: float | None) -> float | int:
+    if name == "device_memory":
+        return parse_bytes(str(value), name)
     kind = type(default)
     try:
         number = kind(value)
@@ -57,4 +65,8 @@ def _number(name: str, value: object, default: float) -> float | int:
         number = None
     if number is None or not math.isfinite(number) or number <= 0:
         raise ConfigError(name, value, f"a positive {'whole ' if kind is int else ''}number")
+    if name == "memory_margin" and number >= 1:
+        raise ConfigError(name, value, "a share of the device's memory, above 0 and below 1")
+    if name == "workers" and number > MAX_WORKERS:
+        raise ConfigError(name, value, f"a whole number from 1 to {MAX_WORKERS}")
     return number

@@ -6,6 +6,7 @@ of its own, a shared results queue, and a shared value naming a job to cancel.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import queue
 import time
@@ -77,3 +78,7 @@ def _run_job(index: int, job_id: int, kind: str, settings: dict, options: dict, 
                "message": f"The run failed: {type(exc).__name__}: {exc}"}
     if batch or end:
         results.put(("events", index, job_id, batch + ([end] if end else [])))
+    # an idle warm worker holds no cached device memory: admission counts only running jobs
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

@@ -16,6 +16,7 @@ import streamlit as st
 from bsdemo import charts, export
 from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, PRESETS, ConfigError, RunConfig, preset_of
 from bsdemo.jobs import ActiveRunError, JobSnapshot
+from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import owner, scheduler, session_runs
 
 REFRESH_S = 0.5  # live view poll interval (>= 1 update/s as promised)
@@ -259,7 +260,7 @@ def show_chart(chart: charts.Chart, key: str) -> None:
 
 def _status(snap: JobSnapshot) -> None:
     if snap.status == "queued":
-        st.info(f"Run {snap.id} is waiting: position {snap.queue_position} in the queue.")
+        st.info(waiting_message(snap), icon=":material/hourglass_top:")
     elif snap.status == "running" and snap.start is None:
         st.info(f"Run {snap.id} is starting (loading data, building the model)…")
     elif snap.status == "running":
@@ -280,7 +281,7 @@ def _status(snap: JobSnapshot) -> None:
         st.warning(snap.end["message"])
     else:
         st.error(f"Run {snap.id} {snap.status}: {snap.end['message']}")
-    for notice in (snap.start or {}).get("notices", []):
+    for notice in (snap.start or {}).get("notices", []) + ([snap.notice] if snap.notice else []):
         st.caption(notice)
 
 

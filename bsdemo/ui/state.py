@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from bsdemo.config import ConfigError
-from bsdemo.jobs import Scheduler, default_workers
+from bsdemo.jobs import Scheduler
 from bsdemo.limits import Limits
 from bsdemo.store import RunStore
 
@@ -26,7 +26,7 @@ def scheduler() -> Scheduler:
         limits = Limits()
     data_dir = os.environ.get("BSDEMO_DATA_DIR")  # set in the container; unset: no store
     store = RunStore(Path(data_dir) / "runs.sqlite3") if data_dir else None
-    return Scheduler(workers=default_workers(), limits=limits, store=store)
+    return Scheduler(limits=limits, store=store)  # limits.workers: BSDEMO_WORKERS
 
 
 def owner() -> str:

@@ -13,6 +13,7 @@ import streamlit as st
 from bsdemo.config import PRESETS, SIZES, ConfigError, RunConfig, format_bytes, sized
 from bsdemo.jobs import ActiveRunError, JobSnapshot
 from bsdemo.ui.lab import OPTIMIZER_LABELS
+from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import owner, scheduler, session_runs
 
 REFRESH_S = 0.5
@@ -96,8 +97,9 @@ def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
             st.warning("That measurement is no longer held by the server; run it again.")
             return
         if snap.status == "queued":
-            st.info(f"Waiting: position {snap.queue_position} in the queue. Measurements run "
-                    "alone on the device, so they wait for other runs to finish.")
+            st.info(waiting_message(snap, "Measurement") + " Measurements run alone on the "
+                    "device, so they wait for other runs to finish.",
+                    icon=":material/hourglass_top:")
         elif snap.status == "running":
             planned = len(snap.options.get("batch_sizes", [])) or None
             st.info(f"Measuring alone on the device… {len(snap.points)} point(s) so far"

@@ -116,3 +116,18 @@ def test_a_reloaded_tab_reattaches_to_its_run_and_a_stranger_only_watches():
     assert stranger.button(key="stop").disabled is True  # … but cannot stop it
     reloaded.button(key="stop").click().run()
     run_until(reloaded, lambda a: bool(a.warning) and "Stopped after" in a.warning[0].value)
+
+
+def test_a_waiting_run_shows_its_place_reason_and_predicted_start():
+    first = open_lab()
+    first.select_slider[0].set_value(1).run()
+    first.number_input(key="w_epochs").set_value(50).run()
+    first.button(key="run").click().run()
+    run_until(first, lambda a: chart_points(a) > 0)
+    second = open_lab()
+    second.button(key="run").click().run()
+    waiting = " ".join(i.value for i in second.info)
+    assert "is waiting: position 1 in the queue (all 1 worker(s) are busy)" in waiting
+    assert "it should start in about" in waiting and "(predicted" in waiting
+    first.button(key="stop").click().run()
+    run_until(second, lambda a: bool(a.success))  # it started once the device was free

@@ -270,3 +270,69 @@ def test_a_finished_run_is_served_from_the_store_and_can_be_run_fresh(tmp_path):
         assert sched.store.count() == 2
     finally:
         sched.close()
+
+
+def test_memory_admission_waits_with_reason_and_estimate_then_starts():
+    """Two workers share a 40 MB device: a run that would not fit beside the running one waits
+    (first in line, with its reason and an estimated start), the runs behind it wait too (FIFO),
+    and it starts as soon as the memory is free — alone, since nothing else fits beside it."""
+    from bsdemo.footprint import predict
+    from bsdemo.jobs import Scheduler
+    from bsdemo.limits import Limits
+
+    small, big = LONG, RunConfig(batch_size=1024, width=1024, epochs=2)
+    assert predict(small).device + predict(big).device > 38 * 10**6 > predict(big).device
+    sched = Scheduler(workers=2, threads_per_worker=1,
+                      limits=Limits(device_memory=40 * 10**6, memory_margin=0.05))
+    try:
+        wait_for(lambda: sched.workers_ready() == 2, timeout=60)
+        assert sched.usable_memory() == 38 * 10**6
+        first = sched.submit(small, owner="a")
+        wait_for(lambda: sched.snapshot(first).latest)
+        beside = sched.submit(RunConfig(epochs=1), owner="d")  # 3.8 MB: fits beside the first
+        assert sched.wait(beside, timeout=60).status == "completed"
+        assert sched.snapshot(beside).shared_device
+        waiting = sched.submit(big, owner="b")
+        behind = sched.submit(RunConfig(epochs=1), owner="c")  # would fit, but may not overtake
+        time.sleep(0.5)
+        snap, after = sched.snapshot(waiting), sched.snapshot(behind)
+        assert (snap.status, snap.queue_position, after.queue_position) == ("queued", 1, 2)
+        assert "waiting for memory" in snap.wait_reason and "MiB" in snap.wait_reason
+        assert snap.predicted_bytes == predict(big).device
+        assert snap.estimated_wait_s is not None and not snap.wait_is_bound  # from progress
+        assert after.wait_reason == "1 run(s) ahead of it in the queue"
+        assert after.estimated_wait_s >= snap.estimated_wait_s
+        sched.cancel(first)
+        done = sched.wait(waiting, timeout=60)
+        assert done.status == "completed" and not done.shared_device
+        assert sched.wait(behind, timeout=60).started_at >= done.finished_at
+    finally:
+        sched.close()
+
+
+def test_a_run_too_big_for_the_device_runs_alone_with_a_notice():
+    from bsdemo.jobs import Scheduler
+    from bsdemo.limits import Limits
+
+    sched = Scheduler(workers=2, threads_per_worker=1, limits=Limits(device_memory=2**20))
+    try:
+        wait_for(lambda: sched.workers_ready() == 2, timeout=60)
+        snap = sched.wait(sched.submit(RunConfig(epochs=1), owner="a"), timeout=60)
+        assert snap.status == "completed" and not snap.shared_device
+        assert "runs alone" in snap.notice and "may run out of memory" in snap.notice
+    finally:
+        sched.close()
+
+
+def test_memory_limits_load_and_reject_bad_values():
+    from bsdemo.limits import Limits
+
+    lim = Limits.load({"BSDEMO_DEVICE_MEMORY": "8GiB", "BSDEMO_MEMORY_MARGIN": "0.2",
+                       "BSDEMO_WORKERS": "3"})
+    assert (lim.device_memory, lim.memory_margin, lim.workers) == (8 * 2**30, 0.2, 3)
+    with pytest.raises(ConfigError, match="memory_margin"):
+        Limits.load({"BSDEMO_MEMORY_MARGIN": "1.5"})
+    with pytest.raises(ConfigError, match="device_memory"):
+        Limits.load({"BSDEMO_DEVICE_MEMORY": "lots"})
+    with pytest.raises(ConfigError, match="workers"):
+        Limits.load({"BSDEMO_WORKERS": "65"})
