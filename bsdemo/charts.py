@@ -12,6 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+# plotly looks numpy and pandas up in sys.modules without importing them: script threads of a
+# cold server racing their first import would find them half-initialised (AttributeError, and
+# plotly then marks them missing for good). Loaded here, once, before any thread draws.
+import numpy  # noqa: F401
+import pandas  # noqa: F401
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 

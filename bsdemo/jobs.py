@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import collections
 import dataclasses
+import heapq
 import multiprocessing as mp
 import os
 import queue
@@ -346,7 +347,12 @@ class Scheduler:
                 return None
             job.last_seen = time.monotonic()
             position = (self._queue.index(job_id) + 1) if job_id in self._queue else None
-            wait, bound = self._wait_estimates().get(job_id, (None, False))
+            wait, bound = None, False
+            if position:
+                estimates = self._wait_estimates()
+                if job_id not in estimates:  # queued since the last estimate
+                    estimates = self._wait_estimates(force=True)
+                wait, bound = estimates[job_id]
             return JobSnapshot(
                 id=job.id, owner=job.owner, status=job.status, config=vars(job.config).copy(),
                 queue_position=position, start=job.start, steps=job.steps.copy(),
@@ -427,22 +433,20 @@ class Scheduler:
         contexts = len(self._workers) * CUDA_CONTEXT_BYTES if info.get("type") == "cuda" else 0
         return max(int(total * (1 - self.limits.memory_margin)) - contexts, 0)
 
-    def _blocker(self, job: _Job, running: list[_Job], free_workers: int,
+    def _blocker(self, job: _Job, running: int, exclusive: int, held: int, free_workers: int,
                  usable: int | None) -> str | None:
-        """Why job cannot start now, or None. Caller holds the lock."""
-        if any(j.exclusive for j in running):
+        """Why job cannot start beside `running` jobs (`exclusive` of them measurements, holding
+        `held` bytes) with `free_workers` idle, or None. Caller holds the lock."""
+        if exclusive:
             return "a measurement (sweep or finder) has the device to itself until it ends"
         if job.exclusive and running:
-            return (f"a measurement needs the device to itself: waiting for {len(running)} "
-                    f"run(s) to end")
+            return f"a measurement needs the device to itself: waiting for {running} run(s) to end"
         if not free_workers:
             return f"all {len(self._workers)} worker(s) are busy"
-        if running and usable is not None:
-            held = sum(j.claim() for j in running)
-            if held + job.predicted_bytes > usable:
-                return (f"waiting for memory: it needs {format_bytes(job.predicted_bytes)} "
-                        f"(predicted); {format_bytes(max(usable - held, 0))} of the "
-                        f"{format_bytes(usable)} shared here is free now")
+        if running and usable is not None and held + job.predicted_bytes > usable:
+            return (f"waiting for memory: it needs {format_bytes(job.predicted_bytes)} "
+                    f"(predicted); {format_bytes(max(usable - held, 0))} of the "
+                    f"{format_bytes(usable)} shared here is free now")
         return None
 
     def _dispatch(self) -> None:
@@ -458,7 +462,8 @@ class Scheduler:
             head = self._jobs[self._queue[0]]
             running = [j for j in self._jobs.values() if j.status == "running"]
             free = [w for w in self._workers if w.job is None and w.process.is_alive()]
-            head.wait_reason = self._blocker(head, running, len(free), usable)
+            head.wait_reason = self._blocker(head, len(running), sum(j.exclusive for j in running),
+                                             sum(j.claim() for j in running), len(free), usable)
             if head.wait_reason is not None:
                 return
             if not running and usable is not None and head.predicted_bytes > usable:
@@ -474,7 +479,6 @@ class Scheduler:
                 for j in running + [job]:
                     j.shared_device = True
             worker.tasks.put((job.id, job.kind, vars(job.config).copy(), dict(job.options)))
-            self._estimates = (-1.0, {})
 
     # ----- queue-wait estimates -----
     def _duration(self, job: _Job) -> tuple[float, bool]:
@@ -500,39 +504,40 @@ class Scheduler:
         duration, bound = self._duration(job)
         return max(duration - (time.time() - (job.started_at or time.time())), 0.0), bound
 
-    def _wait_estimates(self) -> dict[int, tuple[float, bool]]:
+    def _wait_estimates(self, force: bool = False) -> dict[int, tuple[float, bool]]:
         """Queued job id -> (predicted seconds until it starts, whether time caps are in it).
 
         Plays the queue forward: the running jobs end after their predicted remaining time, and
         each queued job starts, in order, at the first moment the dispatch rules let it (a free
-        worker, exclusivity, memory). Cached for ESTIMATE_EVERY_S. Caller holds the lock.
+        worker, exclusivity, memory). O(n log n) in the queue's length; cached for
+        ESTIMATE_EVERY_S. Caller holds the lock.
         """
         now = time.monotonic()
-        if now - self._estimates[0] < ESTIMATE_EVERY_S:
+        if not force and now - self._estimates[0] < ESTIMATE_EVERY_S:
             return self._estimates[1]
         usable = self.usable_memory()
         slots = sum(w.process.is_alive() for w in self._workers) or 1
-        ends: list[tuple[float, _Job]] = []
+        ends: list[tuple[float, int, _Job]] = []  # a heap of (end time, id, job) on the device
         bound = False
         for job in self._jobs.values():
             if job.status == "running":
                 left, capped = self._remaining(job)
-                ends.append((left, job))
+                heapq.heappush(ends, (left, job.id, job))
                 bound |= capped
+        count, exclusive, held = len(ends), sum(j.exclusive for *_, j in ends), \
+            sum(j.claim() for *_, j in ends)
         estimates: dict[int, tuple[float, bool]] = {}
         t = 0.0
         for job_id in self._queue:
             job = self._jobs[job_id]
-            while True:
-                active = [(end, j) for end, j in ends if end > t]
-                running = [j for _, j in active]
-                if self._blocker(job, running, slots - len(running), usable) is None:
-                    break
-                t = min(end for end, _ in active)
+            while self._blocker(job, count, exclusive, held, slots - count, usable) is not None:
+                t, _, ended = heapq.heappop(ends)  # never empty here: an idle device admits all
+                count, exclusive, held = count - 1, exclusive - ended.exclusive, held - ended.claim()
             estimates[job_id] = (t, bound)
             duration, capped = self._duration(job)
             bound |= capped
-            ends.append((t + duration, job))
+            heapq.heappush(ends, (t + duration, job.id, job))
+            count, exclusive, held = count + 1, exclusive + job.exclusive, held + job.claim()
         self._estimates = (now, estimates)
         return estimates
 
@@ -685,5 +690,12 @@ def _env_int(name: str, default: int, low: int, high: int) -> int:
 
 
 def default_threads(workers: int) -> int:
-    """Torch threads per worker: BSDEMO_TORCH_THREADS, else the cores shared among workers."""
-    return _env_int("BSDEMO_TORCH_THREADS", max(1, (os.cpu_count() or 1) // workers), 1, 256)
+    """Torch threads per worker: BSDEMO_TORCH_THREADS, else the cores less one (the web server's,
+    and on a laptop the browser's) shared among the workers.
+
+    Measured on 2 cores with ten browser tabs polling (bench/load_test.py): a worker with 2
+    threads took 0.3-4 s for a run that takes 0.08 s with 1, because OpenMP's threads wait on
+    each other whenever the browser holds one of their cores.
+    """
+    spare = max(1, (os.cpu_count() or 1) - 1)
+    return _env_int("BSDEMO_TORCH_THREADS", max(1, spare // workers), 1, 256)

@@ -20,8 +20,10 @@ from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import owner, scheduler, session_runs
 
 REFRESH_S = 0.5  # live view poll interval (>= 1 update/s as promised)
-FIRST_POINT_REFRESH_S = 0.2  # poll interval between Run and the first measured step
-QUEUED_REFRESH_S = 1.0  # poll interval while the run waits in the queue
+# status-only polls before the first point: every poll costs each browser ~60 ms of main-thread
+# time even when nothing changed, so a waiting tab polls slowly and a starting one quickly
+QUEUED_REFRESH_S = 2.0
+STARTING_REFRESH_S = 0.25
 BATCH_POWERS = [2**i for i in range(13)]  # 1 … 4096 on the slider; any value via "exact"
 LR_CHOICES = [1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0]
 OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD + momentum 0.9", "adam": "Adam",
@@ -204,38 +206,49 @@ def live_view() -> None:
     current = runs[-1]
     snap = scheduler().snapshot(current)
     was_active = snap is not None and not snap.done
-    # while training but before the first step, poll fast so the first point shows at once;
-    # a run waiting in the queue polls slowly (a class of waiting tabs must not load the server)
-    waiting = was_active and snap.status == "running" and snap.latest is None
-    queued = was_active and snap.status == "queued"
-    interval = (QUEUED_REFRESH_S if queued else FIRST_POINT_REFRESH_S if waiting
-                else REFRESH_S if was_active else None)
+    if was_active and snap.latest is None:
+        # queued, or starting: nothing measured yet. Only the status line polls (a class of
+        # waiting tabs must not redraw four charts each every second); the charts are drawn
+        # once, and the whole page reruns when the first point arrives.
+        @st.fragment(run_every=QUEUED_REFRESH_S if snap.status == "queued" else STARTING_REFRESH_S)
+        def pending() -> None:
+            scheduler().heartbeat(owner())  # this tab is open: its runs are attended
+            now = scheduler().snapshot(current)
+            if now is None or now.done or now.latest is not None or now.status != snap.status:
+                st.rerun()  # to the next state's view (and poll interval)
+            _status(now)
 
-    @st.fragment(run_every=interval)
+        pending()
+        _body(snap, current)
+        return
+
+    @st.fragment(run_every=REFRESH_S if was_active else None)
     def view() -> None:
-        scheduler().heartbeat(owner())  # this tab is open: its runs are attended
+        scheduler().heartbeat(owner())
         snap = scheduler().snapshot(current)
         if snap is None:
             st.warning(f"Run {current} is no longer held by the server.")
             return
-        if ((waiting and snap.latest is not None) or (queued and snap.status != "queued")) \
-                and not snap.done:
-            st.rerun()  # once: to the poll interval of the run's new state
         _status(snap)
-        _tiles(snap)
-        axis_col, table_col = st.columns([3, 1], vertical_alignment="bottom")
-        x_axis = axis_col.segmented_control("x-axis", list(charts.X_AXES), key="x_axis",
-                                            default="steps", format_func=lambda k: charts.X_AXES[k][1],
-                                            required=True) or "steps"
-        table_col.toggle("Show data tables", key="show_tables",
-                         help="Every chart's data as a table (screen-reader friendly).")
-        overlays = [scheduler().snapshot(j) for j in st.session_state.get("overlays", [])
-                    if j != current]
-        _charts([s for s in overlays if s is not None] + [snap], x_axis)
+        _body(snap, current)
         if was_active and snap.done:
             st.rerun()  # once: refresh the controls and the history table outside this fragment
 
     view()
+
+
+def _body(snap: JobSnapshot, current: int) -> None:
+    """Tiles, the x-axis choice and the charts of the run on screen (with chosen overlays)."""
+    _tiles(snap)
+    axis_col, table_col = st.columns([3, 1], vertical_alignment="bottom")
+    x_axis = axis_col.segmented_control("x-axis", list(charts.X_AXES), key="x_axis",
+                                        default="steps", format_func=lambda k: charts.X_AXES[k][1],
+                                        required=True) or "steps"
+    table_col.toggle("Show data tables", key="show_tables",
+                     help="Every chart's data as a table (screen-reader friendly).")
+    overlays = [scheduler().snapshot(j) for j in st.session_state.get("overlays", [])
+                if j != current]
+    _charts([s for s in overlays if s is not None] + [snap], x_axis)
 
 
 def _charts(shown: list[JobSnapshot], x_axis: str) -> None:

@@ -124,3 +124,32 @@ def test_export_as_json_and_csv():
     rows = list(csv.DictReader(io.StringIO(export.runs_csv(runs))))
     assert len(rows) == 8 and rows[-1]["run"] == "2" and rows[-1]["batch_size"] == "64"
     assert float(rows[0]["loss"]) == runs[0].steps["loss"][0]
+
+
+def test_charts_drawn_from_many_threads_of_a_cold_process():
+    """A cold server's script threads drawing their first charts at once: plotly looks numpy and
+    pandas up in sys.modules without importing them, so they must be whole before any thread
+    draws (the load test once saw 'partially initialized module numpy' here)."""
+    import subprocess
+    import sys
+
+    code = """
+import sys, threading
+import bsdemo.charts as charts
+assert hasattr(sys.modules["numpy"], "ndarray") and hasattr(sys.modules["pandas"], "Series")
+from tests.unit.test_charts import fake_snapshot
+errors = []
+def draw():
+    try:
+        for _ in range(3):
+            charts.loss_chart([fake_snapshot()], "steps")
+            charts.throughput_chart([fake_snapshot()], "samples")
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=draw) for _ in range(8)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+assert not errors, errors
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
