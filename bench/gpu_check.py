@@ -6,7 +6,10 @@
    next run must be normal;
 3. the finder under the budget: predicted vs measured peak at the batch it returns;
 4. NVML: utilisation samples during a sweep (or "not available");
-5. engine vs bare loop at batch 1 and 512 on the GPU (bench/engine_overhead.py's functions).
+5. engine vs bare loop at batch 1 and 512 on the GPU (bench/engine_overhead.py's functions);
+6. memory admission's inputs: the closed-form footprint (bsdemo.footprint) against the CUDA
+   allocator's peak over whole runs, and what a CUDA context holds outside torch's counters
+   (admission assumes bsdemo.jobs.CUDA_CONTEXT_BYTES per worker).
 Prints a short table per part; exits 1 if a check fails. Record its output in bench/RESULTS.md.
 
     python bench/gpu_check.py [--budget 8GiB] [--model mlp --size XL]
@@ -55,6 +58,36 @@ def run_sweep(cfg: RunConfig, sizes: list[int], budget: int | None) -> dict:
           f"predicted {end['predicted_max_batch_size']}, first OOM {end['first_oom_batch_size']}; "
           f"peak source: {end['peak_source']}")
     return end
+
+
+def footprint_part(device: str, dry: bool) -> None:
+    from bsdemo.footprint import predict
+    from bsdemo.jobs import CUDA_CONTEXT_BYTES
+
+    print("\npredicted device memory (footprint) vs the allocator's peak over a whole run:")
+    cases = [RunConfig(dataset="synthetic", model="mlp", batch_size=256, samples=20_000),
+             RunConfig(dataset="synthetic", model="cnn", batch_size=128, samples=20_000),
+             RunConfig(dataset="arithmetic", model="transformer", batch_size=512, samples=20_000)]
+    for base in cases:
+        cfg = RunConfig(**{**vars(sized(base, "S" if dry else "L")), "device": device,
+                           "epochs": None, "max_steps": 5})
+        if not dry:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+        end = list(train(cfg))[-1]
+        measured = torch.cuda.max_memory_allocated() if not dry else end.summary["peak_memory_bytes"]
+        predicted = predict(cfg).device if not dry else predict(cfg).peak
+        ratio = measured / predicted
+        print(f"  {cfg.model:>11} {cfg.width}x{cfg.depth} batch {cfg.batch_size:>4}: predicted "
+              f"{format_bytes(predicted):>11}, measured {format_bytes(measured):>11}, "
+              f"measured/predicted {ratio:.2f} {check(0.5 <= ratio <= 2.0, f'footprint {cfg.model}')}")
+    if not dry:
+        free, total = torch.cuda.mem_get_info()
+        outside = total - free - torch.cuda.memory_reserved()
+        print(f"  held outside torch's counters (this context, and any other process): "
+              f"{format_bytes(outside)}; admission assumes {format_bytes(CUDA_CONTEXT_BYTES)} "
+              f"per worker {check(outside <= 4 * CUDA_CONTEXT_BYTES, 'context size')}")
 
 
 def main() -> int:
@@ -136,6 +169,8 @@ def main() -> int:
         eng = sorted(eo.engine_loop(small, 300) for _ in range(3))[1]
         print(f"  mlp/digits batch {b:>4}: bare {bare:>12,.0f}  engine {eng:>12,.0f}  "
               f"ratio {eng / bare:.3f}")
+
+    footprint_part(device, dry)
 
     print(f"\n{'all checks passed' if not FAILURES else 'FAILED: ' + ', '.join(FAILURES)}")
     return 1 if FAILURES else 0

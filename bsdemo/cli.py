@@ -28,7 +28,7 @@ from bsdemo.config import (
     parse_bytes,
     sized,
 )
-from bsdemo.jobs import EVAL_FIELDS, STEP_FIELDS, Series
+from bsdemo.jobs import EVAL_FIELDS, STEP_FIELDS, Series, default_threads
 
 FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student types
     "dataset": "dataset", "model": "model", "norm": "norm", "width": "width", "depth": "depth",
@@ -176,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bsdemo {args.command}: error: {exc}", file=sys.stderr)
         return 2
     try:
+        if args.command != "datasets":
+            _set_threads(default_threads(1))
         if args.command == "sweep":
             return _sweep(cfg, args)
         if args.command == "find":
@@ -193,6 +195,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bsdemo {args.command}: error: {FIELD_FLAGS.get(exc.field, exc.field)}: got "
               f"{exc.value!r}; allowed: {exc.allowed}", file=sys.stderr)
         return 2
+
+
+def _set_threads(threads: int) -> None:
+    """The lab's workers' thread rule here too, so the CLI and the pages measure alike."""
+    import torch
+
+    torch.set_num_threads(threads)
 
 
 def _train(cfg: RunConfig, notices: list[str], as_json: bool) -> int:

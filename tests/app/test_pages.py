@@ -90,22 +90,24 @@ def test_oversize_exact_batch_is_clamped_with_a_notice():
     assert "full-batch" in " ".join(i.value for i in at.info)
 
 
-def test_stop_cancels_a_long_run():
-    at = open_lab()
+def long_run_going(query: dict[str, str] | None = None) -> AppTest:
+    """A lab tab whose long run (batch 1, 50 epochs) has drawn its first point."""
+    at = open_lab(query)
     at.select_slider[0].set_value(1).run()
     at.number_input(key="w_epochs").set_value(50).run()
     at.button(key="run").click().run()
     run_until(at, lambda a: chart_points(a) > 0)
+    return at
+
+
+def test_stop_cancels_a_long_run():
+    at = long_run_going()
     at.button(key="stop").click().run()
     run_until(at, lambda a: bool(a.warning) and "Stopped after" in a.warning[0].value)
 
 
 def test_a_reloaded_tab_reattaches_to_its_run_and_a_stranger_only_watches():
-    at = open_lab()
-    at.select_slider[0].set_value(1).run()
-    at.number_input(key="w_epochs").set_value(50).run()
-    at.button(key="run").click().run()
-    run_until(at, lambda a: chart_points(a) > 0)
+    at = long_run_going()
     token = at.query_params["run"]
     reloaded = open_lab({"run": token, "batch_size": "1", "epochs": "50"})
     run_until(reloaded, lambda a: chart_points(a) > 0)
@@ -119,11 +121,7 @@ def test_a_reloaded_tab_reattaches_to_its_run_and_a_stranger_only_watches():
 
 
 def test_a_waiting_run_shows_its_place_reason_and_predicted_start():
-    first = open_lab()
-    first.select_slider[0].set_value(1).run()
-    first.number_input(key="w_epochs").set_value(50).run()
-    first.button(key="run").click().run()
-    run_until(first, lambda a: chart_points(a) > 0)
+    first = long_run_going()
     second = open_lab()
     second.button(key="run").click().run()
     waiting = " ".join(i.value for i in second.info)

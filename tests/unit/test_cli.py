@@ -76,3 +76,23 @@ def test_bad_flags_exit_2_with_one_line_and_no_traceback(args, flag):
 def test_no_command_prints_usage_and_exits_2():
     out = bsdemo()
     assert out.returncode == 2 and "usage" in out.stderr
+
+
+def test_cli_uses_the_workers_thread_rule_and_rejects_a_bad_setting():
+    """The CLI trains with the lab workers' thread count (so their numbers compare alike)."""
+    import os
+
+    from bsdemo.jobs import default_threads
+
+    code = ("import torch, bsdemo.cli as c; c.main(['train', '--steps', '1']); "
+            "print('threads', torch.get_num_threads())")
+    env = {**os.environ, "BSDEMO_TORCH_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "threads 1"
+    assert default_threads(1) == max(1, (os.cpu_count() or 1) - 1)  # no variable: cores less one
+    out = subprocess.run([sys.executable, "-m", "bsdemo", "train", "--steps", "1"],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "BSDEMO_TORCH_THREADS": "many"})
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert "BSDEMO_TORCH_THREADS" in out.stderr and "'many'" in out.stderr
