@@ -336,3 +336,24 @@ def test_memory_limits_load_and_reject_bad_values():
         Limits.load({"BSDEMO_DEVICE_MEMORY": "lots"})
     with pytest.raises(ConfigError, match="workers"):
         Limits.load({"BSDEMO_WORKERS": "65"})
+
+
+def test_killing_one_worker_loses_no_other_job():
+    """Two workers: SIGKILL the one running A; B (running beside it) and C (queued) still finish."""
+    from bsdemo.jobs import Scheduler
+
+    sched = Scheduler(workers=2, threads_per_worker=1)
+    try:
+        wait_for(lambda: sched.workers_ready() == 2, timeout=60)
+        a = sched.submit(LONG, owner="a")
+        b = sched.submit(RunConfig(batch_size=4, epochs=3), owner="b")
+        wait_for(lambda: sched.snapshot(a).latest and sched.snapshot(b).latest)
+        c = sched.submit(RunConfig(epochs=1), owner="c")
+        victim = sched.worker_pids()[sched._jobs[a].worker]
+        os.kill(victim, signal.SIGKILL)
+        assert sched.wait(a, timeout=30).status == "failed"
+        assert sched.wait(b, timeout=120).status == "completed"
+        assert sched.wait(c, timeout=120).status == "completed"
+        assert victim not in sched.worker_pids() and sched.restarts == 1
+    finally:
+        sched.close()
