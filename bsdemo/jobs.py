@@ -387,6 +387,15 @@ class Scheduler:
         """The workers' device, once a worker has started (None before)."""
         return self._device_info
 
+    def load(self) -> dict[str, Any]:
+        """What the server is doing now, for the sidebar: runs running and waiting, workers, and
+        the device memory admission shares out and has given (predicted, or measured if more)."""
+        with self._lock:
+            running = [j for j in self._jobs.values() if j.status == "running"]
+            return {"running": len(running), "queued": len(self._queue),
+                    "workers": len(self._workers), "usable_memory_bytes": self.usable_memory(),
+                    "held_memory_bytes": sum(j.claim() for j in running)}
+
     def workers_ready(self) -> int:
         with self._lock:
             return sum(w.ready for w in self._workers)

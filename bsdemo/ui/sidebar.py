@@ -1,9 +1,10 @@
-"""The shared sidebar: which device this server trains on."""
+"""The shared sidebar: which device this server trains on, and how busy it is."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from bsdemo.config import format_bytes
 from bsdemo.ui.state import LIMITS_ERROR, scheduler
 
 GIB = 2**30
@@ -29,5 +30,12 @@ def device_badge() -> None:
 
     with st.sidebar:
         badge()
+        load = scheduler().load()
+        memory = ""
+        if load["usable_memory_bytes"]:
+            memory = (f" · memory held by runs {format_bytes(load['held_memory_bytes'])} of "
+                      f"{format_bytes(load['usable_memory_bytes'])} (their predicted peaks)")
+        st.caption(f"Server now: {load['running']} running, {load['queued']} waiting, "
+                   f"{load['workers']} worker(s){memory}.")
         for message in LIMITS_ERROR:
             st.warning(message)

@@ -127,5 +127,7 @@ def test_a_waiting_run_shows_its_place_reason_and_predicted_start():
     waiting = " ".join(i.value for i in second.info)
     assert "is waiting: position 1 in the queue (all 1 worker(s) are busy)" in waiting
     assert "it should start in about" in waiting and "(predicted" in waiting
+    sidebar = " ".join(c.value for c in second.sidebar.caption)
+    assert "Server now: 1 running, 1 waiting, 1 worker(s)" in sidebar
     first.button(key="stop").click().run()
     run_until(second, lambda a: bool(a.success))  # it started once the device was free

@@ -301,6 +301,10 @@ def test_memory_admission_waits_with_reason_and_estimate_then_starts():
         assert snap.predicted_bytes == predict(big).device
         assert snap.estimated_wait_s is not None and not snap.wait_is_bound  # from progress
         assert after.wait_reason == "1 run(s) ahead of it in the queue"
+        load = sched.load()
+        assert (load["running"], load["queued"], load["workers"]) == (1, 2, 2)
+        assert load["held_memory_bytes"] == predict(small).device
+        assert load["usable_memory_bytes"] == 38 * 10**6
         assert after.estimated_wait_s >= snap.estimated_wait_s
         sched.cancel(first)
         done = sched.wait(waiting, timeout=60)
