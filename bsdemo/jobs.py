@@ -559,7 +559,6 @@ class Scheduler:
         job.end = end
         job.status = end["status"]
         job.finished_at = time.time()
-        self._estimates = (-1.0, {})
         if job.started_at is not None and job.status in ("completed", "cancelled"):
             self._learn_duration(job)
         if (self.store is not None and job.kind == "train" and job.status == "completed"
