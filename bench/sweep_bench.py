@@ -38,7 +38,7 @@ def doubling_probes(cfg: RunConfig, budget: int, margin: float = 0.1) -> tuple[i
     def fits(size: int) -> bool:
         nonlocal probes
         probes += 1
-        point, _ = _measure(cfg, size, 1, 3, budget)
+        point, _ = _measure(cfg, size, 1, 3, 0.0, budget)
         return point["status"] == "ok" and point["peak_memory_bytes"] <= usable
 
     while b <= cfg.train_samples and fits(b):
@@ -61,8 +61,8 @@ def main() -> None:
     timed_sweep(cfg, [1, 2])  # warm-up: imports, allocator, the matmul probe
     runs = [timed_sweep(cfg, sizes) for _ in range(args.repeats)]
     walls = [w for w, _ in runs]
-    print(f"1. default CPU sweep (MLP/digits, batch 1…1024, 3 warm-up + 8 timed steps each), "
-          f"{args.repeats} repeats")
+    print(f"1. default CPU sweep (MLP/digits, batch 1…1024; 3 warm-up, then at least 8 full-batch "
+          f"steps and 0.1 s timed per size), {args.repeats} repeats")
     print(f"   wall time: median {statistics.median(walls):.2f} s, max {max(walls):.2f} s "
           "(target <= 20 s)")
     print(f"   {'batch':>6} {'median samples/s':>17} {'max deviation':>14}")
@@ -94,7 +94,7 @@ def main() -> None:
     for b in (16, 64, 256):
         sweep_rates, lab_rates = [], []
         for _ in range(args.repeats):
-            sweep_rates.append(_measure(cfg, b, 3, 30, None)[0]["samples_per_sec"])
+            sweep_rates.append(_measure(cfg, b, 3, 30, 0.0, None)[0]["samples_per_sec"])
             end = list(train(RunConfig(batch_size=b, epochs=None, max_steps=33,
                                        eval_interval=10**6)))[-1]
             lab_rates.append(end.summary["samples_per_sec"])

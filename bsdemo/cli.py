@@ -82,7 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--memory-budget", help="pretend the device has this much memory, e.g. "
                                                "512MiB, 8GiB, 0.5GB (on the CPU: simulated)")
     sweep.add_argument("--warmup-steps", default="3", help="untimed steps per batch size")
-    sweep.add_argument("--timed-steps", default="8", help="timed steps per batch size (median)")
+    sweep.add_argument("--timed-steps", default="8",
+                       help="at least this many timed steps per batch size (their median counts)")
+    sweep.add_argument("--min-time", default="0.1",
+                       help="... lasting at least this many seconds in all (0: exactly "
+                            "--timed-steps)")
     sweep.add_argument("--continue-after-oom", action="store_true",
                        help="try the larger batch sizes after the first out-of-memory")
     _workload_flags(sweep, train)
@@ -244,10 +248,11 @@ def _sweep(cfg: RunConfig, args: argparse.Namespace) -> int:
     budget = parse_bytes(args.memory_budget, "--memory-budget") if args.memory_budget else None
     warmup = _count(args.warmup_steps, "--warmup-steps", 0)
     timed = _count(args.timed_steps, "--timed-steps", 1)
+    min_time = _real(args.min_time, "--min-time", 0.0, 60.0, "seconds from 0 to 60")
     from bsdemo.engine.sweep import sweep  # imports torch: only once the flags are known good
 
-    events = sweep(cfg, sizes, warmup_steps=warmup, timed_steps=timed, memory_budget_bytes=budget,
-                   continue_after_oom=args.continue_after_oom)
+    events = sweep(cfg, sizes, warmup_steps=warmup, timed_steps=timed, min_timed_s=min_time,
+                   memory_budget_bytes=budget, continue_after_oom=args.continue_after_oom)
     for event in events:  # the first event comes after the budget check: no half table
         if args.json:
             if event["kind"] != "sweep_start":

@@ -26,7 +26,7 @@ largest = st.select_slider("Largest batch size in the sweep", powers_of_two(6553
                            value=4096, key="mem_largest")
 sweeps.run_button("mem", "Measure memory", "sweep", cfg,
                   {"batch_sizes": powers_of_two(largest), "memory_budget_bytes": budget,
-                   "warmup_steps": 1, "timed_steps": 2})
+                   "warmup_steps": 1, "timed_steps": 2, "min_timed_s": 0})  # memory, not time
 
 
 def draw(snap) -> None:
@@ -61,7 +61,8 @@ if over and safe:
                 "the error is caught, memory is freed, and training goes on.")
     sweeps.run_button("memdemo", f"Run batch {over}, then {safe}", "sweep", cfg,
                       {"batch_sizes": [over, safe], "memory_budget_bytes": budget,
-                       "warmup_steps": 0, "timed_steps": 1, "continue_after_oom": True},
+                       "warmup_steps": 0, "timed_steps": 1, "min_timed_s": 0,
+                       "continue_after_oom": True},
                       key="mem_break")
 
     def draw_demo(snap) -> None:

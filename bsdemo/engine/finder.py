@@ -47,7 +47,8 @@ def find_batch_size(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
 
     def probe(b: int, reason: str) -> dict[str, Any]:
         nonlocal device
-        point, device = _measure(cfg, b, warmup_steps, timed_steps, memory_budget_bytes)
+        # a probe measures memory: its few steps need no minimum duration
+        point, device = _measure(cfg, b, warmup_steps, timed_steps, 0.0, memory_budget_bytes)
         point = dict(point, kind="find_probe", reason=reason, probe=len(tested) + 1)
         tested[b] = point
         return point

@@ -21,7 +21,11 @@ from bsdemo.engine.train import check_budget, prepare, train
 from bsdemo.fits import crossover_batch, knee_batch, linear_fit
 
 DEFAULT_WARMUP_STEPS = 3  # untimed: allocator, kernel selection, caches
-DEFAULT_TIMED_STEPS = 8  # the median of these is the point's step time
+DEFAULT_TIMED_STEPS = 8  # at least this many steps are timed; their median is the step time
+# ... and they last at least this long: eight 0.3 ms steps are one scheduler hiccup away from a
+# wrong point (repeat sweeps on a shared 2-core VM disagreed by up to 24% per point without it)
+DEFAULT_MIN_TIMED_S = 0.1
+MAX_TIMED_STEPS = 2000
 
 
 def sweep_config(cfg: RunConfig, batch_sizes: Sequence[int]) -> RunConfig:
@@ -34,10 +38,13 @@ def sweep_config(cfg: RunConfig, batch_sizes: Sequence[int]) -> RunConfig:
 
 
 def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = DEFAULT_WARMUP_STEPS,
-          timed_steps: int = DEFAULT_TIMED_STEPS, memory_budget_bytes: int | None = None,
-          continue_after_oom: bool = False,
+          timed_steps: int = DEFAULT_TIMED_STEPS, min_timed_s: float = DEFAULT_MIN_TIMED_S,
+          memory_budget_bytes: int | None = None, continue_after_oom: bool = False,
           should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
-    """Yield sweep_start, one sweep_point per batch size, then sweep_end (all plain dicts)."""
+    """Yield sweep_start, one sweep_point per batch size, then sweep_end (all plain dicts).
+
+    Each point times at least `timed_steps` steps and at least `min_timed_s` seconds of them
+    (at most MAX_TIMED_STEPS); 0 times exactly `timed_steps`."""
     cfg = sweep_config(cfg, batch_sizes)
     run = prepare(cfg)
     if memory_budget_bytes is not None:
@@ -47,7 +54,7 @@ def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = DEF
     peak, peak_source = device_peak_flops(device_info(run.device))
     del run, probe
     yield {"kind": "sweep_start", "batch_sizes": list(batch_sizes), "config": vars(cfg).copy(),
-           "warmup_steps": warmup_steps, "timed_steps": timed_steps,
+           "warmup_steps": warmup_steps, "timed_steps": timed_steps, "min_timed_s": min_timed_s,
            "memory_budget_bytes": memory_budget_bytes, "exclusive": True,
            "train_samples": cfg.train_samples, "flops_per_sample": per_sample,
            "peak_flops": peak, "peak_source": peak_source}
@@ -63,7 +70,8 @@ def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = DEF
             point = _point(b, "not_tried", message=f"Not tried: larger than the "
                            f"{cfg.train_samples} training samples.")
         else:
-            point, device = _measure(cfg, b, warmup_steps, timed_steps, memory_budget_bytes)
+            point, device = _measure(cfg, b, warmup_steps, timed_steps, min_timed_s,
+                                     memory_budget_bytes)
             if point["samples_per_sec"] is not None:
                 point["achieved_flops"] = per_sample * point["samples_per_sec"]
                 point["share_of_peak"] = point["achieved_flops"] / peak if peak else None
@@ -86,18 +94,33 @@ def _point(batch_size: int, status: str, **fields) -> dict[str, Any]:
     return base
 
 
-def _measure(cfg: RunConfig, b: int, warmup: int, timed: int,
+def _measure(cfg: RunConfig, b: int, warmup: int, timed: int, min_timed_s: float,
              budget: int | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    # room for partial last batches between the full ones; enough() ends the point early
+    most = 2 * timed + 1 if min_timed_s <= 0 else max(2 * timed + 1, MAX_TIMED_STEPS)
     run_cfg = dataclasses.replace(cfg, batch_size=b, accumulation_steps=1, epochs=None,
-                                  max_steps=warmup + timed)
-    steps, start, end = [], None, None
-    for event in train(run_cfg, evaluations=False, memory_budget_bytes=budget):
+                                  max_steps=warmup + most)
+    steps, full, start, end = [], [], None, None  # full: timed steps of a whole batch of b
+    timed_s, seen = 0.0, 0
+
+    def enough() -> bool:
+        return len(full) >= timed and timed_s >= min_timed_s
+
+    for event in train(run_cfg, evaluations=False, memory_budget_bytes=budget, should_stop=enough):
         if event.kind == "step":
             steps.append(event)
+            # an epoch's partial last batch is a shorter step of fewer samples: timing it as a
+            # step of b would mix two step times (at batch 1024 of digits' 1437, every other)
+            if len(steps) > warmup and event.samples_seen - seen == b:
+                full.append(event)
+                timed_s += event.step_time_s
+            seen = event.samples_seen
         elif event.kind == "start":
             start = event
         elif event.kind == "end":
             end = event
+    if end.status == "cancelled" and enough():  # stopped by us: the point has its timed steps
+        end = dataclasses.replace(end, status="completed")
     summary = end.summary
     device = start.device if start else None
     source = summary.get("memory_source")
@@ -107,7 +130,8 @@ def _measure(cfg: RunConfig, b: int, warmup: int, timed: int,
                       message=summary.get("oom_error") or end.message), device
     if end.status != "completed":
         return _point(b, end.status, memory_source=source, message=end.message), device
-    window = steps[warmup:] or steps
+    window = full or steps[warmup:] or steps
+    partial = len(steps) - warmup - len(full) if full else 0
     step_time = statistics.median(e.step_time_s for e in window)
     peaks = [e.peak_memory_bytes for e in window if e.peak_memory_bytes is not None]
     utils = [e.utilization_pct for e in window if e.utilization_pct is not None]
@@ -117,7 +141,8 @@ def _measure(cfg: RunConfig, b: int, warmup: int, timed: int,
                   peak_memory_bytes=max(peaks) if peaks else None, memory_source=source,
                   utilization_pct=statistics.fmean(utils) if utils else None,
                   memory_breakdown=summary.get("memory_breakdown"),
-                  message=f"{len(window)} timed steps after {len(steps) - len(window)} warm-up"), device
+                  message=f"{len(window)} timed steps after {warmup} warm-up"
+                  + (f" ({partial} partial batches not timed)" if partial else "")), device
 
 
 def _end(points: list[dict[str, Any]], budget: int | None,

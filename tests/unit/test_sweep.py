@@ -128,3 +128,13 @@ def test_flops_are_counted_and_shares_of_peak_rise_with_batch():
     shares = [p["share_of_peak"] for p in points]
     assert 0 < shares[0] < shares[-1] <= 1.5  # a probe is a best case, not a hard ceiling
     assert end["peak_flops"] == start["peak_flops"]
+
+
+def test_each_point_times_a_minimum_duration_unless_told_not_to():
+    """Two timed steps of ~0.3 ms are noise; with a 50 ms minimum the point times many more."""
+    exact = list(sweep(RunConfig(), [1], warmup_steps=1, timed_steps=2, min_timed_s=0))[1]
+    long = list(sweep(RunConfig(), [1], warmup_steps=1, timed_steps=2, min_timed_s=0.05))[1]
+    assert exact["status"] == long["status"] == "ok"
+    assert exact["message"].startswith("2 timed steps after 1 warm-up")
+    timed = int(long["message"].split()[0])
+    assert timed > 2 and timed * long["step_time_s"] > 0.02  # ~0.05 s of median-sized steps
