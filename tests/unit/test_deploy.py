@@ -90,3 +90,15 @@ def test_datasets_are_fetched_at_build_time_as_the_app_user():
     fetch_at = next(i for i, line in enumerate(stage) if "bsdemo datasets fetch" in line)
     assert fetch_at > user_at
     assert any("BSDEMO_DATASETS_DIR=/opt/datasets" in line for line in stage)
+
+
+def test_compose_environment_is_settings_the_server_accepts():
+    """Every limit the compose file sets loads as the server would load it (no typo'd knob)."""
+    from bsdemo.limits import Limits
+
+    env = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["lab"]["environment"]
+    limits = Limits.load({k: str(v) for k, v in env.items()})
+    assert limits.workers == int(env["BSDEMO_WORKERS"])
+    assert limits.memory_margin == float(env["BSDEMO_MEMORY_MARGIN"])
+    unknown = set(env) - {f"BSDEMO_{name.upper()}" for name in vars(limits)} - {"BSDEMO_DATA_DIR"}
+    assert not unknown, unknown
