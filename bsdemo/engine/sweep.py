@@ -110,7 +110,7 @@ def _measure(cfg: RunConfig, b: int, warmup: int, timed: int, min_timed_s: float
         if event.kind == "step":
             steps.append(event)
             # an epoch's partial last batch is a shorter step of fewer samples: timing it as a
-            # step of b would mix two step times (at batch 1024 of digits' 1437, every other)
+            # step of b would mix two step times (at batch 1024 of digits' 1438, every other)
             if len(steps) > warmup and event.samples_seen - seen == b:
                 full.append(event)
                 timed_s += event.step_time_s

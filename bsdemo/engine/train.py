@@ -187,6 +187,7 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
     eval_interval, x_train, y_train = cfg.eval_interval, data.x_train, data.y_train
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
     n_train = len(data.y_train)
+    full_size = min(cfg.effective_batch_size, n_train)  # the summary's medians: full batches
     step = samples_seen = 0
     first_loss: float | None = None
     rates: list[float] = []
@@ -349,8 +350,9 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
             if peak is not None and peak > peak_memory:
                 peak_memory = peak
             rate = n_eff / step_time
-            rates.append(rate)
-            step_times.append(step_time)
+            if n_eff == full_size:  # an epoch's partial last batch is a different, shorter step
+                rates.append(rate)
+                step_times.append(step_time)
             epoch_done = epoch + (batch_index + 1) / (last_index + 1)
             yield StepEvent(step=step, epoch=epoch_done, samples_seen=samples_seen,
                             wall_time_s=t_end - t_origin - eval_time, loss=loss_value, lr=current_lr,

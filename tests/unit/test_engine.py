@@ -227,3 +227,19 @@ def test_time_cap_stops_the_run_says_so_and_evaluates_where_it_stopped():
     assert "time cap of 0.3 s" in end.message
     assert end.summary["evaluated_at_step"] == end.summary["steps"]
     assert 0.3 <= end.summary["wall_time_s"] < 3.0
+
+
+def test_summary_throughput_is_the_median_over_full_batches():
+    """Digits has 1,438 training samples: at batch 1024 every other step is a partial batch of
+    414, a shorter step of fewer samples; the summary's medians leave those out."""
+    import statistics
+
+    events = run(RunConfig(batch_size=1024, epochs=6), evaluations=False)
+    steps, end = steps_of(events), events[-1]
+    before = [0] + [s.samples_seen for s in steps[:-1]]
+    sizes = [s.samples_seen - p for s, p in zip(steps, before, strict=True)]
+    assert sorted(set(sizes)) == [414, 1024]
+    full = [s for s, n in zip(steps, sizes, strict=True) if n == 1024]
+    steady = full[end.summary["warmup_steps_excluded"]:]
+    assert end.summary["samples_per_sec"] == statistics.median(s.samples_per_sec for s in steady)
+    assert end.summary["step_time_s"] == statistics.median(s.step_time_s for s in steady)
