@@ -308,8 +308,10 @@ def _tiles(snap: JobSnapshot) -> None:
     cols[0].metric("Optimizer steps", f"{latest.get('step', 0):,}" + (f" / {planned:,}" if planned else ""))
     cols[1].metric("Step loss", f"{latest['loss']:.4f}" if "loss" in latest else "–")
     cols[2].metric("Test accuracy", f"{evals['test_accuracy'][-1]:.1%}" if evals["test_accuracy"] else "–")
-    cols[3].metric("Samples/s (median, measured)",
-                   f"{statistics.median(rates):,.0f}" if rates else "–")
+    # live: the median of the steps so far; once ended, the run's own summary (full batches)
+    final = ((snap.end or {}).get("summary") or {}).get("samples_per_sec")
+    rate = final if final is not None else statistics.median(rates) if rates else None
+    cols[3].metric("Samples/s (median, measured)", f"{rate:,.0f}" if rate is not None else "–")
     cols[4].metric(f"Peak memory ({source or 'measured'})",
                    f"{max(peaks) / MIB:,.2f} MiB" if peaks else "–")
 
