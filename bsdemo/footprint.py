@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from bsdemo.config import IMAGE_DATASETS, TRANSFORMER_HEADS, RunConfig
 
 F32, I64 = 4, 8
-EVAL_CHUNK = 1024  # bsdemo.engine.train.EVAL_CHUNK: samples per no-grad forward when evaluating
+EVAL_CHUNK = 1024  # samples per no-grad forward when evaluating (the engine evaluates in these)
 SEQUENCE_LENGTH, VOCAB_SIZE = 11, 12  # the arithmetic task: '123+456=057' -> next characters
 IMAGE_SHAPES = {"digits": (1, 8, 8), "synthetic": (1, 28, 28), "mnist": (1, 28, 28),
                 "fashion": (1, 28, 28), "cifar10": (3, 32, 32)}
@@ -72,10 +72,21 @@ def predict(cfg: RunConfig) -> Footprint:
     largest_two = sorted(per_sample)[-2:]
     chunk = min(EVAL_CHUNK, max(cfg.train_samples, cfg.test_samples))
     param_bytes = F32 * params
-    state = {"sgd": 0, "momentum": param_bytes}.get(cfg.optimizer, 2 * param_bytes)
+    state = expected_optimizer_state_bytes(cfg.optimizer, param_bytes)
     return Footprint(parameters=param_bytes, gradients=param_bytes, optimizer_state=state,
                      activations=activations, workspace=workspace, data=_data_bytes(cfg),
                      evaluation=chunk * sum(largest_two), micro_batch=micro)
+
+
+def expected_optimizer_state_bytes(optimizer: str, param_bytes: int) -> int:
+    """State the optimizer will allocate at its first step: momentum 1x, Adam/AdamW 2x the
+    parameters (their per-parameter step counters are a few bytes and left out)."""
+    return {"sgd": 0, "momentum": param_bytes}.get(optimizer, 2 * param_bytes)
+
+
+def norm_groups(channels: int) -> int:
+    """Largest group count <= 8 that divides channels (GroupNorm needs a divisor)."""
+    return max(g for g in range(1, 9) if channels % g == 0)
 
 
 def _data_bytes(cfg: RunConfig) -> int:
@@ -118,10 +129,6 @@ def _norm(kind: str, features: int, per_sample: int, groups: int) -> tuple[int, 
     return 2 * features, [F32 * per_sample, stats, stats], 0
 
 
-def _groups(channels: int) -> int:
-    return max(g for g in range(1, 9) if channels % g == 0)
-
-
 def _loss(classes: int, positions: int = 1) -> list[int]:
     return [F32 * classes * positions, I64 * positions]  # log-softmax output, targets
 
@@ -138,7 +145,7 @@ def _mlp(cfg: RunConfig, shape: tuple[int, ...], classes: int) -> tuple[int, lis
     for i in range(cfg.depth):
         params += (features if i == 0 else width) * width + width
         norm_params, norm_saved, norm_batch = _norm(cfg.norm, width, width,
-                                                    1 if cfg.norm == "layer" else _groups(width))
+                                                    1 if cfg.norm == "layer" else norm_groups(width))
         params += norm_params
         per_batch += norm_batch
         saved += norm_saved + [F32 * width]  # ReLU's output (the next Linear's input)
@@ -154,7 +161,7 @@ def _cnn(cfg: RunConfig, shape: tuple[int, ...], classes: int) -> tuple[int, lis
         out = cfg.width * 2**i
         params += channels * out * 9 + (out if cfg.norm == "none" else 0)
         norm_params, norm_saved, norm_batch = _norm(cfg.norm, out, out * side * side,
-                                                    1 if cfg.norm == "layer" else _groups(out))
+                                                    1 if cfg.norm == "layer" else norm_groups(out))
         params += norm_params
         per_batch += norm_batch
         saved += norm_saved + [F32 * out * side * side]  # ReLU's output

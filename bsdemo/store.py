@@ -38,9 +38,10 @@ CREATE INDEX IF NOT EXISTS runs_key ON runs (key, created);
 
 
 def code_version() -> str:
-    """The package version plus a hash of the engine's source: changed code, new results."""
+    """The package version plus a hash of the engine's source (and of the memory model it shares
+    its constants with): changed code, new results."""
     digest = hashlib.sha256()
-    for path in sorted(ENGINE_DIR.glob("*.py")):
+    for path in [*sorted(ENGINE_DIR.glob("*.py")), ENGINE_DIR.parent / "footprint.py"]:
         digest.update(path.read_bytes())
     return f"{bsdemo.__version__}+{digest.hexdigest()[:12]}"
 

@@ -129,12 +129,6 @@ class SimulatedOutOfMemoryError(RuntimeError):
     """A step whose accounted memory exceeds the memory budget on a device with no allocator limit."""
 
 
-def expected_optimizer_state_bytes(optimizer: str, param_bytes: int) -> int:
-    """State the optimizer will allocate at its first step: momentum 1x, Adam/AdamW 2x the
-    parameters (their per-parameter step counters are a few bytes and left out)."""
-    return {"sgd": 0, "momentum": param_bytes}.get(optimizer, 2 * param_bytes)
-
-
 def set_cuda_budget(device: torch.device, budget_bytes: int | None) -> tuple[int | None, str | None]:
     """Cap this process's CUDA allocator at budget_bytes (a real allocator OOM past it).
 

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bsdemo.config import TRANSFORMER_HEADS, RunConfig
+from bsdemo.footprint import norm_groups
 
 
 def build_model(cfg: RunConfig, input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
@@ -23,22 +24,17 @@ def build_model(cfg: RunConfig, input_shape: tuple[int, ...], n_classes: int) ->
     return CNN(input_shape, cfg.width, cfg.depth, n_classes, cfg.norm)
 
 
-def _groups(channels: int) -> int:
-    """Largest group count <= 8 that divides channels (GroupNorm needs a divisor)."""
-    return max(g for g in range(1, 9) if channels % g == 0)
-
-
 def norm_1d(kind: str, features: int) -> nn.Module:
     return {"none": nn.Identity, "batch": lambda: nn.BatchNorm1d(features),
             "layer": lambda: nn.LayerNorm(features),
-            "group": lambda: nn.GroupNorm(_groups(features), features)}[kind]()
+            "group": lambda: nn.GroupNorm(norm_groups(features), features)}[kind]()
 
 
 def norm_2d(kind: str, channels: int) -> nn.Module:
     return {"none": nn.Identity, "batch": lambda: nn.BatchNorm2d(channels),
             # LayerNorm over (C, H, W) without knowing H, W: GroupNorm with one group is exactly that
             "layer": lambda: nn.GroupNorm(1, channels),
-            "group": lambda: nn.GroupNorm(_groups(channels), channels)}[kind]()
+            "group": lambda: nn.GroupNorm(norm_groups(channels), channels)}[kind]()
 
 
 class MLP(nn.Module):

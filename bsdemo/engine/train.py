@@ -27,7 +27,6 @@ from bsdemo.engine.measure import (
     SavedActivations,
     SimulatedOutOfMemoryError,
     device_info,
-    expected_optimizer_state_bytes,
     optimizer_state_bytes,
     resolve_device,
     set_cuda_budget,
@@ -36,10 +35,10 @@ from bsdemo.engine.measure import (
 )
 from bsdemo.engine.models import build_model, make_optimizer
 from bsdemo.events import EndEvent, EvalEvent, StartEvent, StepEvent
+from bsdemo.footprint import EVAL_CHUNK, expected_optimizer_state_bytes
 
 MEASURE_WARMUP_STEPS = 3  # first steps excluded from throughput summaries (allocator, caches)
 DIVERGENCE_FACTOR = 1000.0  # a loss this many times the first one counts as diverged
-EVAL_CHUNK = 1024  # samples per forward pass when evaluating (bounds eval memory)
 
 
 def lr_at(cfg: RunConfig, step_index: int) -> float:
