@@ -2,7 +2,9 @@
 
     python -m bsdemo train --batch-size 256 --lr 0.1 [--json]
 
-Bad flags exit with code 2 and one line naming the flag and what is allowed (no traceback).
+Bad flags exit with code 2 and one line (at most ERROR_CHARS) naming the flag, the value (cut
+short) and what is allowed, with no traceback: every flag of every command is checked before
+torch is imported, so a typo is answered at once even on a loaded machine.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -17,12 +20,14 @@ from typing import NoReturn
 from bsdemo.config import (
     DATASETS,
     DEVICES,
+    MAX_BATCH_SIZE,
     MODELS,
     NORMS,
     OPTIMIZERS,
     PRESETS,
     ConfigError,
     RunConfig,
+    clip,
     format_bytes,
     parse_batch_sizes,
     parse_bytes,
@@ -40,11 +45,22 @@ FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student 
 FIELD_FLAGS = {v: "--" + k.replace("_", "-") for k, v in FLAGS.items()} | {
     "memory_budget": "--memory-budget", "size": "--size", "micro_batch": "--micro-batch"}
 EXIT_STATUS = {"completed": 0, "cancelled": 130}
+ERROR_CHARS = 200  # an error is one line of at most this many characters
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # "--lr -inf" is a (bad) value, not an unknown flag: none of our flags starts with a
+        # digit, '.', 'inf' or 'nan', so such a word after a flag is always its value
+        self._negative_number_matcher = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
+
     def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, _one_line(f"{self.prog}: error: {message}") + "\n")
+
+
+def _one_line(text: str) -> str:
+    return clip(" ".join(str(text).split()), ERROR_CHARS)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,8 +176,12 @@ def config_from_args(args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
     """Flags -> validated RunConfig; a ConfigError names the *flag*, not the field."""
     given = {FLAGS[k]: v for k, v in vars(args).items() if k in FLAGS and v is not None}
     try:
+        for name, value in given.items():
+            _given(value, name)  # "--steps=" is a mistake, not "no step budget"
+        if getattr(args, "size", None) is not None and (given.keys() & {"width", "depth"}):
+            raise ConfigError("size", args.size, "either --size or --width/--depth, not both")
         cfg = RunConfig.from_params(given)
-        if getattr(args, "size", None):
+        if getattr(args, "size", None) is not None:
             cfg = sized(cfg, args.size)
         return cfg.validated()
     except ConfigError as exc:
@@ -174,38 +194,122 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_usage(sys.stderr)
         return 2
-    try:
+    try:  # every flag, and the thread setting, before torch is imported
         cfg, notices = config_from_args(args)
+        checked = CHECKS[args.command](args)
+        threads = default_threads(1) if args.command != "datasets" else None
     except ConfigError as exc:
-        print(f"bsdemo {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(args.command, exc)
     try:
-        if args.command != "datasets":
-            _set_threads(default_threads(1))
+        if threads is not None:
+            from bsdemo.engine.measure import set_threads  # imports torch
+
+            set_threads(threads)
         if args.command == "sweep":
-            return _sweep(cfg, args)
+            return _sweep(cfg, args, **checked)
         if args.command == "find":
-            return _find(cfg, args)
+            return _find(cfg, args, **checked)
         if args.command == "accum-check":
-            return _accum_check(cfg, args)
+            return _accum_check(cfg, args, **checked)
         if args.command == "regimes":
-            return _regimes(cfg, args)
+            return _regimes(cfg, args, **checked)
         if args.command == "warm":
-            return _warm(args)
+            return _warm(**checked)
         if args.command == "datasets":
-            return _datasets(args)
+            return _datasets(args, **checked)
         return _train(cfg, notices, args.json)
     except ConfigError as exc:  # e.g. --device cuda on a machine without one
-        print(f"bsdemo {args.command}: error: {FIELD_FLAGS.get(exc.field, exc.field)}: got "
-              f"{exc.value!r}; allowed: {exc.allowed}", file=sys.stderr)
-        return 2
+        return _fail(args.command, exc)
 
 
-def _set_threads(threads: int) -> None:
-    """The lab's workers' thread rule here too, so the CLI and the pages measure alike."""
-    import torch
+def _fail(command: str, exc: ConfigError) -> int:
+    flag = FIELD_FLAGS.get(exc.field, exc.field)
+    print(_one_line(f"bsdemo {command}: error: {flag}: got {clip(repr(exc.value))}; allowed: "
+                    f"{exc.allowed}"), file=sys.stderr)
+    return 2
 
-    torch.set_num_threads(threads)
+
+# ----- each command's own flags, checked (before torch) -----
+def _given(raw: str | None, flag: str) -> str | None:
+    """An optional flag's text: None when absent; an empty value is an error, not 'absent'."""
+    if raw is not None and not raw.strip():
+        raise ConfigError(flag, raw, "a value (the flag was given empty)")
+    return raw
+
+
+def _check_sweep(args: argparse.Namespace) -> dict:
+    budget = _given(args.memory_budget, "--memory-budget")
+    return {"sizes": parse_batch_sizes(args.batch_sizes, "--batch-sizes"),
+            "budget": parse_bytes(budget, "--memory-budget") if budget is not None else None,
+            "warmup": _count(args.warmup_steps, "--warmup-steps", 0, 100),
+            "timed": _count(args.timed_steps, "--timed-steps", 1, 2000),
+            "min_time": _real(args.min_time, "--min-time", 0.0, 60.0, "seconds from 0 to 60")}
+
+
+def _check_find(args: argparse.Namespace) -> dict:
+    budget = _given(args.memory_budget, "--memory-budget")
+    target = _given(args.target_effective_batch, "--target-effective-batch")
+    largest = _given(args.max_batch, "--max-batch")
+    return {"budget": parse_bytes(budget, "--memory-budget") if budget is not None else None,
+            "margin": _real(args.margin, "--margin", 0.0, 0.9, "a number from 0 to 0.9"),
+            "target": _count(target, "--target-effective-batch", 1, 10**6)
+            if target is not None else None,
+            "reference": _count(args.reference_batch, "--reference-batch", 1, 10**6),
+            "max_batch": _count(largest, "--max-batch", 1, MAX_BATCH_SIZE)
+            if largest is not None else None}
+
+
+def _check_accum(args: argparse.Namespace) -> dict:
+    return {"micro": _count(args.micro_batch, "--micro-batch", 1, MAX_BATCH_SIZE),
+            "k": _count(args.accum, "--accum", 1, 1024),
+            "steps": _count(args.steps, "--steps", 1, 1000)}
+
+
+def _check_regimes(args: argparse.Namespace) -> dict:
+    limit = _given(args.time_limit, "--time-limit")
+    return {"epochs": _count(args.epochs, "--epochs", 1, 1000),
+            "mini": _count(args.mini_batch, "--mini-batch", 1, MAX_BATCH_SIZE),
+            "limit": None if limit is None else _real(
+                limit, "--time-limit", 1e-9, 86_400, "seconds, more than 0, at most 86400")}
+
+
+def _check_warm(args: argparse.Namespace) -> dict:
+    if args.preset not in PRESETS:
+        raise ConfigError("--preset", args.preset, "one of " + ", ".join(PRESETS))
+    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes")
+    folder = _given(args.data_dir, "--data-dir") or os.environ.get("BSDEMO_DATA_DIR")
+    if not folder:
+        raise ConfigError("--data-dir", None, "a folder (or set BSDEMO_DATA_DIR)")
+    return {"preset": args.preset, "sizes": sizes, "folder": _writable_folder(folder, "--data-dir")}
+
+
+def _check_datasets(args: argparse.Namespace) -> dict:
+    from bsdemo import datasets
+
+    for name in args.names:
+        if name not in datasets.SOURCES:
+            raise ConfigError("names", name, "one of " + ", ".join(datasets.SOURCES))
+    cache = _given(args.cache, "--cache")
+    return {"cache": _writable_folder(cache, "--cache") / "datasets" if cache is not None
+            else None}
+
+
+def _writable_folder(raw: str, flag: str) -> Path:
+    """raw as a folder this user can create and write in, or ConfigError."""
+    folder = Path(raw)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        ok = os.access(folder, os.W_OK | os.X_OK)
+    except (OSError, ValueError):  # ValueError: an embedded NUL byte
+        ok = False
+    if not ok:
+        raise ConfigError(flag, raw, "a folder this user can create and write in")
+    return folder
+
+
+CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "find": _check_find,
+          "accum-check": _check_accum, "regimes": _check_regimes, "warm": _check_warm,
+          "datasets": _check_datasets}
 
 
 def _train(cfg: RunConfig, notices: list[str], as_json: bool) -> int:
@@ -243,12 +347,8 @@ def _train(cfg: RunConfig, notices: list[str], as_json: bool) -> int:
     return EXIT_STATUS.get(end.status, 1) if end else 1
 
 
-def _sweep(cfg: RunConfig, args: argparse.Namespace) -> int:
-    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes")
-    budget = parse_bytes(args.memory_budget, "--memory-budget") if args.memory_budget else None
-    warmup = _count(args.warmup_steps, "--warmup-steps", 0)
-    timed = _count(args.timed_steps, "--timed-steps", 1)
-    min_time = _real(args.min_time, "--min-time", 0.0, 60.0, "seconds from 0 to 60")
+def _sweep(cfg: RunConfig, args: argparse.Namespace, sizes: list[int], budget: int | None,
+           warmup: int, timed: int, min_time: float) -> int:
     from bsdemo.engine.sweep import sweep  # imports torch: only once the flags are known good
 
     events = sweep(cfg, sizes, warmup_steps=warmup, timed_steps=timed, min_timed_s=min_time,
@@ -272,13 +372,8 @@ def _sweep(cfg: RunConfig, args: argparse.Namespace) -> int:
     return 0
 
 
-def _find(cfg: RunConfig, args: argparse.Namespace) -> int:
-    budget = parse_bytes(args.memory_budget, "--memory-budget") if args.memory_budget else None
-    margin = _real(args.margin, "--margin", 0.0, 0.9, "a number from 0 to 0.9")
-    target = _count(args.target_effective_batch, "--target-effective-batch", 1, 10**6) \
-        if args.target_effective_batch else None
-    reference = _count(args.reference_batch, "--reference-batch", 1, 10**6)
-    max_batch = _count(args.max_batch, "--max-batch", 1, 65536) if args.max_batch else None
+def _find(cfg: RunConfig, args: argparse.Namespace, budget: int | None, margin: float,
+          target: int | None, reference: int, max_batch: int | None) -> int:
     from bsdemo.engine.finder import find_batch_size  # imports torch
 
     for event in find_batch_size(cfg, memory_budget_bytes=budget, margin=margin,
@@ -297,10 +392,7 @@ def _find(cfg: RunConfig, args: argparse.Namespace) -> int:
     return 0 if event["batch_size"] is not None else 1
 
 
-def _accum_check(cfg: RunConfig, args: argparse.Namespace) -> int:
-    micro = _count(args.micro_batch, "--micro-batch", 1, 65536)
-    k = _count(args.accum, "--accum", 1, 1024)
-    steps = _count(args.steps, "--steps", 1, 1000)
+def _accum_check(cfg: RunConfig, args: argparse.Namespace, micro: int, k: int, steps: int) -> int:
     from bsdemo.engine.accumulation import accumulation_check  # imports torch
 
     r = accumulation_check(cfg, micro, k, steps, unscaled_loss=args.unscaled_loss,
@@ -326,11 +418,8 @@ def _accum_check(cfg: RunConfig, args: argparse.Namespace) -> int:
     return 0
 
 
-def _regimes(cfg: RunConfig, args: argparse.Namespace) -> int:
-    epochs = _count(args.epochs, "--epochs", 1, 1000)
-    mini = _count(args.mini_batch, "--mini-batch", 1, 65536)
-    limit = None if args.time_limit is None else _real(
-        args.time_limit, "--time-limit", 1e-9, 86_400, "seconds, more than 0, at most 86400")
+def _regimes(cfg: RunConfig, args: argparse.Namespace, epochs: int, mini: int,
+             limit: float | None) -> int:
     from bsdemo.engine.regimes import regime_configs, run_regime  # imports torch
 
     if not args.json:
@@ -351,14 +440,10 @@ def _regimes(cfg: RunConfig, args: argparse.Namespace) -> int:
     return 0
 
 
-def _datasets(args: argparse.Namespace) -> int:
+def _datasets(args: argparse.Namespace, cache: Path | None) -> int:
     from bsdemo import datasets
 
-    cache = Path(args.cache) / "datasets" if args.cache else None
     names = args.names or list(datasets.SOURCES)
-    for name in names:
-        if name not in datasets.SOURCES:
-            raise ConfigError("names", name, "one of " + ", ".join(datasets.SOURCES))
     for name in names:
         if args.action == "fetch":
             folder = datasets.fetch(name, cache)
@@ -369,19 +454,15 @@ def _datasets(args: argparse.Namespace) -> int:
     return 0
 
 
-def _warm(args: argparse.Namespace) -> int:
-    if args.preset not in PRESETS:
-        raise ConfigError("--preset", args.preset, "one of " + ", ".join(PRESETS))
-    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes")
-    folder = args.data_dir or os.environ.get("BSDEMO_DATA_DIR")
-    if not folder:
-        raise ConfigError("--data-dir", None, "a folder (or set BSDEMO_DATA_DIR)")
+def _warm(preset: str, sizes: list[int], folder: Path) -> int:
     from bsdemo.engine.train import train  # imports torch
     from bsdemo.store import RunStore
 
-    store = RunStore(Path(folder) / "runs.sqlite3")
+    store = RunStore(folder / "runs.sqlite3")
+    if store.notice:
+        print(f"note: {store.notice}", file=sys.stderr)
     for b in sizes:
-        cfg = RunConfig(**(PRESETS[args.preset].settings | {"batch_size": b})).validated()[0]
+        cfg = RunConfig(**(PRESETS[preset].settings | {"batch_size": b})).validated()[0]
         start, steps, evals, end = None, Series(STEP_FIELDS, 1000), Series(EVAL_FIELDS, 1000), None
         for event in train(cfg):
             record = event.to_dict()
@@ -395,7 +476,7 @@ def _warm(args: argparse.Namespace) -> int:
                 end = record
         if end["status"] == "completed":
             store.put(vars(cfg), start["device"], start, steps.columns, evals.columns, end)
-        print(f"{args.preset} batch {b}: {end['status']} — {end['message']}")
+        print(f"{preset} batch {b}: {end['status']} — {end['message']}")
     print(f"run store {store.path}: {store.count()} runs")
     return 0
 
@@ -431,7 +512,7 @@ def _print_sweep_end(end: dict) -> None:
 def _real(raw: str, flag: str, low: float, high: float, allowed: str) -> float:
     try:
         value = float(raw)
-    except ValueError:
+    except (TypeError, ValueError):
         value = float("nan")
     if not low <= value <= high:  # NaN fails this too
         raise ConfigError(flag, raw, allowed)
@@ -440,7 +521,9 @@ def _real(raw: str, flag: str, low: float, high: float, allowed: str) -> float:
 
 def _count(raw: str, flag: str, low: int, high: int = 10_000) -> int:
     try:
-        value = int(raw)
+        value = int(str(raw).strip()) if len(str(raw)) <= 32 else None
+        if value is None:
+            raise ValueError
     except ValueError:
         raise ConfigError(flag, raw, f"a whole number from {low} to {high}") from None
     if not low <= value <= high:

@@ -38,16 +38,26 @@ MAX_SAMPLES = 200_000
 MAX_EPOCHS = 10_000
 MAX_STEPS = 10_000_000
 MAX_SEED = 2**31 - 1
+QUOTE_CHARS = 64  # a message quotes at most this much of any name or value a user typed
+
+
+def clip(text: str, limit: int = QUOTE_CHARS) -> str:
+    """text cut to `limit` characters, with an ellipsis when it was longer."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 class ConfigError(ValueError):
-    """An invalid setting: names the field, the value given and what is allowed."""
+    """An invalid setting: names the field, the value given and what is allowed.
+
+    Both the name and the value are quoted short (QUOTE_CHARS): a 100 KB URL parameter must not
+    become a 100 KB message.
+    """
 
     def __init__(self, field_name: str, value: Any, allowed: str):
-        self.field = field_name
+        self.field = clip(str(field_name))
         self.value = value
         self.allowed = allowed
-        super().__init__(f"{field_name}: got {value!r}; allowed: {allowed}")
+        super().__init__(f"{self.field}: got {clip(repr(value))}; allowed: {allowed}")
 
 
 @dataclass(frozen=True)
@@ -184,6 +194,38 @@ class RunConfig:
         return cls(**values)
 
 
+MAX_QUERY_PARAMS = 32  # a lab link names at most every setting once (and the run)
+
+
+def config_from_query(params: Mapping[str, Any]) -> tuple[RunConfig, str | None]:
+    """A link's query parameters -> (validated config, None), or (the defaults, a message).
+
+    Never raises: any URL a user can type gives the page a config to show. The message quotes at
+    most QUOTE_CHARS of any name or value (and is plain text: the page escapes it).
+    """
+    extra = {k: v for k, v in params.items() if k != "run"}
+    if len(extra) > MAX_QUERY_PARAMS:
+        return RunConfig(), (f"This link has {len(extra):,} settings; a lab link has at most "
+                             f"{MAX_QUERY_PARAMS}. The defaults are shown instead.")
+    try:
+        cfg, _ = RunConfig.from_params(extra).validated()
+    except ConfigError as exc:
+        return RunConfig(), (f"This link's settings could not be used — {exc}. The defaults "
+                             "are shown instead.")
+    return cfg, None
+
+
+def parse_run_id(raw: Any) -> int | None:
+    """A link's `run` parameter -> a job id, or None. ASCII digits only: '²' passes
+    str.isdigit but not int(); old links' '<id>.<proof>' keep working as a plain id."""
+    if isinstance(raw, (list, tuple)):
+        raw = raw[-1] if raw else ""
+    text = str(raw or "")[:40].partition(".")[0]
+    if not text or len(text) > 9 or any(c not in "0123456789" for c in text):
+        return None
+    return int(text)
+
+
 def _format(value: Any) -> str:
     return "none" if value is None else repr(value) if isinstance(value, float) else str(value)
 
@@ -291,10 +333,10 @@ def parse_bytes(text: str, field_name: str = "memory_budget") -> int:
         raise ConfigError(field_name, raw, allowed) from None
     if unit not in _UNITS or not math.isfinite(value) or value <= 0:
         raise ConfigError(field_name, raw, allowed)
-    size = int(value * _UNITS[unit])
-    if size < 1 or size > 2**50:
+    scaled = value * _UNITS[unit]  # 1e306GiB overflows to inf: no int() of that
+    if not scaled < 2**50 + 1 or int(scaled) < 1:
         raise ConfigError(field_name, raw, "a size from 1 B to 1 PiB")
-    return size
+    return int(scaled)
 
 
 def format_bytes(size: float) -> str:

@@ -14,6 +14,7 @@ import atexit
 import collections
 import dataclasses
 import heapq
+import logging
 import multiprocessing as mp
 import os
 import queue
@@ -24,15 +25,16 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from bsdemo import footprint
+from bsdemo import jobkinds
 from bsdemo.config import ConfigError, RunConfig, format_bytes
+from bsdemo.jobkinds import KINDS, Cost
 from bsdemo.limits import MAX_WORKERS, Limits
 from bsdemo.store import RunStore
 
+log = logging.getLogger(__name__)
 ACTIVE = ("queued", "running")
-KINDS = ("train", "sweep", "find", "accum_check")
 # measurements: nothing else may share the device meanwhile
-EXCLUSIVE_KINDS = ("sweep", "find", "accum_check")
+EXCLUSIVE_KINDS = tuple(k.name for k in KINDS.values() if k.exclusive)
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
 STEP_FIELDS = ("step", "epoch", "samples_seen", "wall_time_s", "loss", "lr", "step_time_s",
                "samples_per_sec", "memory_allocated_bytes", "memory_reserved_bytes",
@@ -46,7 +48,8 @@ ESTIMATE_EVERY_S = 0.5  # queue-wait estimates are recomputed at most this often
 
 
 class ActiveRunError(RuntimeError):
-    """The session already has a queued or running job (one active run per session)."""
+    """A sharing limit says not now: the browser's, its address's or the server's queue is full,
+    or too many runs were started in the last minute."""
 
 
 class Series:
@@ -140,9 +143,12 @@ class _Job:
     last_seen: float = field(default_factory=time.monotonic)  # a page (or a caller) looked
     unattended: bool = False  # cancelled because nobody looked for the grace period
     stored_at: float | None = None
-    predicted_bytes: int = 0  # footprint.predict(config).device: what admission reserves
+    predicted_bytes: int = 0  # the cost bound's memory at its largest batch: admission reserves it
     wait_reason: str | None = None
     notice: str | None = None
+    address: str | None = None  # the client's connection address (per-address limit)
+    wall_s: float | None = None  # the whole job's time cap (non-training kinds: the worker's)
+    check_store: bool = False  # look in the run store before training (once the device is known)
 
     @property
     def exclusive(self) -> bool:
@@ -211,69 +217,115 @@ class Scheduler:
 
     # ----- public API -----
     def submit(self, cfg: RunConfig, owner: str, kind: str = "train",
-               options: dict[str, Any] | None = None, fresh: bool = False) -> int:
-        """Queue a job for owner; returns its id. Raises ConfigError or ActiveRunError.
+               options: dict[str, Any] | None = None, fresh: bool = False,
+               address: str | None = None) -> int:
+        """Queue a job for owner (a browser) connecting from address; returns its id.
 
-        kind "train" trains cfg; "sweep" and "find" run bsdemo.engine.sweep / .finder with
-        `options` as keyword arguments, exclusively on the device.
+        kind "train" trains cfg; the other kinds (bsdemo.jobkinds.KINDS) run their engine
+        function with `options`, alone on the device. Every kind is checked against the same
+        limits first. Raises ConfigError (invalid, or over a limit) or ActiveRunError (a sharing
+        limit: not now).
         """
-        if kind not in KINDS:
-            raise ConfigError("kind", kind, "one of " + ", ".join(KINDS))
-        cfg = self._within_limits(cfg)
+        cfg, options, cost = self._checked(cfg, kind, options)
         stored = None
-        if kind == "train" and not fresh and self.store is not None and self._device_info:
-            stored = self.store.find(vars(cfg), self._device_info)
+        if kind == "train" and not fresh and self._device_info:
+            stored = self._stored(cfg)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the scheduler is shut down")
             if stored is not None:
-                return self._from_store(cfg, owner, stored)
-            self._admit(owner)
-            job = self._new_job(cfg, owner, kind=kind, options=dict(options or {}))
+                return self._from_store(self._new_job(cfg, owner, cost, address=address), stored)
+            self._admit(owner, address, 1)
+            job = self._new_job(cfg, owner, cost, kind=kind, options=options, address=address,
+                                check_store=kind == "train" and not fresh)
             self._queue.append(job.id)
             self._dispatch()
             return job.id
 
-    def submit_group(self, cfgs: list[RunConfig], owner: str) -> list[int]:
+    def submit_group(self, cfgs: list[RunConfig], owner: str, address: str | None = None) -> list[int]:
         """Queue several training runs for one owner at once (a comparison); FIFO order.
 
         They count as the owner's one active run: another submit waits until all are done.
-        With several workers they may run side by side, and are then marked shared_device.
+        The whole comparison is one job for the limits: its steps add up, and so do its time
+        caps (runs without one share what the server's max_wall_s leaves). With several workers
+        they may run side by side, and are then marked shared_device.
         """
         if not 1 <= len(cfgs) <= 64:
             raise ConfigError("runs", len(cfgs), "a comparison of 1 to 64 runs")
-        checked = [self._within_limits(cfg) for cfg in cfgs]
+        checked = [cfg.validated()[0] for cfg in cfgs]
+        limit = self.limits.max_wall_s
+        given = sum(min(c.time_limit_s, limit) for c in checked if c.time_limit_s)
+        uncapped = sum(not c.time_limit_s for c in checked)
+        share = (limit - given) / uncapped if uncapped else 0.0
+        if given > limit + 1e-9 or (uncapped and share <= 0):
+            raise ConfigError("time_limit_s", round(given, 3),
+                              f"at most {limit:g} s for the whole comparison on this server (its "
+                              "limit max_wall_s)")
+        checked = [dataclasses.replace(c, time_limit_s=min(c.time_limit_s, limit)
+                                       if c.time_limit_s else share) for c in checked]
+        runs = [self._checked(c, "train", None) for c in checked]
+        self.limits.check(Cost(max(c.micro_batch for *_, c in runs),
+                               max(c.effective_batch for *_, c in runs),
+                               sum(c.steps for *_, c in runs), sum(c.wall_s for *_, c in runs),
+                               max(c.predicted_bytes for *_, c in runs)))
         with self._lock:
-            self._admit(owner)
+            self._admit(owner, address, len(runs))
             ids = []
             group = self._next_id
-            for cfg in checked:
-                job = self._new_job(cfg, owner, group=group)
+            for cfg, _, cost in runs:
+                job = self._new_job(cfg, owner, cost, group=group, address=address)
                 self._queue.append(job.id)
                 ids.append(job.id)
             self._dispatch()
             return ids
 
-    def _new_job(self, cfg: RunConfig, owner: str, **fields) -> _Job:
+    def _checked(self, cfg: RunConfig, kind: str, options) -> tuple[RunConfig, dict, Cost]:
+        """(validated cfg with its time cap, checked options, cost bound), or ConfigError.
+
+        A training run's cap is its own, at most max_wall_s (its engine ends it there and says
+        so); any other kind's cap is max_wall_s for the whole job, kept by its worker."""
+        cfg, _ = cfg.validated()
+        limit = self.limits.max_wall_s
+        if kind == "train":
+            cfg = dataclasses.replace(cfg, time_limit_s=min(cfg.time_limit_s or limit, limit))
+            wall = cfg.time_limit_s
+        else:
+            cfg, wall = dataclasses.replace(cfg, time_limit_s=None), limit
+        options, cost = jobkinds.assess(kind, cfg, options, self.limits, wall)
+        return cfg, options, cost
+
+    def _new_job(self, cfg: RunConfig, owner: str, cost: Cost, **fields) -> _Job:
         """A registered job with fresh bounded buffers. Caller holds the lock."""
         job = _Job(self._next_id, owner, cfg, time.time(), Series(STEP_FIELDS, self._max_points),
-                   Series(EVAL_FIELDS, self._max_points),
-                   predicted_bytes=footprint.predict(cfg).device, **fields)
+                   Series(EVAL_FIELDS, self._max_points), predicted_bytes=cost.predicted_bytes,
+                   wall_s=cost.wall_s, **fields)
         self._next_id += 1
         self._jobs[job.id] = job
         return job
 
-    def _active_units(self, owner: str) -> set[int]:
-        """The owner's queued or running runs, a comparison counted once. Caller holds the lock."""
-        return {j.group or j.id for j in self._jobs.values()
-                if j.owner == owner and j.status in ACTIVE}
+    def _active_units(self, owner: str | None = None, address: str | None = None) -> set[int]:
+        """Queued or running runs of an owner (or of an address), a comparison counted once.
+        Caller holds the lock."""
+        return {j.group or j.id for j in self._jobs.values() if j.status in ACTIVE
+                and (owner is None or j.owner == owner) and (address is None or j.address == address)}
 
-    def _from_store(self, cfg: RunConfig, owner: str, stored) -> int:
-        """A finished job made from a stored run (no worker, no device time). Caller holds
-        the lock."""
-        job = self._new_job(cfg, owner, status="completed", start=stored.start, end=stored.end,
-                            started_at=stored.created, finished_at=stored.created,
-                            stored_at=stored.created)
+    def _stored(self, cfg: RunConfig):
+        """The run store's result for cfg on this device, or None; a store that fails to answer
+        means running it fresh (and a line in the server log), never an error on the page."""
+        if self.store is None or not self._device_info:
+            return None
+        try:
+            return self.store.find(vars(cfg), self._device_info)
+        except Exception as exc:  # noqa: BLE001 - a damaged store must not stop a run
+            self.store_error = f"{type(exc).__name__}: {exc}"
+            log.warning("run store lookup failed (%s); running it fresh", self.store_error)
+            return None
+
+    def _from_store(self, job: _Job, stored) -> int:
+        """Finish job from a stored run (no worker, no device time). Caller holds the lock."""
+        job.status = "completed"
+        job.start, job.end = stored.start, stored.end
+        job.started_at = job.finished_at = job.stored_at = stored.created
         job.steps.columns = {f: list(stored.steps.get(f, [])) for f in STEP_FIELDS}
         job.evals.columns = {f: list(stored.evals.get(f, [])) for f in EVAL_FIELDS}
         last = len(job.steps)
@@ -281,57 +333,57 @@ class Scheduler:
         self._finished.append(job.id)
         return job.id
 
-    def _within_limits(self, cfg: RunConfig) -> RunConfig:
-        """Validate cfg against the server's limits; the wall-time limit becomes its time cap."""
-        cfg, _ = cfg.validated()
+    def _admit(self, owner: str, address: str | None, runs: int) -> None:
+        """Sharing limits: active runs per browser and per address (a comparison is one), the
+        server's whole queue, and submits per minute. Caller holds the lock."""
         lim = self.limits
-        if cfg.batch_size > lim.max_batch_size:
-            raise ConfigError("batch_size", cfg.batch_size,
-                              f"at most {lim.max_batch_size} on this server (its limit)")
-        if cfg.planned_steps > lim.max_steps:
-            raise ConfigError("epochs" if cfg.epochs else "max_steps", cfg.epochs or cfg.max_steps,
-                              f"at most {lim.max_steps:,} optimizer steps on this server "
-                              f"(these settings plan {cfg.planned_steps:,})")
-        cap = min(cfg.time_limit_s or lim.max_wall_s, lim.max_wall_s)
-        return dataclasses.replace(cfg, time_limit_s=cap)
-
-    def _admit(self, owner: str) -> None:
-        """Per-session limits: active runs (a comparison is one) and submits per minute.
-        Caller holds the lock."""
         units = self._active_units(owner)
-        limit = self.limits.max_active_per_session
-        if len(units) >= limit:
+        if len(units) >= lim.max_active_per_session:
             raise ActiveRunError(f"you already have {len(units)} run(s) going or waiting (the "
-                                 f"limit here is {limit}): stop one or wait for it to finish")
+                                 f"limit here is {lim.max_active_per_session}): stop one or wait "
+                                 "for it to finish")
+        if address is not None:
+            at_address = self._active_units(address=address)
+            if len(at_address) >= lim.max_active_per_address:
+                raise ActiveRunError(f"{len(at_address)} runs from your network address are going "
+                                     f"or waiting (the limit here is {lim.max_active_per_address},"
+                                     " max_active_per_address): wait for one to finish")
+        active = sum(j.status in ACTIVE for j in self._jobs.values())
+        if active + runs > lim.max_queued:
+            raise ActiveRunError(f"the server's queue is full: {active} runs going or waiting "
+                                 f"(the limit here is {lim.max_queued}, max_queued); try again "
+                                 "in a minute")
         now = time.monotonic()
         recent = self._submits.setdefault(owner, collections.deque())
         while recent and now - recent[0] > 60.0:
             recent.popleft()
-        if len(recent) >= self.limits.submits_per_minute:
+        if len(recent) >= lim.submits_per_minute:
             raise ActiveRunError(f"{len(recent)} runs started in the last minute (the limit here "
-                                 f"is {self.limits.submits_per_minute}); wait "
+                                 f"is {lim.submits_per_minute}); wait "
                                  f"{60.0 - (now - recent[0]):.0f} s")
         recent.append(now)
 
     def can_submit(self, owner: str) -> bool:
-        """Whether the session is below its limit of active runs (ignores the rate limit)."""
+        """Whether the browser is below its limit of active runs (ignores the other limits)."""
         with self._lock:
             return len(self._active_units(owner)) < self.limits.max_active_per_session
 
     def heartbeat(self, owner: str) -> None:
-        """A page of this session is open and polling: its runs are attended."""
+        """A page of this browser is open and polling: its runs are attended. Only the owner's
+        heartbeat counts: a stranger watching a run from a link does not keep it alive."""
         now = time.monotonic()
         with self._lock:
             for job in self._jobs.values():
                 if job.owner == owner and job.status in ACTIVE:
                     job.last_seen = now
 
-    def cancel(self, job_id: int) -> None:
-        """Stop a job: a queued one at once, a running one between two steps."""
+    def cancel(self, job_id: int | None, owner: str | None = None) -> bool:
+        """Stop a job: a queued one at once, a running one between two steps. With `owner`,
+        only that owner's job. Returns whether a stop was requested."""
         with self._lock:
             job = self._jobs.get(job_id)
-            if job is None or job.status not in ACTIVE:
-                return
+            if job is None or job.status not in ACTIVE or (owner is not None and job.owner != owner):
+                return False
             if job.status == "queued" and job.worker is None:
                 self._queue.remove(job_id)
                 self._finish(job, {"kind": "end", "status": "cancelled",
@@ -339,13 +391,14 @@ class Scheduler:
             else:
                 job.cancel_requested = True
                 self._workers[job.worker].cancel.value = job_id
+            return True
 
     def snapshot(self, job_id: int) -> JobSnapshot | None:
+        """A copy of the job for drawing; looking does not attend it (see heartbeat)."""
         with self._lock:
             job = self._jobs.get(job_id)
             if job is None:
                 return None
-            job.last_seen = time.monotonic()
             position = (self._queue.index(job_id) + 1) if job_id in self._queue else None
             wait, bound = None, False
             if position:
@@ -373,9 +426,13 @@ class Scheduler:
         return None
 
     def wait(self, job_id: int, timeout: float = 60.0) -> JobSnapshot | None:
-        """Block until the job ends (for the CLI, tests and benchmarks; pages poll instead)."""
+        """Block until the job ends (for the CLI, tests and benchmarks; pages poll instead).
+        The caller waits for its own job: waiting attends it."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            with self._lock:
+                if job_id in self._jobs:
+                    self._jobs[job_id].last_seen = time.monotonic()
             snap = self.snapshot(job_id)
             if snap is None or snap.done:
                 return snap
@@ -425,8 +482,10 @@ class Scheduler:
     def _start_worker(self, index: int) -> _Worker:
         tasks = self._ctx.Queue()
         cancel = self._ctx.RawValue("q", -1)  # lock-free: one writer, read between steps
+        memory = (self.limits.device_memory, self.limits.memory_margin)  # its OS ceiling's basis
         process = self._ctx.Process(target=_worker_main, name=f"bsdemo-worker-{index}",
-                                    args=(index, tasks, self._results, cancel, self._threads),
+                                    args=(index, tasks, self._results, cancel, self._threads,
+                                          memory),
                                     daemon=True)
         start_spawned(process)
         return _Worker(index, process, tasks, cancel)
@@ -469,6 +528,19 @@ class Scheduler:
         usable = self.usable_memory()
         while self._queue:
             head = self._jobs[self._queue[0]]
+            if head.check_store and self.store is not None:
+                # queued before any worker had said which device it is (just after a restart):
+                # the store is asked once it is known, so the run is served rather than trained
+                # and stored a second time
+                if not self._device_info:
+                    head.wait_reason = "the training worker is starting"
+                    return
+                head.check_store = False
+                stored = self._stored(head.config)
+                if stored is not None:
+                    self._queue.popleft()
+                    self._from_store(head, stored)
+                    continue
             running = [j for j in self._jobs.values() if j.status == "running"]
             free = [w for w in self._workers if w.job is None and w.process.is_alive()]
             head.wait_reason = self._blocker(head, len(running), sum(j.exclusive for j in running),
@@ -487,7 +559,9 @@ class Scheduler:
             if running:
                 for j in running + [job]:
                     j.shared_device = True
-            worker.tasks.put((job.id, job.kind, vars(job.config).copy(), dict(job.options)))
+            # a training run's engine keeps its own cap; any other kind's worker keeps the job's
+            wall = None if job.kind == "train" else job.wall_s
+            worker.tasks.put((job.id, job.kind, vars(job.config).copy(), dict(job.options), wall))
 
     # ----- queue-wait estimates -----
     def _duration(self, job: _Job) -> tuple[float, bool]:
@@ -568,6 +642,7 @@ class Scheduler:
                                job.steps.columns, job.evals.columns, end)
             except Exception as exc:  # noqa: BLE001 - a full disk must not stop the lab
                 self.store_error = f"{type(exc).__name__}: {exc}"
+                log.warning("run store write failed (%s); the run is not kept", self.store_error)
         if job.worker is not None:
             worker = self._workers[job.worker]
             if worker.job == job.id:
@@ -638,10 +713,7 @@ class Scheduler:
             elif kind == "sweep_start":
                 job.start = event
             elif kind in ("sweep_end", "find_result", "accum_check"):
-                job.result = event
-                status = "cancelled" if job.cancel_requested else "completed"
-                self._finish(job, {"kind": "end", "status": status, "summary": {},
-                                   "message": event.get("message") or f"Sweep {status}."})
+                job.result = event  # the worker's end record follows
             elif kind == "end":
                 self._finish(job, event)
 
@@ -677,11 +749,11 @@ def start_spawned(process) -> None:
         sys.modules["__main__"] = main
 
 
-def _worker_main(index: int, tasks, results, cancel, threads: int) -> None:
+def _worker_main(index: int, tasks, results, cancel, threads: int, memory: tuple) -> None:
     """The worker process's entry point: its code, and torch, live in bsdemo.engine.worker."""
     from bsdemo.engine.worker import main
 
-    main(index, tasks, results, cancel, threads)
+    main(index, tasks, results, cancel, threads, memory)
 
 
 def _env_int(name: str, default: int, low: int, high: int) -> int:
@@ -705,5 +777,10 @@ def default_threads(workers: int) -> int:
     threads took 0.3-4 s for a run that takes 0.08 s with 1, because OpenMP's threads wait on
     each other whenever the browser holds one of their cores.
     """
+    return _env_int("BSDEMO_TORCH_THREADS", threads_rule(workers), 1, 256)
+
+
+def threads_rule(workers: int) -> int:
+    """The cores less one, shared among the workers (at least one each)."""
     spare = max(1, (os.cpu_count() or 1) - 1)
-    return _env_int("BSDEMO_TORCH_THREADS", max(1, spare // workers), 1, 256)
+    return max(1, spare // workers)

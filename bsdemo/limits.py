@@ -24,12 +24,37 @@ class Limits:
     max_active_per_session: int = 2  # one running + one waiting (a comparison counts as one)
     max_steps: int = 500_000  # optimizer steps a run may plan
     max_wall_s: float = 600.0  # training seconds a run may take (becomes its time cap)
-    max_batch_size: int = 65_536  # micro-batch ceiling
-    submits_per_minute: int = 12  # per session: hammering Run gets a "wait" message
+    max_batch_size: int = 65_536  # micro-batch ceiling (a sweep's largest, a check's k·b too)
+    max_effective_batch_size: int = 262_144  # samples per optimizer step (micro x accumulation)
+    submits_per_minute: int = 12  # per browser: hammering Run gets a "wait" message
+    max_queued: int = 100  # runs queued or running on the whole server (a comparison: each run)
+    # per connection address, on top of per browser: a script that drops its cookie gets a new
+    # browser each time, not a new address. A class behind one NAT or proxy shares an address
+    # (Streamlit sees the proxy's), hence the generous default: raise it for such a class.
+    max_active_per_address: int = 24
     unattended_grace_s: float = 60.0  # a run nobody polls for this long is cancelled
     # memory admission: a run starts beside others only if all their predicted peaks fit
     memory_margin: float = 0.10  # share of the device's memory kept free (allocator slack)
     device_memory: int | None = None  # bytes to share out; None = the device's own total
+
+    def check(self, cost) -> None:
+        """Raise ConfigError naming the limit a job's cost bound (bsdemo.jobkinds.Cost) is over."""
+        if cost.micro_batch > self.max_batch_size:
+            raise ConfigError("batch_size", cost.micro_batch,
+                              f"at most {self.max_batch_size} on this server (its limit "
+                              "max_batch_size)")
+        if cost.effective_batch > self.max_effective_batch_size:
+            raise ConfigError("effective batch", cost.effective_batch,
+                              f"at most {self.max_effective_batch_size:,} samples per optimizer "
+                              "step on this server (its limit max_effective_batch_size)")
+        if cost.steps > self.max_steps:
+            raise ConfigError("steps", cost.steps,
+                              f"at most {self.max_steps:,} optimizer steps on this server (this "
+                              f"job plans up to {cost.steps:,}; limit max_steps)")
+        if cost.wall_s > self.max_wall_s + 1e-9:
+            raise ConfigError("time_limit_s", round(cost.wall_s, 3),
+                              f"at most {self.max_wall_s:g} s for the whole job on this server "
+                              "(its limit max_wall_s)")
 
     @classmethod
     def load(cls, environ: dict[str, str] | None = None) -> Limits:

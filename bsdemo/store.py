@@ -2,25 +2,33 @@
 
 A stored run is found by its key: the config, the code version (a hash of the engine's source)
 and the device (kind and name). Pages label what they show from here "stored result, measured
-on <device> at <time>" and offer a fresh run. A corrupt or unreadable database file is moved
-aside and recreated with a warning — never a crash. Pure Python (sqlite3): no torch.
+on <device> at <time>" and offer a fresh run.
+
+A damaged store degrades visibly and never breaks a page: at open, `PRAGMA quick_check` looks
+at the whole file; a file that fails it (or cannot be read at all) is moved aside, every run that
+can still be read from it is copied into a fresh file, and `notice` says what happened (the
+sidebar shows it). Errors after that are the scheduler's to turn into "running it fresh".
+Pure Python (sqlite3): no torch.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import bsdemo
 
+log = logging.getLogger(__name__)
 ENGINE_DIR = Path(__file__).resolve().parent / "engine"
+COLUMNS = "id, key, created, device, config, start, steps, evals, end_record"
+SALVAGE_PROBES = 200_000  # row ids tried one by one past a damaged stretch of the table
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -72,26 +80,38 @@ class RunStore:
     """Thread-safe; each process opens its own connection (SQLite handles concurrent writers)."""
 
     def __init__(self, path: str | Path):
+        """Open (or create) the store; raises OSError or sqlite3.Error only when the folder
+        itself cannot hold a database (the caller then runs without a store)."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.version = code_version()
         self._lock = threading.Lock()
+        self.notice: str | None = None  # what opening it found and did, for the page to say
         self._db = self._open()
 
     def _open(self) -> sqlite3.Connection:
         try:
             db = self._connect()
-            db.execute("SELECT count(*) FROM runs").fetchone()
-            return db
+            problem = db.execute("PRAGMA quick_check").fetchone()[0]
+            if problem == "ok":
+                db.execute("SELECT count(*) FROM runs").fetchone()
+                return db
+            db.close()
         except sqlite3.DatabaseError as exc:
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-            warnings.warn(f"run store {self.path} was unreadable ({exc}); moved to {aside.name} "
-                          "and started afresh", RuntimeWarning, stacklevel=2)
-            for suffix in ("", "-wal", "-shm"):
-                p = Path(str(self.path) + suffix)
-                if p.exists():
-                    p.rename(Path(str(aside) + suffix))
-            return self._connect()
+            problem = str(exc)
+        aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(str(self.path) + suffix)
+            if p.exists():
+                p.rename(Path(str(aside) + suffix))
+        db = self._connect()
+        recovered = _salvage(aside, db)
+        self.notice = (f"The run store was damaged ({problem[:80]}) and was moved aside to "
+                       f"{aside.name}; " + (f"{recovered} stored run(s) were recovered from it."
+                                            if recovered else "no stored run could be recovered: "
+                                            "stored results start afresh."))
+        log.warning("run store %s: %s", self.path, self.notice)
+        return db
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
@@ -133,3 +153,55 @@ class RunStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _salvage(damaged: Path, into: sqlite3.Connection) -> int:
+    """Copy every run that can still be read from a damaged store file into `into`; returns how
+    many. Reads in id order until an error, then probes the ids past it one by one (a damaged
+    page of the table loses the rows on it, not the rest)."""
+    try:
+        src = sqlite3.connect(f"file:{damaged}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return 0
+    rows: dict[int, tuple] = {}
+    try:
+        try:
+            for row in src.execute(f"SELECT {COLUMNS} FROM runs ORDER BY id"):
+                rows[row[0]] = row
+            return _insert(into, rows)
+        except sqlite3.DatabaseError:
+            pass
+        try:
+            top = src.execute("SELECT seq FROM sqlite_sequence WHERE name = 'runs'").fetchone()
+            top = top[0] if top else max(rows, default=0) + SALVAGE_PROBES
+        except sqlite3.DatabaseError:
+            top = max(rows, default=0) + SALVAGE_PROBES
+        for rowid in range(1, min(top, max(rows, default=0) + SALVAGE_PROBES) + 1):
+            if rowid in rows:
+                continue
+            try:
+                row = src.execute(f"SELECT {COLUMNS} FROM runs WHERE id = ?", (rowid,)).fetchone()
+            except sqlite3.DatabaseError:
+                continue
+            if row is not None:
+                rows[rowid] = row
+        return _insert(into, rows)
+    finally:
+        src.close()
+
+
+def _insert(into: sqlite3.Connection, rows: dict[int, tuple]) -> int:
+    """Insert rows whose JSON still parses; returns how many went in."""
+    good = []
+    for row in rows.values():
+        try:
+            for blob in row[3:]:
+                if blob is not None:
+                    json.loads(blob)
+        except (TypeError, ValueError):
+            continue
+        good.append(row)
+    with into:
+        into.executemany(f"INSERT OR IGNORE INTO runs ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         good)
+    return len(good)

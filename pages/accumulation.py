@@ -17,7 +17,8 @@ st.info("**Predict first:** does accumulating 4 micro-batches of 32 train faster
         "of 128? Does it need less memory?", icon=":material/psychology:")
 
 a, b, c = st.columns(3)
-micro = a.number_input("Micro-batch b", 1, 1024, 32, key="acc_micro")
+micro = a.number_input("Micro-batch b", 1, min(1024, sweeps.scheduler().limits.max_batch_size), 32,
+                       key="acc_micro")
 k = b.number_input("Accumulation steps k", 1, 64, 4, key="acc_k")
 steps = c.number_input("Optimizer steps compared", 1, 50, 5, key="acc_steps")
 st.markdown("**Break it on purpose** — each switch makes the difference jump:")

@@ -20,7 +20,8 @@ budget = sweeps.budget_widget("find", allow_none=True)
 left, right = st.columns(2)
 margin = left.slider("Safety margin (share of memory kept free)", 0.0, 0.5, 0.1, 0.05,
                      key="find_margin")
-target = right.number_input("Target effective batch (0 = none)", 0, 1_000_000, 0,
+target = right.number_input("Target effective batch (0 = none)", 0,
+                            sweeps.scheduler().limits.max_effective_batch_size, 0,
                             key="find_target",
                             help="Reached with micro-batch × gradient-accumulation steps.")
 sweeps.run_button("find", "Find my batch size", "find", cfg, {

@@ -22,8 +22,9 @@ st.info("**Predict first:** if batch 256 needs 3 MiB and batch 512 needs 5 MiB, 
 cfg = sweeps.workload("mem")
 budget = sweeps.budget_widget("mem", default=4 * sweeps.MIB if sweeps.budget_options()[0] < sweeps.GIB
                               else 8 * sweeps.GIB, allow_none=False)
-largest = st.select_slider("Largest batch size in the sweep", powers_of_two(65536)[4:],
-                           value=4096, key="mem_largest")
+choices = sweeps.largest_batches()
+largest = st.select_slider("Largest batch size in the sweep", choices,
+                           value=min(4096, choices[-1]), key="mem_largest")
 sweeps.run_button("mem", "Measure memory", "sweep", cfg,
                   {"batch_sizes": powers_of_two(largest), "memory_budget_bytes": budget,
                    "warmup_steps": 1, "timed_steps": 2, "min_timed_s": 0})  # memory, not time

@@ -25,9 +25,12 @@ cfg = sweeps.workload("reg")
 a, b, c, d = st.columns(4)
 epochs = a.number_input("Epochs (each regime)", 1, 100, 5, key="reg_epochs")
 sgd = b.number_input("SGD batch", 1, 16, 1, key="reg_sgd")
-mini = c.number_input("Mini-batch", 2, 4096, 32, key="reg_mini")
-cap = d.number_input("Time cap per run (s)", 1, 600, 20, key="reg_cap",
-                     help="A run that reaches it stops and says so.")
+limits = sweeps.scheduler().limits
+mini = c.number_input("Mini-batch", 2, min(4096, limits.max_batch_size), 32, key="reg_mini")
+cap = d.number_input("Time cap per run (s)", 1, max(1, int(limits.max_wall_s // 3)),
+                     min(20, max(1, int(limits.max_wall_s // 3))), key="reg_cap",
+                     help="A run that reaches it stops and says so. The three share this "
+                          "server's time cap for one job.")
 budget = sweeps.budget_widget("reg", allow_none=True)
 base = dataclasses.replace(cfg, epochs=int(epochs), time_limit_s=float(cap))
 checked, _ = base.validated()

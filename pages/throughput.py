@@ -18,11 +18,13 @@ st.info("**Predict first:** if a step at batch 1 takes 0.5 ms, how long will a s
         "take — 64 times as long, or about the same?", icon=":material/psychology:")
 
 cfg = sweeps.workload("tp")
-largest = st.select_slider("Largest batch size in the sweep", powers_of_two(65536)[4:],
-                           value=1024, key="tp_largest")
+choices = sweeps.largest_batches()
+largest = st.select_slider("Largest batch size in the sweep", choices,
+                           value=min(1024, choices[-1]), key="tp_largest")
 st.caption(f"Batch sizes 1, 2, 4, … {largest}: 3 warm-up steps, then the median of 8 timed full "
            "training steps (forward, backward, optimizer step) each, alone on the device.")
-sweeps.run_button("tp", "Run sweep", "sweep", cfg, {"batch_sizes": powers_of_two(largest)})
+sweeps.run_button("tp", "Run sweep", "sweep", cfg,
+                  {"batch_sizes": powers_of_two(largest)})
 
 
 def draw(snap) -> None:

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from bsdemo.plaintext import plain
 from bsdemo.ui import lab
 from bsdemo.ui.entry import require_entrypoint
 
@@ -19,7 +20,7 @@ st.info("**Predict first:** if you multiply the batch size by 8, what happens to
 
 url_error = lab.init_from_url()
 if url_error:
-    st.error(url_error)
+    st.error(plain(url_error))  # it quotes what the link held: shown as text, not Markdown
 
 cfg = lab.settings_form()
 lab.run_controls(cfg)

@@ -15,6 +15,7 @@ level and accumulation buys no throughput.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -23,6 +24,7 @@ import torch.nn.functional as F
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.data import IGNORE, epoch_batches
 from bsdemo.engine.train import prepare, train
+from bsdemo.jobkinds import ACCUM_MEASURE_STEPS, JobStopped, accumulation_config
 
 EQUIVALENT_REL = 1e-4  # float32 summation-order differences stay far below this
 
@@ -48,11 +50,11 @@ def _variable_lengths(y: torch.Tensor, seed: int) -> torch.Tensor:
 
 def accumulation_check(cfg: RunConfig, micro_batch: int, accum: int, steps: int = 5, *,
                        unscaled_loss: bool = False, variable_length: bool = False,
-                       measure_steps: int = 20) -> dict[str, Any]:
-    """Compare both ways for `steps` optimizer steps; returns the accum_check record."""
-    if variable_length and cfg.model != "transformer":
-        cfg = dataclasses.replace(cfg, dataset="arithmetic", model="transformer", width=32,
-                                  depth=1, norm="none")
+                       measure_steps: int = ACCUM_MEASURE_STEPS,
+                       should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Compare both ways for `steps` optimizer steps; returns the accum_check record. Raises
+    JobStopped between two steps when should_stop() says so (Stop, the job's time cap)."""
+    cfg = accumulation_config(cfg, variable_length)
     base = dataclasses.replace(cfg, accumulation_steps=1, epochs=None, max_steps=steps)
     big_cfg = dataclasses.replace(base, batch_size=micro_batch * accum)
     checked, _ = big_cfg.validated()
@@ -70,6 +72,8 @@ def accumulation_check(cfg: RunConfig, micro_batch: int, accum: int, steps: int 
     done = 0
     while done < steps:
         for idx in epoch_batches(n, micro_batch * accum, generator, big.device):
+            if should_stop is not None and should_stop():
+                raise JobStopped
             if len(idx) < micro_batch * accum:
                 continue  # full batches only: the comparison is about k·b = one batch
             tokens = int((y[idx] != IGNORE).sum()) if y.dim() > 1 else None
@@ -99,7 +103,7 @@ def accumulation_check(cfg: RunConfig, micro_batch: int, accum: int, steps: int 
                 break
     param_diff = max((p - q).abs().max().item() for p, q in zip(
         big.model.parameters(), small.model.parameters(), strict=True))
-    memory = _measure(big_cfg, small.cfg, accum, measure_steps)
+    memory = _measure(big_cfg, small.cfg, accum, measure_steps, should_stop)
     return {"kind": "accum_check", "micro_batch": micro_batch, "accumulation_steps": accum,
             "effective_batch_size": micro_batch * accum, "steps": steps,
             "max_abs_grad_diff": max(d for _, d, _ in first_grads),
@@ -111,13 +115,16 @@ def accumulation_check(cfg: RunConfig, micro_batch: int, accum: int, steps: int 
             **memory}
 
 
-def _measure(big_cfg: RunConfig, small_cfg: RunConfig, accum: int, steps: int) -> dict[str, Any]:
+def _measure(big_cfg: RunConfig, small_cfg: RunConfig, accum: int, steps: int,
+             should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Peak memory and median samples/s of one big batch vs the accumulated micro-batches."""
     out = {}
     for name, cfg in (("big", big_cfg), ("accumulated", dataclasses.replace(
             small_cfg, accumulation_steps=accum))):
         end = list(train(dataclasses.replace(cfg, epochs=None, max_steps=steps),
-                         evaluations=False))[-1]
+                         evaluations=False, should_stop=should_stop))[-1]
+        if end.status == "cancelled":
+            raise JobStopped
         out[f"{name}_peak_memory_bytes"] = end.summary["peak_memory_bytes"]
         out[f"{name}_samples_per_sec"] = end.summary["samples_per_sec"]
         out["memory_source"] = end.summary["memory_source"]

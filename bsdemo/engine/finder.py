@@ -10,24 +10,40 @@ Doubling finders take about log2(B_max) probes plus a bisection; this takes thre
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from bsdemo.config import MAX_BATCH_SIZE, RunConfig, format_bytes
-from bsdemo.engine.sweep import _measure, sweep_config
+from bsdemo.engine.sweep import _measure
 from bsdemo.engine.train import check_budget, prepare
 from bsdemo.fits import knee_batch, linear_fit
+from bsdemo.jobkinds import sweep_config
 
 PROBES = (8, 32)  # small enough to fit nearly anywhere, far enough apart for a slope
 BISECT_TOLERANCE = 0.05  # stop bisecting when the bracket is within 5% of its lower end
 
 
-def find_batch_size(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
+class _Stopped(Exception):
+    """should_stop() said stop between two probes."""
+
+
+def find_batch_size(cfg: RunConfig, **kwargs) -> Iterator[dict[str, Any]]:
+    """Yield one find_probe per real run, then find_result (none when it was stopped)."""
+    try:
+        yield from _find(cfg, **kwargs)
+    except _Stopped:
+        return
+
+
+def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
                     margin: float = 0.10, target_effective_batch: int | None = None,
                     reference_batch: int | None = None, reference_lr: float | None = None,
                     warmup_steps: int = 1, timed_steps: int = 3,
-                    max_batch: int | None = None) -> Iterator[dict[str, Any]]:
-    """Yield one find_probe per real run, then find_result."""
+                    max_batch: int | None = None,
+                    should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+    """Yield one find_probe per real run, then find_result. When should_stop() says so (Stop,
+    the job's time cap) it ends between two steps, without a result: it never recommends a
+    batch it did not finish checking."""
     cfg, _ = cfg.validated()
     if max_batch is not None and max_batch > cfg.train_samples:
         cfg = sweep_config(cfg, [max_batch])  # grow a generated dataset to hold it
@@ -47,8 +63,13 @@ def find_batch_size(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
 
     def probe(b: int, reason: str) -> dict[str, Any]:
         nonlocal device
+        if should_stop is not None and should_stop():
+            raise _Stopped
         # a probe measures memory: its few steps need no minimum duration
-        point, device = _measure(cfg, b, warmup_steps, timed_steps, 0.0, memory_budget_bytes)
+        point, device = _measure(cfg, b, warmup_steps, timed_steps, 0.0, memory_budget_bytes,
+                                 should_stop)
+        if point["status"] == "cancelled":
+            raise _Stopped
         point = dict(point, kind="find_probe", reason=reason, probe=len(tested) + 1)
         tested[b] = point
         return point

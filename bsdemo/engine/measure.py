@@ -64,6 +64,56 @@ def device_info(device: torch.device) -> dict[str, Any]:
     return info
 
 
+def set_threads(threads: int) -> None:
+    """Torch's intra-op threads: the workers' rule (bsdemo.jobs.default_threads), in the CLI too,
+    so the CLI and the pages measure alike."""
+    torch.set_num_threads(threads)
+
+
+# what a worker may map beyond its share: thread stacks and malloc arenas of threads started
+# later, the allocator's slack. The ceiling is there to stop a runaway run, not to count bytes.
+ADDRESS_SPACE_SLACK = 2**30
+
+
+def limit_address_space(share_bytes: int) -> int | None:
+    """Cap this process's address space (RLIMIT_AS) at what it maps now plus share_bytes plus a
+    slack; returns the headroom set, or None where the OS has no such limit.
+
+    On the CPU every tensor lives in host memory, so a run that outgrows its prediction fails
+    with the allocator's "can't allocate memory" (an out-of-memory result) instead of swapping
+    the host to a halt or waking the kernel's OOM killer. Not for CUDA workers: the CUDA driver
+    reserves far more address space than it uses.
+    """
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    mapped = _mapped_bytes()
+    if mapped is None:
+        return None
+    headroom = share_bytes + ADDRESS_SPACE_SLACK
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    ceiling = mapped + headroom
+    if hard != resource.RLIM_INFINITY:
+        ceiling = min(ceiling, hard)
+    if soft != resource.RLIM_INFINITY and soft < ceiling:
+        return None  # someone already set a tighter one: keep it
+    resource.setrlimit(resource.RLIMIT_AS, (ceiling, hard))
+    return ceiling - mapped
+
+
+def _mapped_bytes() -> int | None:
+    """This process's virtual memory size (what RLIMIT_AS counts), from /proc (Linux only)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def _host_memory_bytes() -> int | None:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

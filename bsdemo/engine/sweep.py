@@ -14,27 +14,18 @@ import statistics
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from bsdemo.config import MAX_SAMPLES, TEST_FRACTION, RunConfig
+from bsdemo.config import RunConfig
 from bsdemo.engine.flops import device_peak_flops, flops_per_sample
 from bsdemo.engine.measure import device_info
 from bsdemo.engine.train import check_budget, prepare, train
 from bsdemo.fits import crossover_batch, knee_batch, linear_fit
+from bsdemo.jobkinds import MAX_TIMED_STEPS, sweep_config
 
 DEFAULT_WARMUP_STEPS = 3  # untimed: allocator, kernel selection, caches
 DEFAULT_TIMED_STEPS = 8  # at least this many steps are timed; their median is the step time
 # ... and they last at least this long: eight 0.3 ms steps are one scheduler hiccup away from a
 # wrong point (repeat sweeps on a shared 2-core VM disagreed by up to 24% per point without it)
 DEFAULT_MIN_TIMED_S = 0.1
-MAX_TIMED_STEPS = 2000
-
-
-def sweep_config(cfg: RunConfig, batch_sizes: Sequence[int]) -> RunConfig:
-    """cfg with a generated dataset grown so its training split holds the largest batch."""
-    cfg, _ = cfg.validated()
-    if cfg.dataset != "digits":
-        need = math.ceil(max(batch_sizes) / (1 - TEST_FRACTION)) + 2
-        cfg = dataclasses.replace(cfg, samples=min(max(cfg.samples, need), MAX_SAMPLES))
-    return cfg
 
 
 def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = DEFAULT_WARMUP_STEPS,
@@ -71,7 +62,7 @@ def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = DEF
                            f"{cfg.train_samples} training samples.")
         else:
             point, device = _measure(cfg, b, warmup_steps, timed_steps, min_timed_s,
-                                     memory_budget_bytes)
+                                     memory_budget_bytes, should_stop)
             if point["samples_per_sec"] is not None:
                 point["achieved_flops"] = per_sample * point["samples_per_sec"]
                 point["share_of_peak"] = point["achieved_flops"] / peak if peak else None
@@ -95,7 +86,10 @@ def _point(batch_size: int, status: str, **fields) -> dict[str, Any]:
 
 
 def _measure(cfg: RunConfig, b: int, warmup: int, timed: int, min_timed_s: float,
-             budget: int | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+             budget: int | None, should_stop: Callable[[], bool] | None = None
+             ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """One point: warm-up, then timed full steps of batch b; should_stop (Stop, the job's time
+    cap) ends it between two steps."""
     # room for partial last batches between the full ones; enough() ends the point early
     most = 2 * timed + 1 if min_timed_s <= 0 else max(2 * timed + 1, MAX_TIMED_STEPS)
     run_cfg = dataclasses.replace(cfg, batch_size=b, accumulation_steps=1, epochs=None,
@@ -106,7 +100,10 @@ def _measure(cfg: RunConfig, b: int, warmup: int, timed: int, min_timed_s: float
     def enough() -> bool:
         return len(full) >= timed and timed_s >= min_timed_s
 
-    for event in train(run_cfg, evaluations=False, memory_budget_bytes=budget, should_stop=enough):
+    def stop() -> bool:
+        return enough() or (should_stop is not None and should_stop())
+
+    for event in train(run_cfg, evaluations=False, memory_budget_bytes=budget, should_stop=stop):
         if event.kind == "step":
             steps.append(event)
             # an epoch's partial last batch is a shorter step of fewer samples: timing it as a

@@ -125,6 +125,13 @@ def check_budget(run: Prepared, budget: int) -> int:
     return fixed
 
 
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether exc is a device or host allocation failure (a result to show, not a crash)."""
+    text = str(exc)
+    return (isinstance(exc, (torch.OutOfMemoryError, MemoryError))
+            or "out of memory" in text or "can't allocate memory" in text)
+
+
 def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
           prepared: Prepared | None = None, evaluations: bool = True,
           memory_budget_bytes: int | None = None) -> Iterator:
@@ -299,10 +306,11 @@ def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
             except (torch.cuda.OutOfMemoryError, SimulatedOutOfMemoryError) as exc:
                 oom_text = str(exc).strip().splitlines()[0][:400]  # keep text, not the traceback
                 simulated = isinstance(exc, SimulatedOutOfMemoryError)
-            except RuntimeError as exc:  # MPS reports OOM as a plain RuntimeError
-                if device.type != "mps" or "out of memory" not in str(exc):
+            except (RuntimeError, MemoryError) as exc:  # MPS, and the CPU allocator under
+                # the worker's address-space ceiling, report OOM as plain errors
+                if not is_out_of_memory(exc):
                     raise
-                oom_text, simulated = str(exc).strip().splitlines()[0][:400], False
+                oom_text, simulated = (str(exc).strip().splitlines() or ["MemoryError"])[0][:400], False
             if oom_text is not None:
                 # recover outside the except block, where the frames holding tensors are gone
                 loss = loss_sum = xb = yb = None

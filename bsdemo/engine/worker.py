@@ -1,7 +1,10 @@
 """The worker process's loop: import torch once, warm up, then run jobs until told to stop.
 
 Started by bsdemo.jobs.Scheduler (spawn context); talks to it only through queues: a task queue
-of its own, a shared results queue, and a shared value naming a job to cancel.
+of its own, a shared results queue, and a shared value naming a job to cancel. Every job kind is
+stopped the same way: `should_stop()` is asked between steps, and says stop when the job was
+cancelled (Stop, or the unattended-run reaper) or, for the kinds other than training (whose
+engine keeps its own cap), when the whole job reached its time cap.
 """
 
 from __future__ import annotations
@@ -16,20 +19,32 @@ import torch
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.accumulation import accumulation_check
 from bsdemo.engine.finder import find_batch_size
-from bsdemo.engine.measure import device_info, resolve_device
+from bsdemo.engine.measure import device_info, limit_address_space, resolve_device
 from bsdemo.engine.sweep import sweep
-from bsdemo.engine.train import train
+from bsdemo.engine.train import is_out_of_memory, train
+from bsdemo.jobkinds import JobStopped
 
 FLUSH_INTERVAL_S = 0.05  # step events are batched: one queue message per 50 ms, not per step
 
 
-def main(index: int, tasks, results, cancel, threads: int) -> None:
-    """Run jobs from `tasks` until a None arrives or the server process is gone."""
+def main(index: int, tasks, results, cancel, threads: int, memory: tuple = (None, 0.1)) -> None:
+    """Run jobs from `tasks` until a None arrives or the server process is gone.
+
+    memory: (the limits' device_memory or None, memory_margin): on the CPU the worker's address
+    space is capped at what it holds after warm-up plus the memory admission shares out (and a
+    slack), so a run the memory model underestimates ends as an out-of-memory result instead of
+    taking the host down.
+    """
     torch.set_num_threads(threads)
     # warm-up: first use of the optimizer, autograd and the digits data costs ~1 s once
     for _ in train(RunConfig(epochs=None, max_steps=2)):
         pass
-    results.put(("hello", index, device_info(resolve_device("auto"))))
+    info = device_info(resolve_device("auto"))
+    device_memory, margin = memory
+    share = device_memory or info.get("total_memory_bytes")
+    info["memory_ceiling_bytes"] = (limit_address_space(int(share * (1 - margin)))
+                                    if info["type"] == "cpu" and share else None)
+    results.put(("hello", index, info))
     parent = mp.parent_process()
     while True:
         try:
@@ -40,8 +55,25 @@ def main(index: int, tasks, results, cancel, threads: int) -> None:
             continue
         if task is None:
             return
-        job_id, kind, settings, options = task
-        _run_job(index, job_id, kind, settings, options, results, cancel)
+        _run_job(index, *task, results, cancel)
+
+
+class _StopCheck:
+    """should_stop() for one job: its cancel flag, or the whole job's time cap."""
+
+    def __init__(self, cancel, job_id: int, wall_s: float | None):
+        self.cancel, self.job_id, self.wall_s = cancel, job_id, wall_s
+        self.deadline = time.monotonic() + wall_s if wall_s else None
+        self.reason: str | None = None
+
+    def __call__(self) -> bool:
+        if self.reason is None:
+            if self.cancel.value == self.job_id:
+                self.reason = "Stopped before it finished."
+            elif self.deadline is not None and time.monotonic() >= self.deadline:
+                self.reason = (f"Stopped at this server's time cap of {self.wall_s:g} s for the "
+                               "whole job; what it measured until then is shown.")
+        return self.reason is not None
 
 
 def _events(kind: str, cfg: RunConfig, options: dict, should_stop):
@@ -49,33 +81,45 @@ def _events(kind: str, cfg: RunConfig, options: dict, should_stop):
     if kind == "sweep":
         yield from sweep(cfg, should_stop=should_stop, **options)
     elif kind == "find":
-        yield from find_batch_size(cfg, **options)
+        yield from find_batch_size(cfg, should_stop=should_stop, **options)
     elif kind == "accum_check":
-        yield accumulation_check(cfg, **options)
+        yield accumulation_check(cfg, should_stop=should_stop, **options)
     else:
         for event in train(cfg, should_stop=should_stop):
             yield event.to_dict()
 
 
-def _run_job(index: int, job_id: int, kind: str, settings: dict, options: dict, results,
-             cancel) -> None:
+def _run_job(index: int, job_id: int, kind: str, settings: dict, options: dict,
+             wall_s: float | None, results, cancel) -> None:
     batch: list[dict] = []
     last_flush = time.monotonic()
+    stop = _StopCheck(cancel, job_id, wall_s)
+    result = None
     try:
         cfg = RunConfig(**settings)
-        for event in _events(kind, cfg, options, lambda: cancel.value == job_id):
+        for event in _events(kind, cfg, options, stop):
             batch.append(event)
+            if event["kind"] in ("sweep_end", "find_result", "accum_check"):
+                result = event
             now = time.monotonic()
             # the first step goes at once: it is the one a student is waiting to see
             if event["kind"] != "step" or event["step"] == 1 or now - last_flush >= FLUSH_INTERVAL_S:
                 results.put(("events", index, job_id, batch))
                 batch, last_flush = [], now
-        end = None
+        end = None if kind == "train" else _measured_end(kind, result, stop.reason)
+    except JobStopped:
+        end = {"kind": "end", "status": "cancelled", "summary": {},
+               "message": stop.reason or "Stopped before it finished."}
     except ConfigError as exc:
         end = {"kind": "end", "status": "failed", "message": str(exc), "summary": {}}
     except Exception as exc:  # noqa: BLE001 - any engine failure becomes a failed job, not a dead worker
-        end = {"kind": "end", "status": "failed", "summary": {},
-               "message": f"The run failed: {type(exc).__name__}: {exc}"}
+        text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:400] if str(exc) else ''}"
+        if is_out_of_memory(exc):  # e.g. building the model or data past the worker's ceiling
+            end = {"kind": "end", "status": "oom", "summary": {},
+                   "message": f"Out of memory before training started: {text}"}
+        else:
+            end = {"kind": "end", "status": "failed", "summary": {},
+                   "message": f"The run failed: {text}"}
     if batch or end:
         results.put(("events", index, job_id, batch + ([end] if end else [])))
     # an idle warm worker holds no cached device memory: admission counts only running jobs
@@ -84,3 +128,12 @@ def _run_job(index: int, job_id: int, kind: str, settings: dict, options: dict, 
     if torch.cuda.is_available():
         gc.collect()
         torch.cuda.empty_cache()
+
+
+def _measured_end(kind: str, result: dict | None, stopped: str | None) -> dict:
+    """The end record of a sweep, finder or accumulation check."""
+    if stopped is not None:
+        return {"kind": "end", "status": "cancelled", "summary": {}, "message": stopped}
+    name = {"sweep": "Sweep", "find": "Search", "accum_check": "Check"}[kind]
+    return {"kind": "end", "status": "completed", "summary": {},
+            "message": (result or {}).get("message") or f"{name} completed."}

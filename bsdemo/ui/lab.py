@@ -2,22 +2,33 @@
 
 Widgets hold their values in session state under `w_*` keys; `settings()` turns them into a
 RunConfig. A link's query parameters fill the widgets once per session, and Run writes the
-config back to the URL, so a copied link reproduces the run's settings.
+config and the run's id back to the URL, so a copied link reproduces the run's settings and shows
+the run — read-only: control belongs to the browser that started it (bsdemo.ui.state.owner).
 """
 
 from __future__ import annotations
 
-import hashlib
 import statistics
 import time
 
 import streamlit as st
 
 from bsdemo import charts, export
-from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, PRESETS, ConfigError, RunConfig, preset_of
+from bsdemo.config import (
+    DEVICES,
+    NORMS,
+    OPTIMIZERS,
+    PRESETS,
+    ConfigError,
+    RunConfig,
+    config_from_query,
+    parse_run_id,
+    preset_of,
+)
 from bsdemo.jobs import ActiveRunError, JobSnapshot
+from bsdemo.plaintext import plain
 from bsdemo.ui.queue import waiting_message
-from bsdemo.ui.state import owner, scheduler, session_runs
+from bsdemo.ui.state import client_address, owner, scheduler, session_runs
 
 REFRESH_S = 0.5  # live view poll interval (>= 1 update/s as promised)
 # status-only polls before the first point: every poll costs each browser ~60 ms of main-thread
@@ -59,35 +70,21 @@ def init_from_url() -> str | None:
     if st.session_state.get("lab_initialised"):
         return st.session_state.get("lab_url_error")
     st.session_state["lab_initialised"] = True
-    error = None
     params = st.query_params.to_dict()
-    reattach(params.pop("run", None))
-    try:
-        cfg, _ = RunConfig.from_params(params).validated()
-    except ConfigError as exc:
-        error = (f"This link's settings could not be used — {exc}. The defaults are shown "
-                 "instead.")
-        cfg = RunConfig()
+    reattach(params.get("run"))
+    cfg, error = config_from_query(params)  # never raises, whatever the URL holds
     _to_widgets(cfg)
     st.session_state["lab_url_error"] = error
     return error
 
 
-def run_token(job_id: int, owner_id: str) -> str:
-    """'<job>.<owner proof>': a reloaded tab proves it is the same session without the URL
-    carrying the session id itself (ids are sequential; the proof is not guessable)."""
-    return f"{job_id}.{hashlib.sha256(owner_id.encode()).hexdigest()[:16]}"
-
-
 def reattach(raw: str | None) -> None:
-    """A reloaded tab (its URL names the run) takes its run back, waiting or running. A link
-    from someone else shows their run but gives no control over it."""
-    job, _, proof = str(raw or "")[:40].partition(".")
-    snap = scheduler().snapshot(int(job)) if job.isdigit() else None
+    """Show the run a link names. It is this browser's own after a reload (the same cookie, so
+    the same owner: Stop works); anyone else's link shows it read-only."""
+    job = parse_run_id(raw)
+    snap = scheduler().snapshot(job) if job is not None else None
     if snap is None or snap.kind != "train":
         return
-    if run_token(snap.id, snap.owner) == f"{snap.id}.{proof}":
-        st.session_state["owner"] = snap.owner  # the same session, seen again
     if snap.id not in session_runs():
         session_runs().append(snap.id)
 
@@ -99,11 +96,15 @@ def settings_form() -> RunConfig:
                  format_func=lambda name: PRESETS[name].label, on_change=_apply_preset)
     left, right = st.columns(2)
     with left:
+        top = scheduler().limits.max_batch_size  # the server refuses more: never offer it
         if s["w_batch_exact"]:
-            st.number_input("Batch size (samples per forward/backward pass)", 1, 65536,
+            s["w_batch_value"] = min(s["w_batch_value"], top)
+            st.number_input("Batch size (samples per forward/backward pass)", 1, top,
                             key="w_batch_value")
         else:
-            st.select_slider("Batch size (samples per forward/backward pass)", BATCH_POWERS,
+            powers = [b for b in BATCH_POWERS if b <= top] or [1]
+            s["w_batch_pow"] = min(s["w_batch_pow"], powers[-1])
+            st.select_slider("Batch size (samples per forward/backward pass)", powers,
                              key="w_batch_pow")
         st.checkbox("Exact batch size", key="w_batch_exact",
                     help="Type any batch size instead of picking a power of two.")
@@ -131,8 +132,10 @@ def settings_form() -> RunConfig:
         c.number_input("Input noise (2-D sets)", 0.0, 10.0, key="w_noise", step=0.05)
         c.selectbox("Device", DEVICES, key="w_device",
                     help="auto = CUDA GPU, then Apple MPS, then the CPU.")
-        b.number_input("Time cap in seconds (0 = none)", 0.0, 86_400.0, key="w_time_limit_s",
-                       step=5.0)
+        limit = scheduler().limits.max_wall_s
+        s["w_time_limit_s"] = min(float(s["w_time_limit_s"]), limit)
+        b.number_input(f"Time cap in seconds (0 = this server's {limit:g})", 0.0, limit,
+                       key="w_time_limit_s", step=5.0)
     preset = PRESETS[s["w_preset"]].settings
     return RunConfig(
         dataset=preset["dataset"], model=preset["model"], norm=s["w_norm"], width=s["w_width"],
@@ -151,7 +154,7 @@ def run_controls(cfg: RunConfig) -> None:
     try:
         checked, notices = cfg.validated()
     except ConfigError as exc:
-        st.error(f"Cannot run these settings — {exc}.")
+        st.error(plain(f"Cannot run these settings — {exc}."))
         checked, notices = None, []
     for notice in notices:
         st.info(notice)
@@ -171,7 +174,7 @@ def run_controls(cfg: RunConfig) -> None:
     stop_col.button("Stop", key="stop", disabled=active is None, icon=":material/stop:",
                     on_click=_stop)
     if st.session_state.get("submit_error"):
-        st.warning(st.session_state.pop("submit_error"))
+        st.warning(plain(st.session_state.pop("submit_error")))
 
 
 def _stop() -> None:
@@ -179,20 +182,21 @@ def _stop() -> None:
     sched, runs = scheduler(), session_runs()
     current = sched.snapshot(runs[-1]) if runs else None
     if current is not None and not current.done and current.owner == owner():
-        sched.cancel(current.id)
+        sched.cancel(current.id, owner=owner())
     else:
-        sched.cancel(sched.active_job(owner()))
+        sched.cancel(sched.active_job(owner()), owner=owner())
 
 
 def _submit(cfg: RunConfig, fresh: bool = False) -> None:
     try:
-        job_id = scheduler().submit(cfg, owner(), fresh=fresh)
+        job_id = scheduler().submit(cfg, owner(), fresh=fresh, address=client_address())
     except (ConfigError, ActiveRunError) as exc:
         st.session_state["submit_error"] = str(exc)
     else:
         session_runs().append(job_id)
-        # the link reproduces the settings, and a reload of this tab re-attaches to the run
-        st.query_params.from_dict(cfg.to_params() | {"run": run_token(job_id, owner())})
+        # the link reproduces the settings and names the run; a reload of this tab (the same
+        # browser, so the same owner) re-attaches to it with control, anyone else only watches
+        st.query_params.from_dict(cfg.to_params() | {"run": str(job_id)})
 
 
 # ----- live view -----
@@ -283,19 +287,22 @@ def _status(snap: JobSnapshot) -> None:
     elif snap.status == "completed" and snap.stored_at is not None:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(snap.stored_at))
         device = (snap.start or {}).get("device", {}).get("name", "this server's device")
-        st.success(f"Stored result, measured on {device} at {when}: {snap.end['message']}",
+        st.success(f"Stored result, measured on {plain(device)} at {when}: {snap.end['message']}",
                    icon=":material/history:")
         st.button("Run it fresh", key="fresh", on_click=_submit,
                   args=(RunConfig(**snap.config), True),
                   help="The same settings, measured again now.")
-    elif snap.status == "completed":
+    elif snap.status == "completed":  # the engine's own words and numbers
         st.success(snap.end["message"])
     elif snap.status == "cancelled":
         st.warning(snap.end["message"])
     else:
-        st.error(f"Run {snap.id} {snap.status}: {snap.end['message']}")
+        st.error(plain(f"Run {snap.id} {snap.status}: {snap.end['message']}"))
     for notice in (snap.start or {}).get("notices", []) + ([snap.notice] if snap.notice else []):
-        st.caption(notice)
+        st.caption(plain(notice))
+    if snap.owner != owner():
+        st.caption("Read-only: another browser started this run. A link shares a run's settings "
+                   "and lets you watch it; Stop stays with the browser that pressed Run.")
 
 
 def _tiles(snap: JobSnapshot) -> None:

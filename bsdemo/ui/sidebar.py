@@ -5,7 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from bsdemo.config import format_bytes
-from bsdemo.ui.state import LIMITS_ERROR, scheduler
+from bsdemo.plaintext import plain
+from bsdemo.ui.state import SERVER_NOTICES, remember_browser, scheduler
 
 GIB = 2**30
 
@@ -37,5 +38,6 @@ def device_badge() -> None:
                       f"{format_bytes(load['usable_memory_bytes'])} (their predicted peaks)")
         st.caption(f"Server now: {load['running']} running, {load['queued']} waiting, "
                    f"{load['workers']} worker(s){memory}.")
-        for message in LIMITS_ERROR:
-            st.warning(message)
+        for message in SERVER_NOTICES:
+            st.warning(plain(message))
+    remember_browser()

@@ -1,19 +1,33 @@
-"""Process-wide and per-session state: the one scheduler, and who this browser session is."""
+"""Process-wide and per-browser state: the one scheduler, and who this browser is.
+
+Who owns a run is decided by a secret this app keeps in the browser's cookie (`bsdemo_browser`),
+never by anything in the URL: a copied link reproduces a run's settings (and may show the run
+read-only), while a reload of the same browser's tab comes back with the same cookie and so with
+control. The scheduler only ever sees a hash of the secret.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
-import uuid
+import re
+import secrets
+import sqlite3
 from pathlib import Path
 
 import streamlit as st
 
-from bsdemo.config import ConfigError
-from bsdemo.jobs import Scheduler
+from bsdemo.config import ConfigError, clip
+from bsdemo.jobs import Scheduler, default_threads, threads_rule
 from bsdemo.limits import Limits
 from bsdemo.store import RunStore
 
-LIMITS_ERROR: list[str] = []  # a bad limits file is shown in the sidebar, not a crash
+COOKIE = "bsdemo_browser"
+COOKIE_DAYS = 30
+_SECRET = re.compile(r"[0-9a-f]{32}")
+# what the server could not use (a bad limits file or setting, an unusable data folder, a store
+# that was damaged): shown in every page's sidebar, in plain text, instead of breaking the page
+SERVER_NOTICES: list[str] = []
 
 
 @st.cache_resource(show_spinner=False)
@@ -22,20 +36,73 @@ def scheduler() -> Scheduler:
     try:
         limits = Limits.load()
     except ConfigError as exc:
-        LIMITS_ERROR.append(f"The server's limits could not be read ({exc}); defaults apply.")
+        SERVER_NOTICES.append(f"The server's limits could not be read ({exc}); defaults apply.")
         limits = Limits()
-    data_dir = os.environ.get("BSDEMO_DATA_DIR")  # set in the container; unset: no store
-    store = RunStore(Path(data_dir) / "runs.sqlite3") if data_dir else None
-    return Scheduler(limits=limits, store=store)  # limits.workers: BSDEMO_WORKERS
+    try:
+        threads = default_threads(limits.workers)  # BSDEMO_TORCH_THREADS
+    except ConfigError as exc:
+        SERVER_NOTICES.append(f"A server setting could not be used ({exc}); the default "
+                              "thread count applies.")
+        threads = threads_rule(limits.workers)
+    return Scheduler(limits=limits, store=open_store(os.environ.get("BSDEMO_DATA_DIR")),
+                     threads_per_worker=threads)
+
+
+def open_store(data_dir: str | None) -> RunStore | None:
+    """The run store in data_dir (unset: none). A folder that cannot hold it turns stored results
+    off with a notice; the lab trains as before."""
+    if not data_dir:
+        return None
+    try:
+        store = RunStore(Path(data_dir) / "runs.sqlite3")
+    except (OSError, sqlite3.Error) as exc:
+        SERVER_NOTICES.append(f"Stored results are off: the data folder {clip(data_dir)!r} could "
+                              f"not be used ({clip(str(exc), 120)}). Runs still train; they are "
+                              "not kept.")
+        return None
+    if store.notice:
+        SERVER_NOTICES.append(store.notice)
+    return store
+
+
+def browser_secret() -> str | None:
+    """This browser's secret, when its cookie holds a well-formed one (AppTest sends none)."""
+    value = (st.context.cookies or {}).get(COOKIE)
+    return value if isinstance(value, str) and _SECRET.fullmatch(value) else None
 
 
 def owner() -> str:
-    """A stable id for this browser session: the scheduler allows one active run per owner."""
-    if "owner" not in st.session_state:
-        st.session_state["owner"] = uuid.uuid4().hex
-    return st.session_state["owner"]
+    """Who this browser is, for the scheduler: a hash of its cookie's secret. A browser without
+    the cookie gets a fresh secret, written to its cookie by remember_browser()."""
+    state = st.session_state
+    if "owner" not in state:
+        secret = browser_secret()
+        if secret is None:
+            secret = state["secret_to_store"] = secrets.token_hex(16)
+        state["owner"] = hashlib.sha256(secret.encode()).hexdigest()[:32]
+    return state["owner"]
+
+
+def remember_browser() -> None:
+    """Store a new secret in this browser's cookie (a first-party cookie, set by script: Streamlit
+    gives the server no way to send Set-Cookie). It is read when a tab connects, so a reloaded
+    tab is the same owner."""
+    owner()
+    secret = st.session_state.get("secret_to_store")
+    if secret is None:
+        return
+    with st.sidebar:
+        st.html(f"""<script>
+document.cookie = "{COOKIE}={secret}; path=/; max-age={COOKIE_DAYS * 86400}; samesite=lax"
+  + (location.protocol === "https:" ? "; secure" : "");
+</script>""", unsafe_allow_javascript=True)
+
+
+def client_address() -> str | None:
+    """The connection's address, for the per-address limit (None on localhost and in AppTest)."""
+    return st.context.ip_address
 
 
 def session_runs() -> list[int]:
-    """Job ids this session submitted, oldest first."""
+    """Job ids this session submitted or opened from a link, oldest first."""
     return st.session_state.setdefault("runs", [])

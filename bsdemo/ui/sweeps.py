@@ -10,16 +10,24 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from bsdemo.config import PRESETS, SIZES, ConfigError, RunConfig, format_bytes, sized
+from bsdemo.config import PRESETS, SIZES, ConfigError, RunConfig, format_bytes, powers_of_two, sized
 from bsdemo.jobs import ActiveRunError, JobSnapshot
+from bsdemo.plaintext import plain
 from bsdemo.ui.lab import OPTIMIZER_LABELS
 from bsdemo.ui.queue import waiting_message
-from bsdemo.ui.state import owner, scheduler, session_runs
+from bsdemo.ui.state import client_address, owner, scheduler, session_runs
 
 REFRESH_S = 0.5
 MIB, GIB = 2**20, 2**30
 CPU_BUDGETS = [m * MIB for m in (1.5, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 512, 1024)]
 GPU_BUDGETS = [g * GIB for g in (0.25, 0.5, 1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 128)]
+
+
+def largest_batches() -> list[int]:
+    """The sweep pages' "largest batch" choices: powers of two from 16 up to this server's
+    max_batch_size (the scheduler refuses more, so the slider never offers it)."""
+    top = scheduler().limits.max_batch_size
+    return powers_of_two(top)[4:] or [powers_of_two(top)[-1]]
 
 
 def workload(prefix: str) -> RunConfig:
@@ -62,7 +70,8 @@ def budget_widget(prefix: str, default: int | None = None, allow_none: bool = Tr
 def submit(prefix: str, kind: str, cfg: RunConfig, options: dict) -> None:
     """on_click callback: queue the job and remember it for this page."""
     try:
-        job = scheduler().submit(cfg, owner(), kind=kind, options=options)
+        job = scheduler().submit(cfg, owner(), kind=kind, options=options,
+                                 address=client_address())
     except (ConfigError, ActiveRunError) as exc:
         st.session_state[f"{prefix}_error"] = str(exc)
     else:
@@ -78,7 +87,7 @@ def run_button(prefix: str, label: str, kind: str, cfg: RunConfig, options: dict
               args=(prefix, kind, cfg, options), icon=":material/play_arrow:",
               help="Queued behind your other run." if active else None)
     if st.session_state.get(f"{prefix}_error"):
-        st.warning(st.session_state.pop(f"{prefix}_error"))
+        st.warning(plain(st.session_state.pop(f"{prefix}_error")))
 
 
 def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
@@ -104,8 +113,8 @@ def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
             planned = len(snap.options.get("batch_sizes", [])) or None
             st.info(f"Measuring alone on the device… {len(snap.points)} point(s) so far"
                     + (f" of {planned}" if planned else "") + ".")
-        elif snap.status == "failed":
-            st.error(snap.end["message"])
+        elif snap.status in ("failed", "oom"):
+            st.error(plain(snap.end["message"]))
         elif snap.status == "cancelled":
             st.warning(snap.end["message"])
         if snap.points or snap.result:
@@ -119,7 +128,7 @@ def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
 def submit_group(prefix: str, cfgs: list[RunConfig], labels: list[str]) -> None:
     """on_click callback: queue a comparison (several training runs) for this page."""
     try:
-        ids = scheduler().submit_group(cfgs, owner())
+        ids = scheduler().submit_group(cfgs, owner(), address=client_address())
     except (ConfigError, ActiveRunError) as exc:
         st.session_state[f"{prefix}_error"] = str(exc)
     else:
@@ -132,7 +141,7 @@ def group_button(prefix: str, label: str, cfgs: list[RunConfig], labels: list[st
               disabled=not scheduler().can_submit(owner()), on_click=submit_group,
               args=(prefix, cfgs, labels), icon=":material/play_arrow:")
     if st.session_state.get(f"{prefix}_error"):
-        st.warning(st.session_state.pop(f"{prefix}_error"))
+        st.warning(plain(st.session_state.pop(f"{prefix}_error")))
 
 
 def group_view(prefix: str, draw: Callable[[list[tuple[str, JobSnapshot]]], None]) -> None:

@@ -7,11 +7,13 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from tests.timeouts import scaled
+
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
 def open_page(page: str, query: dict[str, str] | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = AppTest.from_file(APP, default_timeout=scaled(60))
     for key, value in (query or {}).items():
         at.query_params[key] = value
     at.run()
@@ -21,7 +23,7 @@ def open_page(page: str, query: dict[str, str] | None = None) -> AppTest:
 
 
 def run_until(at: AppTest, predicate, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while time.monotonic() < deadline:
         at.run()
         assert not at.exception, at.exception

@@ -6,6 +6,7 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
+from bsdemo.plaintext import unescape
 from tests.app.helpers import APP, open_page, run_until
 
 LAB = "pages/training_lab.py"
@@ -78,10 +79,11 @@ def test_query_params_fill_the_widgets():
 
 def test_bad_query_params_show_a_message_and_fall_back_to_defaults():
     at = open_lab({"batch_size": "-5"})
-    assert "batch_size" in at.error[0].value and "-5" in at.error[0].value
+    message = unescape(at.error[0].value)  # shown as plain text: Markdown marks escaped
+    assert "batch_size" in message and "-5" in message
     assert at.select_slider[0].value == 32
     at = open_lab({"warp_speed": "9"})
-    assert "warp_speed" in at.error[0].value
+    assert "warp_speed" in unescape(at.error[0].value)
 
 
 def test_oversize_exact_batch_is_clamped_with_a_notice():
@@ -108,16 +110,27 @@ def test_stop_cancels_a_long_run():
     run_until(at, lambda a: bool(a.warning) and "Stopped after" in a.warning[0].value)
 
 
-def test_a_reloaded_tab_reattaches_to_its_run_and_a_stranger_only_watches():
+def test_a_reloaded_tab_reattaches_to_its_run_and_a_stranger_only_watches(monkeypatch):
+    """Control comes from the browser's cookie, never from the link: the link names the run
+    only by its id. AppTest sends no cookies, so the cookie is what browser_secret() returns."""
+    from bsdemo.ui import state
+
     at = long_run_going()
-    token = at.query_params["run"]
-    reloaded = open_lab({"run": token, "batch_size": "1", "epochs": "50"})
+    job = at.query_params["run"]
+    assert job.isdigit()  # the link carries the run's id and settings, nothing that proves who
+    secret = at.session_state["secret_to_store"]  # what the first tab wrote into its cookie
+    monkeypatch.setattr(state, "browser_secret", lambda: secret)  # the same browser, reloaded
+    reloaded = open_lab({"run": job, "batch_size": "1", "epochs": "50"})
     run_until(reloaded, lambda a: chart_points(a) > 0)
-    assert reloaded.button(key="stop").disabled is False  # the same session: it may stop it
-    job = token.split(".")[0]
-    stranger = open_lab({"run": f"{job}.0000000000000000"})
+    assert reloaded.button(key="stop").disabled is False  # its own run: it may stop it
+    monkeypatch.setattr(state, "browser_secret", lambda: None)  # another browser, same link
+    stranger = open_lab({"run": job, "batch_size": "1", "epochs": "50"})
     run_until(stranger, lambda a: chart_points(a) > 0)  # sees the run …
     assert stranger.button(key="stop").disabled is True  # … but cannot stop it
+    assert any("Read-only" in c.value for c in stranger.caption)
+    for old_link in (f"{job}.0000000000000000", f"{job}.{'f' * 16}"):  # old-style tokens: ids
+        forged = open_lab({"run": old_link})
+        assert forged.button(key="stop").disabled is True
     reloaded.button(key="stop").click().run()
     run_until(reloaded, lambda a: bool(a.warning) and "Stopped after" in a.warning[0].value)
 

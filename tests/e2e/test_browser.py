@@ -1,6 +1,6 @@
 """The real app in real headless Chromium: open the lab, press Run, watch the loss chart fill.
 
-Also takes the README's screenshot (assets/screenshot.png).
+Also a copied link in a second browser, and links that try to inject outside links and images.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def browser():
         b.close()
 
 
-def test_press_run_and_watch_the_loss_chart_fill(server, browser):
+def test_press_run_and_watch_the_loss_chart_fill(server, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{server}/training_lab")
     run = page.get_by_role("button", name="Run")
@@ -98,7 +98,8 @@ def test_press_run_and_watch_the_loss_chart_fill(server, browser):
     # the app scrolls inside its own container, so a tall viewport (not full_page) shows it all
     page.set_viewport_size({"width": 1400, "height": 2300})
     page.wait_for_timeout(1500)  # let the charts finish redrawing before the picture
-    page.screenshot(path=str(ROOT / "assets" / "screenshot.png"))
+    page.screenshot(path=str(tmp_path / "training_lab.png"))  # the tree stays clean: the
+    # README's picture is refreshed on purpose, by scripts/screenshots.py --readme
     page.close()
 
 
@@ -138,5 +139,75 @@ def test_accumulation_page_toggles_a_pitfall(server, browser):
     page.get_by_text("Forget to divide the loss by k").click()
     page.get_by_role("button", name="Compare").click()
     page.get_by_text(re.compile(r"NOT equivalent\.$")).wait_for(timeout=60_000)
+    assert page.locator(".stException").count() == 0
+    page.close()
+
+
+def stop_button(page):
+    """The lab's Stop (not Streamlit's own header button of the same name)."""
+    return page.get_by_test_id("stMainBlockContainer").get_by_role("button", name="Stop")
+
+
+def test_a_copied_link_shows_the_run_but_control_stays_with_its_browser(server, browser):
+    """Two browsers (two contexts: separate cookies). The first starts a long run; the second
+    opens the first one's address bar: it sees the run, its Stop is disabled. The first reloads
+    its tab: the cookie, not the link, gives it its run back with control."""
+    owner = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = owner.new_page()
+    page.goto(f"{server}/training_lab?batch_size=1&epochs=50")
+    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=30_000)
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=60_000)
+    page.wait_for_function("() => new URLSearchParams(location.search).has('run')")
+    link = page.url
+    cookie = next(c for c in owner.cookies() if c["name"] == "bsdemo_browser")
+    assert cookie["value"] not in link and re.search(r"[?&]run=\d+(&|$)", link)
+    assert stop_button(page).is_enabled()
+
+    stranger = browser.new_context(viewport={"width": 1400, "height": 1000})
+    other = stranger.new_page()
+    other.goto(link)
+    other.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=60_000)  # it watches the run …
+    other.get_by_text("Read-only: another browser started this run").wait_for(timeout=30_000)
+    assert stop_button(other).is_disabled()  # … and cannot stop it
+
+    page.reload()  # the same browser: its cookie comes back with the new connection
+    page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=60_000)
+    stop = stop_button(page)
+    stop.wait_for(timeout=30_000)
+    page.wait_for_function("() => [...document.querySelectorAll("
+                           "'[data-testid=stMainBlockContainer] button')].some("
+                           "b => b.innerText.includes('Stop') && !b.disabled)", timeout=30_000)
+    stop.click()
+    page.get_by_text(re.compile(r"^Stopped after \d+ steps")).wait_for(timeout=60_000)
+    other.get_by_text(re.compile(r"^Stopped after \d+ steps")).wait_for(timeout=60_000)
+    assert page.locator(".stException").count() == other.locator(".stException").count() == 0
+    owner.close()
+    stranger.close()
+
+
+INJECTIONS = ["[click me](https://example.com/x)", "![p](https://example.com/p.png)",
+              "https://example.com/bare", "<img src=https://example.com/h.png>",
+              ":red[alarm] $x^2$ a@example.com"]
+
+
+@pytest.mark.parametrize("value", INJECTIONS)
+def test_a_link_cannot_put_links_or_images_into_the_page(server, browser, value):
+    """The bad-setting message quotes the value as text: no outside link, no outside image."""
+    from urllib.parse import quote, urlsplit
+
+    page = browser.new_page()
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(f"{server}/training_lab?dataset={quote(value)}&{quote(value)}=1")
+    alert = page.get_by_text("could not be used")
+    alert.wait_for(timeout=30_000)
+    page.wait_for_timeout(500)  # a rendered image would have started loading by now
+    outside = page.evaluate("""() => [
+        ...[...document.querySelectorAll('a[href]')].map(a => a.href),
+        ...[...document.querySelectorAll('img[src]')].map(i => i.src)]
+        .filter(u => new URL(u, location.href).hostname.endsWith('example.com'))""")
+    assert outside == [] and not any(urlsplit(u).hostname == "example.com" for u in requests)
+    assert value.split(" ")[0] in alert.inner_text()  # the value itself is shown, as typed
     assert page.locator(".stException").count() == 0
     page.close()

@@ -96,3 +96,66 @@ def test_cli_uses_the_workers_thread_rule_and_rejects_a_bad_setting():
                          env={**os.environ, "BSDEMO_TORCH_THREADS": "many"})
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert "BSDEMO_TORCH_THREADS" in out.stderr and "'many'" in out.stderr
+
+
+HOSTILE = ["", "-inf", "nan", "1e306", "1e306GiB", "x" * 5000, "²", "-1", "9" * 5000,
+           "[x](https://example.com)", " ", "0x10"]
+PATHS = ["", "x" * 5000, "/dev/null/x"]  # a folder flag: these cannot be folders
+WALK = r'''
+import contextlib, io, json, sys
+from bsdemo.cli import build_parser, main
+
+HOSTILE, PATHS = json.loads(sys.argv[1])
+parser = build_parser()
+subparsers = next(a for a in parser._actions if a.choices and isinstance(a.choices, dict))
+results = []
+
+
+def run(argv):
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    results.append({"argv": [a[:40] for a in argv], "code": code, "stderr": err.getvalue(),
+                    "stdout": out.getvalue(), "torch": "torch" in sys.modules})
+
+
+for name, sub in subparsers.choices.items():
+    required = {"warm": ["--preset", "digits-mlp"], "datasets": ["list"]}.get(name, [])
+    for action in sub._actions:
+        if action.nargs == 0 or action.dest == "help":
+            continue  # switches (--json) take no value
+        values = PATHS if action.dest in ("data_dir", "cache") else HOSTILE
+        for value in values:
+            if action.option_strings:
+                flag = action.option_strings[0]
+                others = [] if flag == "--preset" else required
+                run([name, *others, flag, value])
+                run([name, *others, f"{flag}={value}"])
+            elif action.dest == "action":
+                run([name, value])
+            else:  # the dataset names
+                run([name, "list", value])
+print(json.dumps(results))
+'''
+
+
+def test_every_flag_of_every_command_rejects_hostile_values_before_importing_torch():
+    """Each value-taking flag (and positional) of each subcommand, with each hostile value, in
+    one fresh interpreter: exit code 2, one line of at most 200 characters naming the flag, no
+    traceback, nothing on stdout, and torch never imported."""
+    out = subprocess.run([sys.executable, "-c", WALK, json.dumps([HOSTILE, PATHS])],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads(out.stdout)
+    assert len(results) > 400  # every command's every flag, each value twice (--f v, --f=v)
+    bad = [r for r in results if not (
+        r["code"] == 2 and r["stdout"] == "" and not r["torch"] and "Traceback" not in r["stderr"]
+        and r["stderr"].count("\n") == 1 and len(r["stderr"]) <= 201)]
+    assert bad == [], bad[:5]
+    for r in results:  # the line names the flag it is about
+        flag = ([a.split("=")[0] for a in r["argv"] if a.startswith("--")] or [None])[-1]
+        if flag:
+            assert flag in r["stderr"], r

@@ -163,3 +163,76 @@ def test_model_dataset_pairs(model, dataset):
             RunConfig(model=model, dataset=dataset).validated()
     else:
         RunConfig(model=model, dataset=dataset).validated()
+
+
+# ----- hostile links: any URL gives a config and, at worst, a short message -----
+names = st.one_of(st.sampled_from([*RunConfig.__dataclass_fields__, "run"]),
+                  st.text(min_size=0, max_size=300))
+values = st.one_of(st.text(max_size=300), st.sampled_from(
+    ["²", "-inf", "nan", "1e306", "[click me](https://example.com)", "![p](https://example.com/p.png)",
+     "<script>alert(1)</script>", "x" * 100_000, "", "none", "0x10", "١٢٣", "9" * 5000]))
+
+
+@given(st.dictionaries(names, values, max_size=8))
+@settings(max_examples=500, deadline=None)
+def test_any_query_gives_a_config_and_a_short_message(params):
+    from bsdemo.config import QUOTE_CHARS, config_from_query
+
+    cfg, message = config_from_query(params)
+    assert isinstance(cfg, RunConfig)
+    cfg.validated()  # what the page shows is always runnable
+    if message is not None:
+        # quoted at most QUOTE_CHARS of a name and of a value, plus our own words
+        assert len(message) <= 2 * QUOTE_CHARS + 400, len(message)
+
+
+def test_a_huge_or_crowded_query_is_answered_without_echoing_it():
+    from bsdemo.config import config_from_query
+
+    cfg, message = config_from_query({"x" * 100_000: "1"})
+    assert cfg == RunConfig() and len(message) < 600 and "x" * 65 not in message
+    cfg, message = config_from_query({f"p{i}": "1" for i in range(3000)})
+    assert cfg == RunConfig() and "3,000 settings" in message
+
+
+@pytest.mark.parametrize("raw,job", [("12", 12), ("12.deadbeef", 12), (["3", "4"], 4), ("²", None),
+                                     ("١٢", None), ("-1", None), ("", None), (None, None),
+                                     ("1" * 10, None), ("x" * 100_000, None)])
+def test_a_links_run_id_is_ascii_digits_or_nothing(raw, job):
+    from bsdemo.config import parse_run_id
+
+    assert parse_run_id(raw) == job
+
+
+def test_errors_quote_long_names_and_values_short():
+    exc = ConfigError("n" * 5000, "v" * 5000, "something")
+    assert len(str(exc)) < 200 and str(exc).endswith("allowed: something")
+
+
+@pytest.mark.parametrize("text", ["1e306GiB", "1e400", "inf", "-1MiB", "0", "", "2PiB", "nan KiB"])
+def test_byte_sizes_out_of_range_are_config_errors(text):
+    from bsdemo.config import parse_bytes
+
+    with pytest.raises(ConfigError, match="memory_budget"):
+        parse_bytes(text)
+
+
+@given(st.text(max_size=200))
+@settings(max_examples=500, deadline=None)
+def test_plain_text_escapes_every_markdown_mark(text):
+    from bsdemo.plaintext import plain, unescape
+    from tests.plain_check import is_plain
+
+    shown = plain(text)
+    assert unescape(shown) == text.replace("\r", " ").replace("\n", " ")
+    assert is_plain(shown), shown
+
+
+@pytest.mark.parametrize("text", ["https://example.com", "www.example.com", "a@example.com",
+                                  ":red[x]", ":smile:", "mailto:x", "`https://x`", "``:``"])
+def test_words_that_could_autolink_go_into_code_spans(text):
+    from bsdemo.plaintext import plain, unescape
+
+    shown = plain(f"see {text} now")
+    assert shown.startswith("see `") and shown.endswith("` now")
+    assert unescape(shown) == f"see {text} now"

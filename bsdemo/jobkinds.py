@@ -1,0 +1,221 @@
+"""What each kind of job is, and what it may cost: one table the scheduler checks every job by.
+
+A kind says whether it needs the device to itself, how its options are checked, and a bound on
+what it can cost: the largest micro-batch one forward/backward pass will see, the largest
+effective batch, the optimizer steps in all, the wall time of the whole job and the memory
+predicted at its largest batch. The scheduler checks that bound against the server's limits
+before anything is queued (`Limits.check`), so every kind obeys every limit, and a new kind is
+one entry here plus its engine function (bsdemo.engine.worker runs it). Every kind is stopped
+the same way: the worker's `should_stop()` (Stop, the unattended-run reaper, the job's time cap)
+is checked between steps; an engine function that returns one record raises `JobStopped`.
+
+Pure Python, no torch: the server checks jobs before a worker ever sees them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bsdemo import footprint
+from bsdemo.config import MAX_ACCUMULATION_STEPS, MAX_SAMPLES, TEST_FRACTION, ConfigError, RunConfig
+from bsdemo.limits import Limits
+
+MAX_TIMED_STEPS = 2000  # a sweep point's timed steps, whatever its minimum duration asks
+MAX_SWEEP_POINTS = 64
+FIND_MAX_PROBES = 64  # two probes, halvings, a verification and a bisection: far fewer in practice
+FIND_STEPS_PER_PROBE = 1 + 2 * 3 + 1  # the finder's warm-up, timed steps and partial batches
+ACCUM_MEASURE_STEPS = 20  # the accumulation check times this many steps of each way
+
+
+class JobStopped(Exception):
+    """should_stop() said stop inside an engine function that returns a single record."""
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The most a job can cost; checked against the limits before it is queued."""
+    micro_batch: int  # largest batch in one forward/backward pass
+    effective_batch: int  # largest samples per optimizer step
+    steps: int  # optimizer steps (forward/backward passes for a check) in all, at most
+    wall_s: float  # seconds the whole job may take: its time cap
+    predicted_bytes: int  # device memory predicted at its largest batch (bsdemo.footprint)
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    exclusive: bool  # a measurement: nothing else shares the device while it runs
+    options: tuple[str, ...]  # the option names its engine function takes
+    cost: Callable[[RunConfig, dict[str, Any], float], Cost]  # (cfg, checked options, wall_s)
+    check: Callable[[RunConfig, dict[str, Any], Limits], dict[str, Any]]  # -> checked options
+
+
+# ----- option checks (the server's copy of the engine functions' argument rules) -----
+def _whole(options: Mapping, name: str, low: int, high: int, default: Any = None,
+           optional: bool = False) -> int | None:
+    value = options.get(name, default)
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(name, value, f"a whole number from {low:,} to {high:,}")
+    return value
+
+
+def _real(options: Mapping, name: str, low: float, high: float, default: float) -> float:
+    value = options.get(name, default)
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or not low <= value <= high):
+        raise ConfigError(name, value, f"a number from {low:g} to {high:g}")
+    return float(value)
+
+
+def _flag(options: Mapping, name: str) -> bool:
+    value = options.get(name, False)
+    if not isinstance(value, bool):
+        raise ConfigError(name, value, "true or false")
+    return value
+
+
+def _budget(options: Mapping) -> int | None:
+    return _whole(options, "memory_budget_bytes", 1, 2**50, optional=True)
+
+
+def _no_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+    return {}
+
+
+def _sweep_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+    sizes = options.get("batch_sizes")
+    if (not isinstance(sizes, (list, tuple)) or not 1 <= len(sizes) <= MAX_SWEEP_POINTS
+            or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in sizes)
+            or len(set(sizes)) != len(sizes)):  # any order: the memory page's demo goes down
+        raise ConfigError("batch_sizes", sizes, f"a list of 1 to {MAX_SWEEP_POINTS} different "
+                                                "whole numbers of at least 1")
+    return {"batch_sizes": list(sizes),
+            "warmup_steps": _whole(options, "warmup_steps", 0, 100, default=3),
+            "timed_steps": _whole(options, "timed_steps", 1, MAX_TIMED_STEPS, default=8),
+            "min_timed_s": _real(options, "min_timed_s", 0.0, 60.0, default=0.1),
+            "memory_budget_bytes": _budget(options),
+            "continue_after_oom": _flag(options, "continue_after_oom")}
+
+
+def _find_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+    given = _whole(options, "max_batch", 1, 2**31, optional=True)
+    lr = options.get("reference_lr")
+    if lr is not None:
+        _real(options, "reference_lr", 1e-12, 100.0, default=0.0)
+    return {"memory_budget_bytes": _budget(options),
+            "margin": _real(options, "margin", 0.0, 0.9, default=0.1),
+            "target_effective_batch": _whole(options, "target_effective_batch", 1, 2**31,
+                                             optional=True),
+            "reference_batch": _whole(options, "reference_batch", 1, 10**6, optional=True),
+            "reference_lr": lr,
+            # the finder searches up to the server's largest batch, never past it
+            "max_batch": min(given or limits.max_batch_size, limits.max_batch_size)}
+
+
+def _accum_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+    checked = {"micro_batch": _whole(options, "micro_batch", 1, 2**31, default=32),
+               "accum": _whole(options, "accum", 1, MAX_ACCUMULATION_STEPS, default=4),
+               "steps": _whole(options, "steps", 1, 1000, default=5),
+               "unscaled_loss": _flag(options, "unscaled_loss"),
+               "variable_length": _flag(options, "variable_length")}
+    big = accumulation_config(cfg, checked["variable_length"])
+    if checked["micro_batch"] * checked["accum"] > big.train_samples:
+        raise ConfigError("micro_batch", checked["micro_batch"],
+                          f"micro-batch × accumulation steps at most the {big.train_samples:,} "
+                          f"training samples (got {checked['micro_batch']} × {checked['accum']})")
+    return checked
+
+
+# ----- what each kind costs at most -----
+def _train_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+    return Cost(min(cfg.batch_size, cfg.train_samples), min(cfg.effective_batch_size,
+                                                            cfg.train_samples),
+                cfg.planned_steps, wall_s, footprint.predict(cfg).device)
+
+
+def _sweep_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+    sizes, timed = options["batch_sizes"], options["timed_steps"]
+    per_point = options["warmup_steps"] + (2 * timed + 1 if options["min_timed_s"] <= 0
+                                           else max(2 * timed + 1, MAX_TIMED_STEPS))
+    largest = sweep_config(cfg, sizes)
+    largest = dataclasses.replace(largest, batch_size=min(max(sizes), largest.train_samples),
+                                  accumulation_steps=1)
+    return Cost(max(sizes), max(sizes), per_point * len(sizes), wall_s,
+                footprint.predict(largest).device)
+
+
+def _find_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+    largest = options["max_batch"]
+    grown = sweep_config(cfg, [largest]) if largest > cfg.train_samples else cfg
+    micro = min(largest, grown.train_samples)
+    target = options["target_effective_batch"] or micro
+    return Cost(micro, max(micro, target), FIND_MAX_PROBES * FIND_STEPS_PER_PROBE, wall_s,
+                footprint.predict(dataclasses.replace(grown, batch_size=micro,
+                                                      accumulation_steps=1)).device)
+
+
+def _accum_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+    big = options["micro_batch"] * options["accum"]  # one batch of k·b: its own forward pass
+    base = dataclasses.replace(accumulation_config(cfg, options["variable_length"]),
+                               batch_size=big, accumulation_steps=1)
+    passes = options["steps"] * (1 + options["accum"]) + ACCUM_MEASURE_STEPS * (1 + options["accum"])
+    return Cost(big, big, passes, wall_s, footprint.predict(base).device)
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("train", exclusive=False, options=(), cost=_train_cost, check=_no_options),
+    Kind("sweep", exclusive=True, options=("batch_sizes", "warmup_steps", "timed_steps",
+                                           "min_timed_s", "memory_budget_bytes",
+                                           "continue_after_oom"),
+         cost=_sweep_cost, check=_sweep_options),
+    Kind("find", exclusive=True, options=("memory_budget_bytes", "margin",
+                                          "target_effective_batch", "reference_batch",
+                                          "reference_lr", "max_batch"),
+         cost=_find_cost, check=_find_options),
+    Kind("accum_check", exclusive=True, options=("micro_batch", "accum", "steps", "unscaled_loss",
+                                                 "variable_length"),
+         cost=_accum_cost, check=_accum_options),
+)}
+
+
+def assess(kind: str, cfg: RunConfig, options: Mapping[str, Any] | None, limits: Limits,
+           wall_s: float) -> tuple[dict[str, Any], Cost]:
+    """(checked options, cost bound) of one job of `kind` on a validated cfg; raises ConfigError
+    for an unknown kind, an unknown or invalid option, or a cost over the limits."""
+    spec = KINDS.get(kind)
+    if spec is None:
+        raise ConfigError("kind", kind, "one of " + ", ".join(KINDS))
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(spec.options))
+    if unknown:
+        raise ConfigError(unknown[0], options[unknown[0]],
+                          f"the options of a {kind} job: " + (", ".join(spec.options) or "none"))
+    checked = spec.check(cfg, options, limits)
+    cost = spec.cost(cfg, checked, wall_s)
+    limits.check(cost)
+    return checked, cost
+
+
+# ----- torch-free recipes the engine shares with the cost bounds above -----
+def sweep_config(cfg: RunConfig, batch_sizes) -> RunConfig:
+    """cfg with a generated dataset grown so its training split holds the largest batch."""
+    cfg, _ = cfg.validated()
+    if cfg.dataset != "digits":
+        need = math.ceil(max(batch_sizes) / (1 - TEST_FRACTION)) + 2
+        cfg = dataclasses.replace(cfg, samples=min(max(cfg.samples, need), MAX_SAMPLES))
+    return cfg
+
+
+def accumulation_config(cfg: RunConfig, variable_length: bool) -> RunConfig:
+    """The accumulation check's model: the per-token pitfall needs sequences (a small
+    Transformer on the arithmetic task)."""
+    if variable_length and cfg.model != "transformer":
+        cfg = dataclasses.replace(cfg, dataset="arithmetic", model="transformer", width=32,
+                                  depth=1, norm="none")
+    return cfg

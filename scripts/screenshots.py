@@ -1,0 +1,124 @@
+"""Full-page screenshots of every page after its default experiment, in real Chromium.
+
+Starts the lab on a free port, opens each page at 1280x720 and at 1920x1080, presses the page's
+default experiment button (where it has one), waits for it to finish, and saves the whole page
+(Streamlit scrolls inside its own container, so the viewport is grown to the content's height).
+
+    .venv/bin/python scripts/screenshots.py OUT_DIR [--pages training_lab,memory] [--readme]
+
+--readme also refreshes assets/screenshot.png (the Training Lab at 1400 px) for the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("BSDEMO_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+SIZES = [(1280, 720), (1920, 1080)]
+# page -> (button that starts its default experiment, text that says it finished)
+PAGES = {
+    "": (None, None),
+    "training_lab": ("Run", r"^Completed \d+ steps"),
+    "throughput": ("Run sweep", r"^What your sweep shows"),
+    "memory": ("Measure memory", r"out of memory"),
+    "finder": ("Find my batch size", r"^Use batch \d+"),
+    "regimes": ("Train all three", r"^What your runs show"),
+    "lr_scaling": ("Compare", r"Diverged|Completed"),
+    "accumulation": ("Compare", r"equivalent"),
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+                             "--server.port", str(port), "--server.address", "127.0.0.1",
+                             "--server.headless", "true"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise SystemExit("the server did not start")
+
+
+def full_page(page, path: Path, width: int) -> None:
+    height = page.evaluate("""() => {
+        const main = document.querySelector('[data-testid="stMain"]')
+            || document.querySelector('section.main') || document.body;
+        return Math.max(main.scrollHeight, window.innerHeight);
+    }""")
+    page.set_viewport_size({"width": width, "height": int(height) + 40})
+    page.wait_for_timeout(1200)  # let Plotly redraw at the new size
+    page.screenshot(path=str(path))
+
+
+def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> Path:
+    button, done = PAGES[name]
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    page = context.new_page()
+    page.goto(f"{url}/{name}")
+    page.get_by_text(re.compile("No GPU: runs train on the CPU|GPU")).first.wait_for(timeout=60_000)
+    if button:
+        page.get_by_role("button", name=button, exact=True).first.click()
+        page.get_by_text(re.compile(done)).first.wait_for(timeout=240_000)
+        page.wait_for_timeout(2000)
+    path = out / f"{name or 'home'}-{size[0]}x{size[1]}.png"
+    full_page(page, path, size[0])
+    exceptions = page.locator(".stException").count()
+    context.close()
+    if exceptions:
+        print(f"{path.name}: {exceptions} exception box(es)!", file=sys.stderr)
+    return path
+
+
+def main() -> None:
+    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args.add_argument("out", type=Path)
+    args.add_argument("--pages", default=",".join(PAGES))
+    args.add_argument("--readme", action="store_true")
+    opts = args.parse_args()
+    opts.out.mkdir(parents=True, exist_ok=True)
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    server = start_server(port)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            for name in opts.pages.split(","):
+                for size in SIZES:
+                    print(shoot(browser, f"http://127.0.0.1:{port}", name, opts.out, size),
+                          flush=True)
+            if opts.readme:
+                shot = shoot(browser, f"http://127.0.0.1:{port}", "training_lab", opts.out,
+                             (1400, 1000))
+                (ROOT / "assets" / "screenshot.png").write_bytes(shot.read_bytes())
+            browser.close()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=20)
+
+
+if __name__ == "__main__":
+    main()
