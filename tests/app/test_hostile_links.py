@@ -68,3 +68,57 @@ values = st.one_of(st.text(max_size=200), st.sampled_from(
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 def test_fuzzed_links_never_show_an_exception_box(query):
     check_messages(open_page(LAB, query))
+
+
+SERVER_WITH_BAD_SETTINGS = r"""
+import json, sys
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file(sys.argv[1], default_timeout=120)
+at.run()
+at.switch_page("pages/training_lab.py").run()
+notices = [w.value for w in at.sidebar.warning]
+at.button(key="run").click().run()
+import time
+for _ in range(600):
+    at.run()
+    if at.success or at.error or at.exception:
+        break
+    time.sleep(0.2)
+print(json.dumps({"exception": bool(at.exception), "notices": notices,
+                  "done": [s.value for s in at.success]}))
+"""
+
+
+@pytest.mark.parametrize("setting", ["folder is a file", "damaged store"])
+def test_bad_server_settings_are_a_sidebar_notice_and_the_lab_trains_on(tmp_path, setting):
+    """A fresh server (its own process: the scheduler is made once per process) with an
+    unusable data folder and a bad thread setting, or with a damaged store: every page says so
+    in the sidebar, as plain text, and Run still trains."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.app.helpers import APP
+    from tests.timeouts import scaled
+
+    data = tmp_path / "data"
+    if setting == "folder is a file":
+        data.write_text("not a folder")
+        env = {"BSDEMO_TORCH_THREADS": "many"}
+    else:
+        data.mkdir()
+        (data / "runs.sqlite3").write_bytes(b"SQLite format 3\0" + b"\xa5" * 8000)
+        env = {}
+    out = subprocess.run([sys.executable, "-c", SERVER_WITH_BAD_SETTINGS, APP],
+                         capture_output=True, text=True, timeout=scaled(240),
+                         env={**os.environ, "BSDEMO_DATA_DIR": str(data), **env})
+    assert out.returncode == 0, out.stderr[-2000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not seen["exception"] and seen["done"], seen
+    assert all(is_plain(n) for n in seen["notices"])
+    text = " ".join(unescape(n) for n in seen["notices"])
+    if setting == "folder is a file":
+        assert "Stored results are off" in text and "BSDEMO_TORCH_THREADS" in text
+    else:
+        assert "run store was damaged" in text and "moved aside" in text
