@@ -15,14 +15,14 @@ import argparse
 import os
 import re
 import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.load_test import free_port, start_server  # noqa: E402
+
 CHROMIUM = os.environ.get("BSDEMO_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -38,28 +38,6 @@ PAGES = {
     "lr_scaling": ("Compare", r"Diverged|Completed"),
     "accumulation": ("Compare", r"equivalent"),
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(port: int) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-                             "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--server.headless", "true"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
-                return proc
-        except OSError:
-            time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)
-    raise SystemExit("the server did not start")
 
 
 def full_page(page, path: Path, width: int) -> None:

@@ -12,19 +12,9 @@ import pytest
 
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.jobs import STEP_FIELDS, ActiveRunError, Series
-from tests.timeouts import scaled
+from tests.timeouts import scaled, wait_for
 
 LONG = RunConfig(batch_size=1, epochs=5)  # ~7000 steps/epoch at batch 1: long enough to interrupt
-
-
-def wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + scaled(timeout)
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 def test_series_keeps_an_even_bounded_sample():

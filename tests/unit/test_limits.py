@@ -16,24 +16,14 @@ from bsdemo.jobkinds import KINDS, assess
 from bsdemo.jobs import ActiveRunError, Scheduler
 from bsdemo.limits import Limits
 from bsdemo.store import RunStore
-from tests.timeouts import scaled
+from tests.timeouts import scaled, wait_for
 
 # a check that takes minutes: 300 optimizer steps of 1024 micro-batches of 1
 LONG_CHECK = {"micro_batch": 1, "accum": 1024, "steps": 300}
 
 
-def wait_for(predicate, timeout=60.0):
-    deadline = time.monotonic() + scaled(timeout)
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
-
-
 def ready(sched: Scheduler) -> Scheduler:
-    wait_for(lambda: sched.workers_ready() == len(sched.worker_pids()))
+    wait_for(lambda: sched.workers_ready() == len(sched.worker_pids()), timeout=60)
     return sched
 
 
