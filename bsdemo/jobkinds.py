@@ -60,6 +60,8 @@ def _whole(options: Mapping, name: str, low: int, high: int, default: Any = None
     value = options.get(name, default)
     if value is None and optional:
         return None
+    if isinstance(value, float) and value.is_integer():  # e.g. a budget of 1.5 * 2**20 bytes
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(name, value, f"a whole number from {low:,} to {high:,}")
     return value

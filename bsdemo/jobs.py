@@ -427,12 +427,14 @@ class Scheduler:
 
     def wait(self, job_id: int, timeout: float = 60.0) -> JobSnapshot | None:
         """Block until the job ends (for the CLI, tests and benchmarks; pages poll instead).
-        The caller waits for its own job: waiting attends it."""
+        The caller is the job's owner, waiting: that attends the owner's jobs, as a page's
+        heartbeat does (the runs of a comparison queued behind this one too)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:
-                if job_id in self._jobs:
-                    self._jobs[job_id].last_seen = time.monotonic()
+                owner = self._jobs[job_id].owner if job_id in self._jobs else None
+            if owner is not None:
+                self.heartbeat(owner)
             snap = self.snapshot(job_id)
             if snap is None or snap.done:
                 return snap

@@ -54,6 +54,9 @@ def test_within_the_limits_each_kind_passes_and_the_finder_stops_at_the_server_c
     assert (cost.micro_batch, cost.steps, cost.wall_s) == (4, 3 * (3 + 5), 60.0)
     options, cost = assess("find", cfg, {}, SMALL, 60.0)
     assert options["max_batch"] == 256 and cost.micro_batch == 256  # never searches past it
+    options, _ = assess("sweep", cfg, {"batch_sizes": [8], "memory_budget_bytes": 1.5 * 2**20},
+                        SMALL, 60.0)
+    assert options["memory_budget_bytes"] == 1572864  # the pages' budgets may be whole floats
     _, cost = assess("accum_check", cfg, {"micro_batch": 32, "accum": 8}, SMALL, 60.0)
     assert cost.micro_batch == 256  # the one batch of k·b is a forward pass of its own
     assert set(KINDS) == {"train", "sweep", "find", "accum_check"}
