@@ -11,6 +11,7 @@ from bsdemo.config import DATASETS, NORMS, REAL_SPLITS, ConfigError, RunConfig
 from bsdemo.engine.data import epoch_batches, load_dataset
 from bsdemo.engine.models import build_model
 from bsdemo.engine.train import lr_at, prepare, train
+from tests.timeouts import scaled
 
 CPU = torch.device("cpu")
 
@@ -226,7 +227,7 @@ def test_time_cap_stops_the_run_says_so_and_evaluates_where_it_stopped():
     assert end.status == "cancelled" and end.summary["time_capped"]
     assert "time cap of 0.3 s" in end.message
     assert end.summary["evaluated_at_step"] == end.summary["steps"]
-    assert 0.3 <= end.summary["wall_time_s"] < 3.0
+    assert 0.3 <= end.summary["wall_time_s"] < scaled(3.0)  # a step or two past the cap
 
 
 def test_summary_throughput_is_the_median_over_full_batches():

@@ -141,7 +141,8 @@ def test_only_the_owners_heartbeat_keeps_a_run_attended():
             sched.snapshot(job)
             sched.heartbeat("stranger")
             time.sleep(0.1)
-        snap = sched.wait(job, timeout=scaled(30))
+        # looking (snapshot) does not attend it; wait() would, being the owner's own call
+        snap = wait_for(lambda: (s := sched.snapshot(job)).done and s, timeout=30)
         assert snap.status == "cancelled" and "nobody watched" in snap.end["message"]
     finally:
         sched.close()
