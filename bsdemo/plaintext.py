@@ -9,7 +9,8 @@ would load an outside image. `plain()` makes Markdown show the text character fo
 - a word that could still turn into something after parsing goes into an inline code span,
   where nothing is ever parsed: GFM finds bare URLs (`https://…`, `www.…`) and e-mail addresses
   in the *parsed* text, so escapes do not stop it, and the same goes for text-level
-  replacements such as `:emoji:` shortcodes. Such a word is one with `:`, `@` or `www.` in it;
+  replacements such as `:emoji:` shortcodes. Such a word is one with `@`, `www.` or a colon
+  that does not end it (`https://`, `:red[`, `:smile:`; "lr:" stays text);
 - newlines become spaces, so a message stays one paragraph.
 
 Pure Python: tested without a browser, and in Chromium for the DOM (tests/e2e).
@@ -22,7 +23,7 @@ import string
 
 _ESCAPE = {ord(c): "\\" + c for c in string.punctuation}
 _SPACES = re.compile(r"([ \t]+)")  # GFM's URL and e-mail runs stop at these
-_RISKY = re.compile(r"[:@]|www\.", re.IGNORECASE)
+_RISKY = re.compile(r":(?=.)|@|www\.", re.IGNORECASE)  # a colon ending a word ("lr:") is harmless
 _TICKS = re.compile(r"`+")
 
 

@@ -27,7 +27,10 @@ CHROMIUM = os.environ.get("BSDEMO_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 SIZES = [(1280, 720), (1920, 1080)]
-# page -> (button that starts its default experiment, text that says it finished)
+# page -> (button that starts its default experiment, what says it finished: a text's pattern,
+# or a JavaScript predicate for the comparison pages, done when their progress line is gone)
+COMPARISON_DONE = ("() => !!document.querySelector('[data-testid=\"stDataFrame\"]')"
+                   " && !document.body.innerText.includes('runs done')")
 PAGES = {
     "": (None, None),
     "training_lab": ("Run", r"^Completed \d+ steps"),
@@ -35,7 +38,7 @@ PAGES = {
     "memory": ("Measure memory", r"out of memory"),
     "finder": ("Find my batch size", r"^Use batch \d+"),
     "regimes": ("Train all three", r"^What your runs show"),
-    "lr_scaling": ("Compare", r"Diverged|Completed"),
+    "lr_scaling": ("Compare", COMPARISON_DONE),
     "accumulation": ("Compare", r"equivalent"),
 }
 
@@ -48,7 +51,17 @@ def full_page(page, path: Path, width: int) -> None:
     }""")
     page.set_viewport_size({"width": width, "height": int(height) + 40})
     page.wait_for_timeout(1200)  # let Plotly redraw at the new size
+    settled(page)
     page.screenshot(path=str(path))
+
+
+def settled(page) -> None:
+    """Wait until no script run is in flight and no element is a loading skeleton (a rerun that
+    ends a job redraws the page once)."""
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+                           " && !document.querySelector('[data-testid=\"stSkeleton\"]')",
+                           timeout=60_000)
+    page.wait_for_timeout(500)
 
 
 def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> Path:
@@ -59,8 +72,12 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> Pat
     page.get_by_text(re.compile("No GPU: runs train on the CPU|GPU")).first.wait_for(timeout=60_000)
     if button:
         page.get_by_role("button", name=button, exact=True).first.click()
-        page.get_by_text(re.compile(done)).first.wait_for(timeout=240_000)
+        if done.startswith("() =>"):
+            page.wait_for_function(done, timeout=240_000)
+        else:
+            page.get_by_text(re.compile(done)).first.wait_for(timeout=240_000)
         page.wait_for_timeout(2000)
+        settled(page)
     path = out / f"{name or 'home'}-{size[0]}x{size[1]}.png"
     full_page(page, path, size[0])
     exceptions = page.locator(".stException").count()
