@@ -9,7 +9,10 @@
 5. engine vs bare loop at batch 1 and 512 on the GPU (bench/engine_overhead.py's functions);
 6. memory admission's inputs: the closed-form footprint (bsdemo.footprint) against the CUDA
    allocator's peak over whole runs, and what a CUDA context holds outside torch's counters
-   (admission assumes bsdemo.jobs.CUDA_CONTEXT_BYTES per worker).
+   (admission assumes bsdemo.jobs.CUDA_CONTEXT_BYTES per worker);
+7. the scheduler's worker on this device: no address-space ceiling on CUDA (the driver reserves
+   more than it uses; on the CPU there is one), a sweep ended by the whole job's time cap, a
+   Stop of an accumulation check between steps, and a normal run after both.
 Prints a short table per part; exits 1 if a check fails. Record its output in bench/RESULTS.md.
 
     python bench/gpu_check.py [--budget 8GiB] [--model mlp --size XL]
@@ -88,6 +91,43 @@ def footprint_part(device: str, dry: bool) -> None:
         print(f"  held outside torch's counters (this context, and any other process): "
               f"{format_bytes(outside)}; admission assumes {format_bytes(CUDA_CONTEXT_BYTES)} "
               f"per worker {check(outside <= 4 * CUDA_CONTEXT_BYTES, 'context size')}")
+
+
+def scheduler_part(device: str) -> None:
+    """The worker process on this device, as the lab runs it (bsdemo.jobs.Scheduler)."""
+    from bsdemo.jobs import Scheduler
+    from bsdemo.limits import Limits
+
+    t = time.perf_counter()
+    sched = Scheduler(workers=1, limits=Limits(max_wall_s=2.0))
+    try:
+        while not sched.workers_ready():
+            time.sleep(0.05)
+        info = sched.device_info
+        ceiling = info.get("memory_ceiling_bytes")
+        expected = "none" if info["type"] == "cuda" else "set"
+        print(f"\nscheduler worker on {info.get('name')} ({info['type']}): address-space ceiling "
+              f"{format_bytes(ceiling) if ceiling else 'none'} (expected {expected}) "
+              f"{check((ceiling is None) == (info['type'] == 'cuda'), 'worker ceiling policy')}")
+        cfg = RunConfig(device=device)
+        job = sched.submit(cfg, "gpu-check", kind="sweep",
+                           options={"batch_sizes": powers_of_two(1024), "min_timed_s": 0.5})
+        snap = sched.wait(job, timeout=120)
+        print(f"  sweep under a 2 s cap for the whole job: {snap.status}, "
+              f"{sum(p['status'] == 'ok' for p in snap.points)} points measured "
+              f"{check(snap.status == 'cancelled' and 'time cap' in snap.end['message'], 'sweep cap')}")
+        job = sched.submit(cfg, "gpu-check", kind="accum_check",
+                           options={"micro_batch": 1, "accum": 1024, "steps": 300})
+        time.sleep(0.5)
+        sched.cancel(job, owner="gpu-check")
+        snap = sched.wait(job, timeout=60)
+        print(f"  accumulation check stopped mid-way: {snap.status} "
+              f"{check(snap.status == 'cancelled', 'stop of a check')}")
+        snap = sched.wait(sched.submit(RunConfig(device=device, epochs=1), "gpu-check"), 60)
+        print(f"  a run after both: {snap.status} ({time.perf_counter() - t:.1f} s in all) "
+              f"{check(snap.status == 'completed', 'run after stops')}")
+    finally:
+        sched.close()
 
 
 def main() -> int:
@@ -171,6 +211,7 @@ def main() -> int:
               f"ratio {eng / bare:.3f}")
 
     footprint_part(device, dry)
+    scheduler_part(device)
 
     print(f"\n{'all checks passed' if not FAILURES else 'FAILED: ' + ', '.join(FAILURES)}")
     return 1 if FAILURES else 0
