@@ -20,7 +20,7 @@ import pandas  # noqa: F401
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
-from bsdemo.jobs import JobSnapshot
+from bsdemo.runs import JobSnapshot
 
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 BATCH_SCALE = "Viridis"

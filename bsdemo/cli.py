@@ -33,7 +33,8 @@ from bsdemo.config import (
     parse_bytes,
     sized,
 )
-from bsdemo.jobs import EVAL_FIELDS, STEP_FIELDS, Series, default_threads
+from bsdemo.jobs import default_threads
+from bsdemo.runs import collect
 
 FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student types
     "dataset": "dataset", "model": "model", "norm": "norm", "width": "width", "depth": "depth",
@@ -463,20 +464,11 @@ def _warm(preset: str, sizes: list[int], folder: Path) -> int:
         print(f"note: {store.notice}", file=sys.stderr)
     for b in sizes:
         cfg = RunConfig(**(PRESETS[preset].settings | {"batch_size": b})).validated()[0]
-        start, steps, evals, end = None, Series(STEP_FIELDS, 1000), Series(EVAL_FIELDS, 1000), None
-        for event in train(cfg):
-            record = event.to_dict()
-            if event.kind == "start":
-                start = record
-            elif event.kind == "step":
-                steps.append(record)
-            elif event.kind == "eval":
-                evals.append(record)
-            else:
-                end = record
-        if end["status"] == "completed":
-            store.put(vars(cfg), start["device"], start, steps.columns, evals.columns, end)
-        print(f"{preset} batch {b}: {end['status']} — {end['message']}")
+        run = collect(event.to_dict() for event in train(cfg))  # as the scheduler files them
+        if run.end["status"] == "completed":
+            store.put(vars(cfg), run.start["device"], run.start, run.steps.columns,
+                      run.evals.columns, run.end)
+        print(f"{preset} batch {b}: {run.end['status']} — {run.end['message']}")
     print(f"run store {store.path}: {store.count()} runs")
     return 0
 

@@ -42,7 +42,7 @@ class StepEvent(_Event):
     step: int  # optimizer steps done, from 1
     epoch: float  # epochs done, fractional (e.g. 1.5 = half-way through the second)
     samples_seen: int
-    wall_time_s: float  # since the first step began; excludes set-up, includes evaluations
+    wall_time_s: float  # training time since the first step began: set-up and evaluations excluded
     loss: float  # mean training loss over the whole effective batch of this step
     lr: float
     step_time_s: float  # the optimizer step with all its micro-batches, device-synchronised
@@ -73,8 +73,3 @@ class EndEvent(_Event):
     message: str  # for a person: what happened and, on failure, what to try
     summary: dict[str, Any] = field(default_factory=dict)
 
-
-def summary_fields() -> tuple[str, ...]:
-    """The keys every end summary carries (None where a run ended before it could measure)."""
-    return ("steps", "samples_per_sec", "peak_memory_bytes", "memory_source", "final_train_loss",
-            "test_accuracy", "device")

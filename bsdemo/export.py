@@ -1,6 +1,6 @@
 """A session's runs as JSON (everything: settings, summary, series) or CSV (one row per step).
 
-Pure functions of scheduler snapshots: the Training Lab offers both as downloads.
+Pure functions of job snapshots (bsdemo.runs): the Training Lab offers both as downloads.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import io
 import json
 from collections.abc import Sequence
 
-from bsdemo.jobs import STEP_FIELDS, JobSnapshot
+from bsdemo.runs import STEP_FIELDS, JobSnapshot
 
 
 def runs_json(runs: Sequence[JobSnapshot]) -> str:

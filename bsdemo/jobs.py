@@ -29,18 +29,13 @@ from bsdemo import jobkinds
 from bsdemo.config import ConfigError, RunConfig, format_bytes
 from bsdemo.jobkinds import KINDS, Cost
 from bsdemo.limits import MAX_WORKERS, Limits
+from bsdemo.runs import ACTIVE, EVAL_FIELDS, STEP_FIELDS, JobSnapshot, Series, file_event
 from bsdemo.store import RunStore
 
 log = logging.getLogger(__name__)
-ACTIVE = ("queued", "running")
 # measurements: nothing else may share the device meanwhile
 EXCLUSIVE_KINDS = tuple(k.name for k in KINDS.values() if k.exclusive)
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
-STEP_FIELDS = ("step", "epoch", "samples_seen", "wall_time_s", "loss", "lr", "step_time_s",
-               "samples_per_sec", "memory_allocated_bytes", "memory_reserved_bytes",
-               "peak_memory_bytes", "utilization_pct")
-EVAL_FIELDS = ("step", "epoch", "samples_seen", "wall_time_s", "train_loss", "train_accuracy",
-               "test_loss", "test_accuracy")
 # what a CUDA context and its kernels hold per worker process, outside torch's counters (about
 # 0.3-0.6 GiB on current GPUs and drivers): kept out of what admission shares among runs
 CUDA_CONTEXT_BYTES = 512 * 2**20
@@ -50,72 +45,6 @@ ESTIMATE_EVERY_S = 0.5  # queue-wait estimates are recomputed at most this often
 class ActiveRunError(RuntimeError):
     """A sharing limit says not now: the browser's, its address's or the server's queue is full,
     or too many runs were started in the last minute."""
-
-
-class Series:
-    """Column-wise event buffer of at most `max_points` rows.
-
-    When full it keeps every other row and doubles its stride, so a long run keeps an even
-    sample of its whole history in bounded memory.
-    """
-
-    def __init__(self, fields: tuple[str, ...], max_points: int):
-        self.fields = fields
-        self.max_points = max_points
-        self.columns: dict[str, list] = {f: [] for f in fields}
-        self.stride = 1
-        self._seen = 0
-
-    def append(self, event: dict[str, Any]) -> None:
-        self._seen += 1
-        if (self._seen - 1) % self.stride:
-            return
-        for f in self.fields:
-            self.columns[f].append(event.get(f))
-        if len(self.columns[self.fields[0]]) >= self.max_points:
-            for f in self.fields:
-                self.columns[f] = self.columns[f][::2]
-            self.stride *= 2
-
-    def __len__(self) -> int:
-        return len(self.columns[self.fields[0]])
-
-    def copy(self) -> dict[str, list]:
-        return {f: list(v) for f, v in self.columns.items()}
-
-
-@dataclass
-class JobSnapshot:
-    """What a page needs to draw one job; a copy, safe to keep after the job moves on."""
-    id: int
-    owner: str
-    status: str  # "queued", "running", or an end status (events.END_STATUSES)
-    config: dict[str, Any]
-    queue_position: int | None  # 1 = next to start; None when not queued
-    start: dict[str, Any] | None  # the StartEvent as a dict, once the worker sent it
-    steps: dict[str, list]  # STEP_FIELDS -> values, downsampled with `stride`
-    evals: dict[str, list]
-    latest: dict[str, Any] | None  # the newest step event (never downsampled away)
-    end: dict[str, Any] | None
-    stride: int
-    submitted_at: float
-    started_at: float | None
-    finished_at: float | None
-    shared_device: bool  # another job ran on the same device at some point during this one
-    kind: str = "train"  # "train", "sweep" or "find"
-    options: dict[str, Any] = field(default_factory=dict)  # the sweep's / finder's arguments
-    points: list[dict[str, Any]] = field(default_factory=list)  # sweep_point / find_probe records
-    result: dict[str, Any] | None = None  # sweep_end / find_result
-    stored_at: float | None = None  # served from the run store: when it was measured
-    predicted_bytes: int | None = None  # device memory the run is predicted to need (footprint)
-    wait_reason: str | None = None  # why a queued run has not started (the first in line)
-    estimated_wait_s: float | None = None  # predicted seconds until a queued run starts
-    wait_is_bound: bool = False  # the estimate counts time caps of runs with no measured speed
-    notice: str | None = None  # what the scheduler decided about this run (e.g. runs alone)
-
-    @property
-    def done(self) -> bool:
-        return self.status not in ACTIVE
 
 
 @dataclass
@@ -702,14 +631,9 @@ class Scheduler:
             return  # late events of a job already ended (e.g. its worker was declared dead)
         for event in events:
             kind = event["kind"]
-            if kind == "step":
-                job.steps.append(event)
-                job.latest = event
-            elif kind == "eval":
-                job.evals.append(event)
-            elif kind == "start":
-                job.start = event
-            elif kind in ("sweep_point", "find_probe"):
+            if file_event(job, event):  # start, step, eval: filed as the CLI files them
+                continue
+            if kind in ("sweep_point", "find_probe"):
                 if len(job.points) < MAX_POINTS:
                     job.points.append(event)
             elif kind == "sweep_start":

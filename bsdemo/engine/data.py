@@ -1,8 +1,9 @@
 """Datasets as device-resident tensors, and on-device shuffling into batches.
 
 Every dataset is fixed (its own seed, DATA_SEED), so runs with different run seeds or batch sizes
-train on the same samples. Nothing needs a download: digits ship inside scikit-learn's wheel, the
-rest is generated. Batches are index slices of one on-device permutation per epoch: no DataLoader.
+train on the same samples. Digits ship inside scikit-learn's wheel; MNIST, Fashion-MNIST and
+CIFAR-10 are read from the verified download cache (bsdemo.datasets); the rest is generated.
+Batches are index slices of one on-device permutation per epoch: no DataLoader.
 """
 
 from __future__ import annotations

@@ -25,8 +25,9 @@ from bsdemo.config import (
     parse_run_id,
     preset_of,
 )
-from bsdemo.jobs import ActiveRunError, JobSnapshot
+from bsdemo.jobs import ActiveRunError
 from bsdemo.plaintext import plain
+from bsdemo.runs import JobSnapshot
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bsdemo.jobs import JobSnapshot
+from bsdemo.runs import JobSnapshot
 
 
 def duration_text(seconds: float) -> str:

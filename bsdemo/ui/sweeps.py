@@ -11,8 +11,9 @@ from collections.abc import Callable
 import streamlit as st
 
 from bsdemo.config import PRESETS, SIZES, ConfigError, RunConfig, format_bytes, powers_of_two, sized
-from bsdemo.jobs import ActiveRunError, JobSnapshot
+from bsdemo.jobs import ActiveRunError
 from bsdemo.plaintext import plain
+from bsdemo.runs import JobSnapshot
 from bsdemo.ui.lab import OPTIMIZER_LABELS
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs

@@ -6,7 +6,7 @@ import math
 
 from bsdemo import charts
 from bsdemo.config import RunConfig
-from bsdemo.jobs import EVAL_FIELDS, STEP_FIELDS, JobSnapshot
+from bsdemo.runs import EVAL_FIELDS, STEP_FIELDS, JobSnapshot
 
 
 def fake_snapshot(job_id=1, batch_size=32, accum=1, n=20, memory_source="accounted"):

@@ -11,21 +11,11 @@ import time
 import pytest
 
 from bsdemo.config import ConfigError, RunConfig
-from bsdemo.jobs import STEP_FIELDS, ActiveRunError, Series
+from bsdemo.jobs import ActiveRunError
+from bsdemo.runs import STEP_FIELDS
 from tests.timeouts import scaled, wait_for
 
 LONG = RunConfig(batch_size=1, epochs=5)  # ~7000 steps/epoch at batch 1: long enough to interrupt
-
-
-def test_series_keeps_an_even_bounded_sample():
-    s = Series(("step",), max_points=100)
-    for i in range(1, 10_001):
-        s.append({"step": i})
-    steps = s.columns["step"]
-    assert 50 <= len(steps) < 100
-    assert steps[0] == 1
-    gaps = {b - a for a, b in zip(steps, steps[1:], strict=False)}
-    assert gaps == {s.stride}
 
 
 def test_run_completes_with_points_and_summary(scheduler):

@@ -1,0 +1,123 @@
+"""A run's records as the pages, the CLI and the scheduler hold them (pure Python, no torch).
+
+The field lists are the event classes' own (bsdemo.events), so a new step field reaches every
+table and chart without a second list to update. `Series` is the bounded, column-wise buffer a
+long run's steps go into; `JobSnapshot` is the copy of a job a page draws; `file_event` files a
+training run's start, step and eval records the same way wherever they are collected (the
+scheduler, as a worker sends them; `collect`, for the CLI's `warm`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bsdemo.events import EvalEvent, StepEvent
+
+ACTIVE = ("queued", "running")
+STEP_FIELDS = tuple(f.name for f in dataclasses.fields(StepEvent))
+EVAL_FIELDS = tuple(f.name for f in dataclasses.fields(EvalEvent))
+
+
+class Series:
+    """Column-wise event buffer of at most `max_points` rows.
+
+    When full it keeps every other row and doubles its stride, so a long run keeps an even
+    sample of its whole history in bounded memory.
+    """
+
+    def __init__(self, fields: tuple[str, ...], max_points: int):
+        self.fields = fields
+        self.max_points = max_points
+        self.columns: dict[str, list] = {f: [] for f in fields}
+        self.stride = 1
+        self._seen = 0
+
+    def append(self, event: dict[str, Any]) -> None:
+        self._seen += 1
+        if (self._seen - 1) % self.stride:
+            return
+        for f in self.fields:
+            self.columns[f].append(event.get(f))
+        if len(self.columns[self.fields[0]]) >= self.max_points:
+            for f in self.fields:
+                self.columns[f] = self.columns[f][::2]
+            self.stride *= 2
+
+    def __len__(self) -> int:
+        return len(self.columns[self.fields[0]])
+
+    def copy(self) -> dict[str, list]:
+        return {f: list(v) for f, v in self.columns.items()}
+
+
+@dataclass
+class JobSnapshot:
+    """What a page needs to draw one job; a copy, safe to keep after the job moves on."""
+    id: int
+    owner: str
+    status: str  # "queued", "running", or an end status (events.END_STATUSES)
+    config: dict[str, Any]
+    queue_position: int | None  # 1 = next to start; None when not queued
+    start: dict[str, Any] | None  # the StartEvent as a dict, once the worker sent it
+    steps: dict[str, list]  # STEP_FIELDS -> values, downsampled with `stride`
+    evals: dict[str, list]
+    latest: dict[str, Any] | None  # the newest step event (never downsampled away)
+    end: dict[str, Any] | None
+    stride: int
+    submitted_at: float
+    started_at: float | None
+    finished_at: float | None
+    shared_device: bool  # another job ran on the same device at some point during this one
+    kind: str = "train"  # a name in bsdemo.jobkinds.KINDS
+    options: dict[str, Any] = field(default_factory=dict)  # the sweep's / finder's arguments
+    points: list[dict[str, Any]] = field(default_factory=list)  # sweep_point / find_probe records
+    result: dict[str, Any] | None = None  # sweep_end / find_result
+    stored_at: float | None = None  # served from the run store: when it was measured
+    predicted_bytes: int | None = None  # device memory the run is predicted to need (footprint)
+    wait_reason: str | None = None  # why a queued run has not started (the first in line)
+    estimated_wait_s: float | None = None  # predicted seconds until a queued run starts
+    wait_is_bound: bool = False  # the estimate counts time caps of runs with no measured speed
+    notice: str | None = None  # what the scheduler decided about this run (e.g. runs alone)
+
+    @property
+    def done(self) -> bool:
+        return self.status not in ACTIVE
+
+
+@dataclass
+class RunRecord:
+    """One training run's records, filed: its start, bounded step and eval series, the newest
+    step (never downsampled away) and its end."""
+    steps: Series
+    evals: Series
+    start: dict[str, Any] | None = None
+    latest: dict[str, Any] | None = None
+    end: dict[str, Any] | None = None
+
+
+def file_event(holder, event: dict[str, Any]) -> bool:
+    """File a start, step or eval record into holder (a RunRecord, or the scheduler's job: any
+    object with start, steps, evals and latest); returns False for any other kind."""
+    kind = event["kind"]
+    if kind == "step":
+        holder.steps.append(event)
+        holder.latest = event
+    elif kind == "eval":
+        holder.evals.append(event)
+    elif kind == "start":
+        holder.start = event
+    else:
+        return False
+    return True
+
+
+def collect(events: Iterable[dict[str, Any]], max_points: int = 1000) -> RunRecord:
+    """A whole run's event dicts, filed."""
+    record = RunRecord(Series(STEP_FIELDS, max_points), Series(EVAL_FIELDS, max_points))
+    for event in events:
+        if not file_event(record, event) and event["kind"] == "end":
+            record.end = event
+    return record
