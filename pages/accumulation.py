@@ -4,17 +4,9 @@ import streamlit as st
 
 from bsdemo.config import RunConfig, format_bytes
 from bsdemo.ui import sweeps
-from bsdemo.ui.entry import require_entrypoint
+from bsdemo.ui.header import lesson_header
 
-require_entrypoint()
-
-st.title("Gradient accumulation")
-st.markdown(
-    "**Goal:** see that k micro-batches of size b, gradients summed with the loss divided by k "
-    "and one optimizer step, equal one step with a batch of k·b — the same gradients up to "
-    "float32 rounding — while memory stays at the micro-batch's level.")
-st.info("**Predict first:** does accumulating 4 micro-batches of 32 train faster than one batch "
-        "of 128? Does it need less memory?", icon=":material/psychology:")
+lesson_header("accumulation")
 
 a, b, c = st.columns(3)
 micro = a.number_input("Micro-batch b", 1, min(1024, sweeps.scheduler().limits.max_batch_size), 32,

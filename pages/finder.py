@@ -4,16 +4,9 @@ import streamlit as st
 
 from bsdemo.config import format_bytes
 from bsdemo.ui import sweeps
-from bsdemo.ui.entry import require_entrypoint
+from bsdemo.ui.header import lesson_header
 
-require_entrypoint()
-
-st.title("Find your batch size")
-st.markdown(
-    "**Goal:** choose a batch size the way practitioners do — as large as throughput rewards "
-    "and memory allows — measured on this device, never guessed.")
-st.info("**Predict first:** how many trial runs does it take to find the largest batch that "
-        "fits, if you double the batch until it fails?", icon=":material/psychology:")
+lesson_header("finder")
 
 cfg = sweeps.workload("find")
 budget = sweeps.budget_widget("find", allow_none=True)

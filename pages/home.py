@@ -2,8 +2,8 @@
 
 import streamlit as st
 
+from bsdemo.lessons import LESSONS
 from bsdemo.ui.entry import require_entrypoint
-from bsdemo.ui.lessons import LESSONS
 
 require_entrypoint()
 

@@ -7,18 +7,10 @@ import streamlit as st
 
 from bsdemo import charts
 from bsdemo.ui import sweeps
-from bsdemo.ui.entry import require_entrypoint
+from bsdemo.ui.header import lesson_header
 from bsdemo.ui.lab import LR_CHOICES, show_chart
 
-require_entrypoint()
-
-st.title("Learning-rate scaling")
-st.markdown(
-    "**Goal:** see that multiplying the batch by k without touching the learning rate trains "
-    "worse per epoch, that the linear rule (lr × k) or the square-root rule (lr × √k) recovers "
-    "it, and that a warm-up keeps a large learning rate from blowing up early.")
-st.info("**Predict first:** at 8× the batch and the same lr, will 10 epochs reach the same "
-        "accuracy? What if the lr is 8× too?", icon=":material/psychology:")
+lesson_header("lr_scaling")
 
 cfg = sweeps.workload("lr")
 a, b, c, d = st.columns(4)

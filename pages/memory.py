@@ -1,23 +1,14 @@
-"""Memory & OOM: what fills memory, how it grows with the batch, and what happens past it."""
+"""Memory and out-of-memory: what fills memory, how it grows with the batch, and what happens past it."""
 
 import streamlit as st
 
 from bsdemo import charts
 from bsdemo.config import format_bytes, powers_of_two
 from bsdemo.ui import sweeps
-from bsdemo.ui.entry import require_entrypoint
+from bsdemo.ui.header import lesson_header
 from bsdemo.ui.lab import show_chart
 
-require_entrypoint()
-
-st.title("Memory & out-of-memory")
-st.markdown(
-    "**Goal:** see that memory = parameters + gradients + optimizer state (fixed) + the "
-    "activations saved for the backward pass (growing with the batch), and that past the "
-    "device's capacity a run fails with out-of-memory — one of the most common errors there is.")
-st.info("**Predict first:** if batch 256 needs 3 MiB and batch 512 needs 5 MiB, how much will "
-        "batch 1024 need, and what is the largest batch that fits in 8 MiB?",
-        icon=":material/psychology:")
+lesson_header("memory")
 
 cfg = sweeps.workload("mem")
 budget = sweeps.budget_widget("mem", default=4 * sweeps.MIB if sweeps.budget_options()[0] < sweeps.GIB

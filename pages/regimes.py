@@ -7,19 +7,10 @@ import streamlit as st
 from bsdemo import charts
 from bsdemo.config import format_bytes
 from bsdemo.ui import sweeps
-from bsdemo.ui.entry import require_entrypoint
+from bsdemo.ui.header import lesson_header
 from bsdemo.ui.lab import show_chart
 
-require_entrypoint()
-
-st.title("SGD, full batch, mini-batch")
-st.markdown(
-    "**Goal:** compare batch size 1 (stochastic gradient descent), the whole training set "
-    "(full-batch gradient descent) and a mini-batch of 32 on the same model, data, seed and "
-    "number of epochs: weight updates, wall time, memory and accuracy.")
-st.info("**Predict first:** with the same 5 epochs, which regime makes the most weight updates, "
-        "which finishes first, and which ends with the best test accuracy?",
-        icon=":material/psychology:")
+lesson_header("regimes")
 
 cfg = sweeps.workload("reg")
 a, b, c, d = st.columns(4)

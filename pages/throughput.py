@@ -1,21 +1,14 @@
-"""Throughput & utilisation: samples/s against batch size, and why it saturates."""
+"""Throughput and utilisation: samples/s against batch size, and why it saturates."""
 
 import streamlit as st
 
 from bsdemo import charts
 from bsdemo.config import powers_of_two
 from bsdemo.ui import sweeps
-from bsdemo.ui.entry import require_entrypoint
+from bsdemo.ui.header import lesson_header
 from bsdemo.ui.lab import show_chart
 
-require_entrypoint()
-
-st.title("Throughput & utilisation")
-st.markdown(
-    "**Goal:** see that a small batch leaves the device idle and pays a fixed cost per step "
-    "many times, and that samples per second rise with the batch until the hardware saturates.")
-st.info("**Predict first:** if a step at batch 1 takes 0.5 ms, how long will a step at batch 64 "
-        "take — 64 times as long, or about the same?", icon=":material/psychology:")
+lesson_header("throughput")
 
 cfg = sweeps.workload("tp")
 choices = sweeps.largest_batches()

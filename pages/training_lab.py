@@ -4,19 +4,9 @@ import streamlit as st
 
 from bsdemo.plaintext import plain
 from bsdemo.ui import lab
-from bsdemo.ui.entry import require_entrypoint
+from bsdemo.ui.header import lesson_header
 
-require_entrypoint()
-
-st.title("Training Lab")
-st.markdown(
-    "**Goal:** see what one training *iteration* is — take a batch, run it forward, compute the "
-    "loss, run backward, take an optimizer step — and how the batch size sets how many of them "
-    "an epoch takes. Batch size 1 is stochastic gradient descent, the whole training set is "
-    "full-batch gradient descent, anything between is mini-batch gradient descent.")
-st.info("**Predict first:** if you multiply the batch size by 8, what happens to the number of "
-        "updates per epoch, to the samples per second, and to the memory? Run both and compare.",
-        icon=":material/psychology:")
+lesson_header("training_lab")
 
 url_error = lab.init_from_url()
 if url_error:

@@ -1,0 +1,88 @@
+"""The lesson registry: every lesson's number, title, icon, goal, "Predict first" question and page.
+
+One place for what the navigation (app.py), Home's lesson map and each lesson page's header
+(bsdemo.ui.header) say about a lesson, so the three cannot disagree. Pure Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Lesson:
+    number: int
+    title: str  # the navigation's label, the page's title and Home's heading alike
+    goal: str  # one line: Home's map and the navigation's tooltip
+    slug: str | None = None  # the page's URL path; None while the lesson is coming
+    icon: str = ":material/school:"
+    intro: str = ""  # the page's **Goal:** paragraph (Markdown)
+    predict: str = ""  # the page's "Predict first" question (Markdown)
+
+    @property
+    def page(self) -> str | None:
+        """The page file under pages/, once built."""
+        return f"pages/{self.slug}.py" if self.slug else None
+
+
+LESSONS = (
+    Lesson(1, "Training Lab", "What a batch is: one iteration = batch, forward, loss, backward, "
+           "step; updates per epoch = ceil(N / batch).", "training_lab",
+           ":material/model_training:",
+           "see what one training *iteration* is — take a batch, run it forward, compute the "
+           "loss, run backward, take an optimizer step — and how the batch size sets how many of "
+           "them an epoch takes. Batch size 1 is stochastic gradient descent, the whole training "
+           "set is full-batch gradient descent, anything between is mini-batch gradient descent.",
+           "if you multiply the batch size by 8, what happens to the number of updates per "
+           "epoch, to the samples per second, and to the memory? Run both and compare."),
+    Lesson(2, "Throughput and utilisation", "Samples/s rises with batch size until the device "
+           "saturates: t(B) = t0 + t1·B.", "throughput", ":material/speed:",
+           "see that a small batch leaves the device idle and pays a fixed cost per step many "
+           "times, and that samples per second rise with the batch until the hardware saturates.",
+           "if a step at batch 1 takes 0.5 ms, how long will a step at batch 64 take — 64 times "
+           "as long, or about the same?"),
+    Lesson(3, "Memory and out-of-memory", "Memory = fixed part + activations growing with B; "
+           "past capacity the run fails.", "memory", ":material/memory:",
+           "see that memory = parameters + gradients + optimizer state (fixed) + the activations "
+           "saved for the backward pass (growing with the batch), and that past the device's "
+           "capacity a run fails with out-of-memory — one of the most common errors there is.",
+           "if batch 256 needs 3 MiB and batch 512 needs 5 MiB, how much will batch 1024 need, "
+           "and what is the largest batch that fits in 8 MiB?"),
+    Lesson(4, "SGD, full batch, mini-batch", "Three regimes on one model: updates, time, memory, "
+           "accuracy.", "regimes", ":material/compare:",
+           "compare batch size 1 (stochastic gradient descent), the whole training set "
+           "(full-batch gradient descent) and a mini-batch of 32 on the same model, data, seed "
+           "and number of epochs: weight updates, wall time, memory and accuracy.",
+           "with the same 5 epochs, which regime makes the most weight updates, which finishes "
+           "first, and which ends with the best test accuracy?"),
+    Lesson(5, "Learning-rate scaling", "Scale the lr with the batch (linear or √ rule) and warm "
+           "it up.", "lr_scaling", ":material/trending_up:",
+           "see that multiplying the batch by k without touching the learning rate trains worse "
+           "per epoch, that the linear rule (lr × k) or the square-root rule (lr × √k) recovers "
+           "it, and that a warm-up keeps a large learning rate from blowing up early.",
+           "at 8× the batch and the same lr, will 10 epochs reach the same accuracy? What if the "
+           "lr is 8× too?"),
+    Lesson(6, "Gradient accumulation", "k micro-batches of b = one batch of k·b, at the memory "
+           "of b.", "accumulation", ":material/layers:",
+           "see that k micro-batches of size b, gradients summed with the loss divided by k and "
+           "one optimizer step, equal one step with a batch of k·b — the same gradients up to "
+           "float32 rounding — while memory stays at the micro-batch's level.",
+           "does accumulating 4 micro-batches of 32 train faster than one batch of 128? Does it "
+           "need less memory?"),
+    Lesson(7, "Generalisation gap", "Large batches can train lower but test higher: sharp vs "
+           "flat minima."),
+    Lesson(8, "Gradient noise", "Gradient variance falls as 1/B; the noise scale predicts the "
+           "critical batch."),
+    Lesson(9, "Normalisation layers", "BatchNorm depends on the batch; GroupNorm and LayerNorm "
+           "do not."),
+    Lesson(10, "Scaling out and saving memory", "Mixed precision, checkpointing, data and model "
+           "parallelism."),
+    Lesson(11, "Find your batch size", "Choosing a batch size: start at 32, grow while "
+           "throughput rises and memory allows.", "finder", ":material/search:",
+           "choose a batch size the way practitioners do — as large as throughput rewards and "
+           "memory allows — measured on this device, never guessed.",
+           "how many trial runs does it take to find the largest batch that fits, if you double "
+           "the batch until it fails?"),
+    Lesson(12, "Check yourself", "A quiz with explanations."),
+)
+BY_SLUG = {lesson.slug: lesson for lesson in LESSONS if lesson.slug}

@@ -1,0 +1,22 @@
+"""The lesson registry is the one source of lesson titles: navigation, Home and page headers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bsdemo.lessons import BY_SLUG, LESSONS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_page_is_one_lesson_and_every_built_lesson_has_its_page_and_header():
+    pages = {p.name for p in (ROOT / "pages").glob("*.py")} - {"home.py"}
+    assert pages == {Path(lesson.page).name for lesson in LESSONS if lesson.page}
+    assert [lesson.number for lesson in LESSONS] == list(range(1, len(LESSONS) + 1))
+    assert len({lesson.title for lesson in LESSONS}) == len(LESSONS)
+    for lesson in BY_SLUG.values():
+        assert (ROOT / lesson.page).is_file() and lesson.intro and lesson.predict
+        text = (ROOT / lesson.page).read_text()
+        assert f'lesson_header("{lesson.slug}")' in text  # the header comes from here
+        assert "st.title(" not in text  # … and from nowhere else
+
