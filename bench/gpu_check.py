@@ -27,10 +27,11 @@ from pathlib import Path
 
 import torch
 
-from bsdemo.config import RunConfig, format_bytes, parse_bytes, powers_of_two, sized
+from bsdemo.config import RunConfig, sized
 from bsdemo.engine.finder import find_batch_size
 from bsdemo.engine.sweep import sweep
 from bsdemo.engine.train import train
+from bsdemo.units import format_bytes, parse_bytes, powers_of_two
 
 FAILURES: list[str] = []
 

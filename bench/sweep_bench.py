@@ -16,10 +16,11 @@ import argparse
 import statistics
 import time
 
-from bsdemo.config import RunConfig, format_bytes, powers_of_two
+from bsdemo.config import RunConfig
 from bsdemo.engine.finder import find_batch_size
 from bsdemo.engine.sweep import _measure, sweep
 from bsdemo.engine.train import train
+from bsdemo.units import format_bytes, powers_of_two
 
 MIB = 2**20
 

@@ -21,11 +21,11 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
 from bsdemo.runs import JobSnapshot
+from bsdemo.units import MIB
 
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 BATCH_SCALE = "Viridis"
 BATCH_LOG2_MAX = 16  # 65536: the largest batch the config allows sits at the scale's end
-MIB = 2**20
 
 X_AXES = {  # x-axis choice -> (step-event field, axis title with unit)
     "steps": ("step", "Optimizer steps"),

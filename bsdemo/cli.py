@@ -28,13 +28,11 @@ from bsdemo.config import (
     ConfigError,
     RunConfig,
     clip,
-    format_bytes,
-    parse_batch_sizes,
-    parse_bytes,
     sized,
 )
 from bsdemo.jobs import default_threads
 from bsdemo.runs import collect
+from bsdemo.units import format_bytes, parse_batch_sizes, parse_bytes
 
 FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student types
     "dataset": "dataset", "model": "model", "norm": "norm", "width": "width", "depth": "depth",

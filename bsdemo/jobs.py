@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bsdemo import jobkinds
-from bsdemo.config import ConfigError, RunConfig, format_bytes
+from bsdemo.config import ConfigError, RunConfig
 from bsdemo.jobkinds import KINDS, Cost
 from bsdemo.limits import MAX_WORKERS, Limits
 from bsdemo.runs import ACTIVE, EVAL_FIELDS, STEP_FIELDS, JobSnapshot, Series, file_event
 from bsdemo.store import RunStore
+from bsdemo.units import format_bytes
 
 log = logging.getLogger(__name__)
 # measurements: nothing else may share the device meanwhile

@@ -13,7 +13,8 @@ import os
 import tomllib
 from dataclasses import dataclass
 
-from bsdemo.config import ConfigError, parse_bytes
+from bsdemo.config import ConfigError
+from bsdemo.units import parse_bytes
 
 MAX_WORKERS = 64
 

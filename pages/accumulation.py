@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from bsdemo.config import RunConfig, format_bytes
+from bsdemo.config import RunConfig
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
+from bsdemo.units import format_bytes
 
 lesson_header("accumulation")
 

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from bsdemo.config import format_bytes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
+from bsdemo.units import format_bytes
 
 lesson_header("finder")
 

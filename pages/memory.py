@@ -3,16 +3,16 @@
 import streamlit as st
 
 from bsdemo import charts
-from bsdemo.config import format_bytes, powers_of_two
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
 from bsdemo.ui.lab import show_chart
+from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
 
 lesson_header("memory")
 
 cfg = sweeps.workload("mem")
-budget = sweeps.budget_widget("mem", default=4 * sweeps.MIB if sweeps.budget_options()[0] < sweeps.GIB
-                              else 8 * sweeps.GIB, allow_none=False)
+budget = sweeps.budget_widget("mem", default=4 * MIB if sweeps.budget_options()[0] < GIB else 8 * GIB,
+                              allow_none=False)
 choices = sweeps.largest_batches()
 largest = st.select_slider("Largest batch size in the sweep", choices,
                            value=min(4096, choices[-1]), key="mem_largest")

@@ -5,10 +5,10 @@ import dataclasses
 import streamlit as st
 
 from bsdemo import charts
-from bsdemo.config import format_bytes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
 from bsdemo.ui.lab import show_chart
+from bsdemo.units import format_bytes
 
 lesson_header("regimes")
 

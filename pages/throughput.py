@@ -3,10 +3,10 @@
 import streamlit as st
 
 from bsdemo import charts
-from bsdemo.config import powers_of_two
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
 from bsdemo.ui.lab import show_chart
+from bsdemo.units import powers_of_two
 
 lesson_header("throughput")
 

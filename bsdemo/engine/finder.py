@@ -13,11 +13,12 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from bsdemo.config import MAX_BATCH_SIZE, RunConfig, format_bytes
+from bsdemo.config import MAX_BATCH_SIZE, RunConfig
 from bsdemo.engine.sweep import _measure
 from bsdemo.engine.train import check_budget, prepare
 from bsdemo.fits import knee_batch, linear_fit
 from bsdemo.jobkinds import sweep_config
+from bsdemo.units import format_bytes
 
 PROBES = (8, 32)  # small enough to fit nearly anywhere, far enough apart for a slope
 BISECT_TOLERANCE = 0.05  # stop bisecting when the bracket is within 5% of its lower end

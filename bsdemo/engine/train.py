@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from bsdemo.config import ConfigError, RunConfig, format_bytes
+from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.data import IGNORE, Dataset, epoch_batches, load_dataset
 from bsdemo.engine.measure import (
     MemoryMeter,
@@ -36,6 +36,7 @@ from bsdemo.engine.measure import (
 from bsdemo.engine.models import build_model, make_optimizer
 from bsdemo.events import EndEvent, EvalEvent, StartEvent, StepEvent
 from bsdemo.footprint import EVAL_CHUNK, expected_optimizer_state_bytes
+from bsdemo.units import format_bytes
 
 MEASURE_WARMUP_STEPS = 3  # first steps excluded from throughput summaries (allocator, caches)
 DIVERGENCE_FACTOR = 1000.0  # a loss this many times the first one counts as diverged

@@ -30,6 +30,7 @@ from bsdemo.plaintext import plain
 from bsdemo.runs import JobSnapshot
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs
+from bsdemo.units import MIB
 
 REFRESH_S = 0.5  # live view poll interval (>= 1 update/s as promised)
 # status-only polls before the first point: every poll costs each browser ~60 ms of main-thread
@@ -40,7 +41,6 @@ BATCH_POWERS = [2**i for i in range(13)]  # 1 … 4096 on the slider; any value 
 LR_CHOICES = [1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0]
 OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD + momentum 0.9", "adam": "Adam",
                     "adamw": "AdamW (weight decay 0.01)"}
-MIB = 2**20
 
 
 # ----- settings <-> widgets -----

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bsdemo.config import format_bytes
 from bsdemo.plaintext import plain
 from bsdemo.ui.state import SERVER_NOTICES, remember_browser, scheduler
-
-GIB = 2**30
+from bsdemo.units import GIB, format_bytes
 
 
 def device_badge() -> None:

@@ -10,16 +10,16 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from bsdemo.config import PRESETS, SIZES, ConfigError, RunConfig, format_bytes, powers_of_two, sized
+from bsdemo.config import PRESETS, SIZES, ConfigError, RunConfig, sized
 from bsdemo.jobs import ActiveRunError
 from bsdemo.plaintext import plain
 from bsdemo.runs import JobSnapshot
 from bsdemo.ui.lab import OPTIMIZER_LABELS
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs
+from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
 
 REFRESH_S = 0.5
-MIB, GIB = 2**20, 2**30
 CPU_BUDGETS = [m * MIB for m in (1.5, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 512, 1024)]
 GPU_BUDGETS = [g * GIB for g in (0.25, 0.5, 1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 128)]
 

@@ -211,7 +211,7 @@ def test_errors_quote_long_names_and_values_short():
 
 @pytest.mark.parametrize("text", ["1e306GiB", "1e400", "inf", "-1MiB", "0", "", "2PiB", "nan KiB"])
 def test_byte_sizes_out_of_range_are_config_errors(text):
-    from bsdemo.config import parse_bytes
+    from bsdemo.units import parse_bytes
 
     with pytest.raises(ConfigError, match="memory_budget"):
         parse_bytes(text)
