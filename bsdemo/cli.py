@@ -24,13 +24,13 @@ from bsdemo.config import (
     MODELS,
     NORMS,
     OPTIMIZERS,
-    PRESETS,
     ConfigError,
     RunConfig,
     clip,
     sized,
 )
 from bsdemo.jobs import default_threads
+from bsdemo.presets import PRESETS
 from bsdemo.runs import collect
 from bsdemo.units import format_bytes, parse_batch_sizes, parse_bytes
 

@@ -10,9 +10,10 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from bsdemo.config import PRESETS, SIZES, ConfigError, RunConfig, sized
+from bsdemo.config import SIZES, ConfigError, RunConfig, sized
 from bsdemo.jobs import ActiveRunError
 from bsdemo.plaintext import plain
+from bsdemo.presets import PRESETS
 from bsdemo.runs import JobSnapshot
 from bsdemo.ui.lab import OPTIMIZER_LABELS
 from bsdemo.ui.queue import waiting_message

@@ -8,18 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bsdemo.config import (
-    DATASETS,
-    DEVICES,
-    IMAGE_DATASETS,
-    MODELS,
-    NORMS,
-    OPTIMIZERS,
-    PRESETS,
-    ConfigError,
-    RunConfig,
-    preset_of,
-)
+from bsdemo.config import DATASETS, DEVICES, IMAGE_DATASETS, MODELS, NORMS, OPTIMIZERS, ConfigError, RunConfig
+from bsdemo.presets import PRESETS, preset_of
 
 
 def test_defaults_are_valid_and_derived_numbers_follow():

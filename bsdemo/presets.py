@@ -1,0 +1,57 @@
+"""The named dataset + model pairs the pages and `bsdemo warm` offer (pure Python).
+
+A preset fixes what is trained on (and the sizes that suit it); every other setting stays the
+user's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bsdemo.config import RunConfig
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named dataset + model pair the pages offer; the other settings stay the user's."""
+    name: str
+    label: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+PRESETS = {p.name: p for p in (
+    Preset("digits-mlp", "Handwritten digits (8×8) · MLP", {"dataset": "digits", "model": "mlp"}),
+    Preset("digits-cnn", "Handwritten digits (8×8) · CNN", {"dataset": "digits", "model": "cnn",
+                                                           "width": 32, "depth": 2}),
+    Preset("synthetic-cnn", "Synthetic 28×28 images · CNN", {"dataset": "synthetic", "model": "cnn",
+                                                             "width": 16, "depth": 2,
+                                                             "samples": 4000}),
+    Preset("synthetic-mlp", "Synthetic 28×28 images · MLP", {"dataset": "synthetic",
+                                                             "model": "mlp", "samples": 4000}),
+    Preset("spirals-mlp", "Two spirals (2-D) · MLP", {"dataset": "spirals", "model": "mlp",
+                                                      "width": 64, "noise": 0.1}),
+    Preset("moons-mlp", "Two moons (2-D) · MLP", {"dataset": "moons", "model": "mlp", "width": 64}),
+    Preset("circles-mlp", "Circles (2-D) · MLP", {"dataset": "circles", "model": "mlp", "width": 64}),
+    Preset("xor-mlp", "XOR (2-D) · MLP", {"dataset": "xor", "model": "mlp", "width": 64}),
+    Preset("blobs-mlp", "Gaussian blobs (2-D) · MLP", {"dataset": "blobs", "model": "mlp",
+                                                       "width": 64}),
+    Preset("mnist-cnn", "MNIST digits (28×28, download) · CNN", {"dataset": "mnist",
+                                                                 "model": "cnn", "width": 16,
+                                                                 "depth": 2}),
+    Preset("fashion-cnn", "Fashion-MNIST (28×28, download) · CNN",
+           {"dataset": "fashion", "model": "cnn", "width": 16, "depth": 2}),
+    Preset("cifar10-cnn", "CIFAR-10 (32×32 colour, download) · CNN",
+           {"dataset": "cifar10", "model": "cnn", "width": 32, "depth": 3}),
+    Preset("arithmetic-transformer", "Character arithmetic · tiny Transformer",
+           {"dataset": "arithmetic", "model": "transformer", "width": 64, "depth": 2,
+            "samples": 8000, "optimizer": "adamw", "lr": 0.003}),
+)}
+
+
+def preset_of(cfg: RunConfig) -> str | None:
+    """The preset whose dataset and model match cfg, if any."""
+    for preset in PRESETS.values():
+        if (preset.settings["dataset"], preset.settings["model"]) == (cfg.dataset, cfg.model):
+            return preset.name
+    return None
