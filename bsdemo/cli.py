@@ -29,6 +29,7 @@ from bsdemo.config import (
     clip,
     sized,
 )
+from bsdemo.jobkinds import MAX_TIMED_STEPS
 from bsdemo.jobs import default_threads
 from bsdemo.presets import PRESETS
 from bsdemo.runs import collect
@@ -241,7 +242,7 @@ def _check_sweep(args: argparse.Namespace) -> dict:
     return {"sizes": parse_batch_sizes(args.batch_sizes, "--batch-sizes"),
             "budget": parse_bytes(budget, "--memory-budget") if budget is not None else None,
             "warmup": _count(args.warmup_steps, "--warmup-steps", 0, 100),
-            "timed": _count(args.timed_steps, "--timed-steps", 1, 2000),
+            "timed": _count(args.timed_steps, "--timed-steps", 1, MAX_TIMED_STEPS),
             "min_time": _real(args.min_time, "--min-time", 0.0, 60.0, "seconds from 0 to 60")}
 
 

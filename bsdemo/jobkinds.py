@@ -31,6 +31,12 @@ FIND_STEPS_PER_PROBE = 1 + 2 * 3 + 1  # the finder's warm-up, timed steps and pa
 ACCUM_MEASURE_STEPS = 20  # the accumulation check times this many steps of each way
 
 
+def sweep_point_steps(timed_steps: int, min_timed_s: float) -> int:
+    """The most steps a sweep point runs after its warm-up: room for partial last batches
+    between the full ones, and for a minimum duration (at most MAX_TIMED_STEPS timed steps)."""
+    return 2 * timed_steps + 1 if min_timed_s <= 0 else max(2 * timed_steps + 1, MAX_TIMED_STEPS)
+
+
 class JobStopped(Exception):
     """should_stop() said stop inside an engine function that returns a single record."""
 
@@ -143,8 +149,7 @@ def _train_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
 
 def _sweep_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     sizes, timed = options["batch_sizes"], options["timed_steps"]
-    per_point = options["warmup_steps"] + (2 * timed + 1 if options["min_timed_s"] <= 0
-                                           else max(2 * timed + 1, MAX_TIMED_STEPS))
+    per_point = options["warmup_steps"] + sweep_point_steps(timed, options["min_timed_s"])
     largest = sweep_config(cfg, sizes)
     largest = dataclasses.replace(largest, batch_size=min(max(sizes), largest.train_samples),
                                   accumulation_steps=1)

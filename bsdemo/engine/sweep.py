@@ -19,7 +19,7 @@ from bsdemo.engine.flops import device_peak_flops, flops_per_sample
 from bsdemo.engine.measure import device_info
 from bsdemo.engine.train import check_budget, prepare, train
 from bsdemo.fits import crossover_batch, knee_batch, linear_fit
-from bsdemo.jobkinds import MAX_TIMED_STEPS, sweep_config
+from bsdemo.jobkinds import sweep_config, sweep_point_steps
 
 DEFAULT_WARMUP_STEPS = 3  # untimed: allocator, kernel selection, caches
 DEFAULT_TIMED_STEPS = 8  # at least this many steps are timed; their median is the step time
@@ -91,7 +91,7 @@ def _measure(cfg: RunConfig, b: int, warmup: int, timed: int, min_timed_s: float
     """One point: warm-up, then timed full steps of batch b; should_stop (Stop, the job's time
     cap) ends it between two steps."""
     # room for partial last batches between the full ones; enough() ends the point early
-    most = 2 * timed + 1 if min_timed_s <= 0 else max(2 * timed + 1, MAX_TIMED_STEPS)
+    most = sweep_point_steps(timed, min_timed_s)
     run_cfg = dataclasses.replace(cfg, batch_size=b, accumulation_steps=1, epochs=None,
                                   max_steps=warmup + most)
     steps, full, start, end = [], [], None, None  # full: timed steps of a whole batch of b
