@@ -14,7 +14,7 @@ import time
 
 from bsdemo.config import RunConfig
 from bsdemo.engine.regimes import regime_configs
-from bsdemo.jobs import Scheduler
+from bsdemo.scheduler import Scheduler
 
 
 def timed_group(sched: Scheduler, cfgs: list[RunConfig], owner: str) -> tuple[float, list]:

@@ -9,7 +9,7 @@
 5. engine vs bare loop at batch 1 and 512 on the GPU (bench/engine_overhead.py's functions);
 6. memory admission's inputs: the closed-form footprint (bsdemo.footprint) against the CUDA
    allocator's peak over whole runs, and what a CUDA context holds outside torch's counters
-   (admission assumes bsdemo.jobs.CUDA_CONTEXT_BYTES per worker);
+   (admission assumes bsdemo.scheduler.CUDA_CONTEXT_BYTES per worker);
 7. the scheduler's worker on this device: no address-space ceiling on CUDA (the driver reserves
    more than it uses; on the CPU there is one), a sweep ended by the whole job's time cap, a
    Stop of an accumulation check between steps, and a normal run after both.
@@ -66,7 +66,7 @@ def run_sweep(cfg: RunConfig, sizes: list[int], budget: int | None) -> dict:
 
 def footprint_part(device: str, dry: bool) -> None:
     from bsdemo.footprint import predict
-    from bsdemo.jobs import CUDA_CONTEXT_BYTES
+    from bsdemo.scheduler import CUDA_CONTEXT_BYTES
 
     print("\npredicted device memory (footprint) vs the allocator's peak over a whole run:")
     cases = [RunConfig(dataset="synthetic", model="mlp", batch_size=256, samples=20_000),
@@ -95,9 +95,9 @@ def footprint_part(device: str, dry: bool) -> None:
 
 
 def scheduler_part(device: str) -> None:
-    """The worker process on this device, as the lab runs it (bsdemo.jobs.Scheduler)."""
-    from bsdemo.jobs import Scheduler
+    """The worker process on this device, as the lab runs it (bsdemo.scheduler.Scheduler)."""
     from bsdemo.limits import Limits
+    from bsdemo.scheduler import Scheduler
 
     t = time.perf_counter()
     sched = Scheduler(workers=1, limits=Limits(max_wall_s=2.0))

@@ -152,8 +152,8 @@ async def browsers_part(url: str, n_browsers: int, n_sessions: int, pid: int,
 
 def scheduler_part(n: int = 200) -> None:
     from bsdemo.config import RunConfig
-    from bsdemo.jobs import Scheduler
     from bsdemo.limits import Limits
+    from bsdemo.scheduler import Scheduler
 
     sched = Scheduler(workers=1, limits=Limits(submits_per_minute=10**6))
     try:

@@ -10,6 +10,7 @@ torch is imported, so a typo is answered at once even on a loaded machine.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -30,10 +31,10 @@ from bsdemo.config import (
     sized,
 )
 from bsdemo.jobkinds import MAX_TIMED_STEPS
-from bsdemo.jobs import default_threads
+from bsdemo.limits import default_threads
 from bsdemo.presets import PRESETS
 from bsdemo.runs import collect
-from bsdemo.units import format_bytes, parse_batch_sizes, parse_bytes
+from bsdemo.units import format_bytes, parse_batch_sizes, parse_bytes, real_number, whole_number
 
 FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student types
     "dataset": "dataset", "model": "model", "norm": "norm", "width": "width", "depth": "depth",
@@ -230,6 +231,10 @@ def _fail(command: str, exc: ConfigError) -> int:
 
 
 # ----- each command's own flags, checked (before torch) -----
+_count = functools.partial(whole_number, exact=False)  # (flag, its text, low, high)
+_real = functools.partial(real_number, exact=False)
+
+
 def _given(raw: str | None, flag: str) -> str | None:
     """An optional flag's text: None when absent; an empty value is an error, not 'absent'."""
     if raw is not None and not raw.strip():
@@ -239,11 +244,11 @@ def _given(raw: str | None, flag: str) -> str | None:
 
 def _check_sweep(args: argparse.Namespace) -> dict:
     budget = _given(args.memory_budget, "--memory-budget")
-    return {"sizes": parse_batch_sizes(args.batch_sizes, "--batch-sizes"),
+    return {"sizes": parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE),
             "budget": parse_bytes(budget, "--memory-budget") if budget is not None else None,
-            "warmup": _count(args.warmup_steps, "--warmup-steps", 0, 100),
-            "timed": _count(args.timed_steps, "--timed-steps", 1, MAX_TIMED_STEPS),
-            "min_time": _real(args.min_time, "--min-time", 0.0, 60.0, "seconds from 0 to 60")}
+            "warmup": _count("--warmup-steps", args.warmup_steps, 0, 100),
+            "timed": _count("--timed-steps", args.timed_steps, 1, MAX_TIMED_STEPS),
+            "min_time": _real("--min-time", args.min_time, 0.0, 60.0)}
 
 
 def _check_find(args: argparse.Namespace) -> dict:
@@ -251,32 +256,32 @@ def _check_find(args: argparse.Namespace) -> dict:
     target = _given(args.target_effective_batch, "--target-effective-batch")
     largest = _given(args.max_batch, "--max-batch")
     return {"budget": parse_bytes(budget, "--memory-budget") if budget is not None else None,
-            "margin": _real(args.margin, "--margin", 0.0, 0.9, "a number from 0 to 0.9"),
-            "target": _count(target, "--target-effective-batch", 1, 10**6)
+            "margin": _real("--margin", args.margin, 0.0, 0.9),
+            "target": _count("--target-effective-batch", target, 1, 10**6)
             if target is not None else None,
-            "reference": _count(args.reference_batch, "--reference-batch", 1, 10**6),
-            "max_batch": _count(largest, "--max-batch", 1, MAX_BATCH_SIZE)
+            "reference": _count("--reference-batch", args.reference_batch, 1, 10**6),
+            "max_batch": _count("--max-batch", largest, 1, MAX_BATCH_SIZE)
             if largest is not None else None}
 
 
 def _check_accum(args: argparse.Namespace) -> dict:
-    return {"micro": _count(args.micro_batch, "--micro-batch", 1, MAX_BATCH_SIZE),
-            "k": _count(args.accum, "--accum", 1, 1024),
-            "steps": _count(args.steps, "--steps", 1, 1000)}
+    return {"micro": _count("--micro-batch", args.micro_batch, 1, MAX_BATCH_SIZE),
+            "k": _count("--accum", args.accum, 1, 1024),
+            "steps": _count("--steps", args.steps, 1, 1000)}
 
 
 def _check_regimes(args: argparse.Namespace) -> dict:
     limit = _given(args.time_limit, "--time-limit")
-    return {"epochs": _count(args.epochs, "--epochs", 1, 1000),
-            "mini": _count(args.mini_batch, "--mini-batch", 1, MAX_BATCH_SIZE),
-            "limit": None if limit is None else _real(
-                limit, "--time-limit", 1e-9, 86_400, "seconds, more than 0, at most 86400")}
+    return {"epochs": _count("--epochs", args.epochs, 1, 1000),
+            "mini": _count("--mini-batch", args.mini_batch, 1, MAX_BATCH_SIZE),
+            "limit": None if limit is None else _real("--time-limit", limit, 0.0, 86_400,
+                                              low_open=True)}
 
 
 def _check_warm(args: argparse.Namespace) -> dict:
     if args.preset not in PRESETS:
         raise ConfigError("--preset", args.preset, "one of " + ", ".join(PRESETS))
-    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes")
+    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
     folder = _given(args.data_dir, "--data-dir") or os.environ.get("BSDEMO_DATA_DIR")
     if not folder:
         raise ConfigError("--data-dir", None, "a folder (or set BSDEMO_DATA_DIR)")
@@ -499,27 +504,6 @@ def _print_sweep_end(end: dict) -> None:
           f"{_fmt(end['predicted_max_batch_size'], '{} (predicted)')}; throughput knee: "
           f"{_fmt(end['knee_batch_size'], '{}')}")
 
-
-def _real(raw: str, flag: str, low: float, high: float, allowed: str) -> float:
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        value = float("nan")
-    if not low <= value <= high:  # NaN fails this too
-        raise ConfigError(flag, raw, allowed)
-    return value
-
-
-def _count(raw: str, flag: str, low: int, high: int = 10_000) -> int:
-    try:
-        value = int(str(raw).strip()) if len(str(raw)) <= 32 else None
-        if value is None:
-            raise ValueError
-    except ValueError:
-        raise ConfigError(flag, raw, f"a whole number from {low} to {high}") from None
-    if not low <= value <= high:
-        raise ConfigError(flag, raw, f"a whole number from {low} to {high}")
-    return value
 
 
 def _print_summary(end) -> None:

@@ -12,6 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bsdemo.errors import QUOTE_CHARS, ConfigError, clip  # noqa: F401 - re-exported
+from bsdemo.units import real_number, whole_number
+
 REAL_SPLITS = {"mnist": (60_000, 10_000), "fashion": (60_000, 10_000),  # official train/test
                "cifar10": (50_000, 10_000)}  # downloaded once into the cache (bsdemo.datasets)
 DATASETS = ("digits", "synthetic", "spirals", "moons", "circles", "xor", "blobs", "arithmetic",
@@ -38,28 +41,6 @@ MAX_SAMPLES = 200_000
 MAX_EPOCHS = 10_000
 MAX_STEPS = 10_000_000
 MAX_SEED = 2**31 - 1
-QUOTE_CHARS = 64  # a message quotes at most this much of any name or value a user typed
-
-
-def clip(text: str, limit: int = QUOTE_CHARS) -> str:
-    """text cut to `limit` characters, with an ellipsis when it was longer."""
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-class ConfigError(ValueError):
-    """An invalid setting: names the field, the value given and what is allowed.
-
-    Both the name and the value are quoted short (QUOTE_CHARS): a 100 KB URL parameter must not
-    become a 100 KB message.
-    """
-
-    def __init__(self, field_name: str, value: Any, allowed: str):
-        self.field = clip(str(field_name))
-        self.value = value
-        self.allowed = allowed
-        super().__init__(f"{self.field}: got {clip(repr(value))}; allowed: {allowed}")
-
-
 @dataclass(frozen=True)
 class RunConfig:
     dataset: str = "digits"  # one of DATASETS; the 2-D toy sets and synthetic images are generated
@@ -138,24 +119,24 @@ class RunConfig:
         if self.model == "transformer" and self.width % TRANSFORMER_HEADS:
             raise ConfigError("width", self.width,
                               f"a multiple of {TRANSFORMER_HEADS} for the transformer's heads")
-        _int("width", self.width, 1, 4096)
-        _int("depth", self.depth, 1, 16)
-        _int("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
-        _float("lr", self.lr, 0.0, 100.0, low_open=True)
-        _int("accumulation_steps", self.accumulation_steps, 1, MAX_ACCUMULATION_STEPS)
-        _int("warmup_steps", self.warmup_steps, 0, MAX_STEPS)
+        whole_number("width", self.width, 1, 4096)
+        whole_number("depth", self.depth, 1, 16)
+        whole_number("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
+        real_number("lr", self.lr, 0.0, 100.0, low_open=True)
+        whole_number("accumulation_steps", self.accumulation_steps, 1, MAX_ACCUMULATION_STEPS)
+        whole_number("warmup_steps", self.warmup_steps, 0, MAX_STEPS)
         if self.epochs is None and self.max_steps is None:
             raise ConfigError("epochs", None, "an epoch budget or max_steps (at least one)")
         if self.epochs is not None:
-            _int("epochs", self.epochs, 1, MAX_EPOCHS)
+            whole_number("epochs", self.epochs, 1, MAX_EPOCHS)
         if self.max_steps is not None:
-            _int("max_steps", self.max_steps, 1, MAX_STEPS)
-        _int("seed", self.seed, 0, MAX_SEED)
-        _int("eval_interval", self.eval_interval, 0, MAX_STEPS)
-        _int("samples", self.samples, 20, MAX_SAMPLES)
-        _float("noise", self.noise, 0.0, 10.0)
+            whole_number("max_steps", self.max_steps, 1, MAX_STEPS)
+        whole_number("seed", self.seed, 0, MAX_SEED)
+        whole_number("eval_interval", self.eval_interval, 0, MAX_STEPS)
+        whole_number("samples", self.samples, 20, MAX_SAMPLES)
+        real_number("noise", self.noise, 0.0, 10.0)
         if self.time_limit_s is not None:
-            _float("time_limit_s", self.time_limit_s, 0.0, 86_400.0, low_open=True)
+            real_number("time_limit_s", self.time_limit_s, 0.0, 86_400.0, low_open=True)
 
         cfg, notices = self, []
         n_train = cfg.train_samples
@@ -257,19 +238,6 @@ def _parse(name: str, kind: str, raw: Any) -> Any:
 def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ConfigError(name, value, "one of " + ", ".join(allowed))
-
-
-def _int(name: str, value: Any, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(name, value, f"a whole number from {low} to {high}")
-
-
-def _float(name: str, value: Any, low: float, high: float, low_open: bool = False) -> None:
-    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
-          and math.isfinite(value) and (low < value if low_open else low <= value) and value <= high)
-    if not ok:
-        bound = f"greater than {low:g}" if low_open else f"at least {low:g}"
-        raise ConfigError(name, value, f"a finite number {bound} and at most {high:g}")
 
 
 def sized(cfg: RunConfig, size: str) -> RunConfig:

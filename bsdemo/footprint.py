@@ -1,7 +1,7 @@
 """Predicted memory of a run, in closed form, before any worker has seen it (pure Python).
 
 The scheduler admits a run onto a shared device only when its predicted peak, with the peaks of
-the runs already there, fits (bsdemo.jobs). The prediction is the engine's own accounting done on
+the runs already there, fits (bsdemo.scheduler). The prediction is the engine's own accounting done on
 paper: parameters, gradients, optimizer state, the activations autograd saves for backward (what
 bsdemo.engine.measure.SavedActivations counts), the workspace estimate (the largest saved
 tensor), plus what the engine keeps on the device besides: the dataset itself and the transient

@@ -23,6 +23,7 @@ from typing import Any
 from bsdemo import footprint
 from bsdemo.config import MAX_ACCUMULATION_STEPS, MAX_SAMPLES, TEST_FRACTION, ConfigError, RunConfig
 from bsdemo.limits import Limits
+from bsdemo.units import real_number, whole_number
 
 MAX_TIMED_STEPS = 2000  # a sweep point's timed steps, whatever its minimum duration asks
 MAX_SWEEP_POINTS = 64
@@ -63,22 +64,15 @@ class Kind:
 # ----- option checks (the server's copy of the engine functions' argument rules) -----
 def _whole(options: Mapping, name: str, low: int, high: int, default: Any = None,
            optional: bool = False) -> int | None:
+    """An option's whole number; a whole float counts (e.g. a budget of 1.5 * 2**20 bytes)."""
     value = options.get(name, default)
     if value is None and optional:
         return None
-    if isinstance(value, float) and value.is_integer():  # e.g. a budget of 1.5 * 2**20 bytes
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(name, value, f"a whole number from {low:,} to {high:,}")
-    return value
+    return whole_number(name, value, low, high, exact=False)
 
 
 def _real(options: Mapping, name: str, low: float, high: float, default: float) -> float:
-    value = options.get(name, default)
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-            or not low <= value <= high):
-        raise ConfigError(name, value, f"a number from {low:g} to {high:g}")
-    return float(value)
+    return real_number(name, options.get(name, default), low, high)
 
 
 def _flag(options: Mapping, name: str) -> bool:

@@ -2,19 +2,19 @@
 
 Read from a TOML file named by BSDEMO_LIMITS (a [limits] table) and then from environment
 variables BSDEMO_<NAME> (e.g. BSDEMO_MAX_STEPS=50000), so a deployment tunes them to its
-hardware without code. Pure Python: the server reads them, not the workers.
+hardware without code; and the torch threads each worker may use. Pure Python: the server
+reads them, not the workers.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import tomllib
 from dataclasses import dataclass
 
-from bsdemo.config import ConfigError
-from bsdemo.units import parse_bytes
+from bsdemo.errors import ConfigError
+from bsdemo.units import parse_bytes, real_number, whole_number
 
 MAX_WORKERS = 64
 
@@ -82,17 +82,35 @@ class Limits:
 
 
 def _number(name: str, value: object, default: float | None) -> float | int:
+    """A limit's value from a TOML file (a number) or the environment (text)."""
     if name == "device_memory":
         return parse_bytes(str(value), name)
-    kind = type(default)
-    try:
-        number = kind(value)
-    except (TypeError, ValueError):
-        number = None
-    if number is None or not math.isfinite(number) or number <= 0:
-        raise ConfigError(name, value, f"a positive {'whole ' if kind is int else ''}number")
-    if name == "memory_margin" and number >= 1:
-        raise ConfigError(name, value, "a share of the device's memory, above 0 and below 1")
-    if name == "workers" and number > MAX_WORKERS:
-        raise ConfigError(name, value, f"a whole number from 1 to {MAX_WORKERS}")
-    return number
+    if name == "memory_margin":
+        number = real_number(name, value, 0.0, 1.0, low_open=True, exact=False)
+        if number >= 1:
+            raise ConfigError(name, value, "a share of the device's memory, above 0 and below 1")
+        return number
+    if isinstance(default, int):
+        return whole_number(name, value, 1, MAX_WORKERS if name == "workers" else 10**15,
+                            exact=False)
+    return real_number(name, value, 0.0, 1e12, low_open=True, exact=False)
+
+
+def default_threads(workers: int) -> int:
+    """Torch threads per worker: BSDEMO_TORCH_THREADS, else the cores less one (the web server's,
+    and on a laptop the browser's) shared among the workers.
+
+    Measured on 2 cores with ten browser tabs polling (bench/load_test.py): a worker with 2
+    threads took 0.3-4 s for a run that takes 0.08 s with 1, because OpenMP's threads wait on
+    each other whenever the browser holds one of their cores.
+    """
+    raw = os.environ.get("BSDEMO_TORCH_THREADS")
+    if raw is None:
+        return threads_rule(workers)
+    return whole_number("BSDEMO_TORCH_THREADS", raw, 1, 256, exact=False)
+
+
+def threads_rule(workers: int) -> int:
+    """The cores less one, shared among the workers (at least one each)."""
+    spare = max(1, (os.cpu_count() or 1) - 1)
+    return max(1, spare // workers)

@@ -53,34 +53,40 @@ class Series:
         return {f: list(v) for f, v in self.columns.items()}
 
 
-@dataclass
-class JobSnapshot:
-    """What a page needs to draw one job; a copy, safe to keep after the job moves on."""
+@dataclass(kw_only=True)
+class JobFacts:
+    """What a job is and how it went so far: the fields the scheduler's live record
+    (bsdemo.scheduler.job.Job) and a page's copy (JobSnapshot) share, declared once."""
     id: int
     owner: str
-    status: str  # "queued", "running", or an end status (events.END_STATUSES)
-    config: dict[str, Any]
-    queue_position: int | None  # 1 = next to start; None when not queued
-    start: dict[str, Any] | None  # the StartEvent as a dict, once the worker sent it
-    steps: dict[str, list]  # STEP_FIELDS -> values, downsampled with `stride`
-    evals: dict[str, list]
-    latest: dict[str, Any] | None  # the newest step event (never downsampled away)
-    end: dict[str, Any] | None
-    stride: int
-    submitted_at: float
-    started_at: float | None
-    finished_at: float | None
-    shared_device: bool  # another job ran on the same device at some point during this one
+    status: str = "queued"  # "queued", "running", or an end status (events.END_STATUSES)
     kind: str = "train"  # a name in bsdemo.jobkinds.KINDS
     options: dict[str, Any] = field(default_factory=dict)  # the sweep's / finder's arguments
+    start: dict[str, Any] | None = None  # the StartEvent as a dict, once the worker sent it
+    latest: dict[str, Any] | None = None  # the newest step event (never downsampled away)
+    end: dict[str, Any] | None = None
     points: list[dict[str, Any]] = field(default_factory=list)  # sweep_point / find_probe records
     result: dict[str, Any] | None = None  # sweep_end / find_result
+    submitted_at: float = 0.0
+    started_at: float | None = None
+    finished_at: float | None = None
     stored_at: float | None = None  # served from the run store: when it was measured
+    shared_device: bool = False  # another job ran on the same device at some point during this one
     predicted_bytes: int | None = None  # device memory the run is predicted to need (footprint)
-    wait_reason: str | None = None  # why a queued run has not started (the first in line)
+    wait_reason: str | None = None  # why a queued run has not started
+    notice: str | None = None  # what the scheduler decided about this run (e.g. runs alone)
+
+
+@dataclass(kw_only=True)
+class JobSnapshot(JobFacts):
+    """What a page needs to draw one job; a copy, safe to keep after the job moves on."""
+    config: dict[str, Any]
+    steps: dict[str, list]  # STEP_FIELDS -> values, downsampled with `stride`
+    evals: dict[str, list]
+    stride: int = 1
+    queue_position: int | None = None  # 1 = next to start; None when not queued
     estimated_wait_s: float | None = None  # predicted seconds until a queued run starts
     wait_is_bound: bool = False  # the estimate counts time caps of runs with no measured speed
-    notice: str | None = None  # what the scheduler decided about this run (e.g. runs alone)
 
     @property
     def done(self) -> bool:

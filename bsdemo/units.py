@@ -1,16 +1,65 @@
-"""Units and lists a person types: byte sizes, batch-size lists, powers of two (pure Python).
+"""Numbers, units and lists a person types: bounded whole and real numbers, byte sizes,
+batch-size lists, powers of two (pure Python).
 
-One home for them: the config, the CLI, the limits, the scheduler's messages and the pages all
-read and write sizes the same way ("512MiB", "1.50 GiB").
+One home for them: the config, the CLI, the limits, the job kinds, the scheduler's messages and
+the pages all read numbers, and read and write sizes, the same way ("512MiB", "1.50 GiB"), with
+the same messages.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from bsdemo.config import MAX_BATCH_SIZE, ConfigError
+from bsdemo.errors import ConfigError
 
 MIB, GIB = 2**20, 2**30
+
+_TEXT_CHARS = 32  # longer text is no number we accept (and is not parsed)
+
+
+def _count(n: float) -> str:
+    return f"{n:,}" if abs(n) >= 10**6 else f"{n:g}" if isinstance(n, float) else str(n)
+
+
+def whole_number(name: str, value: Any, low: int, high: int, exact: bool = True) -> int:
+    """value as a whole number from low to high, or ConfigError naming `name`.
+
+    exact (a config's field): only an int is one. Otherwise text is read ("12", from a flag, an
+    environment variable or a limits file) and a whole float (3.0, from JSON) counts as its int.
+    A bool is never a number.
+    """
+    number = value
+    if not exact and isinstance(value, str) and len(value) <= _TEXT_CHARS:
+        try:
+            number = int(value.strip())
+        except ValueError:
+            pass
+    elif not exact and isinstance(value, float) and value.is_integer():
+        number = int(value)
+    if isinstance(number, bool) or not isinstance(number, int) or not low <= number <= high:
+        raise ConfigError(name, value, f"a whole number from {_count(low)} to {_count(high)}")
+    return number
+
+
+def real_number(name: str, value: Any, low: float, high: float, low_open: bool = False,
+                exact: bool = True) -> float:
+    """value as a finite number from low (excluded with low_open) to high, or ConfigError.
+    exact: only an int or a float is one; otherwise text is read too."""
+    number = value
+    if not exact and isinstance(value, str) and len(value) <= _TEXT_CHARS:
+        try:
+            number = float(value)
+        except ValueError:
+            pass
+    ok = (isinstance(number, (int, float)) and not isinstance(number, bool)
+          and math.isfinite(number) and (low < number if low_open else low <= number)
+          and number <= high)
+    if not ok:
+        bound = f"greater than {low:g} and at most" if low_open else f"from {low:g} to"
+        raise ConfigError(name, value, f"a finite number {bound} {high:g}")
+    return float(number)
+
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -42,10 +91,10 @@ def format_bytes(size: float) -> str:
     return f"{size:.0f} B"
 
 
-def parse_batch_sizes(text: str, field_name: str = "batch_sizes") -> list[int]:
-    """'1,2,4,8' -> [1, 2, 4, 8]: a non-empty, strictly increasing list within the batch limits."""
+def parse_batch_sizes(text: str, field_name: str, largest: int) -> list[int]:
+    """'1,2,4,8' -> [1, 2, 4, 8]: a non-empty, strictly increasing list from 1 to largest."""
     raw = str(text).strip()
-    allowed = f"a comma-separated, increasing list of whole numbers from 1 to {MAX_BATCH_SIZE}"
+    allowed = f"a comma-separated, increasing list of whole numbers from 1 to {largest}"
     parts = [p.strip() for p in raw.split(",") if p.strip()]
     if not parts or len(parts) > 64:
         raise ConfigError(field_name, raw, allowed + " (1 to 64 of them)")
@@ -53,7 +102,7 @@ def parse_batch_sizes(text: str, field_name: str = "batch_sizes") -> list[int]:
         sizes = [int(p) for p in parts]
     except ValueError:
         raise ConfigError(field_name, raw, allowed) from None
-    if any(not 1 <= b <= MAX_BATCH_SIZE for b in sizes):
+    if any(not 1 <= b <= largest for b in sizes):
         raise ConfigError(field_name, raw, allowed)
     if any(b <= a for a, b in zip(sizes, sizes[1:], strict=False)):
         raise ConfigError(field_name, raw, allowed + " (sorted, no repeats)")

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from bsdemo.jobs import Scheduler
+from bsdemo.scheduler import Scheduler
 from tests.timeouts import SCALE, scaled
 
 

@@ -65,7 +65,7 @@ def device_info(device: torch.device) -> dict[str, Any]:
 
 
 def set_threads(threads: int) -> None:
-    """Torch's intra-op threads: the workers' rule (bsdemo.jobs.default_threads), in the CLI too,
+    """Torch's intra-op threads: the workers' rule (bsdemo.limits.default_threads), in the CLI too,
     so the CLI and the pages measure alike."""
     torch.set_num_threads(threads)
 

@@ -1,6 +1,6 @@
 """The worker process's loop: import torch once, warm up, then run jobs until told to stop.
 
-Started by bsdemo.jobs.Scheduler (spawn context); talks to it only through queues: a task queue
+Started by bsdemo.scheduler.Scheduler (spawn context); talks to it only through queues: a task queue
 of its own, a shared results queue, and a shared value naming a job to cancel. Every job kind is
 stopped the same way: `should_stop()` is asked between steps, and says stop when the job was
 cancelled (Stop, or the unattended-run reaper) or, for the kinds other than training (whose

@@ -15,10 +15,10 @@ import streamlit as st
 
 from bsdemo import charts, export
 from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, ConfigError, RunConfig, config_from_query, parse_run_id
-from bsdemo.jobs import ActiveRunError
 from bsdemo.plaintext import plain
 from bsdemo.presets import PRESETS, preset_of
 from bsdemo.runs import JobSnapshot
+from bsdemo.scheduler import ActiveRunError
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs
 from bsdemo.units import MIB

@@ -18,8 +18,8 @@ from pathlib import Path
 import streamlit as st
 
 from bsdemo.config import ConfigError, clip
-from bsdemo.jobs import Scheduler, default_threads, threads_rule
-from bsdemo.limits import Limits
+from bsdemo.limits import Limits, default_threads, threads_rule
+from bsdemo.scheduler import Scheduler
 from bsdemo.store import RunStore
 
 COOKIE = "bsdemo_browser"

@@ -11,10 +11,10 @@ from collections.abc import Callable
 import streamlit as st
 
 from bsdemo.config import SIZES, ConfigError, RunConfig, sized
-from bsdemo.jobs import ActiveRunError
 from bsdemo.plaintext import plain
 from bsdemo.presets import PRESETS
 from bsdemo.runs import JobSnapshot
+from bsdemo.scheduler import ActiveRunError
 from bsdemo.ui.lab import OPTIMIZER_LABELS
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs

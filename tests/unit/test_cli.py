@@ -82,7 +82,7 @@ def test_cli_uses_the_workers_thread_rule_and_rejects_a_bad_setting():
     """The CLI trains with the lab workers' thread count (so their numbers compare alike)."""
     import os
 
-    from bsdemo.jobs import default_threads
+    from bsdemo.limits import default_threads
 
     code = ("import torch, bsdemo.cli as c; c.main(['train', '--steps', '1']); "
             "print('threads', torch.get_num_threads())")

@@ -13,8 +13,8 @@ import pytest
 
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.jobkinds import KINDS, assess
-from bsdemo.jobs import ActiveRunError, Scheduler
 from bsdemo.limits import Limits
+from bsdemo.scheduler import ActiveRunError, Scheduler
 from bsdemo.store import RunStore
 from tests.timeouts import scaled, wait_for
 

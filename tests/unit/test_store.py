@@ -9,7 +9,7 @@ import time
 import pytest
 
 from bsdemo.config import RunConfig
-from bsdemo.jobs import start_spawned
+from bsdemo.scheduler import start_spawned
 from bsdemo.store import RunStore
 from tests.timeouts import scaled
 
@@ -128,7 +128,7 @@ def test_warm_precomputes_what_the_scheduler_then_serves(tmp_path):
     import subprocess
     import sys
 
-    from bsdemo.jobs import Scheduler
+    from bsdemo.scheduler import Scheduler
 
     out = subprocess.run([sys.executable, "-m", "bsdemo", "warm", "--preset", "digits-mlp",
                           "--batch-sizes", "64", "--data-dir", str(tmp_path)],

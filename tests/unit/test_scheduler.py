@@ -11,8 +11,8 @@ import time
 import pytest
 
 from bsdemo.config import ConfigError, RunConfig
-from bsdemo.jobs import ActiveRunError
 from bsdemo.runs import STEP_FIELDS
+from bsdemo.scheduler import ActiveRunError
 from tests.timeouts import scaled, wait_for
 
 LONG = RunConfig(batch_size=1, epochs=5)  # ~7000 steps/epoch at batch 1: long enough to interrupt
@@ -86,9 +86,9 @@ def test_long_run_buffers_stay_bounded(scheduler):
 
 
 def test_server_side_modules_never_import_torch():
-    code = ("import sys, bsdemo.jobs, bsdemo.charts, bsdemo.config, bsdemo.events, bsdemo.cli, "
+    code = ("import sys, bsdemo.scheduler, bsdemo.charts, bsdemo.config, bsdemo.events, bsdemo.cli, "
             "bsdemo.ui.lab, bsdemo.ui.sidebar\n"
-            "from bsdemo.jobs import Scheduler\nfrom bsdemo.config import RunConfig\n"
+            "from bsdemo.scheduler import Scheduler\nfrom bsdemo.config import RunConfig\n"
             "s = Scheduler(workers=1)\nsnap = s.wait(s.submit(RunConfig(epochs=1), 'x'), 120)\n"
             "assert snap.status == 'completed', snap.end\n"
             "print('torch' in sys.modules)\ns.close()\n")
@@ -118,7 +118,7 @@ def test_unknown_job_kind_is_rejected(scheduler):
 
 
 def test_sweeps_run_alone_on_the_device():
-    from bsdemo.jobs import Scheduler
+    from bsdemo.scheduler import Scheduler
 
     sched = Scheduler(workers=2, threads_per_worker=1)
     try:
@@ -177,8 +177,8 @@ def test_a_comparison_queues_its_runs_together(scheduler):
 
 
 def test_server_limits_reject_oversize_runs_and_cap_wall_time():
-    from bsdemo.jobs import Scheduler
     from bsdemo.limits import Limits
+    from bsdemo.scheduler import Scheduler
 
     sched = Scheduler(workers=1, limits=Limits(max_batch_size=256, max_steps=1000,
                                                max_wall_s=0.1, submits_per_minute=3))
@@ -200,8 +200,8 @@ def test_server_limits_reject_oversize_runs_and_cap_wall_time():
 
 
 def test_unattended_runs_are_cancelled_after_the_grace_period():
-    from bsdemo.jobs import Scheduler
     from bsdemo.limits import Limits
+    from bsdemo.scheduler import Scheduler
 
     sched = Scheduler(workers=1, limits=Limits(unattended_grace_s=1.0))
     try:
@@ -239,7 +239,7 @@ def test_limits_load_from_a_toml_file_and_the_environment(tmp_path):
 
 
 def test_a_finished_run_is_served_from_the_store_and_can_be_run_fresh(tmp_path):
-    from bsdemo.jobs import Scheduler
+    from bsdemo.scheduler import Scheduler
     from bsdemo.store import RunStore
 
     sched = Scheduler(workers=1, store=RunStore(tmp_path / "runs.sqlite3"))
@@ -263,8 +263,8 @@ def test_memory_admission_waits_with_reason_and_estimate_then_starts():
     (first in line, with its reason and an estimated start), the runs behind it wait too (FIFO),
     and it starts as soon as the memory is free — alone, since nothing else fits beside it."""
     from bsdemo.footprint import predict
-    from bsdemo.jobs import Scheduler
     from bsdemo.limits import Limits
+    from bsdemo.scheduler import Scheduler
 
     small, big = LONG, RunConfig(batch_size=1024, width=1024, epochs=2)
     assert predict(small).device + predict(big).device > 38 * 10**6 > predict(big).device
@@ -301,8 +301,8 @@ def test_memory_admission_waits_with_reason_and_estimate_then_starts():
 
 
 def test_a_run_too_big_for_the_device_runs_alone_with_a_notice():
-    from bsdemo.jobs import Scheduler
     from bsdemo.limits import Limits
+    from bsdemo.scheduler import Scheduler
 
     sched = Scheduler(workers=2, threads_per_worker=1, limits=Limits(device_memory=2**20))
     try:
@@ -330,7 +330,7 @@ def test_memory_limits_load_and_reject_bad_values():
 
 def test_killing_one_worker_loses_no_other_job():
     """Two workers: SIGKILL the one running A; B (running beside it) and C (queued) still finish."""
-    from bsdemo.jobs import Scheduler
+    from bsdemo.scheduler import Scheduler
 
     sched = Scheduler(workers=2, threads_per_worker=1)
     try:

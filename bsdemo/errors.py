@@ -1,0 +1,28 @@
+"""The error every check raises: `ConfigError` names the field, the value given (quoted short)
+and what is allowed. The lowest room of the house (pure Python, imports nothing of bsdemo), so
+units, config, limits, the job kinds and the engine all raise the same thing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+QUOTE_CHARS = 64  # a message quotes at most this much of any name or value a user typed
+
+
+def clip(text: str, limit: int = QUOTE_CHARS) -> str:
+    """text cut to `limit` characters, with an ellipsis when it was longer."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+class ConfigError(ValueError):
+    """An invalid setting: names the field, the value given and what is allowed.
+
+    Both the name and the value are quoted short (QUOTE_CHARS): a 100 KB URL parameter must not
+    become a 100 KB message.
+    """
+
+    def __init__(self, field_name: str, value: Any, allowed: str):
+        self.field = clip(str(field_name))
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"{self.field}: got {clip(repr(value))}; allowed: {allowed}")

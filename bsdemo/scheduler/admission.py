@@ -1,0 +1,159 @@
+"""Admission: what may be queued (the limits, the sharing rules) and what may start now (a free
+worker, the device to itself for a measurement, room in the device's memory).
+
+Pure functions of the scheduler's state, plus the per-browser history of submits; the scheduler
+calls them under its lock. Nothing here starts or stops anything.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from bsdemo import jobkinds
+from bsdemo.config import ConfigError, RunConfig
+from bsdemo.jobkinds import Cost
+from bsdemo.limits import Limits
+from bsdemo.runs import ACTIVE
+from bsdemo.scheduler.job import Job
+from bsdemo.units import format_bytes
+
+# what a CUDA context and its kernels hold per worker process, outside torch's counters (about
+# 0.3-0.6 GiB on current GPUs and drivers): kept out of what admission shares among runs
+CUDA_CONTEXT_BYTES = 512 * 2**20
+MAX_COMPARISON = 64  # runs in one comparison
+
+
+class ActiveRunError(RuntimeError):
+    """A sharing limit says not now: the browser's, its address's or the server's queue is full,
+    or too many runs were started in the last minute."""
+
+
+# ----- what may be queued -----
+def checked(cfg: RunConfig, kind: str, options: dict[str, Any] | None,
+            limits: Limits) -> tuple[RunConfig, dict, Cost]:
+    """(validated cfg with its time cap, checked options, cost bound), or ConfigError.
+
+    A training run's cap is its own, at most max_wall_s (its engine ends it there and says so);
+    any other kind's cap is max_wall_s for the whole job, kept by its worker."""
+    cfg, _ = cfg.validated()
+    limit = limits.max_wall_s
+    if kind == "train":
+        cfg = dataclasses.replace(cfg, time_limit_s=min(cfg.time_limit_s or limit, limit))
+        wall = cfg.time_limit_s
+    else:
+        cfg, wall = dataclasses.replace(cfg, time_limit_s=None), limit
+    options, cost = jobkinds.assess(kind, cfg, options, limits, wall)
+    return cfg, options, cost
+
+
+def comparison(cfgs: list[RunConfig], limits: Limits) -> list[tuple[RunConfig, dict, Cost]]:
+    """A comparison's runs, checked as one job: their steps add up, and so do their time caps
+    (runs without one share what max_wall_s leaves). Raises ConfigError."""
+    if not 1 <= len(cfgs) <= MAX_COMPARISON:
+        raise ConfigError("runs", len(cfgs), f"a comparison of 1 to {MAX_COMPARISON} runs")
+    valid = [cfg.validated()[0] for cfg in cfgs]
+    limit = limits.max_wall_s
+    given = sum(min(c.time_limit_s, limit) for c in valid if c.time_limit_s)
+    uncapped = sum(not c.time_limit_s for c in valid)
+    share = (limit - given) / uncapped if uncapped else 0.0
+    if given > limit + 1e-9 or (uncapped and share <= 0):
+        raise ConfigError("time_limit_s", round(given, 3),
+                          f"at most {limit:g} s for the whole comparison on this server (its "
+                          "limit max_wall_s)")
+    valid = [dataclasses.replace(c, time_limit_s=min(c.time_limit_s, limit)
+                                 if c.time_limit_s else share) for c in valid]
+    runs = [checked(c, "train", None, limits) for c in valid]
+    costs = [cost for *_, cost in runs]
+    limits.check(Cost(max(c.micro_batch for c in costs), max(c.effective_batch for c in costs),
+                      sum(c.steps for c in costs), sum(c.wall_s for c in costs),
+                      max(c.predicted_bytes for c in costs)))
+    return runs
+
+
+def active_units(jobs: Iterable[Job], owner: str | None = None,
+                 address: str | None = None) -> set[int]:
+    """Queued or running runs of an owner (or of an address), a comparison counted once."""
+    return {j.group or j.id for j in jobs if j.status in ACTIVE
+            and (owner is None or j.owner == owner) and (address is None or j.address == address)}
+
+
+class SharingLimits:
+    """Active runs per browser and per address (a comparison is one), the server's whole queue,
+    and submits per minute per browser."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self._submits: dict[str, collections.deque[float]] = {}
+
+    def admit(self, jobs: list[Job], owner: str, address: str | None, runs: int) -> None:
+        """Raise ActiveRunError if `runs` more runs of owner's may not be queued now; else count
+        them as submitted."""
+        lim = self.limits
+        units = active_units(jobs, owner)
+        if len(units) >= lim.max_active_per_session:
+            raise ActiveRunError(f"you already have {len(units)} run(s) going or waiting (the "
+                                 f"limit here is {lim.max_active_per_session}): stop one or wait "
+                                 "for it to finish")
+        if address is not None:
+            at_address = active_units(jobs, address=address)
+            if len(at_address) >= lim.max_active_per_address:
+                raise ActiveRunError(f"{len(at_address)} runs from your network address are going "
+                                     f"or waiting (the limit here is {lim.max_active_per_address},"
+                                     " max_active_per_address): wait for one to finish")
+        active = sum(j.status in ACTIVE for j in jobs)
+        if active + runs > lim.max_queued:
+            raise ActiveRunError(f"the server's queue is full: {active} runs going or waiting "
+                                 f"(the limit here is {lim.max_queued}, max_queued); try again "
+                                 "in a minute")
+        now = time.monotonic()
+        recent = self._submits.setdefault(owner, collections.deque())
+        while recent and now - recent[0] > 60.0:
+            recent.popleft()
+        if len(recent) >= lim.submits_per_minute:
+            raise ActiveRunError(f"{len(recent)} runs started in the last minute (the limit here "
+                                 f"is {lim.submits_per_minute}); wait "
+                                 f"{60.0 - (now - recent[0]):.0f} s")
+        recent.append(now)
+
+
+# ----- what may start now -----
+def usable_memory(limits: Limits, device_info: dict[str, Any] | None, workers: int) -> int | None:
+    """Device memory admission shares among concurrent runs: the device's total (or the limits'
+    device_memory) less the margin and, on CUDA, the workers' contexts. None while no worker has
+    reported its device, or when the device does not say."""
+    info = device_info or {}
+    total = limits.device_memory or info.get("total_memory_bytes")
+    if not total:
+        return None
+    contexts = workers * CUDA_CONTEXT_BYTES if info.get("type") == "cuda" else 0
+    return max(int(total * (1 - limits.memory_margin)) - contexts, 0)
+
+
+def blocker(job: Job, running: int, exclusive: int, held: int, free_workers: int,
+            workers: int, usable: int | None) -> str | None:
+    """Why job cannot start beside `running` jobs (`exclusive` of them measurements, holding
+    `held` bytes) with `free_workers` of `workers` idle, or None."""
+    if exclusive:
+        return "a measurement (sweep or finder) has the device to itself until it ends"
+    if job.exclusive and running:
+        return f"a measurement needs the device to itself: waiting for {running} run(s) to end"
+    if not free_workers:
+        return f"all {workers} worker(s) are busy"
+    if running and usable is not None and held + job.predicted_bytes > usable:
+        return (f"waiting for memory: it needs {format_bytes(job.predicted_bytes)} "
+                f"(predicted); {format_bytes(max(usable - held, 0))} of the "
+                f"{format_bytes(usable)} shared here is free now")
+    return None
+
+
+def alone_notice(job: Job, usable: int | None) -> str | None:
+    """What to tell the owner of a run that starts alone predicted to need more than is shared."""
+    if usable is None or job.predicted_bytes <= usable:
+        return None
+    return (f"Predicted to need {format_bytes(job.predicted_bytes)}, more than the "
+            f"{format_bytes(usable)} this device shares out: it runs alone, and may run out of "
+            "memory.")

@@ -1,0 +1,386 @@
+"""The scheduler: a FIFO queue of jobs, dispatched to warm worker processes.
+
+One `Scheduler` per server process. It holds the jobs and the queue under one lock; admission
+(bsdemo.scheduler.admission) says what may be queued and what may start; the pool
+(bsdemo.scheduler.pool) runs them; events come back over the pool's results queue and are filed
+into bounded, column-wise buffers (bsdemo.runs) that pages read with `snapshot()`.
+
+This package never imports torch: the server process stays light and responsive.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import queue
+import threading
+import time
+from typing import Any
+
+from bsdemo.config import ConfigError, RunConfig
+from bsdemo.jobkinds import Cost
+from bsdemo.limits import MAX_WORKERS, Limits, default_threads
+from bsdemo.runs import ACTIVE, EVAL_FIELDS, STEP_FIELDS, JobSnapshot, Series, file_event
+from bsdemo.scheduler import admission
+from bsdemo.scheduler.estimates import WaitEstimator
+from bsdemo.scheduler.job import Job
+from bsdemo.scheduler.pool import Worker, WorkerPool
+from bsdemo.scheduler.stored import StoreLink, serve
+from bsdemo.store import RunStore
+
+MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
+RESULT_KINDS = ("sweep_end", "find_result", "accum_check")  # a measurement's one record
+
+
+class Scheduler:
+    """FIFO queue + worker processes + bounded per-job buffers. Thread-safe."""
+
+    def __init__(self, workers: int | None = None, max_points: int = 1000, keep_finished: int = 200,
+                 threads_per_worker: int | None = None, limits: Limits | None = None,
+                 store: RunStore | None = None):
+        """workers: concurrent runs on the device (default: limits.workers)."""
+        self.limits = limits or Limits()
+        workers = workers or self.limits.workers
+        if not 1 <= workers <= MAX_WORKERS:
+            raise ConfigError("workers", workers, f"a whole number from 1 to {MAX_WORKERS}")
+        self._lock = threading.RLock()
+        self._jobs: dict[int, Job] = {}
+        self._queue: collections.deque[int] = collections.deque()
+        self._finished: collections.deque[int] = collections.deque()
+        self._next_id = 1
+        self._max_points = max_points
+        self._keep_finished = keep_finished
+        self._device_info: dict[str, Any] | None = None
+        self._closed = False
+        self._sharing = admission.SharingLimits(self.limits)
+        self._estimator = WaitEstimator(self.limits.max_wall_s)
+        self._stored = StoreLink(store)
+        self._pool = WorkerPool(workers, threads_per_worker or default_threads(workers),
+                                self.limits)
+        self._collector = threading.Thread(target=self._collect, name="bsdemo-collector",
+                                           daemon=True)
+        self._collector.start()
+        atexit.register(self.close)
+
+    # ----- submitting -----
+    def submit(self, cfg: RunConfig, owner: str, kind: str = "train",
+               options: dict[str, Any] | None = None, fresh: bool = False,
+               address: str | None = None) -> int:
+        """Queue a job for owner (a browser) connecting from address; returns its id.
+
+        kind "train" trains cfg; the other kinds (bsdemo.jobkinds.KINDS) run their engine
+        function with `options`, alone on the device. Every kind is checked against the same
+        limits first. Raises ConfigError (invalid, or over a limit) or ActiveRunError (a sharing
+        limit: not now).
+        """
+        cfg, options, cost = admission.checked(cfg, kind, options, self.limits)
+        stored = None
+        if kind == "train" and not fresh:
+            stored = self._stored.find(cfg, self._device_info)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the scheduler is shut down")
+            if stored is None:
+                self._sharing.admit(list(self._jobs.values()), owner, address, 1)
+            job = self._new_job(cfg, owner, cost, kind=kind, options=options, address=address,
+                                check_store=kind == "train" and not fresh)
+            if stored is not None:
+                self._serve(job, stored)
+            else:
+                self._queue.append(job.id)
+                self._dispatch()
+            return job.id
+
+    def submit_group(self, cfgs: list[RunConfig], owner: str, address: str | None = None) -> list[int]:
+        """Queue several training runs for one owner at once (a comparison); FIFO order.
+
+        They count as the owner's one active run: another submit waits until all are done.
+        The whole comparison is one job for the limits (bsdemo.scheduler.admission.comparison).
+        With several workers they may run side by side, and are then marked shared_device.
+        """
+        runs = admission.comparison(cfgs, self.limits)
+        with self._lock:
+            self._sharing.admit(list(self._jobs.values()), owner, address, len(runs))
+            group, ids = self._next_id, []
+            for cfg, _, cost in runs:
+                job = self._new_job(cfg, owner, cost, group=group, address=address)
+                self._queue.append(job.id)
+                ids.append(job.id)
+            self._dispatch()
+            return ids
+
+    def _new_job(self, cfg: RunConfig, owner: str, cost: Cost, **fields) -> Job:
+        """A registered job with fresh bounded buffers. Caller holds the lock."""
+        job = Job(id=self._next_id, owner=owner, config=cfg, submitted_at=time.time(),
+                  steps=Series(STEP_FIELDS, self._max_points),
+                  evals=Series(EVAL_FIELDS, self._max_points),
+                  predicted_bytes=cost.predicted_bytes, wall_s=cost.wall_s, **fields)
+        self._next_id += 1
+        self._jobs[job.id] = job
+        return job
+
+    def _serve(self, job: Job, stored) -> None:
+        """Finish job from the run store. Caller holds the lock."""
+        serve(job, stored)
+        self._finished.append(job.id)
+
+    # ----- a browser's view -----
+    def can_submit(self, owner: str) -> bool:
+        """Whether the browser is below its limit of active runs (ignores the other limits)."""
+        with self._lock:
+            units = admission.active_units(self._jobs.values(), owner)
+            return len(units) < self.limits.max_active_per_session
+
+    def heartbeat(self, owner: str) -> None:
+        """A page of this browser is open and polling: its runs are attended. Only the owner's
+        heartbeat counts: a stranger watching a run from a link does not keep it alive."""
+        now = time.monotonic()
+        with self._lock:
+            for job in self._jobs.values():
+                if job.owner == owner and job.status in ACTIVE:
+                    job.last_seen = now
+
+    def cancel(self, job_id: int | None, owner: str | None = None) -> bool:
+        """Stop a job: a queued one at once, a running one between two steps. With `owner`,
+        only that owner's job. Returns whether a stop was requested."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None or job.status not in ACTIVE or (owner is not None and job.owner != owner):
+                return False
+            if job.status == "queued" and job.worker is None:
+                self._queue.remove(job_id)
+                self._finish(job, {"kind": "end", "status": "cancelled",
+                                   "message": "Cancelled before it started.", "summary": {}})
+            else:
+                job.cancel_requested = True
+                self._pool.stop(job.worker, job_id)
+            return True
+
+    def snapshot(self, job_id: int) -> JobSnapshot | None:
+        """A copy of the job for drawing; looking does not attend it (see heartbeat)."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None:
+                return None
+            position = (self._queue.index(job_id) + 1) if job_id in self._queue else None
+            wait, bound = None, False
+            if position:
+                estimates = self._waits()
+                if job_id not in estimates:  # queued since the last estimate
+                    estimates = self._waits(force=True)
+                wait, bound = estimates[job_id]
+            return job.snapshot(position, wait, bound)
+
+    def active_job(self, owner: str) -> int | None:
+        with self._lock:
+            for job in self._jobs.values():
+                if job.owner == owner and job.status in ACTIVE:
+                    return job.id
+        return None
+
+    def wait(self, job_id: int, timeout: float = 60.0) -> JobSnapshot | None:
+        """Block until the job ends (for the CLI, tests and benchmarks; pages poll instead).
+        The caller is the job's owner, waiting: that attends the owner's jobs, as a page's
+        heartbeat does (the runs of a comparison queued behind this one too)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                owner = self._jobs[job_id].owner if job_id in self._jobs else None
+            if owner is not None:
+                self.heartbeat(owner)
+            snap = self.snapshot(job_id)
+            if snap is None or snap.done:
+                return snap
+            time.sleep(0.02)
+        return self.snapshot(job_id)
+
+    # ----- the server's view -----
+    @property
+    def device_info(self) -> dict[str, Any] | None:
+        """The workers' device, once a worker has started (None before)."""
+        return self._device_info
+
+    @property
+    def store(self) -> RunStore | None:
+        return self._stored.store
+
+    @property
+    def store_error(self) -> str | None:
+        """The last failure to read or write the run store."""
+        return self._stored.error
+
+    @property
+    def restarts(self) -> int:
+        """Workers replaced after dying."""
+        return self._pool.restarts
+
+    def usable_memory(self) -> int | None:
+        """Device memory admission shares among concurrent runs (admission.usable_memory)."""
+        return admission.usable_memory(self.limits, self._device_info, len(self._pool))
+
+    def load(self) -> dict[str, Any]:
+        """What the server is doing now, for the sidebar: runs running and waiting, workers, and
+        the device memory admission shares out and has given (predicted, or measured if more)."""
+        with self._lock:
+            running = self._running()
+            return {"running": len(running), "queued": len(self._queue),
+                    "workers": len(self._pool), "usable_memory_bytes": self.usable_memory(),
+                    "held_memory_bytes": sum(j.claim() for j in running)}
+
+    def workers_ready(self) -> int:
+        with self._lock:
+            return sum(w.ready for w in self._pool.workers)
+
+    def worker_pids(self) -> list[int]:
+        with self._lock:
+            return [w.process.pid for w in self._pool.workers]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._pool.close()
+
+    # ----- dispatch -----
+    def _running(self) -> list[Job]:
+        return [j for j in self._jobs.values() if j.status == "running"]
+
+    def _blocked(self, job: Job, running: int, exclusive: int, held: int, free: int,
+                 usable: int | None) -> str | None:
+        return admission.blocker(job, running, exclusive, held, free, len(self._pool), usable)
+
+    def _dispatch(self) -> None:
+        """Start queued jobs, strictly FIFO, while the head fits. Caller holds the lock.
+
+        A sweep or finder starts only on an otherwise idle device and holds it alone; a training
+        run starts beside others only when its predicted memory and theirs fit the device
+        (memory admission). The jobs behind a blocked head wait (head-of-line): nobody is
+        overtaken, and the head's reason is shown to its owner.
+        """
+        usable = self.usable_memory()
+        while self._queue:
+            head = self._jobs[self._queue[0]]
+            if head.check_store and self.store is not None:
+                # queued before any worker had said which device it is (just after a restart):
+                # the store is asked once it is known, so the run is served rather than trained
+                # and stored a second time
+                if not self._device_info:
+                    head.wait_reason = "the training worker is starting"
+                    return
+                head.check_store = False
+                stored = self._stored.find(head.config, self._device_info)
+                if stored is not None:
+                    self._queue.popleft()
+                    self._serve(head, stored)
+                    continue
+            running, free = self._running(), self._pool.free()
+            head.wait_reason = self._blocked(head, len(running),
+                                             sum(j.exclusive for j in running),
+                                             sum(j.claim() for j in running), len(free), usable)
+            if head.wait_reason is not None:
+                return
+            if not running:
+                head.notice = admission.alone_notice(head, usable) or head.notice
+            self._start(self._jobs[self._queue.popleft()], free[0], running)
+
+    def _start(self, job: Job, worker: Worker, beside: list[Job]) -> None:
+        """Give job to a free worker, beside the running jobs. Caller holds the lock."""
+        job.worker, job.status, job.started_at = worker.index, "running", time.time()
+        if beside:
+            for j in [*beside, job]:
+                j.shared_device = True
+        # a training run's engine keeps its own cap; any other kind's worker keeps the job's
+        wall = None if job.kind == "train" else job.wall_s
+        self._pool.give(worker, job.id,
+                        (job.id, job.kind, vars(job.config).copy(), dict(job.options), wall))
+
+    def _waits(self, force: bool = False) -> dict[int, tuple[float, bool]]:
+        """Queued job id -> (predicted seconds until it starts, whether caps are in it). Lock
+        held."""
+        usable = self.usable_memory()
+        return self._estimator.waits(
+            self._running(), [self._jobs[i] for i in self._queue], self._pool.alive() or 1,
+            lambda job, *state: self._blocked(job, *state, usable) is not None, force=force)
+
+    # ----- ending -----
+    def _finish(self, job: Job, end: dict[str, Any]) -> None:
+        """Caller holds the lock."""
+        if job.unattended:
+            end = dict(end, message=f"Cancelled: nobody watched this run for "
+                                    f"{self.limits.unattended_grace_s:g} s (was its tab closed?). "
+                                    + end.get("message", ""))
+        job.end = end
+        job.status = end["status"]
+        job.finished_at = time.time()
+        if job.started_at is not None and job.status in ("completed", "cancelled"):
+            self._estimator.learn(job)
+        self._stored.keep(job)
+        if job.worker is not None:
+            self._pool.release(job.worker, job.id)
+        self._finished.append(job.id)
+        while len(self._finished) > self._keep_finished:
+            self._jobs.pop(self._finished.popleft(), None)
+
+    def _collect(self) -> None:
+        while not self._closed:
+            try:
+                message = self._pool.results.get(timeout=0.2)
+            except queue.Empty:
+                message = None
+            except (OSError, EOFError, ValueError):
+                return  # the queue was closed under us: shutting down
+            with self._lock:
+                if message is not None:
+                    self._handle(message)
+                self._reap_dead_workers()
+                self._reap_unattended()
+                self._dispatch()
+
+    def _handle(self, message: tuple) -> None:
+        kind, index = message[0], message[1]
+        if kind == "hello":
+            self._pool[index].ready = True
+            self._device_info = message[2]
+            return
+        job_id, events = message[2], message[3]
+        job = self._jobs.get(job_id)
+        if job is None or job.status not in ACTIVE:
+            return  # late events of a job already ended (e.g. its worker was declared dead)
+        for event in events:
+            kind = event["kind"]
+            if file_event(job, event):  # start, step, eval: filed as the CLI files them
+                continue
+            if kind in ("sweep_point", "find_probe"):
+                if len(job.points) < MAX_POINTS:
+                    job.points.append(event)
+            elif kind == "sweep_start":
+                job.start = event
+            elif kind in RESULT_KINDS:
+                job.result = event  # the worker's end record follows
+            elif kind == "end":
+                self._finish(job, event)
+
+    def _reap_unattended(self) -> None:
+        """Cancel runs nobody has looked at for the grace period (a closed tab). A Wi-Fi blip
+        shorter than the grace costs nothing: the next poll re-attends them. Caller holds the
+        lock."""
+        now, grace = time.monotonic(), self.limits.unattended_grace_s
+        for job in list(self._jobs.values()):
+            if job.status in ACTIVE and not job.unattended and now - job.last_seen > grace:
+                job.unattended = True
+                self.cancel(job.id)
+
+    def _reap_dead_workers(self) -> None:
+        """A dead worker's job fails with a message; a fresh worker takes its place."""
+        for worker in list(self._pool.workers):
+            if worker.process.is_alive() or self._closed:
+                continue
+            code = worker.process.exitcode
+            job = self._jobs.get(worker.job) if worker.job is not None else None
+            if job is not None and job.status in ACTIVE:
+                self._finish(job, {"kind": "end", "status": "failed", "summary": {},
+                                   "message": f"The worker process running this job stopped "
+                                              f"unexpectedly (exit code {code}). The job is "
+                                              f"lost; a fresh worker has been started."})
+            self._pool.replace(worker.index)

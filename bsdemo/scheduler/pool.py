@@ -1,0 +1,117 @@
+"""The worker pool: warm worker processes, each with its own task queue and stop flag.
+
+Workers are started with the `spawn` context (CUDA forbids fork), import torch once, warm up and
+then take jobs one at a time; every worker sends its events back over the pool's one results
+queue. The workers' code is bsdemo.engine.worker, imported only in the child (`_worker_main`),
+so the server process never imports torch.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sys
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+from bsdemo.limits import Limits
+
+
+@dataclass
+class Worker:
+    index: int
+    process: Any
+    tasks: Any  # this worker's own task queue
+    cancel: Any  # shared int: the id of a job to stop (checked between steps)
+    job: int | None = None
+    ready: bool = False
+    started_at: float = field(default_factory=time.monotonic)
+
+
+class WorkerPool:
+    """`size` workers, started at once; a dead one is replaced in its slot (`replace`)."""
+
+    def __init__(self, size: int, threads: int, limits: Limits):
+        self._ctx = mp.get_context("spawn")
+        self.results = self._ctx.Queue()  # (kind, worker index, ...) from every worker
+        self._threads = threads
+        self._memory = (limits.device_memory, limits.memory_margin)  # its OS ceiling's basis
+        self.workers = [self._start(i) for i in range(size)]
+        self.restarts = 0  # workers replaced after dying
+
+    def __len__(self) -> int:
+        return len(self.workers)
+
+    def __getitem__(self, index: int) -> Worker:
+        return self.workers[index]
+
+    def _start(self, index: int) -> Worker:
+        tasks = self._ctx.Queue()
+        cancel = self._ctx.RawValue("q", -1)  # lock-free: one writer, read between steps
+        process = self._ctx.Process(target=_worker_main, name=f"bsdemo-worker-{index}",
+                                    args=(index, tasks, self.results, cancel, self._threads,
+                                          self._memory),
+                                    daemon=True)
+        start_spawned(process)
+        return Worker(index, process, tasks, cancel)
+
+    def replace(self, index: int) -> None:
+        """A fresh worker in a dead one's slot."""
+        self.restarts += 1
+        self.workers[index] = self._start(index)
+
+    def free(self) -> list[Worker]:
+        """Live workers with no job."""
+        return [w for w in self.workers if w.job is None and w.process.is_alive()]
+
+    def alive(self) -> int:
+        return sum(w.process.is_alive() for w in self.workers)
+
+    def give(self, worker: Worker, job_id: int, task: tuple) -> None:
+        worker.job = job_id
+        worker.tasks.put(task)
+
+    def release(self, index: int, job_id: int) -> None:
+        """The worker at index is done with job_id (if it still had it)."""
+        if self.workers[index].job == job_id:
+            self.workers[index].job = None
+
+    def stop(self, index: int, job_id: int) -> None:
+        """Ask the worker at index to stop job_id between two steps."""
+        self.workers[index].cancel.value = job_id
+
+    def close(self) -> None:
+        """Ask every worker to exit; kill those that do not within 2 s."""
+        for w in self.workers:
+            try:
+                w.tasks.put(None)
+            except (OSError, ValueError):
+                pass
+        for w in self.workers:
+            w.process.join(timeout=2)
+            if w.process.is_alive():
+                w.process.kill()
+                w.process.join(timeout=2)
+
+
+def start_spawned(process) -> None:
+    """Start a spawn-context process without the parent's __main__.
+
+    spawn re-runs the parent's __main__ in the child; under `streamlit run` (and after AppTest)
+    that is the app script itself, which would start a scheduler inside the child. A bare
+    stand-in while the child is prepared keeps the child to importing what its target needs.
+    """
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        process.start()
+    finally:
+        sys.modules["__main__"] = main
+
+
+def _worker_main(index: int, tasks, results, cancel, threads: int, memory: tuple) -> None:
+    """The worker process's entry point: its code, and torch, live in bsdemo.engine.worker."""
+    from bsdemo.engine.worker import main
+
+    main(index, tasks, results, cancel, threads, memory)
