@@ -20,6 +20,7 @@ import pandas  # noqa: F401
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
+from bsdemo.recipes import best_lr_per_batch
 from bsdemo.runs import JobSnapshot
 from bsdemo.units import MIB
 
@@ -411,12 +412,3 @@ def lr_grid_chart(cells: Sequence[dict[str, Any]]) -> Chart:
         f"batch {b}: {best[b]:g}" for b in batches if b in best) + "."
     return Chart(fig, alt, [dict(c) for c in cells])
 
-
-def best_lr_per_batch(cells: Sequence[dict[str, Any]]) -> dict[int, float]:
-    best: dict[int, tuple[float, float]] = {}
-    for c in cells:
-        if c.get("accuracy") is None or c.get("diverged"):
-            continue
-        if c["batch"] not in best or c["accuracy"] > best[c["batch"]][0]:
-            best[c["batch"]] = (c["accuracy"], c["lr"])
-    return {b: lr for b, (_, lr) in best.items()}

@@ -33,6 +33,7 @@ from bsdemo.config import (
 from bsdemo.jobkinds import MAX_TIMED_STEPS
 from bsdemo.limits import default_threads
 from bsdemo.presets import PRESETS
+from bsdemo.recipes import regime_configs
 from bsdemo.runs import collect
 from bsdemo.units import format_bytes, parse_batch_sizes, parse_bytes, real_number, whole_number
 
@@ -425,7 +426,7 @@ def _accum_check(cfg: RunConfig, args: argparse.Namespace, micro: int, k: int, s
 
 def _regimes(cfg: RunConfig, args: argparse.Namespace, epochs: int, mini: int,
              limit: float | None) -> int:
-    from bsdemo.engine.regimes import regime_configs, run_regime  # imports torch
+    from bsdemo.engine.regimes import run_regime  # imports torch
 
     if not args.json:
         print(f"{'regime':<22} {'batch':>6} {'updates':>8} {'wall s':>8} {'samples/s':>11} "

@@ -5,7 +5,7 @@ import streamlit as st
 from bsdemo import charts
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
-from bsdemo.ui.lab import show_chart
+from bsdemo.ui.widgets import show_chart
 from bsdemo.units import powers_of_two
 
 lesson_header("throughput")

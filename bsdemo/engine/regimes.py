@@ -1,4 +1,5 @@
-"""SGD (batch 1), full-batch and mini-batch gradient descent on one model, data and seed.
+"""One regime of the three (SGD, full batch, mini-batch; their configs: bsdemo.recipes), trained
+to its result record.
 
 The three runs differ only in the batch size, so their weight updates per epoch are
 ceil(N / B) x epochs — many cheap noisy ones, a few expensive smooth ones, or the balance.
@@ -6,24 +7,11 @@ ceil(N / B) x epochs — many cheap noisy ones, a few expensive smooth ones, or 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 from bsdemo.config import RunConfig
 from bsdemo.engine.train import train
-
-REGIMES = ("SGD (batch 1)", "full batch", "mini-batch")
-
-
-def regime_configs(cfg: RunConfig, epochs: int, mini_batch: int = 32,
-                   time_limit_s: float | None = None) -> list[tuple[str, RunConfig]]:
-    base = dataclasses.replace(cfg, accumulation_steps=1, epochs=epochs, max_steps=None,
-                               time_limit_s=time_limit_s)
-    base, _ = base.validated()
-    sizes = (1, base.train_samples, min(mini_batch, base.train_samples))
-    return [(name, dataclasses.replace(base, batch_size=b)) for name, b in zip(REGIMES, sizes,
-                                                                              strict=True)]
 
 
 def run_regime(name: str, cfg: RunConfig,

@@ -21,17 +21,14 @@ from bsdemo.runs import JobSnapshot
 from bsdemo.scheduler import ActiveRunError
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs
+from bsdemo.ui.widgets import LR_CHOICES, OPTIMIZER_LABELS, REFRESH_S, polled, show_chart
 from bsdemo.units import MIB
 
-REFRESH_S = 0.5  # live view poll interval (>= 1 update/s as promised)
 # status-only polls before the first point: every poll costs each browser ~60 ms of main-thread
 # time even when nothing changed, so a waiting tab polls slowly and a starting one quickly
 QUEUED_REFRESH_S = 2.0
 STARTING_REFRESH_S = 0.25
 BATCH_POWERS = [2**i for i in range(13)]  # 1 … 4096 on the slider; any value via "exact"
-LR_CHOICES = [1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0]
-OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD + momentum 0.9", "adam": "Adam",
-                    "adamw": "AdamW (weight decay 0.01)"}
 
 
 # ----- settings <-> widgets -----
@@ -206,31 +203,27 @@ def live_view() -> None:
         # queued, or starting: nothing measured yet. Only the status line polls (a class of
         # waiting tabs must not redraw four charts each every second); the charts are drawn
         # once, and the whole page reruns when the first point arrives.
-        @st.fragment(run_every=QUEUED_REFRESH_S if snap.status == "queued" else STARTING_REFRESH_S)
-        def pending() -> None:
-            scheduler().heartbeat(owner())  # this tab is open: its runs are attended
+        def pending() -> bool:
             now = scheduler().snapshot(current)
             if now is None or now.done or now.latest is not None or now.status != snap.status:
-                st.rerun()  # to the next state's view (and poll interval)
+                return True  # to the next state's view (and poll interval)
             _status(now)
+            return False
 
-        pending()
+        polled(pending, QUEUED_REFRESH_S if snap.status == "queued" else STARTING_REFRESH_S)
         _body(snap, current)
         return
 
-    @st.fragment(run_every=REFRESH_S if was_active else None)
-    def view() -> None:
-        scheduler().heartbeat(owner())
-        snap = scheduler().snapshot(current)
-        if snap is None:
+    def view() -> bool:
+        now = scheduler().snapshot(current)
+        if now is None:
             st.warning(f"Run {current} is no longer held by the server.")
-            return
-        _status(snap)
-        _body(snap, current)
-        if was_active and snap.done:
-            st.rerun()  # once: refresh the controls and the history table outside this fragment
+            return False
+        _status(now)
+        _body(now, current)
+        return now.done  # once: refresh the controls and the history table outside the fragment
 
-    view()
+    polled(view, REFRESH_S if was_active else None)
 
 
 def _body(snap: JobSnapshot, current: int) -> None:
@@ -260,11 +253,6 @@ def _charts(shown: list[JobSnapshot], x_axis: str) -> None:
             st.caption("GPU utilisation appears here when the run is on an NVIDIA GPU "
                        "(read from NVML).")
 
-
-def show_chart(chart: charts.Chart, key: str) -> None:
-    st.plotly_chart(chart.figure, key=key, alt=chart.alt, config={"displaylogo": False})
-    if st.session_state.get("show_tables"):  # opt-in: re-sending tables every poll is costly
-        st.dataframe(chart.table, hide_index=True, key=f"{key}_table", height=200)
 
 
 def _status(snap: JobSnapshot) -> None:

@@ -15,12 +15,11 @@ from bsdemo.plaintext import plain
 from bsdemo.presets import PRESETS
 from bsdemo.runs import JobSnapshot
 from bsdemo.scheduler import ActiveRunError
-from bsdemo.ui.lab import OPTIMIZER_LABELS
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs
+from bsdemo.ui.widgets import OPTIMIZER_LABELS, REFRESH_S, polled
 from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
 
-REFRESH_S = 0.5
 CPU_BUDGETS = [m * MIB for m in (1.5, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 512, 1024)]
 GPU_BUDGETS = [g * GIB for g in (0.25, 0.5, 1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 128)]
 
@@ -100,13 +99,11 @@ def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
     first = scheduler().snapshot(job_id)
     active = first is not None and not first.done
 
-    @st.fragment(run_every=REFRESH_S if active else None)
-    def view() -> None:
-        scheduler().heartbeat(owner())
+    def view() -> bool:
         snap = scheduler().snapshot(job_id)
         if snap is None:
             st.warning("That measurement is no longer held by the server; run it again.")
-            return
+            return False
         if snap.status == "queued":
             st.info(waiting_message(snap, "Measurement") + " Measurements run alone on the "
                     "device, so they wait for other runs to finish.",
@@ -121,10 +118,9 @@ def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
             st.warning(snap.end["message"])
         if snap.points or snap.result:
             draw(snap)
-        if active and snap.done:
-            st.rerun()
+        return snap.done
 
-    view()
+    polled(view, REFRESH_S if active else None)
 
 
 def submit_group(prefix: str, cfgs: list[RunConfig], labels: list[str]) -> None:
@@ -153,9 +149,7 @@ def group_view(prefix: str, draw: Callable[[list[tuple[str, JobSnapshot]]], None
         return
     active = any((s := scheduler().snapshot(j)) is not None and not s.done for _, j in group)
 
-    @st.fragment(run_every=REFRESH_S if active else None)
-    def view() -> None:
-        scheduler().heartbeat(owner())
+    def view() -> bool:
         snaps = [(label, scheduler().snapshot(j)) for label, j in group]
         snaps = [(label, s) for label, s in snaps if s is not None]
         done = sum(s.done for _, s in snaps)
@@ -167,7 +161,6 @@ def group_view(prefix: str, draw: Callable[[list[tuple[str, JobSnapshot]]], None
                     + (". Runs share the device: their samples/s are measured under sharing."
                        if shared else "."))
         draw(snaps)
-        if active and done == len(snaps):
-            st.rerun()
+        return done == len(snaps)
 
-    view()
+    polled(view, REFRESH_S if active else None)

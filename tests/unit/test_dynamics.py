@@ -11,7 +11,8 @@ import pytest
 
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.accumulation import accumulation_check
-from bsdemo.engine.regimes import regime_configs, run_regime
+from bsdemo.engine.regimes import run_regime
+from bsdemo.recipes import regime_configs
 
 
 def test_accumulation_matches_one_big_batch_to_float32_rounding():

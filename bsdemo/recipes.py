@@ -1,0 +1,128 @@
+"""Torch-free recipes for the comparison lessons: which runs a lesson trains, and what their
+results say. Pages and the CLI build their runs here, so a page never re-creates one.
+
+    regime_configs       SGD, full batch, mini-batch on one model, data, seed and epoch budget
+    lr_variants          a reference batch and lr, the batch times k with the lr kept, x k, x sqrt(k),
+                         and x k after a warm-up
+    lr_grid              batch size x learning rate, a few epochs each
+    best_lr_per_batch    the grid's best learning rate per batch (diverged cells never win)
+    over_budget          the runs whose measured peak would not fit a memory budget
+    regimes_verdict      what the three regimes' own results show, in words
+    best_lr_verdict      what the grid's best learning rates show, in words
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from bsdemo.config import RunConfig
+from bsdemo.runs import JobSnapshot
+
+GRID_BATCHES = (8, 32, 128, 512)
+GRID_LRS = (0.01, 0.03, 0.1, 0.3, 1.0)
+
+
+# ----- the three regimes -----
+def regime_configs(cfg: RunConfig, epochs: int, mini_batch: int = 32,
+                   time_limit_s: float | None = None,
+                   sgd_batch: int = 1) -> list[tuple[str, RunConfig]]:
+    """(name, config) of SGD (batch sgd_batch), full batch and mini-batch: the same model, data,
+    seed and epoch budget, no accumulation, the mini-batch at most the training set."""
+    base = dataclasses.replace(cfg, accumulation_steps=1, epochs=epochs, max_steps=None,
+                               time_limit_s=time_limit_s)
+    base, _ = base.validated()
+    n = base.train_samples
+    return [(f"SGD (batch {sgd_batch})", dataclasses.replace(base, batch_size=min(sgd_batch, n))),
+            ("full batch", dataclasses.replace(base, batch_size=n)),
+            ("mini-batch", dataclasses.replace(base, batch_size=min(mini_batch, n)))]
+
+
+def regime_label(name: str, cfg: RunConfig) -> str:
+    """A regime's name with its batch, as a page labels its curves."""
+    return name if name.startswith("SGD") else f"{name} ({cfg.batch_size})"
+
+
+def regimes_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
+    """What the regimes' results (bsdemo.charts.comparison_table rows) show; None until all
+    have a test accuracy."""
+    if not rows or any(r["test accuracy"] is None for r in rows):
+        return None
+    most = max(rows, key=lambda r: r["weight updates"] or 0)
+    fastest = min(rows, key=lambda r: r["wall time (s)"] or math.inf)
+    best = max(rows, key=lambda r: r["test accuracy"])
+    return (f"**What your runs show.** {most['run']} made {most['weight updates']:,} weight "
+            f"updates; {fastest['run']} finished first ({fastest['wall time (s)']:.2f} s of "
+            f"training); {best['run']} reached the best test accuracy "
+            f"({best['test accuracy']:.1%}). The full batch makes one update per epoch, batch 1 "
+            "one per sample and pays the fixed per-step cost each time; compare the three curves "
+            "against weight updates and against seconds to see both effects.")
+
+
+def over_budget(runs: Sequence[tuple[str, JobSnapshot]], budget: int) -> list[tuple[str, int]]:
+    """(label, measured peak bytes) of every finished run whose peak exceeds budget."""
+    over = []
+    for label, snap in runs:
+        peak = ((snap.end or {}).get("summary") or {}).get("peak_memory_bytes")
+        if peak and peak > budget:
+            over.append((label, peak))
+    return over
+
+
+# ----- learning-rate scaling -----
+def lr_variants(base: RunConfig, ref_batch: int, ref_lr: float,
+                k: int) -> list[tuple[str, RunConfig]]:
+    """(label, config) of the reference run and four ways to train at batch ref_batch x k."""
+    big = ref_batch * k
+    warmup = max(1, math.ceil(base.validated()[0].train_samples / big))  # one epoch of warm-up
+    variants = [("reference", ref_batch, ref_lr, 0), ("lr unchanged", big, ref_lr, 0),
+                ("linear rule (lr × k)", big, ref_lr * k, 0),
+                ("square-root rule (lr × √k)", big, ref_lr * math.sqrt(k), 0),
+                ("linear + warm-up", big, ref_lr * k, warmup)]
+    return [(f"{name}: batch {b}, lr {lr:.3g}",
+             dataclasses.replace(base, batch_size=b, lr=lr, warmup_steps=w))
+            for name, b, lr, w in variants]
+
+
+def lr_grid(cfg: RunConfig, epochs: int, time_limit_s: float = 10.0,
+            batches: Sequence[int] = GRID_BATCHES,
+            lrs: Sequence[float] = GRID_LRS) -> list[tuple[str, RunConfig]]:
+    """(label, config) of every cell of the batch x learning-rate grid."""
+    return [(f"batch {b}, lr {lr:g}", dataclasses.replace(cfg, batch_size=b, lr=lr, epochs=epochs,
+                                                          time_limit_s=time_limit_s))
+            for b in batches for lr in lrs]
+
+
+def grid_cells(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, Any]]:
+    """The grid's runs as cells: batch, lr, final test accuracy (completed runs), diverged."""
+    return [{"batch": s.config["batch_size"], "lr": s.config["lr"],
+             "accuracy": (s.end or {}).get("summary", {}).get("test_accuracy")
+             if s.status == "completed" else None,
+             "diverged": s.status == "diverged"} for _, s in runs]
+
+
+def best_lr_per_batch(cells: Sequence[dict[str, Any]]) -> dict[int, float]:
+    """batch -> the learning rate with the best test accuracy (diverged cells never win)."""
+    best: dict[int, tuple[float, float]] = {}
+    for c in cells:
+        if c.get("accuracy") is None or c.get("diverged"):
+            continue
+        if c["batch"] not in best or c["accuracy"] > best[c["batch"]][0]:
+            best[c["batch"]] = (c["accuracy"], c["lr"])
+    return {b: lr for b, (_, lr) in best.items()}
+
+
+def best_lr_verdict(best: dict[int, float]) -> str | None:
+    """What the grid's best learning rates show; None with fewer than two batches."""
+    if len(best) < 2:
+        return None
+    ordered = [lr for _, lr in sorted(best.items())]
+    rising = all(a <= b for a, b in zip(ordered, ordered[1:], strict=False))
+    return ("**Best lr per batch:** " + ", ".join(
+        f"batch {b} → {lr:g}" for b, lr in sorted(best.items())) + (
+        ". In your grid the best learning rate rises with the batch: a larger batch "
+        "averages away gradient noise, so it tolerates — and needs — larger steps."
+        if rising else ". In your grid the best learning rate does not rise steadily with "
+        "the batch: with few epochs and one seed the cells are noisy — try more epochs."))
