@@ -10,6 +10,7 @@ Memory has three sources, named in every event so a chart can label it:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import threading
@@ -19,6 +20,8 @@ from typing import Any
 import torch
 
 from bsdemo.config import ConfigError
+from bsdemo.footprint import expected_optimizer_state_bytes
+from bsdemo.units import format_bytes
 
 
 def resolve_device(name: str) -> torch.device:
@@ -226,6 +229,106 @@ class MemoryMeter:
             current = torch.mps.current_allocated_memory()
             return current, torch.mps.driver_allocated_memory(), current
         return accounted_persistent, None, accounted_peak
+
+
+class MemoryBook:
+    """What one run's memory is made of, step by step.
+
+    Persistent: parameters, gradients and optimizer state (predicted until the first step
+    allocates it: Adam's is lazy). Per micro-batch size: the activations autograd saves for
+    backward and our workspace estimate (the largest saved tensor: backward allocates gradient
+    buffers of that size), counted once per size with saved-tensor hooks, since the same shapes
+    save the same bytes every step. The peak over the run, and on a device with counters the
+    allocator's readings. On the CPU ("accounted") nothing allocates against a limit, so the
+    memory budget is checked here, and an out-of-memory past it is simulated (and says so).
+    """
+
+    def __init__(self, params: list[torch.Tensor], optimizer: str, meter: MemoryMeter,
+                 budget: int | None):
+        self.params = params
+        self.param_bytes = tensor_bytes(params)
+        self.state_bytes = expected_optimizer_state_bytes(optimizer, self.param_bytes)
+        self.meter = meter
+        self.accounting = meter.source == "accounted"
+        self.on_device = meter.device.type != "cpu"  # counters to read, a peak to reset
+        self.budget = budget
+        self.activations: dict[int, int] = {}  # micro-batch size -> bytes saved for backward
+        self.workspace: dict[int, int] = {}
+        self.largest_micro = 0
+        self.peak = 0
+        self.baseline = self.last_allocated = self.last_reserved = None
+
+    @property
+    def persistent(self) -> int:
+        return 2 * self.param_bytes + self.state_bytes  # parameters + gradients + state
+
+    @contextlib.contextmanager
+    def counting(self, size: int):
+        """Count what autograd saves in the block: the first forward of a micro-batch size."""
+        with SavedActivations(self.params) as saved:
+            yield
+        self.activations[size] = saved.bytes
+        self.workspace[size] = saved.largest
+        self.largest_micro = max(self.largest_micro, size)
+
+    def account(self, size: int, step_need: int) -> int:
+        """The step's accounted need after a forward at micro-batch `size`; past the budget a
+        SimulatedOutOfMemoryError, where a real allocator would fail (the forward done)."""
+        step_need = max(step_need, self.activations[size] + self.workspace[size])
+        if self.budget is not None and self.persistent + step_need > self.budget:
+            raise SimulatedOutOfMemoryError(
+                f"Simulated out of memory: a micro-batch of {size} needs "
+                f"{format_bytes(self.persistent + step_need)} (parameters + gradients + optimizer "
+                f"state {format_bytes(self.persistent)}, saved activations "
+                f"{format_bytes(self.activations[size])}, workspace "
+                f"{format_bytes(self.workspace[size])}) but the budget is "
+                f"{format_bytes(self.budget)}. The CPU has no allocator limit, so the budget is "
+                f"enforced on accounted memory.")
+        return step_need
+
+    def begin_step(self) -> None:
+        """On a device: wait for it, reset its peak counter and note what an OOM must return to."""
+        synchronize(self.meter.device)
+        self.meter.begin_step()
+        self.baseline = self.meter.current()
+
+    def state_allocated(self, optimizer: torch.optim.Optimizer) -> None:
+        """After the first step: the optimizer state as allocated, no longer predicted."""
+        self.state_bytes = optimizer_state_bytes(optimizer)
+
+    def after_step(self, step_need: int) -> tuple[int | None, int | None, int | None]:
+        """(allocated, reserved, peak) of the step just done; the run's peak follows."""
+        persistent = self.persistent
+        if self.on_device:
+            allocated, reserved, peak = self.meter.read(persistent, persistent + step_need)
+            self.last_allocated, self.last_reserved = allocated, reserved
+        else:  # accounted: plain arithmetic, no calls on the hot path
+            allocated, reserved, peak = persistent, None, persistent + step_need
+        if peak is not None and peak > self.peak:
+            self.peak = peak
+        return allocated, reserved, peak
+
+    def breakdown(self) -> dict[str, int | None]:
+        """The peak's parts at the largest micro-batch; measured counters fill the workspace."""
+        size = self.largest_micro
+        act, ws = self.activations.get(size, 0), self.workspace.get(size, 0)
+        parts = {"parameters": self.param_bytes, "gradients": self.param_bytes,
+                 "optimizer_state": self.state_bytes, "activations": act,
+                 "workspace": ws if self.accounting else None, "micro_batch": size}
+        if not self.accounting and self.peak:
+            parts["workspace"] = max(self.peak - self.persistent - act, 0)
+            if self.last_reserved is not None and self.last_allocated is not None:
+                parts["allocator_cache"] = max(self.last_reserved - self.last_allocated, 0)
+        return parts
+
+    def recovery(self) -> dict[str, Any]:
+        """After an OOM was cleaned up: memory now against the failed step's start."""
+        after = self.meter.current()
+        return {"memory_after_recovery_bytes": after,
+                "memory_baseline_bytes": self.baseline if self.on_device else None,
+                # on the CPU nothing was allocated: accounted memory is a model
+                "memory_returned_to_baseline": (after <= self.baseline) if self.on_device
+                else None}
 
 
 class NvmlSampler:

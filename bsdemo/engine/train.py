@@ -8,13 +8,14 @@ micro-batches are equal, and still right for a partial last batch.
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import math
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -22,12 +23,11 @@ import torch.nn.functional as F
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.data import IGNORE, Dataset, epoch_batches, load_dataset
 from bsdemo.engine.measure import (
+    MemoryBook,
     MemoryMeter,
     NvmlSampler,
-    SavedActivations,
     SimulatedOutOfMemoryError,
     device_info,
-    optimizer_state_bytes,
     resolve_device,
     set_cuda_budget,
     synchronize,
@@ -47,15 +47,6 @@ def lr_at(cfg: RunConfig, step_index: int) -> float:
     if cfg.warmup_steps and step_index < cfg.warmup_steps:
         return cfg.lr * (step_index + 1) / cfg.warmup_steps
     return cfg.lr
-
-
-def _simulated_oom_text(size: int, need: int, fixed: int, activations: int, workspace: int,
-                        budget: int) -> str:
-    return (f"Simulated out of memory: a micro-batch of {size} needs {format_bytes(need)} "
-            f"(parameters + gradients + optimizer state {format_bytes(fixed)}, saved activations "
-            f"{format_bytes(activations)}, workspace {format_bytes(workspace)}) but the budget is "
-            f"{format_bytes(budget)}. The CPU has no allocator limit, so the budget is enforced "
-            f"on accounted memory.")
 
 
 def micro_loss(model: torch.nn.Module, xb: torch.Tensor, yb: torch.Tensor,
@@ -127,9 +118,11 @@ def check_budget(run: Prepared, budget: int) -> int:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """Whether exc is a device or host allocation failure (a result to show, not a crash)."""
+    """Whether exc is a device or host allocation failure, or a simulated one past the budget
+    (a result to show, not a crash). MPS, and the CPU allocator under the worker's address-space
+    ceiling, report theirs as plain errors."""
     text = str(exc)
-    return (isinstance(exc, (torch.OutOfMemoryError, MemoryError))
+    return (isinstance(exc, (torch.OutOfMemoryError, MemoryError, SimulatedOutOfMemoryError))
             or "out of memory" in text or "can't allocate memory" in text)
 
 
@@ -163,223 +156,220 @@ def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
         memory_source=meter.source)
     sampler = NvmlSampler(run.device)
     try:
-        yield from _loop(run.cfg, run.data, run.model, run.optimizer, meter, sampler, run.device,
-                         info, should_stop, evaluations, memory_budget_bytes)
+        yield from _loop(run, meter, sampler, info, should_stop, evaluations, memory_budget_bytes)
     finally:
         sampler.close()
         if memory_budget_bytes is not None and run.device.type == "cuda":
             set_cuda_budget(run.device, None)
 
 
-def _loop(cfg: RunConfig, data: Dataset, model, optimizer, meter: MemoryMeter,
-          sampler: NvmlSampler, device: torch.device, info: dict, should_stop,
+def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, should_stop,
           evaluations: bool, budget: int | None) -> Iterator:
-    params = [p for p in model.parameters() if p.requires_grad]
-    param_bytes = tensor_bytes(params)
-    # optimizer state is allocated lazily by the first step (Adam): predicted until then
-    state_bytes = expected_optimizer_state_bytes(cfg.optimizer, param_bytes)
-    # micro-batch size -> bytes autograd saves for backward, and our workspace estimate (the
-    # largest saved tensor: backward allocates gradient buffers of that size). Counted once per
-    # size with saved-tensor hooks: the same shapes save the same bytes every step.
-    activation_bytes: dict[int, int] = {}
-    workspace_bytes: dict[int, int] = {}
-    largest_micro = 0
-    accounting = meter.source == "accounted"
-    on_device = device.type != "cpu"  # the CPU needs no sync and has no peak counter to reset
-    current_lr = None
-    step_baseline = last_allocated = last_reserved = None
+    cfg, device, model, optimizer = run.cfg, run.device, run.model, run.optimizer
+    book = MemoryBook([p for p in model.parameters() if p.requires_grad], cfg.optimizer, meter,
+                      budget)
+    n_train = len(run.data.y_train)
+    tally = _Tally(n_train, full_size=min(cfg.effective_batch_size, n_train))
+    summary = functools.partial(_summary, cfg, tally, book, info.get("name", device.type))
     # locals, not attribute look-ups, on the per-step path (it runs 10^5 times at batch 1)
+    accounting, on_device = book.accounting, book.on_device
     batch_size, warmup_steps, max_steps = cfg.batch_size, cfg.warmup_steps, cfg.max_steps
-    time_limit = cfg.time_limit_s
-    eval_interval, x_train, y_train = cfg.eval_interval, data.x_train, data.y_train
+    time_limit, eval_interval = cfg.time_limit_s, cfg.eval_interval
+    x_train, y_train = run.data.x_train, run.data.y_train
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
-    n_train = len(data.y_train)
-    full_size = min(cfg.effective_batch_size, n_train)  # the summary's medians: full batches
-    step = samples_seen = 0
-    first_loss: float | None = None
-    rates: list[float] = []
-    step_times: list[float] = []
-    peak_memory = 0
-    eval_time = 0.0
-    t_origin = time.perf_counter()
+    current_lr = None
     done = False
-    last = dict.fromkeys(("step", "train_loss", "train_accuracy", "test_loss", "test_accuracy"))
-
-    def run_eval(epoch_done: float) -> EvalEvent:
-        nonlocal eval_time
-        t = time.perf_counter()
-        train_loss, train_acc = evaluate(model, data.x_train, data.y_train)
-        test_loss, test_acc = evaluate(model, data.x_test, data.y_test)
-        eval_time += time.perf_counter() - t
-        last.update(step=step, train_loss=train_loss, train_accuracy=train_acc, test_loss=test_loss,
-                    test_accuracy=test_acc)
-        return EvalEvent(step=step, epoch=epoch_done, samples_seen=samples_seen,
-                         wall_time_s=wall_time(), train_loss=train_loss, train_accuracy=train_acc,
-                         test_loss=test_loss, test_accuracy=test_acc)
-
-    def wall_time() -> float:  # training time: evaluations are excluded
-        return time.perf_counter() - t_origin - eval_time
-
-    def summary() -> dict:
-        steady = slice(min(MEASURE_WARMUP_STEPS, max(len(rates) - 1, 0)), None)
-        act, ws = activation_bytes.get(largest_micro, 0), workspace_bytes.get(largest_micro, 0)
-        breakdown = {"parameters": param_bytes, "gradients": param_bytes,
-                     "optimizer_state": state_bytes, "activations": act,
-                     "workspace": ws if accounting else None, "micro_batch": largest_micro}
-        if not accounting and peak_memory:
-            breakdown["workspace"] = max(peak_memory - 2 * param_bytes - state_bytes - act, 0)
-            if last_reserved is not None and last_allocated is not None:
-                breakdown["allocator_cache"] = max(last_reserved - last_allocated, 0)
-        return {"steps": step, "epochs": samples_seen / n_train, "samples_seen": samples_seen,
-                "memory_breakdown": breakdown, "memory_budget_bytes": budget,
-                "effective_batch_size": cfg.effective_batch_size,
-                "samples_per_sec": statistics.median(rates[steady]) if rates else None,
-                "step_time_s": statistics.median(step_times[steady]) if step_times else None,
-                "wall_time_s": wall_time(), "peak_memory_bytes": peak_memory or None,
-                "memory_source": meter.source, "final_train_loss": last["train_loss"],
-                "final_train_accuracy": last["train_accuracy"], "test_loss": last["test_loss"],
-                "test_accuracy": last["test_accuracy"], "evaluated_at_step": last["step"],
-                "device": info.get("name", device.type),
-                "warmup_steps_excluded": steady.start}
-
     if evaluations:
-        yield run_eval(0.0)
-    t_origin = time.perf_counter()
-    eval_time = 0.0
-    epochs = range(cfg.epochs) if cfg.epochs is not None else itertools.count()
-    oom_text: str | None = None
-    for epoch in epochs:
+        yield _evaluation(run, tally, 0.0)
+    tally.restart_clock()  # training time starts now: the first evaluation is not in it
+    for epoch in range(cfg.epochs) if cfg.epochs is not None else itertools.count():
         batches = epoch_batches(n_train, cfg.effective_batch_size, generator, device)
         last_index = len(batches) - 1
         for batch_index, idx in enumerate(batches):
             if should_stop is not None and should_stop():
-                yield EndEvent("cancelled", f"Stopped after {step} steps.", summary())
+                yield EndEvent("cancelled", f"Stopped after {tally.step} steps.", summary())
                 return
-            if time_limit is not None and step and wall_time() >= time_limit:
-                if evaluations and last["step"] != step:  # the result is what it reached
-                    yield run_eval(samples_seen / n_train)
+            if time_limit is not None and tally.step and tally.wall_time() >= time_limit:
+                if evaluations and tally.last["step"] != tally.step:  # the result it reached
+                    yield _evaluation(run, tally, tally.epochs())
                 yield EndEvent("cancelled", f"Stopped at the time cap of {time_limit:g} s after "
-                               f"{step} steps ({samples_seen / n_train:.3g} epochs).",
+                               f"{tally.step} steps ({tally.epochs():.3g} epochs).",
                                summary() | {"time_capped": True})
                 return
-            n_eff = len(idx)
-            if step < warmup_steps or current_lr is None:  # after warm-up the hot path stays bare
-                current_lr = lr_at(cfg, step)
+            if tally.step < warmup_steps or current_lr is None:  # after warm-up: a bare hot path
+                current_lr = lr_at(cfg, tally.step)
                 for group in optimizer.param_groups:
                     group["lr"] = current_lr
             if on_device:
-                synchronize(device)
-                meter.begin_step()
-                step_baseline = meter.current()  # what an OOM in this step must return to
+                book.begin_step()
             t0 = time.perf_counter()
+            oom = None
             try:
-                optimizer.zero_grad(set_to_none=True)
-                loss_sum = None
-                step_activations = 0
-                micro_batches = idx.split(batch_size) if n_eff > batch_size else (idx,)
-                for micro in micro_batches:
-                    xb, yb = x_train[micro], y_train[micro]
-                    size = len(micro)
-                    if size not in activation_bytes:  # first step of this size: count
-                        with SavedActivations(params) as saved:
-                            loss = micro_loss(model, xb, yb, n_eff)
-                        activation_bytes[size] = saved.bytes
-                        workspace_bytes[size] = saved.largest
-                        largest_micro = max(largest_micro, size)
-                    else:
-                        loss = micro_loss(model, xb, yb, n_eff)
-                    if accounting:
-                        step_activations = max(step_activations,
-                                               activation_bytes[size] + workspace_bytes[size])
-                        if budget is not None:
-                            need = 2 * param_bytes + state_bytes + step_activations
-                            if need > budget:  # where a real allocator would fail: forward done
-                                raise SimulatedOutOfMemoryError(_simulated_oom_text(
-                                    size, need, 2 * param_bytes + state_bytes,
-                                    activation_bytes[size], workspace_bytes[size], budget))
-                    loss.backward()
-                    # .item() below needs no detach for a lone micro-batch (hot path at batch 1)
-                    loss_sum = loss if loss_sum is None else loss_sum.detach() + loss.detach()
-                optimizer.step()
-                loss_value = loss_sum.item()  # device sync point
+                loss_value, step_need = _optimizer_step(model, optimizer, x_train, y_train, idx,
+                                                        batch_size, book, accounting)
                 if on_device:
                     synchronize(device)
-            except (torch.cuda.OutOfMemoryError, SimulatedOutOfMemoryError) as exc:
-                oom_text = str(exc).strip().splitlines()[0][:400]  # keep text, not the traceback
-                simulated = isinstance(exc, SimulatedOutOfMemoryError)
-            except (RuntimeError, MemoryError) as exc:  # MPS, and the CPU allocator under
-                # the worker's address-space ceiling, report OOM as plain errors
+            except (RuntimeError, MemoryError) as exc:  # CUDA's OOM is a RuntimeError too
                 if not is_out_of_memory(exc):
                     raise
-                oom_text, simulated = (str(exc).strip().splitlines() or ["MemoryError"])[0][:400], False
-            if oom_text is not None:
-                # recover outside the except block, where the frames holding tensors are gone
-                loss = loss_sum = xb = yb = None
-                optimizer.zero_grad(set_to_none=True)
-                gc.collect()
-                if device.type == "cuda":
-                    torch.cuda.empty_cache()
-                s = summary()
-                after = meter.current()
-                s.update(simulated=simulated, oom_error=oom_text, oom_batch_size=cfg.batch_size,
-                         memory_after_recovery_bytes=after,
-                         memory_baseline_bytes=step_baseline if on_device else None,
-                         # on the CPU nothing was allocated: accounted memory is a model
-                         memory_returned_to_baseline=(after <= step_baseline) if on_device
-                         else None)
-                yield EndEvent("oom", f"Out of memory at step {step + 1} (micro-batch "
-                               f"{cfg.batch_size}){' — simulated' if simulated else ''}: "
-                               f"{oom_text} Try a smaller batch size, or keep the effective batch "
-                               f"with gradient accumulation.", s)
+                # its text, not the exception: a kept traceback would keep the step's tensors
+                oom = ((str(exc).strip().splitlines() or [type(exc).__name__])[0][:400],
+                       isinstance(exc, SimulatedOutOfMemoryError))
+            if oom is not None:  # recovered outside the except block: the step's frames are gone
+                yield _out_of_memory(run, book, *oom, summary)
                 return
             t_end = time.perf_counter()
             step_time = t_end - t0
-            if step == 0:
-                state_bytes = optimizer_state_bytes(optimizer)
-            step += 1
-            samples_seen += n_eff
-            if not math.isfinite(loss_value) or (
-                    first_loss is not None and loss_value > DIVERGENCE_FACTOR * first_loss):
-                yield EndEvent("diverged", f"Diverged at step {step}: loss {loss_value:.4g} "
-                               f"(first step {first_loss or float('nan'):.4g}). Lower the learning "
-                               f"rate ({cfg.lr:g}) or add warm-up steps.", summary())
+            if tally.step == 0:
+                book.state_allocated(optimizer)
+            n_eff = len(idx)
+            tally.count(n_eff)
+            if tally.diverged(loss_value):
+                yield EndEvent("diverged", f"Diverged at step {tally.step}: loss {loss_value:.4g} "
+                               f"(first step {tally.first_loss or float('nan'):.4g}). Lower the "
+                               f"learning rate ({cfg.lr:g}) or add warm-up steps.", summary())
                 return
-            if first_loss is None:
-                first_loss = loss_value
-            persistent = 2 * param_bytes + state_bytes  # parameters + gradients + optimizer state
-            if on_device:
-                allocated, reserved, peak = meter.read(persistent, persistent + step_activations)
-                last_allocated, last_reserved = allocated, reserved
-                nvml = sampler.latest()
-                utilization = nvml["utilization_pct"] if nvml else None
-            else:  # accounted: plain arithmetic, no calls on the hot path
-                allocated, reserved, peak = persistent, None, persistent + step_activations
-                utilization = None
-            if peak is not None and peak > peak_memory:
-                peak_memory = peak
-            rate = n_eff / step_time
-            if n_eff == full_size:  # an epoch's partial last batch is a different, shorter step
-                rates.append(rate)
-                step_times.append(step_time)
+            allocated, reserved, peak = book.after_step(step_need)
+            nvml = sampler.latest() if on_device else None
+            tally.time(n_eff, step_time)
             epoch_done = epoch + (batch_index + 1) / (last_index + 1)
-            yield StepEvent(step=step, epoch=epoch_done, samples_seen=samples_seen,
-                            wall_time_s=t_end - t_origin - eval_time, loss=loss_value, lr=current_lr,
-                            step_time_s=step_time, samples_per_sec=rate,
+            yield StepEvent(step=tally.step, epoch=epoch_done, samples_seen=tally.samples_seen,
+                            wall_time_s=t_end - tally.t_origin - tally.eval_time, loss=loss_value,
+                            lr=current_lr, step_time_s=step_time, samples_per_sec=n_eff / step_time,
                             memory_allocated_bytes=allocated, memory_reserved_bytes=reserved,
-                            peak_memory_bytes=peak, utilization_pct=utilization)
-            done = max_steps is not None and step >= max_steps
-            if evaluations and ((eval_interval and step % eval_interval == 0) or (
+                            peak_memory_bytes=peak,
+                            utilization_pct=nvml["utilization_pct"] if nvml else None)
+            done = max_steps is not None and tally.step >= max_steps
+            if evaluations and ((eval_interval and tally.step % eval_interval == 0) or (
                     not eval_interval and batch_index == last_index) or done):
-                yield run_eval(epoch_done)
+                yield _evaluation(run, tally, epoch_done)
             if done:
                 break
         if done:
             break
-    if evaluations and last["step"] != step:  # a budget or interval that did not end on an eval
-        yield run_eval(samples_seen / n_train)
+    if evaluations and tally.last["step"] != tally.step:  # a budget that did not end on an eval
+        yield _evaluation(run, tally, tally.epochs())
     s = summary()
-    acc = s["test_accuracy"]
-    accuracy = f"; test accuracy {acc:.1%}" if acc is not None else ""
-    yield EndEvent("completed", f"Completed {step} steps ({s['epochs']:.3g} epochs) in "
+    accuracy = f"; test accuracy {s['test_accuracy']:.1%}" if s["test_accuracy"] is not None else ""
+    yield EndEvent("completed", f"Completed {tally.step} steps ({s['epochs']:.3g} epochs) in "
                    f"{s['wall_time_s']:.2f} s; median {s['samples_per_sec'] or 0:,.0f} samples/s"
                    f"{accuracy}.", s)
+
+
+def _optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                    x_train: torch.Tensor, y_train: torch.Tensor, idx: torch.Tensor,
+                    batch_size: int, book: MemoryBook, accounting: bool) -> tuple[float, int]:
+    """One optimizer step over the effective batch `idx`, in micro-batches of batch_size.
+
+    Returns (the effective batch's mean loss, the step's accounted need for activations and
+    workspace: its largest micro-batch's, 0 unless accounting). The hot path: the loss's .item()
+    is the step's one device sync.
+    """
+    n_eff = len(idx)
+    optimizer.zero_grad(set_to_none=True)
+    loss_sum = None
+    step_need = 0
+    for micro in idx.split(batch_size) if n_eff > batch_size else (idx,):
+        xb, yb = x_train[micro], y_train[micro]
+        size = len(micro)
+        if size in book.activations:
+            loss = micro_loss(model, xb, yb, n_eff)
+        else:  # the first step of this size: count what autograd saves
+            with book.counting(size):
+                loss = micro_loss(model, xb, yb, n_eff)
+        if accounting:
+            step_need = book.account(size, step_need)
+        loss.backward()
+        # .item() below needs no detach for a lone micro-batch (hot path at batch 1)
+        loss_sum = loss if loss_sum is None else loss_sum.detach() + loss.detach()
+    optimizer.step()
+    return loss_sum.item(), step_need
+
+
+@dataclass
+class _Tally:
+    """What a run has done so far, and its clock: training time excludes evaluations."""
+    n_train: int
+    full_size: int  # the summary's medians are over full effective batches only
+    step: int = 0
+    samples_seen: int = 0
+    first_loss: float | None = None
+    rates: list[float] = field(default_factory=list)
+    step_times: list[float] = field(default_factory=list)
+    eval_time: float = 0.0
+    t_origin: float = field(default_factory=time.perf_counter)
+    last: dict = field(default_factory=lambda: dict.fromkeys(
+        ("step", "train_loss", "train_accuracy", "test_loss", "test_accuracy")))
+
+    def restart_clock(self) -> None:
+        self.t_origin, self.eval_time = time.perf_counter(), 0.0
+
+    def wall_time(self) -> float:
+        return time.perf_counter() - self.t_origin - self.eval_time
+
+    def epochs(self) -> float:
+        return self.samples_seen / self.n_train
+
+    def count(self, n_eff: int) -> None:
+        self.step += 1
+        self.samples_seen += n_eff
+
+    def diverged(self, loss: float) -> bool:
+        """Whether this step's loss is not finite or DIVERGENCE_FACTOR times the first one."""
+        if not math.isfinite(loss) or (self.first_loss is not None
+                                       and loss > DIVERGENCE_FACTOR * self.first_loss):
+            return True
+        if self.first_loss is None:
+            self.first_loss = loss
+        return False
+
+    def time(self, n_eff: int, step_time: float) -> None:
+        if n_eff == self.full_size:  # an epoch's partial last batch is a different, shorter step
+            self.rates.append(n_eff / step_time)
+            self.step_times.append(step_time)
+
+
+def _evaluation(run: Prepared, tally: _Tally, epoch_done: float) -> EvalEvent:
+    """Loss and accuracy over both splits, timed apart from training."""
+    t = time.perf_counter()
+    train_loss, train_acc = evaluate(run.model, run.data.x_train, run.data.y_train)
+    test_loss, test_acc = evaluate(run.model, run.data.x_test, run.data.y_test)
+    tally.eval_time += time.perf_counter() - t
+    tally.last.update(step=tally.step, train_loss=train_loss, train_accuracy=train_acc,
+                      test_loss=test_loss, test_accuracy=test_acc)
+    return EvalEvent(step=tally.step, epoch=epoch_done, samples_seen=tally.samples_seen,
+                     wall_time_s=tally.wall_time(), train_loss=train_loss,
+                     train_accuracy=train_acc, test_loss=test_loss, test_accuracy=test_acc)
+
+
+def _summary(cfg: RunConfig, tally: _Tally, book: MemoryBook, device_name: str) -> dict:
+    """The run's numbers so far: medians over steady full batches, memory, last evaluation."""
+    steady = slice(min(MEASURE_WARMUP_STEPS, max(len(tally.rates) - 1, 0)), None)
+    last = tally.last
+    return {"steps": tally.step, "epochs": tally.epochs(), "samples_seen": tally.samples_seen,
+            "memory_breakdown": book.breakdown(), "memory_budget_bytes": book.budget,
+            "effective_batch_size": cfg.effective_batch_size,
+            "samples_per_sec": statistics.median(tally.rates[steady]) if tally.rates else None,
+            "step_time_s": statistics.median(tally.step_times[steady]) if tally.step_times
+            else None,
+            "wall_time_s": tally.wall_time(), "peak_memory_bytes": book.peak or None,
+            "memory_source": book.meter.source, "final_train_loss": last["train_loss"],
+            "final_train_accuracy": last["train_accuracy"], "test_loss": last["test_loss"],
+            "test_accuracy": last["test_accuracy"], "evaluated_at_step": last["step"],
+            "device": device_name, "warmup_steps_excluded": steady.start}
+
+
+def _out_of_memory(run: Prepared, book: MemoryBook, text: str, simulated: bool,
+                   summary: Callable[[], dict]) -> EndEvent:
+    """Free what the failed step held and end the run: the error's text, whether it was
+    simulated, and whether memory came back to where the step began."""
+    run.optimizer.zero_grad(set_to_none=True)
+    gc.collect()
+    if run.device.type == "cuda":
+        torch.cuda.empty_cache()
+    s = summary() | {"simulated": simulated, "oom_error": text,
+                     "oom_batch_size": run.cfg.batch_size} | book.recovery()
+    step = s["steps"] + 1
+    return EndEvent("oom", f"Out of memory at step {step} (micro-batch {run.cfg.batch_size})"
+                    f"{' — simulated' if simulated else ''}: {text} Try a smaller batch size, or "
+                    f"keep the effective batch with gradient accumulation.", s)
