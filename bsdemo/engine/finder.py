@@ -9,8 +9,9 @@ Doubling finders take about log2(B_max) probes plus a bisection; this takes thre
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from bsdemo.config import MAX_BATCH_SIZE, RunConfig
@@ -36,12 +37,48 @@ def find_batch_size(cfg: RunConfig, **kwargs) -> Iterator[dict[str, Any]]:
         return
 
 
+class _Probes:
+    """The batch sizes run so far and how each went; `run` measures one more, or raises
+    _Stopped when should_stop() says so."""
+
+    def __init__(self, cfg: RunConfig, warmup_steps: int, timed_steps: int, budget: int | None,
+                 should_stop: Callable[[], bool] | None):
+        self.cfg, self.warmup_steps, self.timed_steps = cfg, warmup_steps, timed_steps
+        self.budget, self.should_stop = budget, should_stop
+        self.tested: dict[int, dict[str, Any]] = {}
+        self.device: dict[str, Any] | None = None
+        self.usable: float | None = None  # the memory the margin leaves, once known
+
+    def run(self, b: int, reason: str) -> dict[str, Any]:
+        if self.should_stop is not None and self.should_stop():
+            raise _Stopped
+        # a probe measures memory: its few steps need no minimum duration
+        point, self.device = _measure(self.cfg, b, self.warmup_steps, self.timed_steps, 0.0,
+                                      self.budget, self.should_stop)
+        if point["status"] == "cancelled":
+            raise _Stopped
+        point = dict(point, kind="find_probe", reason=reason, probe=len(self.tested) + 1)
+        self.tested[b] = point
+        return point
+
+    def ok(self) -> list[int]:
+        return sorted(b for b, p in self.tested.items() if p["status"] == "ok")
+
+    def failed_at_or_below(self, b: int) -> bool:
+        return any(p["status"] == "oom" and q <= b for q, p in self.tested.items())
+
+    def safe(self, b: int) -> bool:
+        """Ran, and its measured peak leaves the margin free."""
+        p = self.tested[b]
+        return p["status"] == "ok" and (self.usable is None or p["peak_memory_bytes"] is None
+                                        or p["peak_memory_bytes"] <= self.usable)
+
+
 def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
-                    margin: float = 0.10, target_effective_batch: int | None = None,
-                    reference_batch: int | None = None, reference_lr: float | None = None,
-                    warmup_steps: int = 1, timed_steps: int = 3,
-                    max_batch: int | None = None,
-                    should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+          margin: float = 0.10, target_effective_batch: int | None = None,
+          reference_batch: int | None = None, reference_lr: float | None = None,
+          warmup_steps: int = 1, timed_steps: int = 3, max_batch: int | None = None,
+          should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
     """Yield one find_probe per real run, then find_result. When should_stop() says so (Stop,
     the job's time cap) it ends between two steps, without a result: it never recommends a
     batch it did not finish checking."""
@@ -50,98 +87,89 @@ def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
         cfg = sweep_config(cfg, [max_batch])  # grow a generated dataset to hold it
     # by default the whole training set (full batch) is the largest batch worth finding
     limit = min(max_batch or cfg.train_samples, cfg.train_samples, MAX_BATCH_SIZE)
-    run = prepare(cfg)
-    fixed = check_budget(run, memory_budget_bytes) if memory_budget_bytes is not None else 0
-    tested: dict[int, dict[str, Any]] = {}
-    device: dict[str, Any] | None = None
-    if memory_budget_bytes is not None and fixed > memory_budget_bytes * (1.0 - margin):
-        yield _result(None, 1, tested, None, margin, None,
-                      f"The model alone needs {format_bytes(fixed)}; with a {margin:.0%} margin "
-                      f"the budget of {format_bytes(memory_budget_bytes)} leaves "
-                      f"{format_bytes(memory_budget_bytes * (1.0 - margin))}.",
-                      reference_batch, reference_lr)
+    budget = memory_budget_bytes
+    fixed = check_budget(prepare(cfg), budget) if budget is not None else 0
+    probes = _Probes(cfg, warmup_steps, timed_steps, budget, should_stop)
+    say = functools.partial(_result, margin=margin, reference_batch=reference_batch,
+                            reference_lr=reference_lr)
+    if budget is not None and fixed > budget * (1.0 - margin):
+        yield say(None, 1, probes.tested, None, knee=None, note=(
+            f"The model alone needs {format_bytes(fixed)}; with a {margin:.0%} margin the budget "
+            f"of {format_bytes(budget)} leaves {format_bytes(budget * (1.0 - margin))}."))
         return
-
-    def probe(b: int, reason: str) -> dict[str, Any]:
-        nonlocal device
-        if should_stop is not None and should_stop():
-            raise _Stopped
-        # a probe measures memory: its few steps need no minimum duration
-        point, device = _measure(cfg, b, warmup_steps, timed_steps, 0.0, memory_budget_bytes,
-                                 should_stop)
-        if point["status"] == "cancelled":
-            raise _Stopped
-        point = dict(point, kind="find_probe", reason=reason, probe=len(tested) + 1)
-        tested[b] = point
-        return point
-
-    def failed_at_or_below(b: int) -> bool:
-        return any(p["status"] == "oom" and q <= b for q, p in tested.items())
-
     # 1. two small probes; if even those fail, halve until one runs
     for b in PROBES:
         b = min(b, limit)
-        if b not in tested and not failed_at_or_below(b):
-            yield probe(b, "probe")
-    while not any(p["status"] == "ok" for p in tested.values()) and min(tested) > 1:
-        yield probe(min(tested) // 2, "probe (smaller: the last one ran out of memory)")
-    ok = sorted(b for b, p in tested.items() if p["status"] == "ok")
-    if not ok:
-        yield _result(None, 1, tested, None, margin, None, "Even batch 1 does not fit this "
-                      "budget.", reference_batch, reference_lr)
+        if b not in probes.tested and not probes.failed_at_or_below(b):
+            yield probes.run(b, "probe")
+    while not probes.ok() and min(probes.tested) > 1:
+        yield probes.run(min(probes.tested) // 2, "probe (smaller: the last one ran out of memory)")
+    if not probes.ok():
+        yield say(None, 1, probes.tested, None, knee=None,
+                  note="Even batch 1 does not fit this budget.")
         return
-
     # 2. predict from the memory fit, then verify with a real step
-    capacity = memory_budget_bytes or (device or {}).get("total_memory_bytes")
-    usable = capacity * (1.0 - margin) if capacity else None
-
-    def safe(b: int) -> bool:  # ran, and its measured peak leaves the margin free
-        p = tested[b]
-        return p["status"] == "ok" and (usable is None or p["peak_memory_bytes"] is None
-                                        or p["peak_memory_bytes"] <= usable)
-
-    fit = linear_fit(ok, [tested[b]["peak_memory_bytes"] for b in ok])
-    predicted: int | None = limit
-    if fit is not None and usable is not None:
-        x = fit.solve(usable)
-        predicted = max(1, min(math.floor(x), limit)) if x is not None else limit
-    elif fit is None and failed_at_or_below(limit):
-        predicted = None  # one point and a failure: no slope to extrapolate, bisect instead
-    if predicted is not None and predicted not in tested:
-        yield probe(predicted, "verify the prediction")
+    capacity = budget or (probes.device or {}).get("total_memory_bytes")
+    probes.usable = capacity * (1.0 - margin) if capacity else None
+    predicted = _predict(probes, limit)
+    if predicted is not None and predicted not in probes.tested:
+        yield probes.run(predicted, "verify the prediction")
     # 3. if the prediction was wrong, bisect in the narrow bracket around it
-    while not any(safe(b) for b in tested) and min(tested) > 1:
-        yield probe(max(1, min(tested) // 2), "smaller: nothing tested so far leaves the margin")
-    if not any(safe(b) for b in tested):
-        yield _result(None, 1, tested, predicted, margin, None, "Even batch 1 does not fit "
-                      "within the margin of this budget.", reference_batch, reference_lr)
+    best = yield from _bisect(probes, predicted)
+    if best is None:
+        yield say(None, 1, probes.tested, predicted, knee=None, note="Even batch 1 does not fit "
+                  "within the margin of this budget.")
         return
+    # 4. the recommendation: the throughput knee if it fits, or the target's micro-batch
+    ok = probes.ok()
+    knee = knee_batch(ok, [probes.tested[b]["samples_per_sec"] for b in ok])
+    knee = knee if knee is not None and probes.safe(knee) else None
+    batch, accum = (knee if knee is not None and knee <= best else best), 1
+    note = (f"Batch {batch} reaches within 10% of the best measured throughput; up to {best} "
+            f"fits" + (f" under {margin:.0%} margin" if capacity else "") + ".")
+    if target_effective_batch is not None:
+        batch, accum = _split(target_effective_batch, best)
+        if batch not in probes.tested:
+            yield probes.run(batch, "verify the micro-batch for the target effective batch")
+        if not probes.safe(batch):  # below a verified size this should not happen: never return it
+            batch, accum = best, math.ceil(target_effective_batch / best)
+        note = (f"Effective batch {target_effective_batch} = micro-batch {batch} × "
+                f"{accum} accumulation steps; the largest batch that fits is {best}.")
+    yield say(batch, accum, probes.tested, predicted, knee=knee, note=note, best=best,
+              capacity=capacity)
+
+
+def _predict(probes: _Probes, limit: int) -> int | None:
+    """The largest batch the memory fit of the sizes that ran predicts under the margin; None
+    with one point and a failure (no slope to extrapolate: bisect instead)."""
+    ok = probes.ok()
+    fit = linear_fit(ok, [probes.tested[b]["peak_memory_bytes"] for b in ok])
+    if fit is not None and probes.usable is not None:
+        x = fit.solve(probes.usable)
+        return max(1, min(math.floor(x), limit)) if x is not None else limit
+    if fit is None and probes.failed_at_or_below(limit):
+        return None
+    return limit
+
+
+def _bisect(probes: _Probes, predicted: int | None) -> Generator[dict, None, int | None]:
+    """Probe until the largest size that runs within the margin is known to BISECT_TOLERANCE;
+    returns it (measured, never extrapolated), or None when not even batch 1 does."""
+    tested, safe = probes.tested, probes.safe
+    while not any(safe(b) for b in tested) and min(tested) > 1:
+        yield probes.run(max(1, min(tested) // 2),
+                         "smaller: nothing tested so far leaves the margin")
+    if not any(safe(b) for b in tested):
+        return None
     lo = max(b for b in tested if safe(b))
     above = [b for b in tested if b > lo and not safe(b)]
     # a verified prediction stands (the fit found it); bisect only below a failed one
     hi = min(above) if above and not (predicted is not None and lo == predicted) else None
     while hi is not None and hi - lo > max(1, int(lo * BISECT_TOLERANCE)):
         mid = (lo + hi) // 2
-        yield probe(mid, "bisect")
+        yield probes.run(mid, "bisect")
         lo, hi = (mid, hi) if safe(mid) else (lo, mid)
-    best = lo  # the largest size that ran within the margin: measured, never extrapolated
-
-    ok = sorted(b for b, p in tested.items() if p["status"] == "ok")
-    knee = knee_batch(ok, [tested[b]["samples_per_sec"] for b in ok])
-    knee = knee if knee is not None and safe(knee) else None
-    batch, accum = (knee if knee is not None and knee <= best else best), 1
-    note = (f"Batch {batch} reaches within 10% of the best measured throughput; up to {best} "
-            f"fits" + (f" under {margin:.0%} margin" if capacity else "") + ".")
-    if target_effective_batch is not None:
-        batch, accum = _split(target_effective_batch, best)
-        if batch not in tested:
-            yield probe(batch, "verify the micro-batch for the target effective batch")
-        if not safe(batch):  # below a verified size this should not happen; never return it
-            batch, accum = best, math.ceil(target_effective_batch / best)
-        note = (f"Effective batch {target_effective_batch} = micro-batch {batch} × "
-                f"{accum} accumulation steps; the largest batch that fits is {best}.")
-    yield _result(batch, accum, tested, predicted, margin, knee, note, reference_batch,
-                  reference_lr, best=best, capacity=capacity)
+    return lo
 
 
 def _split(target: int, largest: int) -> tuple[int, int]:
@@ -152,8 +180,8 @@ def _split(target: int, largest: int) -> tuple[int, int]:
     return 1, target
 
 
-def _result(batch, accum, tested, predicted, margin, knee, note, reference_batch, reference_lr,
-            best=None, capacity=None) -> dict[str, Any]:
+def _result(batch, accum, tested, predicted, *, margin, knee, note, reference_batch,
+            reference_lr, best=None, capacity=None) -> dict[str, Any]:
     effective = batch * accum if batch else None
     lr = {}
     if reference_batch and reference_lr and effective:

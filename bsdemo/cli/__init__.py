@@ -1,0 +1,61 @@
+"""Command-line companion: run one training job in this terminal and watch the device meanwhile.
+
+    python -m bsdemo train --batch-size 256 --lr 0.1 [--json]
+
+Bad flags exit with code 2 and one line (at most ERROR_CHARS) naming the flag, the value (cut
+short) and what is allowed, with no traceback: every flag of every command is checked before
+torch is imported, so a typo is answered at once even on a loaded machine.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from bsdemo.cli import commands
+from bsdemo.cli.checks import CHECKS
+from bsdemo.cli.parser import FIELD_FLAGS, build_parser, config_from_args, one_line
+from bsdemo.config import ConfigError, clip
+from bsdemo.limits import default_threads
+
+__all__ = ["build_parser", "main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_usage(sys.stderr)
+        return 2
+    try:  # every flag, and the thread setting, before torch is imported
+        cfg, notices = config_from_args(args)
+        checked = CHECKS[args.command](args)
+        threads = default_threads(1) if args.command != "datasets" else None
+    except ConfigError as exc:
+        return _fail(args.command, exc)
+    try:
+        if threads is not None:
+            from bsdemo.engine.measure import set_threads  # imports torch
+
+            set_threads(threads)
+        if args.command == "sweep":
+            return commands.sweep(cfg, args, **checked)
+        if args.command == "find":
+            return commands.find(cfg, args, **checked)
+        if args.command == "accum-check":
+            return commands.accum_check(cfg, args, **checked)
+        if args.command == "regimes":
+            return commands.regimes(cfg, args, **checked)
+        if args.command == "warm":
+            return commands.warm(**checked)
+        if args.command == "datasets":
+            return commands.datasets(args, **checked)
+        return commands.train(cfg, notices, args.json)
+    except ConfigError as exc:  # e.g. --device cuda on a machine without one
+        return _fail(args.command, exc)
+
+
+def _fail(command: str, exc: ConfigError) -> int:
+    flag = FIELD_FLAGS.get(exc.field, exc.field)
+    print(one_line(f"bsdemo {command}: error: {flag}: got {clip(repr(exc.value))}; allowed: "
+                    f"{exc.allowed}"), file=sys.stderr)
+    return 2

@@ -1,0 +1,95 @@
+"""Each command's own flags, checked before torch is imported: bounded numbers, sizes,
+batch lists and folders, each error naming the flag."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+from pathlib import Path
+
+from bsdemo.cli.parser import given
+from bsdemo.config import MAX_BATCH_SIZE, ConfigError
+from bsdemo.jobkinds import MAX_TIMED_STEPS
+from bsdemo.presets import PRESETS
+from bsdemo.units import parse_batch_sizes, parse_bytes, real_number, whole_number
+
+_count = functools.partial(whole_number, exact=False)  # (flag, its text, low, high)
+_real = functools.partial(real_number, exact=False)
+
+
+def _check_sweep(args: argparse.Namespace) -> dict:
+    budget = given(args.memory_budget, "--memory-budget")
+    return {"sizes": parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE),
+            "budget": parse_bytes(budget, "--memory-budget") if budget is not None else None,
+            "warmup": _count("--warmup-steps", args.warmup_steps, 0, 100),
+            "timed": _count("--timed-steps", args.timed_steps, 1, MAX_TIMED_STEPS),
+            "min_time": _real("--min-time", args.min_time, 0.0, 60.0)}
+
+
+def _check_find(args: argparse.Namespace) -> dict:
+    budget = given(args.memory_budget, "--memory-budget")
+    target = given(args.target_effective_batch, "--target-effective-batch")
+    largest = given(args.max_batch, "--max-batch")
+    return {"budget": parse_bytes(budget, "--memory-budget") if budget is not None else None,
+            "margin": _real("--margin", args.margin, 0.0, 0.9),
+            "target": _count("--target-effective-batch", target, 1, 10**6)
+            if target is not None else None,
+            "reference": _count("--reference-batch", args.reference_batch, 1, 10**6),
+            "max_batch": _count("--max-batch", largest, 1, MAX_BATCH_SIZE)
+            if largest is not None else None}
+
+
+def _check_accum(args: argparse.Namespace) -> dict:
+    return {"micro": _count("--micro-batch", args.micro_batch, 1, MAX_BATCH_SIZE),
+            "k": _count("--accum", args.accum, 1, 1024),
+            "steps": _count("--steps", args.steps, 1, 1000)}
+
+
+def _check_regimes(args: argparse.Namespace) -> dict:
+    limit = given(args.time_limit, "--time-limit")
+    return {"epochs": _count("--epochs", args.epochs, 1, 1000),
+            "mini": _count("--mini-batch", args.mini_batch, 1, MAX_BATCH_SIZE),
+            "limit": None if limit is None else _real("--time-limit", limit, 0.0, 86_400,
+                                              low_open=True)}
+
+
+def _check_warm(args: argparse.Namespace) -> dict:
+    if args.preset not in PRESETS:
+        raise ConfigError("--preset", args.preset, "one of " + ", ".join(PRESETS))
+    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
+    folder = given(args.data_dir, "--data-dir") or os.environ.get("BSDEMO_DATA_DIR")
+    if not folder:
+        raise ConfigError("--data-dir", None, "a folder (or set BSDEMO_DATA_DIR)")
+    return {"preset": args.preset, "sizes": sizes, "folder": _writable_folder(folder, "--data-dir")}
+
+
+def _check_datasets(args: argparse.Namespace) -> dict:
+    from bsdemo import datasets
+
+    for name in args.names:
+        if name not in datasets.SOURCES:
+            raise ConfigError("names", name, "one of " + ", ".join(datasets.SOURCES))
+    cache = given(args.cache, "--cache")
+    return {"cache": _writable_folder(cache, "--cache") / "datasets" if cache is not None
+            else None}
+
+
+def _writable_folder(raw: str, flag: str) -> Path:
+    """raw as a folder this user can create and write in, or ConfigError."""
+    folder = Path(raw)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        ok = os.access(folder, os.W_OK | os.X_OK)
+    except (OSError, ValueError):  # ValueError: an embedded NUL byte
+        ok = False
+    if not ok:
+        raise ConfigError(flag, raw, "a folder this user can create and write in")
+    return folder
+
+
+CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "find": _check_find,
+          "accum-check": _check_accum, "regimes": _check_regimes, "warm": _check_warm,
+          "datasets": _check_datasets}
+
+

@@ -1,0 +1,250 @@
+"""The commands, run once their flags are checked: each imports torch (the engine) itself,
+prints a table or JSON lines, and returns the process's exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from bsdemo.config import RunConfig
+from bsdemo.presets import PRESETS
+from bsdemo.recipes import regime_configs
+from bsdemo.runs import collect
+from bsdemo.units import format_bytes
+
+EXIT_STATUS = {"completed": 0, "cancelled": 130}
+
+
+def train(cfg: RunConfig, notices: list[str], as_json: bool) -> int:
+    from bsdemo.engine.train import train  # imports torch: only once the flags are known good
+
+    for notice in notices:
+        print(f"note: {notice}", file=sys.stderr)
+    stop = {"requested": False}
+    events = train(cfg, should_stop=lambda: stop["requested"])
+    bar = _Progress(enabled=not as_json and sys.stderr.isatty())
+    end = None
+    while True:
+        try:
+            event = next(events)
+        except StopIteration:
+            break
+        except KeyboardInterrupt:
+            stop["requested"] = True  # the loop ends at the next step with a "cancelled" event
+            continue
+        if as_json:
+            print(json.dumps(event.to_dict()), flush=event.kind != "step")
+        elif event.kind == "start":
+            print(f"Training {cfg.model} on {cfg.dataset} ({event.train_samples} samples) on "
+                  f"{event.device.get('name')}: batch {cfg.batch_size} × {cfg.accumulation_steps} "
+                  f"= {event.effective_batch_size} per step, {event.updates_per_epoch} steps per "
+                  f"epoch, {event.planned_steps} planned.", file=sys.stderr)
+            bar.total = event.planned_steps
+        elif event.kind == "step":
+            bar.update(event.step, event.loss, event.samples_per_sec)
+        if event.kind == "end":
+            end = event
+    bar.close()
+    if not as_json and end is not None:
+        _print_summary(end)
+    return EXIT_STATUS.get(end.status, 1) if end else 1
+
+
+def sweep(cfg: RunConfig, args: argparse.Namespace, sizes: list[int], budget: int | None,
+           warmup: int, timed: int, min_time: float) -> int:
+    from bsdemo.engine.sweep import sweep  # imports torch: only once the flags are known good
+
+    events = sweep(cfg, sizes, warmup_steps=warmup, timed_steps=timed, min_timed_s=min_time,
+                   memory_budget_bytes=budget, continue_after_oom=args.continue_after_oom)
+    for event in events:  # the first event comes after the budget check: no half table
+        if args.json:
+            if event["kind"] != "sweep_start":
+                print(json.dumps(event), flush=True)
+        elif event["kind"] == "sweep_start":
+            print(f"{'batch':>7} {'status':>9} {'samples/s':>12} {'step time':>11} "
+                  f"{'peak memory':>12}  source")
+        elif event["kind"] == "sweep_point":
+            sim = " (simulated)" if event["simulated"] else ""
+            print(f"{event['batch_size']:>7} {event['status']:>9} "
+                  f"{_fmt(event['samples_per_sec'], '{:,.0f}'):>12} "
+                  f"{_fmt(event['step_time_s'], '{:.3g} s'):>11} "
+                  f"{_fmt(event['peak_memory_bytes'], format_bytes):>12}  "
+                  f"{event['memory_source'] or ''}{sim}", flush=True)
+        elif event["kind"] == "sweep_end":
+            _print_sweep_end(event)
+    return 0
+
+
+def find(cfg: RunConfig, args: argparse.Namespace, budget: int | None, margin: float,
+          target: int | None, reference: int, max_batch: int | None) -> int:
+    from bsdemo.engine.finder import find_batch_size  # imports torch
+
+    for event in find_batch_size(cfg, memory_budget_bytes=budget, margin=margin,
+                                 target_effective_batch=target, reference_batch=reference,
+                                 reference_lr=cfg.lr, max_batch=max_batch):
+        if args.json:
+            print(json.dumps(event), flush=True)
+        elif event["kind"] == "find_probe":
+            peak = _fmt(event["peak_memory_bytes"], format_bytes)
+            rate = _fmt(event["samples_per_sec"], "{:,.0f} samples/s")
+            sim = " (simulated)" if event["simulated"] else ""
+            print(f"probe {event['probe']}: batch {event['batch_size']:>6} {event['status']:>4}"
+                  f"{sim}  peak {peak:>10}  {rate:>18}  ({event['reason']})", flush=True)
+        else:
+            _print_find_result(event)
+    return 0 if event["batch_size"] is not None else 1
+
+
+def accum_check(cfg: RunConfig, args: argparse.Namespace, micro: int, k: int, steps: int) -> int:
+    from bsdemo.engine.accumulation import accumulation_check  # imports torch
+
+    r = accumulation_check(cfg, micro, k, steps, unscaled_loss=args.unscaled_loss,
+                           variable_length=args.variable_length)
+    if args.json:
+        print(json.dumps(r))
+        return 0
+    print(f"one batch of {micro * k} vs {k} micro-batches of {micro}, {steps} optimizer steps"
+          + (" — loss NOT divided by k" if r["unscaled_loss"] else "")
+          + (" — BatchNorm model" if r["norm"] == "batch" else "")
+          + (" — variable-length sequences, per-token mean per micro-batch"
+             if r["variable_length"] else ""))
+    print(f"  {'layer':<28} {'max |Δgrad| (step 1)':>21}")
+    for layer in r["per_layer"]:
+        print(f"  {layer['layer']:<28} {layer['max_abs_grad_diff']:>21.3g}")
+    print(f"  relative gradient difference {r['rel_grad_diff']:.3g}; max |Δparameter| after "
+          f"{steps} steps {r['max_abs_param_diff']:.3g} -> "
+          + ("equivalent (float32 rounding)" if r["equivalent"] else "NOT equivalent"))
+    print(f"  peak memory: one batch {format_bytes(r['big_peak_memory_bytes'])}, accumulated "
+          f"{format_bytes(r['accumulated_peak_memory_bytes'])} ({r['memory_source']})")
+    print(f"  samples/s: one batch {r['big_samples_per_sec']:,.0f}, accumulated "
+          f"{r['accumulated_samples_per_sec']:,.0f}")
+    return 0
+
+
+def regimes(cfg: RunConfig, args: argparse.Namespace, epochs: int, mini: int,
+             limit: float | None) -> int:
+    from bsdemo.engine.regimes import run_regime  # imports torch
+
+    if not args.json:
+        print(f"{'regime':<22} {'batch':>6} {'updates':>8} {'wall s':>8} {'samples/s':>11} "
+              f"{'peak memory':>12} {'train acc':>10} {'test acc':>9}")
+    for name, rcfg in regime_configs(cfg, epochs, mini, limit):
+        result = run_regime(name, rcfg, emit=(lambda e: print(json.dumps(e))) if args.json
+                            else None)
+        if args.json:
+            print(json.dumps(result), flush=True)
+        else:
+            capped = " (time cap)" if result["time_capped"] else ""
+            print(f"{name:<22} {result['batch_size']:>6} {result['weight_updates']:>8} "
+                  f"{result['wall_time_s']:>8.2f} {_fmt(result['samples_per_sec'], '{:,.0f}'):>11} "
+                  f"{_fmt(result['peak_memory_bytes'], format_bytes):>12} "
+                  f"{_fmt(result['final_train_accuracy'], '{:.1%}'):>10} "
+                  f"{_fmt(result['test_accuracy'], '{:.1%}'):>9}{capped}", flush=True)
+    return 0
+
+
+def datasets(args: argparse.Namespace, cache: Path | None) -> int:
+    from bsdemo import datasets
+
+    names = args.names or list(datasets.SOURCES)
+    for name in names:
+        if args.action == "fetch":
+            folder = datasets.fetch(name, cache)
+            print(f"{name}: ready in {folder} (checksums verified)")
+        else:
+            state = "cached" if datasets.is_cached(name, cache) else "not fetched"
+            print(f"{name:<8} {state:<12} {datasets.SOURCES[name].base_url}")
+    return 0
+
+
+def warm(preset: str, sizes: list[int], folder: Path) -> int:
+    from bsdemo.engine.train import train  # imports torch
+    from bsdemo.store import RunStore
+
+    store = RunStore(folder / "runs.sqlite3")
+    if store.notice:
+        print(f"note: {store.notice}", file=sys.stderr)
+    for b in sizes:
+        cfg = RunConfig(**(PRESETS[preset].settings | {"batch_size": b})).validated()[0]
+        run = collect(event.to_dict() for event in train(cfg))  # as the scheduler files them
+        if run.end["status"] == "completed":
+            store.put(vars(cfg), run.start["device"], run.start, run.steps.columns,
+                      run.evals.columns, run.end)
+        print(f"{preset} batch {b}: {run.end['status']} — {run.end['message']}")
+    print(f"run store {store.path}: {store.count()} runs")
+    return 0
+
+
+def _print_find_result(r: dict) -> None:
+    if r["batch_size"] is None:
+        print(f"No batch size fits. {r['message']}")
+        return
+    print(f"Use batch {r['batch_size']}" + (f" × {r['accumulation_steps']} accumulation steps"
+                                          if r["accumulation_steps"] > 1 else "")
+          + f". {r['message']} Tested: {', '.join(map(str, r['tested_batch_sizes']))} "
+          f"({r['probes']} probes); predicted largest: {_fmt(r['predicted_max'], '{}')}.")
+    if "lr_linear" in r:
+        print(f"Learning rate for effective batch {r['effective_batch_size']}: "
+              f"{r['lr_linear']:.4g} (linear rule) or {r['lr_sqrt']:.4g} (square-root rule).")
+
+
+def _print_sweep_end(end: dict) -> None:
+    fit = end["fit"]
+    if fit["t0_s"] is not None:
+        print(f"step time  t(B) = {fit['t0_s'] * 1e3:.3g} ms + {fit['t1_s_per_sample'] * 1e6:.3g} "
+              f"µs × B   (R² {fit['r2_time']:.3f}); overhead = per-sample work at B ≈ "
+              f"{_fmt(end['crossover_batch_size'], '{:.0f}')}")
+    if fit["m0_bytes"] is not None:
+        print(f"memory     M(B) = {format_bytes(fit['m0_bytes'])} + "
+              f"{format_bytes(fit['m_bytes_per_sample'])} × B   (R² {fit['r2_memory']:.3f})")
+    print(f"largest batch that ran: {_fmt(end['max_batch_size_fits'], '{}')}; predicted largest "
+          f"under {_fmt(end['capacity_bytes'], format_bytes)}: "
+          f"{_fmt(end['predicted_max_batch_size'], '{} (predicted)')}; throughput knee: "
+          f"{_fmt(end['knee_batch_size'], '{}')}")
+
+
+
+def _print_summary(end) -> None:
+    s = end.summary
+    print(end.message)
+    rows = [("status", end.status), ("optimizer steps", s.get("steps")),
+            ("samples/s (median)", _fmt(s.get("samples_per_sec"), "{:,.0f}")),
+            ("step time (median)", _fmt(s.get("step_time_s"), "{:.3g} s")),
+            ("peak memory", _fmt(s.get("peak_memory_bytes"), "{:,} B") +
+             f" ({s.get('memory_source')})"),
+            ("final train loss", _fmt(s.get("final_train_loss"), "{:.4f}")),
+            ("test accuracy", _fmt(s.get("test_accuracy"), "{:.2%}")), ("device", s.get("device"))]
+    for name, value in rows:
+        print(f"  {name:<20} {value}")
+
+
+def _fmt(value, pattern) -> str:
+    if value is None:
+        return "–"
+    return pattern(value) if callable(pattern) else pattern.format(value)
+
+
+class _Progress:
+    """A one-line progress bar on stderr (only on a terminal), redrawn at most 10 times/s."""
+
+    def __init__(self, enabled: bool):
+        self.enabled, self.total, self._last = enabled, 0, 0.0
+
+    def update(self, step: int, loss: float, rate: float) -> None:
+        import time
+
+        now = time.monotonic()
+        if not self.enabled or (now - self._last < 0.1 and step != self.total):
+            return
+        self._last = now
+        frac = step / self.total if self.total else 0.0
+        filled = int(frac * 30)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {step}/{self.total} "
+                         f"loss {loss:.4f} {rate:,.0f} samples/s ")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")

@@ -1,0 +1,203 @@
+"""The CLI's flags: a parser per command, their help, and the workload flags -> RunConfig.
+
+Every flag is text until it is checked (bsdemo.cli.checks, config_from_args), so a bad value is
+answered in our words, one line, before torch is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import NoReturn
+
+from bsdemo.config import (
+    DATASETS,
+    DEVICES,
+    MODELS,
+    NORMS,
+    OPTIMIZERS,
+    ConfigError,
+    RunConfig,
+    clip,
+    sized,
+)
+from bsdemo.presets import PRESETS
+
+FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student types
+    "dataset": "dataset", "model": "model", "norm": "norm", "width": "width", "depth": "depth",
+    "batch_size": "batch_size", "lr": "lr", "accum": "accumulation_steps",
+    "optimizer": "optimizer", "warmup": "warmup_steps", "epochs": "epochs", "steps": "max_steps",
+    "seed": "seed", "device": "device", "eval_interval": "eval_interval", "samples": "samples",
+    "noise": "noise",
+}
+FIELD_FLAGS = {v: "--" + k.replace("_", "-") for k, v in FLAGS.items()} | {
+    "memory_budget": "--memory-budget", "size": "--size", "micro_batch": "--micro-batch"}
+ERROR_CHARS = 200  # an error is one line of at most this many characters
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # "--lr -inf" is a (bad) value, not an unknown flag: none of our flags starts with a
+        # digit, '.', 'inf' or 'nan', so such a word after a flag is always its value
+        self._negative_number_matcher = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
+
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
+        self.exit(2, one_line(f"{self.prog}: error: {message}") + "\n")
+
+
+def one_line(text: str) -> str:
+    return clip(" ".join(str(text).split()), ERROR_CHARS)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="bsdemo", description="Batch Size Lab on the command line.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    train = _add_train(sub)
+    for add in (_add_sweep, _add_find, _add_accum_check, _add_regimes, _add_datasets, _add_warm):
+        add(sub, train)
+    return parser
+
+
+def _add_train(sub) -> argparse.ArgumentParser:
+    train = sub.add_parser("train", help="train one run and print its progress and summary",
+                           description="Train one run; --json prints one JSON event per line.")
+    d = RunConfig()
+    train.add_argument("--dataset", help=f"one of {', '.join(DATASETS)} (default {d.dataset})")
+    train.add_argument("--model", help=f"one of {', '.join(MODELS)} (default {d.model})")
+    train.add_argument("--norm", help=f"one of {', '.join(NORMS)} (default {d.norm})")
+    train.add_argument("--width", help=f"MLP units / CNN channels (default {d.width})")
+    train.add_argument("--depth", help=f"hidden layers / conv blocks (default {d.depth})")
+    train.add_argument("--batch-size", help=f"micro-batch size (default {d.batch_size})")
+    train.add_argument("--lr", help=f"learning rate (default {d.lr})")
+    train.add_argument("--accum", help="gradient-accumulation steps per optimizer step (default 1)")
+    train.add_argument("--optimizer", help=f"one of {', '.join(OPTIMIZERS)} (default {d.optimizer})")
+    train.add_argument("--warmup", help="linear lr warm-up, in optimizer steps (default 0)")
+    budget = train.add_mutually_exclusive_group()
+    budget.add_argument("--epochs", help=f"epoch budget (default {d.epochs})")
+    budget.add_argument("--steps", help="optimizer-step budget instead of epochs")
+    train.add_argument("--seed", help="model init and shuffling seed (default 0)")
+    train.add_argument("--device", help=f"one of {', '.join(DEVICES)} (default auto)")
+    train.add_argument("--eval-interval", help="optimizer steps between evaluations (0 = per epoch)")
+    train.add_argument("--samples", help=f"size of generated datasets (default {d.samples})")
+    train.add_argument("--noise", help=f"input noise of the 2-D sets (default {d.noise})")
+    train.add_argument("--size", help="workload size preset S, M, L or XL (sets width and depth)")
+    train.add_argument("--json", action="store_true", help="one JSON object per event per line")
+    return train
+
+
+def _add_sweep(sub, train: argparse.ArgumentParser) -> None:
+    sweep = sub.add_parser("sweep", help="time full training steps over a list of batch sizes",
+                           description="Per batch size: warm-up, then timed full training steps; "
+                                       "a table, or --json lines (sweep_point ..., sweep_end).")
+    sweep.add_argument("--batch-sizes", default="1,2,4,8,16,32,64,128,256,512,1024",
+                       help="comma-separated, increasing (default powers of two 1…1024)")
+    sweep.add_argument("--memory-budget", help="pretend the device has this much memory, e.g. "
+                                               "512MiB, 8GiB, 0.5GB (on the CPU: simulated)")
+    sweep.add_argument("--warmup-steps", default="3", help="untimed steps per batch size")
+    sweep.add_argument("--timed-steps", default="8",
+                       help="at least this many timed steps per batch size (their median counts)")
+    sweep.add_argument("--min-time", default="0.1",
+                       help="... lasting at least this many seconds in all (0: exactly "
+                            "--timed-steps)")
+    sweep.add_argument("--continue-after-oom", action="store_true",
+                       help="try the larger batch sizes after the first out-of-memory")
+    _workload_flags(sweep, train)
+    sweep.add_argument("--json", action="store_true", help="one JSON object per line")
+
+
+def _add_find(sub, train: argparse.ArgumentParser) -> None:
+    find = sub.add_parser("find", help="find the largest batch that fits, measured",
+                          description="Probe, fit memory, predict the largest batch under the "
+                                      "budget minus a margin, verify it with a real step.")
+    find.add_argument("--memory-budget", help="pretend the device has this much memory")
+    find.add_argument("--margin", default="0.1", help="share of the budget kept free (default 0.1)")
+    find.add_argument("--target-effective-batch",
+                      help="an effective batch to reach with micro-batch × accumulation steps")
+    find.add_argument("--reference-batch", default="32",
+                      help="the batch your --lr was tuned for (default 32), for lr scaling")
+    find.add_argument("--max-batch", help="the largest batch to consider (default: the whole "
+                                          "training set)")
+    _workload_flags(find, train)
+    find.add_argument("--json", action="store_true", help="one JSON object per line")
+
+
+def _add_accum_check(sub, train: argparse.ArgumentParser) -> None:
+    accum = sub.add_parser("accum-check", help="one batch of k·b vs k accumulated micro-batches",
+                           description="Same seed, same samples: compare gradients and "
+                                       "parameters of one big batch against accumulation.")
+    accum.add_argument("--micro-batch", default="32", help="micro-batch size b (default 32)")
+    accum.add_argument("--accum", default="4", help="accumulation steps k (default 4)")
+    accum.add_argument("--steps", default="5", help="optimizer steps compared (default 5)")
+    accum.add_argument("--unscaled-loss", action="store_true",
+                       help="forget to divide the micro-batch losses by k (the classic bug)")
+    accum.add_argument("--variable-length", action="store_true",
+                       help="per-token loss over sequences of unequal length, averaged per "
+                            "micro-batch (switches to the arithmetic task)")
+    _workload_flags(accum, train, size=False)
+    accum.add_argument("--json", action="store_true", help="the result as one JSON object")
+
+
+def _add_regimes(sub, train: argparse.ArgumentParser) -> None:
+    regimes = sub.add_parser("regimes", help="SGD (batch 1) vs full batch vs mini-batch",
+                             description="Train the three regimes on the same model, data, seed "
+                                         "and epoch budget.")
+    regimes.add_argument("--epochs", default="5", help="epoch budget of each regime (default 5)")
+    regimes.add_argument("--mini-batch", default="32", help="the mini-batch size (default 32)")
+    regimes.add_argument("--time-limit", help="seconds each regime may train (default none)")
+    _workload_flags(regimes, train, size=False)
+    regimes.add_argument("--json", action="store_true", help="events and results as JSON lines")
+
+
+def _add_datasets(sub, train: argparse.ArgumentParser) -> None:
+    data = sub.add_parser("datasets", help="list or fetch the downloadable datasets",
+                          description="MNIST, Fashion-MNIST and CIFAR-10 from their published "
+                                      "files, checked against their published MD5s.")
+    data.add_argument("action", choices=["list", "fetch"])
+    data.add_argument("names", nargs="*", help="default: all of them")
+    data.add_argument("--cache", help="the cache folder (default $BSDEMO_DATA_DIR/datasets)")
+
+
+def _add_warm(sub, train: argparse.ArgumentParser) -> None:
+    warm = sub.add_parser("warm", help="pre-compute a lecture preset into the run store",
+                          description="Train a preset's runs now and store them, so the lab "
+                                      "serves them at once (labelled as stored results).")
+    warm.add_argument("--preset", required=True, help=f"one of {', '.join(PRESETS)}")
+    warm.add_argument("--batch-sizes", default="32", help="comma-separated (default 32)")
+    warm.add_argument("--data-dir", help="the run store's folder (default $BSDEMO_DATA_DIR)")
+
+
+def given(raw: str | None, flag: str) -> str | None:
+    """An optional flag's text: None when absent; an empty value is an error, not 'absent'."""
+    if raw is not None and not raw.strip():
+        raise ConfigError(flag, raw, "a value (the flag was given empty)")
+    return raw
+
+
+WORKLOAD_FLAGS = ("dataset", "model", "norm", "width", "depth", "lr", "optimizer", "seed",
+                  "device", "samples")
+
+
+def _workload_flags(parser: argparse.ArgumentParser, train: argparse.ArgumentParser,
+                    size: bool = True) -> None:
+    """The workload flags of `train`, with its help, for a measuring command."""
+    for flag in WORKLOAD_FLAGS + (("size",) if size else ()):
+        parser.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
+
+
+def config_from_args(args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
+    """Flags -> validated RunConfig; a ConfigError names the *flag*, not the field."""
+    fields = {FLAGS[k]: v for k, v in vars(args).items() if k in FLAGS and v is not None}
+    try:
+        for name, value in fields.items():
+            given(value, name)  # "--steps=" is a mistake, not "no step budget"
+        if getattr(args, "size", None) is not None and (fields.keys() & {"width", "depth"}):
+            raise ConfigError("size", args.size, "either --size or --width/--depth, not both")
+        cfg = RunConfig.from_params(fields)
+        if getattr(args, "size", None) is not None:
+            cfg = sized(cfg, args.size)
+        return cfg.validated()
+    except ConfigError as exc:
+        raise ConfigError(FIELD_FLAGS.get(exc.field, exc.field), exc.value, exc.allowed) from None
+
+
