@@ -165,6 +165,8 @@ def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
 
 def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, should_stop,
           evaluations: bool, budget: int | None) -> Iterator:
+    """One optimizer step per effective batch, epoch after epoch, until the budget ends the run,
+    or Stop, the time cap, divergence or an out-of-memory does."""
     cfg, device, model, optimizer = run.cfg, run.device, run.model, run.optimizer
     book = MemoryBook([p for p in model.parameters() if p.requires_grad], cfg.optimizer, meter,
                       budget)
@@ -190,11 +192,7 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
                 yield EndEvent("cancelled", f"Stopped after {tally.step} steps.", summary())
                 return
             if time_limit is not None and tally.step and tally.wall_time() >= time_limit:
-                if evaluations and tally.last["step"] != tally.step:  # the result it reached
-                    yield _evaluation(run, tally, tally.epochs())
-                yield EndEvent("cancelled", f"Stopped at the time cap of {time_limit:g} s after "
-                               f"{tally.step} steps ({tally.epochs():.3g} epochs).",
-                               summary() | {"time_capped": True})
+                yield from _time_capped(run, tally, summary, evaluations)
                 return
             if tally.step < warmup_steps or current_lr is None:  # after warm-up: a bare hot path
                 current_lr = lr_at(cfg, tally.step)
@@ -249,11 +247,25 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
             break
     if evaluations and tally.last["step"] != tally.step:  # a budget that did not end on an eval
         yield _evaluation(run, tally, tally.epochs())
-    s = summary()
+    yield _completed(summary())
+
+
+def _time_capped(run: Prepared, tally: _Tally, summary: Callable[[], dict],
+                 evaluations: bool) -> Iterator:
+    """The end of a run at its time cap: the result is what it reached (evaluated, if the last
+    step was not)."""
+    cap = run.cfg.time_limit_s
+    if evaluations and tally.last["step"] != tally.step:
+        yield _evaluation(run, tally, tally.epochs())
+    yield EndEvent("cancelled", f"Stopped at the time cap of {cap:g} s after {tally.step} steps "
+                   f"({tally.epochs():.3g} epochs).", summary() | {"time_capped": True})
+
+
+def _completed(s: dict) -> EndEvent:
     accuracy = f"; test accuracy {s['test_accuracy']:.1%}" if s["test_accuracy"] is not None else ""
-    yield EndEvent("completed", f"Completed {tally.step} steps ({s['epochs']:.3g} epochs) in "
-                   f"{s['wall_time_s']:.2f} s; median {s['samples_per_sec'] or 0:,.0f} samples/s"
-                   f"{accuracy}.", s)
+    return EndEvent("completed", f"Completed {s['steps']} steps ({s['epochs']:.3g} epochs) in "
+                    f"{s['wall_time_s']:.2f} s; median {s['samples_per_sec'] or 0:,.0f} "
+                    f"samples/s{accuracy}.", s)
 
 
 def _optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
