@@ -96,11 +96,17 @@ def lr_grid(cfg: RunConfig, epochs: int, time_limit_s: float = 10.0,
 
 
 def grid_cells(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, Any]]:
-    """The grid's runs as cells: batch, lr, final test accuracy (completed runs), diverged."""
-    return [{"batch": s.config["batch_size"], "lr": s.config["lr"],
-             "accuracy": (s.end or {}).get("summary", {}).get("test_accuracy")
-             if s.status == "completed" else None,
-             "diverged": s.status == "diverged"} for _, s in runs]
+    """The grid's runs as cells: batch, lr, final test accuracy (completed runs only),
+    diverged, status, and whether its time cap ended it."""
+    cells = []
+    for _, s in runs:
+        summary = (s.end or {}).get("summary") or {}
+        cells.append({"batch": s.config["batch_size"], "lr": s.config["lr"],
+                      "accuracy": summary.get("test_accuracy") if s.status == "completed"
+                      else None,
+                      "diverged": s.status == "diverged", "status": s.status,
+                      "time_capped": bool(summary.get("time_capped"))})
+    return cells
 
 
 def best_lr_per_batch(cells: Sequence[dict[str, Any]]) -> dict[int, float]:

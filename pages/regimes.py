@@ -27,10 +27,11 @@ sweeps.group_button("reg", "Train all three", [r for _, r in runs], [n for n, _ 
 
 
 def draw(snaps) -> None:
-    tabs = st.tabs(["against epochs", "against weight updates", "against seconds"])
+    tabs = st.tabs(["against epochs", "against weight updates (log)", "against seconds (log)"])
     for tab, axis in zip(tabs, ("epochs", "steps", "seconds"), strict=True):
-        with tab:
-            show_chart(charts.labelled_loss_chart(snaps, axis), f"reg_loss_{axis}")
+        with tab:  # updates and seconds span three orders of magnitude between the regimes
+            show_chart(charts.labelled_loss_chart(snaps, axis, log=axis != "epochs"),
+                       f"reg_loss_{axis}")
     rows = charts.comparison_table(snaps)
     st.dataframe(rows, hide_index=True, key="reg_table")
     for label, peak in recipes.over_budget(snaps, budget) if budget else []:

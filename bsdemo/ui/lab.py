@@ -194,7 +194,7 @@ def live_view() -> None:
     runs = session_runs()
     if not runs:
         st.caption("Press **Run** to train. Curves appear here as the run measures them.")
-        _charts([], "steps")  # empty axes now: the chart code loads with the page, not after Run
+        _charts([])  # empty charts now: the chart code loads with the page, not after Run
         return
     current = runs[-1]
     snap = scheduler().snapshot(current)
@@ -229,26 +229,40 @@ def live_view() -> None:
 def _body(snap: JobSnapshot, current: int) -> None:
     """Tiles, the x-axis choice and the charts of the run on screen (with chosen overlays)."""
     _tiles(snap)
-    axis_col, table_col = st.columns([3, 1], vertical_alignment="bottom")
+    overlays = [scheduler().snapshot(j) for j in st.session_state.get("overlays", [])
+                if j != current]
+    _charts([s for s in overlays if s is not None] + [snap])
+
+
+def _chart_controls() -> tuple[str, float, bool]:
+    """(x-axis, smoothing weight, log x) for the run charts, with the tables toggle."""
+    axis_col, smooth_col, log_col, table_col = st.columns([4, 2, 1, 1.4],
+                                                          vertical_alignment="bottom")
     x_axis = axis_col.segmented_control("x-axis", list(charts.X_AXES), key="x_axis",
                                         default="steps", format_func=lambda k: charts.X_AXES[k][1],
                                         required=True) or "steps"
-    table_col.toggle("Show data tables", key="show_tables",
+    smoothing = smooth_col.slider("Smoothing", 0.0, 0.99, 0.6, 0.01, key="smoothing",
+                                  help="An exponential moving average over the per-step curves, "
+                                       "as TensorBoard draws it (0 = none); the raw curve stays "
+                                       "faint behind it.")
+    log = log_col.toggle("Log x", key="log_x", help="A logarithmic x-axis: long and short runs "
+                                                     "side by side.")
+    table_col.toggle("Data tables", key="show_tables",
                      help="Every chart's data as a table (screen-reader friendly).")
-    overlays = [scheduler().snapshot(j) for j in st.session_state.get("overlays", [])
-                if j != current]
-    _charts([s for s in overlays if s is not None] + [snap], x_axis)
+    return x_axis, smoothing, log
 
 
-def _charts(shown: list[JobSnapshot], x_axis: str) -> None:
+def _charts(shown: list[JobSnapshot]) -> None:
+    x_axis, smoothing, log = _chart_controls()
     left, right = st.columns(2)
     with left:
-        show_chart(charts.loss_chart(shown, x_axis), "loss_chart")
-        show_chart(charts.memory_chart(shown, x_axis), "memory_chart")
+        show_chart(charts.loss_chart(shown, x_axis, smoothing, log), "loss_chart")
+        show_chart(charts.memory_chart(shown, x_axis, log), "memory_chart")
     with right:
-        show_chart(charts.throughput_chart(shown, x_axis), "throughput_chart")
+        show_chart(charts.throughput_chart(shown, x_axis, smoothing, log), "throughput_chart")
         if charts.has_utilization(shown):
-            show_chart(charts.utilization_chart(shown, x_axis), "utilization_chart")
+            show_chart(charts.utilization_chart(shown, x_axis, smoothing, log),
+                       "utilization_chart")
         else:
             st.caption("GPU utilisation appears here when the run is on an NVIDIA GPU "
                        "(read from NVML).")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 
 from streamlit.testing.v1 import AppTest
@@ -67,7 +68,13 @@ def test_second_run_can_overlay_the_first():
     assert len(at.get("download_button")) == 2  # the session's runs as JSON and CSV
     overlay.select(overlay.options[0]).run()
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
-    assert len(spec["data"]) == 6  # two runs x (step loss, train, test)
+    # two runs x (step loss, its smoothed line, train, test), one legend entry per run, each run
+    # in its batch's colour (a mark for points above the chart belongs to no run)
+    groups = collections.Counter(t["legendgroup"] for t in spec["data"] if t.get("legendgroup"))
+    assert sorted(groups.values()) == [4, 4]
+    legend = [t for t in spec["data"] if t.get("showlegend", True) and t.get("legendgroup")]
+    assert len(legend) == 2 and legend[0]["legendgroup"] != legend[1]["legendgroup"]
+    assert legend[0]["line"]["color"] != legend[1]["line"]["color"]
 
 
 def test_query_params_fill_the_widgets():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from bsdemo import charts
 from bsdemo.config import RunConfig
 from bsdemo.runs import EVAL_FIELDS, STEP_FIELDS, JobSnapshot
@@ -153,3 +155,77 @@ assert not errors, errors
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+# ----- the chart language -----
+def test_neighbouring_powers_of_two_never_share_a_colour():
+    colours = [charts.batch_colour(2**i) for i in range(17)]
+    assert all(a != b for a, b in zip(colours, colours[1:], strict=False))
+    assert set(colours) <= set(charts.BATCH_PALETTE)
+    assert charts.batch_colour(3) in charts.BATCH_PALETTE  # not a power of two: the nearest
+
+
+def test_runs_sharing_a_batch_differ_by_marker_and_dash():
+    a, b, c = fake_snapshot(1, 32), fake_snapshot(2, 32), fake_snapshot(3, 64)
+    sa, sb, sc = charts.styles([a, b, c])
+    assert sa.colour == sb.colour != sc.colour
+    assert (sa.symbol, sa.dash) != (sb.symbol, sb.dash)
+    assert (sa.symbol, sa.dash) == (sc.symbol, sc.dash)  # the first of its batch
+
+
+def test_ema_is_debiased_and_keeps_gaps():
+    assert charts.ema([2.0, 2.0, 2.0], 0.9) == pytest.approx([2.0, 2.0, 2.0])
+    smoothed = charts.ema([0.0, 10.0, None, 0.0], 0.5)
+    assert smoothed[0] == 0.0 and smoothed[2] is None
+    assert 0 < smoothed[1] < 10 and 0 < smoothed[3] < smoothed[1]
+    assert charts.ema([1.0, 5.0], 0.0) == [1.0, 5.0]
+
+
+def test_a_spike_does_not_set_the_loss_range_and_is_marked():
+    snap = fake_snapshot(n=100)
+    snap.steps["loss"][50] = 1e4  # one spike, as batch 1 makes them
+    chart = charts.loss_chart([snap], "steps")
+    top = chart.figure.layout.yaxis.range[1]
+    assert 2.3 <= top < 10  # the start is in view, the spike is not
+    marks = [t for t in chart.figure.data if "above the chart" in (t.name or "")]
+    assert len(marks) == 1 and list(marks[0].x) == [51]  # steps count from 1
+
+
+def test_one_legend_entry_per_run_and_the_key_explained_once():
+    chart = charts.loss_chart([fake_snapshot(1, 32), fake_snapshot(2, 64)], "steps", 0.6)
+    legend = [t for t in chart.figure.data if t.showlegend is not False]
+    assert len(legend) == 2
+    assert "test loss" in chart.figure.layout.title.subtitle.text
+
+
+def test_how_a_run_ended_is_marked_on_its_curve():
+    snap = fake_snapshot(n=20)
+    snap.status = "diverged"
+    chart = charts.loss_chart([snap], "steps")
+    marks = [t for t in chart.figure.data if t.mode == "markers+text"]
+    assert len(marks) == 1 and marks[0].text == ("diverged",)
+    capped = fake_snapshot(n=20)
+    capped.status = "cancelled"
+    capped.end["summary"]["time_capped"] = True
+    chart = charts.labelled_loss_chart([("capped", capped)], "steps")
+    assert [t.text for t in chart.figure.data if t.mode == "markers+text"] == [("time cap",)]
+
+
+def test_log_x_leaves_out_step_zero_and_an_empty_chart_says_what_comes():
+    chart = charts.loss_chart([fake_snapshot(n=10)], "steps", log=True)
+    assert chart.figure.layout.xaxis.type == "log"
+    assert all(x > 0 for t in chart.figure.data for x in t.x)
+    blank = charts.loss_chart([], "steps")
+    assert blank.figure.layout.xaxis.visible is False
+    assert "Press Run" in blank.figure.layout.annotations[0].text
+
+
+def test_lr_grid_axes_are_categories_and_missing_cells_say_why():
+    cells = [{"batch": 8, "lr": 0.1, "accuracy": 0.9, "diverged": False, "status": "completed"},
+             {"batch": 512, "lr": 0.1, "accuracy": None, "diverged": False,
+              "status": "cancelled", "time_capped": True}]
+    chart = charts.lr_grid_chart(cells + [{"batch": 8, "lr": 1.0, "accuracy": 0.5,
+                                           "diverged": False, "status": "completed"}])
+    heat = chart.figure.data[0]
+    assert chart.figure.layout.yaxis.type == "category"
+    assert heat.text[1][0] == "time cap" and heat.text[1][1] == "not run"

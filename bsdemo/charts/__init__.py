@@ -1,0 +1,50 @@
+"""Pure functions from run data to Plotly figures, with alt text and a data-table alternative.
+
+No Streamlit, no torch. Every chart speaks one language (`style`): a run is coloured by its
+effective batch size from a colour-blind-safe palette keyed by log2(batch), so "batch 256" looks
+the same on every page, and runs sharing a batch differ by marker and dash.
+
+    style.py   the chart language: colours, run styles, smoothing, robust y-range, end marks
+    curves.py  a run's curves: loss, throughput, memory, utilisation; a comparison's loss
+    sweeps.py  quantities against batch size (a sweep's points)
+    tables.py  runs as rows
+    grid.py    the batch x learning-rate heat map
+"""
+
+from bsdemo.charts.curves import (
+    has_utilization,
+    labelled_loss_chart,
+    loss_chart,
+    memory_chart,
+    run_label,
+    throughput_chart,
+    utilization_chart,
+)
+from bsdemo.charts.grid import lr_grid_chart
+from bsdemo.charts.style import (
+    BATCH_PALETTE,
+    OKABE_ITO,
+    OOM_COLOUR,
+    X_AXES,
+    Chart,
+    batch_colour,
+    ema,
+    styles,
+)
+from bsdemo.charts.sweeps import (
+    BREAKDOWN,
+    memory_breakdown_chart,
+    sweep_epoch_time_chart,
+    sweep_step_time_chart,
+    sweep_throughput_chart,
+    sweep_utilisation_chart,
+)
+from bsdemo.charts.tables import comparison_table, runs_table
+from bsdemo.recipes import best_lr_per_batch
+
+__all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "Chart",
+           "batch_colour", "best_lr_per_batch", "comparison_table", "ema", "has_utilization",
+           "labelled_loss_chart", "loss_chart", "lr_grid_chart", "memory_breakdown_chart",
+           "memory_chart", "run_label", "runs_table", "styles", "sweep_epoch_time_chart",
+           "sweep_step_time_chart", "sweep_throughput_chart", "sweep_utilisation_chart",
+           "throughput_chart", "utilization_chart"]

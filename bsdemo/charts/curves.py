@@ -1,0 +1,233 @@
+"""A run's curves against steps, samples, epochs or seconds: loss, throughput, memory,
+utilisation, and the labelled loss of a comparison, all in the chart language of `style`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from bsdemo.charts.style import (
+    X_AXES,
+    Chart,
+    Style,
+    clip_marks,
+    effective_batch,
+    ema,
+    empty,
+    end_mark,
+    layout,
+    log_x,
+    robust_top,
+    styles,
+)
+from bsdemo.runs import JobSnapshot
+from bsdemo.units import MIB
+
+LOSS_KEY = "thick: train loss (evaluated) · thin, open markers: test loss · faint: each step's loss"
+EMPTY_LOSS = "Press Run: each step's loss appears here as it is measured."
+
+
+def run_label(snap: JobSnapshot) -> str:
+    cfg = snap.config
+    b, k = cfg["batch_size"], cfg["accumulation_steps"]
+    batch = f"batch {b * k}" + (f" ({b}×{k})" if k > 1 else "")
+    return f"#{snap.id} {batch}, lr {cfg['lr']:g}, {cfg['optimizer']}"
+
+
+def _xy(xs: Sequence, ys: Sequence, log: bool) -> tuple[list, list]:
+    """The points to draw: on a log x-axis only x > 0 (step 0 has no place there)."""
+    pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if not log or (x is not None and x > 0)]
+    return [x for x, _ in pairs], [y for _, y in pairs]
+
+
+def _last(xs: list, ys: list) -> tuple:
+    for x, y in zip(reversed(xs), reversed(ys), strict=True):
+        if y is not None:
+            return x, y
+    return None, None
+
+
+def _finish_y(fig: go.Figure, drawn: list[tuple[list, list]], floor: float = 0.0) -> float | None:
+    """A robust y-range from the main curves, their clipped points marked at the top edge."""
+    top = robust_top([ys for _, ys in drawn], floor)
+    if top is not None:
+        fig.update_yaxes(range=[0, top])
+        clip_marks(fig, [(x, y) for xs, ys in drawn for x, y in zip(xs, ys, strict=True)], top)
+    return top
+
+
+def _eval_traces(fig: go.Figure, snap: JobSnapshot, style: Style, label: str, x_field: str,
+                 log: bool) -> tuple[list, list, list]:
+    """The evaluated train loss (the run's one legend entry) and test loss of one run."""
+    ex, train = _xy(snap.evals[x_field], snap.evals["train_loss"], log)
+    _, test = _xy(snap.evals[x_field], snap.evals["test_loss"], log)
+    group = str(snap.id)
+    fig.add_trace(go.Scatter(x=ex, y=train, mode="lines+markers", name=label,
+                             line=dict(color=style.colour, width=2.5, dash=style.dash),
+                             marker=dict(symbol=style.symbol, size=8), legendgroup=group))
+    fig.add_trace(go.Scatter(x=ex, y=test, mode="lines+markers", name=f"{label} · test",
+                             line=dict(color=style.colour, width=1.5, dash=style.dash),
+                             marker=dict(symbol=f"{style.symbol}-open", size=8), opacity=0.85,
+                             legendgroup=group, showlegend=False))
+    return ex, train, test
+
+
+def loss_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: float = 0.0,
+               log: bool = False) -> Chart:
+    """Each run's per-step loss (faint, with an EMA of weight `smoothing` over it) and its
+    evaluated train and test loss; one legend entry per run; the run's end marked."""
+    x_field, x_title = X_AXES[x_axis]
+    fig, table, drawn, ends = go.Figure(), [], [], []
+    for snap, style in zip(runs, styles(runs), strict=True):
+        label, group = run_label(snap), str(snap.id)
+        xs, raw = _xy(snap.steps[x_field], snap.steps["loss"], log)
+        fig.add_trace(go.Scatter(x=xs, y=raw, mode="lines", name=f"{label} · step loss",
+                                 line=dict(color=style.colour, width=1),
+                                 opacity=0.25 if smoothing > 0 else 0.5, legendgroup=group,
+                                 showlegend=False))
+        main = raw
+        if smoothing > 0:
+            main = ema(raw, smoothing)
+            fig.add_trace(go.Scatter(x=xs, y=main, mode="lines", name=f"{label} · smoothed",
+                                     line=dict(color=style.colour, width=1.5, dash=style.dash),
+                                     legendgroup=group, showlegend=False))
+        ex, train, test = _eval_traces(fig, snap, style, label, x_field, log)
+        drawn += [(xs, main), (ex, train), (ex, test)]
+        ends.append((snap, *_last(xs, raw), style))
+        table += [{"run": label, x_title: x, "train loss": a, "test loss": b,
+                   "test accuracy": acc} for x, a, b, acc in zip(
+                       snap.evals[x_field], snap.evals["train_loss"], snap.evals["test_loss"],
+                       snap.evals["test_accuracy"], strict=True)]
+    layout(fig, "Loss", x_title, "Cross-entropy loss (nats)", subtitle=LOSS_KEY if runs else None)
+    top = _finish_y(fig, drawn)
+    for snap, x, y, style in ends:
+        end_mark(fig, snap, x, y, style, top)
+    if log:
+        log_x(fig)
+    if not any(xs for xs, _ in drawn):
+        empty(fig, EMPTY_LOSS)
+    return Chart(fig, _loss_alt(runs, x_title), table)
+
+
+def _loss_alt(runs: Sequence[JobSnapshot], x_title: str) -> str:
+    if not runs:
+        return "Loss chart: no runs yet."
+    parts = []
+    for snap in runs:
+        ev = snap.evals
+        if ev["test_loss"]:
+            parts.append(f"{run_label(snap)}: test loss {ev['test_loss'][0]:.3g} at the start, "
+                         f"{ev['test_loss'][-1]:.3g} latest")
+        else:
+            parts.append(f"{run_label(snap)}: no evaluation yet")
+        if snap.status in ("diverged", "oom", "cancelled", "failed"):
+            parts[-1] += f" ({snap.status})"
+    return f"Loss against {x_title.lower()}. " + "; ".join(parts) + "."
+
+
+def _per_step_chart(runs: Sequence[JobSnapshot], x_axis: str, y_field: str, title: str,
+                    y_title: str, scale: float = 1.0, unit: str = "", smoothing: float = 0.0,
+                    log: bool = False) -> Chart:
+    x_field, x_title = X_AXES[x_axis]
+    fig = go.Figure()
+    table, parts, drawn = [], [], []
+    for snap, style in zip(runs, styles(runs), strict=True):
+        pts = [(x, y / scale) for x, y in zip(*_xy(snap.steps[x_field], snap.steps[y_field], log),
+                                              strict=True) if y is not None]
+        if not pts:
+            continue
+        label = run_label(snap)
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=label, legendgroup=str(snap.id),
+                                 opacity=0.3 if smoothing > 0 else 1.0, showlegend=smoothing <= 0,
+                                 line=dict(color=style.colour, dash=style.dash,
+                                           width=1 if smoothing > 0 else 2)))
+        main = ys
+        if smoothing > 0:
+            main = ema(ys, smoothing)
+            fig.add_trace(go.Scatter(x=xs, y=main, mode="lines", name=label,
+                                     legendgroup=str(snap.id),
+                                     line=dict(color=style.colour, dash=style.dash, width=2)))
+        drawn.append((xs, main))
+        values = sorted(ys)
+        parts.append(f"{label}: median {values[len(values) // 2]:,.3g}{unit}")
+        table += [{"run": label, x_title: x, title: y} for x, y in pts]
+    layout(fig, title, x_title, y_title, rangemode="tozero")
+    if log:
+        log_x(fig)
+    if not drawn:
+        empty(fig, "Appears here once a run measures it.")
+    alt = (f"{title} against {x_title.lower()}. " + "; ".join(parts) + ".") if parts else \
+        f"{title}: no data for these runs."
+    return Chart(fig, alt, table)
+
+
+def throughput_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: float = 0.0,
+                     log: bool = False) -> Chart:
+    chart = _per_step_chart(runs, x_axis, "samples_per_sec", "Throughput",
+                            "Samples per second (measured)", unit=" samples/s",
+                            smoothing=smoothing, log=log)
+    _finish_y(chart.figure, [(list(t.x), list(t.y)) for t in chart.figure.data
+                             if t.showlegend is not False])
+    return chart
+
+
+def memory_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", log: bool = False) -> Chart:
+    sources = {(s.start or {}).get("memory_source", "") for s in runs} - {""}
+    source = ", ".join(sorted(sources)) or "measured"
+    y_title = f"Peak memory in step (MiB, {source})"
+    chart = _per_step_chart(runs, x_axis, "peak_memory_bytes", "Memory", y_title, scale=MIB,
+                            unit=" MiB", log=log)
+    if "accounted" in sources:
+        chart.alt += (" On the CPU this is accounted memory: parameters, gradients, optimizer "
+                      "state and saved activations, counted exactly.")
+    return chart
+
+
+def utilization_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: float = 0.0,
+                      log: bool = False) -> Chart:
+    chart = _per_step_chart(runs, x_axis, "utilization_pct", "GPU utilisation (NVML)",
+                            "Time a kernel ran (%)", unit="%", smoothing=smoothing, log=log)
+    chart.figure.update_yaxes(range=[0, 100])
+    return chart
+
+
+def has_utilization(runs: Sequence[JobSnapshot]) -> bool:
+    return any(v is not None for s in runs for v in s.steps["utilization_pct"])
+
+
+def labelled_loss_chart(runs: Sequence[tuple[str, JobSnapshot]], x_axis: str,
+                        log: bool = False) -> Chart:
+    """A comparison's evaluated loss, one legend entry per run named by its label, coloured by
+    its batch (runs of one batch told apart by marker and dash), each run's end marked."""
+    x_field, x_title = X_AXES[x_axis]
+    fig, table, drawn, ends = go.Figure(), [], [], []
+    snaps = [snap for _, snap in runs]
+    for (label, snap), style in zip(runs, styles(snaps), strict=True):
+        ex, train, test = _eval_traces(fig, snap, style, label, x_field, log)
+        drawn += [(ex, train), (ex, test)]
+        x, y = _last(ex, train)
+        if snap.latest and snap.status in ("diverged", "oom") and snap.latest.get(x_field):
+            x, y = snap.latest[x_field], snap.latest.get("loss", y)  # where it actually stopped
+        ends.append((snap, x, y, style))
+        table += [{"run": label, x_title: x, "train loss": a, "test loss": b}
+                  for x, a, b in zip(snap.evals[x_field], snap.evals["train_loss"],
+                                     snap.evals["test_loss"], strict=True)]
+    layout(fig, f"Loss against {x_title.lower()}", x_title, "Cross-entropy loss (nats)",
+           subtitle="thick: train loss · thin, open markers: test loss" if runs else None)
+    top = _finish_y(fig, drawn)
+    for snap, x, y, style in ends:
+        end_mark(fig, snap, x, y, style, top)
+    if log:
+        log_x(fig)
+    if not any(xs for xs, _ in drawn):
+        empty(fig, "The runs' evaluated loss appears here as they train.")
+    finals = [f"{label}: {snap.evals['test_loss'][-1]:.3g}" for label, snap in runs
+              if snap.evals["test_loss"]]
+    return Chart(fig, f"Evaluated loss against {x_title.lower()}. Latest test loss — "
+                 + "; ".join(finals) + "." if finals else "No evaluations yet.", table)
+
+
+__all__ = ["effective_batch", "has_utilization", "labelled_loss_chart", "loss_chart",
+           "memory_chart", "run_label", "throughput_chart", "utilization_chart"]

@@ -1,0 +1,172 @@
+"""The chart language every page speaks: one colour per batch size, a second channel for runs
+that share one, one legend entry per run, smoothing, a y-range that spikes cannot take over,
+the way a run ended marked on its curve, and a useful empty chart.
+
+Pure: run data in, Plotly objects out (no Streamlit, no torch).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# plotly looks numpy and pandas up in sys.modules without importing them: script threads of a
+# cold server racing their first import would find them half-initialised (AttributeError, and
+# plotly then marks them missing for good). Loaded here, once, before any thread draws.
+import numpy  # noqa: F401
+import pandas  # noqa: F401
+import plotly.graph_objects as go
+
+from bsdemo.runs import JobSnapshot
+
+# Paul Tol's "muted" scheme: nine colours colour-blind readers tell apart. A batch's colour is
+# keyed by log2(batch), in an order where neighbouring powers of two (and batch 256 and 512,
+# where it wraps) sit far apart; batches nine doublings apart share a hue.
+BATCH_PALETTE = ("#332288", "#DDCC77", "#117733", "#CC6677", "#88CCEE", "#882255", "#44AA99",
+                 "#AA4499", "#999933")
+# the second channel, for runs that share a batch: the k-th such run's marker and line dash
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "star", "hexagon", "x")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+OOM_COLOUR = "#D55E00"  # Okabe-Ito vermillion: out of memory and divergence, everywhere
+ENDINGS = {  # how a run ended -> (its mark on the curve, the words beside it)
+    "diverged": ("x", "diverged"), "oom": ("x", "out of memory"),
+    "cancelled": ("square-open", "stopped"), "time_cap": ("line-ns", "time cap"),
+    "failed": ("x-open", "failed"),
+}
+X_AXES = {  # x-axis choice -> (step-event field, axis title with unit)
+    "steps": ("step", "Optimizer steps"),
+    "samples": ("samples_seen", "Samples seen"),
+    "epochs": ("epoch", "Epochs"),
+    "seconds": ("wall_time_s", "Wall-clock time (s)"),
+}
+ROBUST_QUANTILE = 0.95  # the y-range covers this share of the points (and every run's start)
+
+
+@dataclass
+class Chart:
+    figure: go.Figure
+    alt: str  # one or two sentences for screen readers: what is plotted and what it shows
+    table: list[dict[str, Any]] = field(default_factory=list)  # the same data as rows
+
+
+@dataclass(frozen=True)
+class Style:
+    colour: str
+    symbol: str
+    dash: str
+
+
+def batch_colour(batch_size: int) -> str:
+    """The colour of a (effective) batch size, the same on every page."""
+    return BATCH_PALETTE[round(math.log2(max(batch_size, 1))) % len(BATCH_PALETTE)]
+
+
+def effective_batch(snap: JobSnapshot) -> int:
+    return snap.config["batch_size"] * snap.config["accumulation_steps"]
+
+
+def styles(runs: Sequence[JobSnapshot]) -> list[Style]:
+    """Each run's style: its batch's colour, and the k-th run of a batch the k-th marker and
+    dash, so two runs of one batch (different learning rates, say) still differ."""
+    seen: dict[int, int] = {}
+    out = []
+    for snap in runs:
+        b = effective_batch(snap)
+        k = seen.get(b, 0)
+        seen[b] = k + 1
+        out.append(Style(batch_colour(b), SYMBOLS[k % len(SYMBOLS)], DASHES[k % len(DASHES)]))
+    return out
+
+
+def ema(values: Sequence[float | None], weight: float) -> list[float | None]:
+    """TensorBoard's smoothing: an exponential moving average, debiased so it starts at the
+    first value; None (and non-finite values) pass through as gaps."""
+    if weight <= 0:
+        return list(values)
+    out: list[float | None] = []
+    last, n = 0.0, 0
+    for v in values:
+        if v is None or not math.isfinite(v):
+            out.append(None)
+            continue
+        n += 1
+        last = last * weight + (1 - weight) * v
+        out.append(last / (1 - weight**n))
+    return out
+
+
+def robust_top(series: Sequence[Sequence[float | None]], floor: float = 0.0) -> float | None:
+    """A y-axis top that spikes cannot take over: the ROBUST_QUANTILE of all the values, but at
+    least every series' first value (where a loss curve starts) and floor; None with no data."""
+    values = sorted(v for s in series for v in s if v is not None and math.isfinite(v))
+    if not values:
+        return None
+    firsts = [next((v for v in s if v is not None and math.isfinite(v)), 0.0) for s in series]
+    quantile = values[min(len(values) - 1, int(ROBUST_QUANTILE * len(values)))]
+    top = max([quantile, floor, *firsts]) * 1.08
+    return top if top > 0 else None
+
+
+def clip_marks(fig: go.Figure, points: Sequence[tuple[float, float]], top: float) -> int:
+    """Mark the points above `top` at the chart's edge (one trace, named with their count);
+    returns how many there were."""
+    above = [(x, y) for x, y in points if y is not None and y > top]
+    if above:
+        fig.add_trace(go.Scatter(
+            x=[x for x, _ in above], y=[top * 0.985] * len(above), mode="markers",
+            name=f"{len(above)} point(s) above the chart", hoverinfo="text",
+            hovertext=[f"{y:.4g}" for _, y in above],
+            marker=dict(symbol="triangle-up", size=7, color="#555555")))
+    return len(above)
+
+
+def ending(snap: JobSnapshot) -> str | None:
+    """How a run ended, when that is worth a mark on its curve: a key of ENDINGS, or None."""
+    if snap.status == "cancelled" and ((snap.end or {}).get("summary") or {}).get("time_capped"):
+        return "time_cap"
+    return snap.status if snap.status in ENDINGS else None
+
+
+def end_mark(fig: go.Figure, snap: JobSnapshot, x: float | None, y: float | None,
+             style: Style, top: float | None) -> None:
+    """The way a run ended, marked where its curve stops (held inside the chart)."""
+    key = ending(snap)
+    if key is None or x is None or y is None:
+        return
+    symbol, words = ENDINGS[key]
+    colour = OOM_COLOUR if key in ("diverged", "oom", "failed") else style.colour
+    shown = min(y, top * 0.95) if top else y
+    fig.add_trace(go.Scatter(x=[x], y=[shown], mode="markers+text", text=[words],
+                             textposition="top left", showlegend=False, hoverinfo="text",
+                             hovertext=[f"{words} at {y:.4g}"], legendgroup=str(snap.id),
+                             marker=dict(symbol=symbol, size=14, color=colour,
+                                         line=dict(width=2, color=colour)),
+                             textfont=dict(color=colour)))
+
+
+def layout(fig: go.Figure, title: str, x_title: str, y_title: str, subtitle: str | None = None,
+           **yaxis) -> go.Figure:
+    """Title, axis titles, the legend under the plot (clear of the x title) and margins."""
+    fig.update_layout(
+        title=dict(text=title, subtitle=dict(text=subtitle) if subtitle else None),
+        xaxis_title=x_title, yaxis_title=y_title, height=360,
+        margin=dict(l=60, r=20, t=70 if subtitle else 50, b=50),
+        legend=dict(orientation="h", y=-0.3, yanchor="top"), hovermode="x unified")
+    if yaxis:
+        fig.update_yaxes(**yaxis)
+    return fig
+
+
+def empty(fig: go.Figure, message: str) -> None:
+    """Before any data: a sentence where the plot will be, not meaningless axes."""
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper",
+                       showarrow=False, font=dict(size=14, color="#666666"))
+
+
+def log_x(fig: go.Figure) -> None:
+    fig.update_xaxes(type="log")

@@ -1,0 +1,172 @@
+"""Quantities against batch size from a sweep's points (a log2 axis): throughput, step time
+and its fit, time per epoch, utilisation, and memory by component."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from bsdemo.charts.style import OKABE_ITO, OOM_COLOUR, Chart, batch_colour, layout
+from bsdemo.units import MIB
+
+BREAKDOWN = (("parameters", "Parameters"), ("gradients", "Gradients"),
+             ("optimizer_state", "Optimizer state"), ("activations", "Saved activations"),
+             ("workspace", "Workspace / temporaries"),
+             ("allocator_cache", "Allocator cache (reserved − allocated)"))
+
+
+def _log2_axis(fig: go.Figure, sizes: Sequence[int]) -> None:
+    ticks = sorted(set(sizes)) or [1]
+    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[str(t) for t in ticks],
+                     title="Batch size (log2 scale)")
+
+
+def _vline(fig: go.Figure, x: float, text: str, colour: str) -> None:
+    """A vertical marker on a log x-axis: the line takes data units, an annotation log10 units
+    (plotly's add_vline(annotation_text=...) mixes the two up on log axes)."""
+    fig.add_vline(x=x, line=dict(color=colour, dash="dot"))
+    fig.add_annotation(x=math.log10(x), y=1, yref="paper", text=text, showarrow=False,
+                       xanchor="left", yanchor="bottom", font=dict(size=11, color=colour))
+
+
+def _ok(points: Sequence[dict]) -> list[dict]:
+    return [p for p in points if p["status"] == "ok"]
+
+
+def _oom_marks(fig: go.Figure, points: Sequence[dict], y: float) -> None:
+    ooms = [p for p in points if p["status"] == "oom"]
+    if ooms:
+        fig.add_trace(go.Scatter(
+            x=[p["batch_size"] for p in ooms], y=[y] * len(ooms), mode="markers+text",
+            name="out of memory" + (" (simulated)" if any(p["simulated"] for p in ooms) else ""),
+            marker=dict(color=OOM_COLOUR, size=14, symbol="x"), text=["OOM"] * len(ooms),
+            textposition="top center", hovertext=[p["message"] for p in ooms],
+            hoverinfo="text"))
+
+
+def sweep_throughput_chart(points: Sequence[dict]) -> Chart:
+    ok = _ok(points)
+    fig = go.Figure(go.Scatter(
+        x=[p["batch_size"] for p in ok], y=[p["samples_per_sec"] for p in ok], mode="lines+markers",
+        name="measured", line=dict(color=OKABE_ITO[0]),
+        marker=dict(size=10, color=[batch_colour(p["batch_size"]) for p in ok])))
+    _oom_marks(fig, points, 0)
+    layout(fig, "Throughput against batch size", "Batch size (log2 scale)",
+            "Samples per second (measured)", rangemode="tozero")
+    _log2_axis(fig, [p["batch_size"] for p in points])
+    best = max(ok, key=lambda p: p["samples_per_sec"]) if ok else None
+    alt = (f"Samples per second rise from {ok[0]['samples_per_sec']:,.0f} at batch "
+           f"{ok[0]['batch_size']} to a best of {best['samples_per_sec']:,.0f} at batch "
+           f"{best['batch_size']}." if ok else "No measured points yet.")
+    return Chart(fig, alt, [{"batch size": p["batch_size"], "status": p["status"],
+                             "samples/s": p["samples_per_sec"]} for p in points])
+
+
+def sweep_step_time_chart(points: Sequence[dict], fit: dict | None,
+                          crossover: float | None) -> Chart:
+    ok = _ok(points)
+    sizes = [p["batch_size"] for p in ok]
+    fig = go.Figure(go.Scatter(x=sizes, y=[p["step_time_s"] * 1e3 for p in ok],
+                               mode="markers", name="measured (median step)",
+                               marker=dict(size=10, color=OKABE_ITO[0])))
+    alt = "Step time against batch size."
+    if fit and fit.get("t0_s") is not None and sizes:
+        xs = sorted(set([min(sizes), max(sizes)] + sizes))
+        fig.add_trace(go.Scatter(
+            x=xs, y=[(fit["t0_s"] + fit["t1_s_per_sample"] * b) * 1e3 for b in xs], mode="lines",
+            name=f"fit t(B) = {fit['t0_s'] * 1e3:.3g} ms + {fit['t1_s_per_sample'] * 1e6:.3g} µs·B "
+                 "(predicted)", line=dict(color=OKABE_ITO[1], dash="dash")))
+        fig.add_hline(y=fit["t0_s"] * 1e3, line=dict(color=OKABE_ITO[2], dash="dot"),
+                      annotation_text="fixed overhead t0")
+        alt = (f"Step time is about {fit['t0_s'] * 1e3:.3g} ms of fixed overhead plus "
+               f"{fit['t1_s_per_sample'] * 1e6:.3g} µs per sample (R² {fit['r2_time']:.2f}).")
+        if crossover:
+            _vline(fig, crossover, f"overhead = compute at B ≈ {crossover:.0f}", OKABE_ITO[4])
+            alt += f" The two are equal at batch {crossover:.0f}."
+    layout(fig, "Step time: fixed overhead + per-sample work", "Batch size (log2 scale)",
+            "Time per optimizer step (ms)", rangemode="tozero")
+    _log2_axis(fig, [p["batch_size"] for p in points])
+    return Chart(fig, alt, [{"batch size": p["batch_size"], "step time (ms)": p["step_time_s"] * 1e3}
+                            for p in ok])
+
+
+def sweep_epoch_time_chart(points: Sequence[dict], train_samples: int) -> Chart:
+    ok = _ok(points)
+    rows = [{"batch size": p["batch_size"],
+             "epoch time (s)": math.ceil(train_samples / p["batch_size"]) * p["step_time_s"]}
+            for p in ok]
+    fig = go.Figure(go.Scatter(x=[r["batch size"] for r in rows], y=[r["epoch time (s)"] for r in rows],
+                               mode="lines+markers", name="ceil(N/B) × step time",
+                               line=dict(color=OKABE_ITO[0])))
+    layout(fig, "Time per epoch", "Batch size (log2 scale)",
+            "Seconds per epoch (from measured step times)", rangemode="tozero")
+    _log2_axis(fig, [p["batch_size"] for p in points])
+    fig.update_yaxes(type="log", dtick=1, title="Seconds per epoch (log scale, from measured steps)")
+    alt = (f"Time per epoch falls from {rows[0]['epoch time (s)']:.3g} s at batch "
+           f"{rows[0]['batch size']} to {rows[-1]['epoch time (s)']:.3g} s at batch "
+           f"{rows[-1]['batch size']}." if rows else "No measured points yet.")
+    return Chart(fig, alt, rows)
+
+
+def sweep_utilisation_chart(points: Sequence[dict]) -> Chart:
+    ok = _ok(points)
+    fig = go.Figure(go.Scatter(
+        x=[p["batch_size"] for p in ok], y=[(p["share_of_peak"] or 0) * 100 for p in ok],
+        mode="lines+markers", name="achieved FLOP/s, % of peak", line=dict(color=OKABE_ITO[2])))
+    if any(p["utilization_pct"] is not None for p in ok):
+        fig.add_trace(go.Scatter(
+            x=[p["batch_size"] for p in ok], y=[p["utilization_pct"] for p in ok],
+            mode="lines+markers", name="NVML utilisation (% of time a kernel ran)",
+            line=dict(color=OKABE_ITO[3], dash="dash")))
+    layout(fig, "Utilisation: busy time vs useful work", "Batch size (log2 scale)", "Percent")
+    _log2_axis(fig, [p["batch_size"] for p in points])
+    alt = (f"Achieved FLOP/s rise from {(ok[0]['share_of_peak'] or 0):.1%} of peak at batch "
+           f"{ok[0]['batch_size']} to {(ok[-1]['share_of_peak'] or 0):.1%} at batch "
+           f"{ok[-1]['batch_size']}." if ok else "No measured points yet.")
+    return Chart(fig, alt, [{"batch size": p["batch_size"], "% of peak FLOP/s":
+                             (p["share_of_peak"] or 0) * 100, "NVML %": p["utilization_pct"]}
+                            for p in ok])
+
+
+def memory_breakdown_chart(points: Sequence[dict], fit: dict | None, budget: int | None,
+                           predicted_max: int | None) -> Chart:
+    """Stacked memory components per measured batch, the M(B) fit, the budget and OOM points."""
+    ok = [p for p in _ok(points) if p["memory_breakdown"]]
+    sizes = [p["batch_size"] for p in ok]
+    fig = go.Figure()
+    for i, (key, label) in enumerate(BREAKDOWN):  # stacked areas: bars do not suit a log axis
+        fig.add_trace(go.Scatter(x=sizes, y=[(p["memory_breakdown"].get(key) or 0) / MIB for p in ok],
+                                 name=label, mode="lines+markers", stackgroup="memory",
+                                 line=dict(color=OKABE_ITO[i], width=1)))
+    top = max([p["peak_memory_bytes"] or 0 for p in ok] + [budget or 0]) / MIB
+    alt = "Memory by component against batch size."
+    if fit and fit.get("m0_bytes") is not None:
+        xs = sorted(set(sizes + ([predicted_max] if predicted_max else [])))
+        fig.add_trace(go.Scatter(
+            x=xs, y=[(fit["m0_bytes"] + fit["m_bytes_per_sample"] * b) / MIB for b in xs],
+            mode="lines", name=f"fit M(B) = {fit['m0_bytes'] / MIB:.3g} MiB + "
+                               f"{fit['m_bytes_per_sample'] / 1024:.3g} KiB·B (R² "
+                               f"{fit['r2_memory']:.3f}, predicted)",
+            line=dict(color="#000000", dash="dash")))
+        alt = (f"Memory is {fit['m0_bytes'] / MIB:.3g} MiB that does not depend on the batch plus "
+               f"{fit['m_bytes_per_sample'] / 1024:.3g} KiB per sample (R² {fit['r2_memory']:.3f}).")
+    if budget:
+        fig.add_hline(y=budget / MIB, line=dict(color=OOM_COLOUR, dash="dot"),
+                      annotation_text=f"budget {budget / MIB:,.4g} MiB",
+                      annotation_position="top left")
+        alt += f" The budget is {budget / MIB:,.4g} MiB."
+    if predicted_max:
+        _vline(fig, predicted_max, f"predicted largest batch {predicted_max}", OKABE_ITO[4])
+        alt += f" The fit predicts that batch {predicted_max} is the largest that fits."
+    _oom_marks(fig, points, top * 1.05 if top else 1)
+    ooms = [p["batch_size"] for p in points if p["status"] == "oom"]
+    if ooms:
+        alt += f" Batch {ooms[0]} ran out of memory."
+    layout(fig, "Memory by component", "Batch size (log2 scale)", "Memory (MiB)")
+    _log2_axis(fig, [p["batch_size"] for p in points] + ([predicted_max] if predicted_max else []))
+    rows = [{"batch size": p["batch_size"], "status": p["status"],
+             **{label: (p["memory_breakdown"] or {}).get(key) for key, label in BREAKDOWN},
+             "peak (B)": p["peak_memory_bytes"], "message": p["message"]} for p in points]
+    return Chart(fig, alt, rows)
