@@ -21,10 +21,11 @@ import plotly.graph_objects as go
 
 from bsdemo.runs import JobSnapshot
 
-# Paul Tol's "muted" scheme: nine colours colour-blind readers tell apart. A batch's colour is
-# keyed by log2(batch), in an order where neighbouring powers of two (and batch 256 and 512,
-# where it wraps) sit far apart; batches nine doublings apart share a hue.
-BATCH_PALETTE = ("#332288", "#DDCC77", "#117733", "#CC6677", "#88CCEE", "#882255", "#44AA99",
+# Paul Tol's "muted" scheme, its pale sand swapped for Okabe-Ito's orange (pale lines vanish on
+# a projector): nine colours colour-blind readers tell apart. A batch's colour is keyed by
+# log2(batch), in an order where neighbouring powers of two (and batch 256 and 512, where it
+# wraps) sit far apart; batches nine doublings apart share a hue.
+BATCH_PALETTE = ("#332288", "#E69F00", "#117733", "#CC6677", "#88CCEE", "#882255", "#44AA99",
                  "#AA4499", "#999933")
 # the second channel, for runs that share a batch: the k-th such run's marker and line dash
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "star", "hexagon", "x")

@@ -60,6 +60,11 @@ class Job(JobFacts):
         facts["wait_reason"] = (self.wait_reason if position == 1 else
                                 f"{position - 1} run(s) ahead of it in the queue" if position
                                 else None)
-        return JobSnapshot(**facts, config=vars(self.config).copy(), steps=self.steps.copy(),
+        steps = self.steps.copy()
+        latest = self.latest
+        if latest and steps["step"] and steps["step"][-1] != latest.get("step"):
+            for name, column in steps.items():  # the curves end where the tiles are: at the
+                column.append(latest.get(name))  # newest step, whatever the downsampling kept
+        return JobSnapshot(**facts, config=vars(self.config).copy(), steps=steps,
                            evals=self.evals.copy(), stride=self.steps.stride,
                            queue_position=position, estimated_wait_s=wait, wait_is_bound=bound)

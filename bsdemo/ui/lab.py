@@ -212,6 +212,7 @@ def live_view() -> None:
 
         polled(pending, QUEUED_REFRESH_S if snap.status == "queued" else STARTING_REFRESH_S)
         _body(snap, current)
+        _runs_table(snap)
         return
 
     def view() -> bool:
@@ -221,7 +222,8 @@ def live_view() -> None:
             return False
         _status(now)
         _body(now, current)
-        return now.done  # once: refresh the controls and the history table outside the fragment
+        _runs_table(now)  # tiles, charts and table: one snapshot, one frame
+        return now.done  # once: refresh the controls outside the fragment
 
     polled(view, REFRESH_S if was_active else None)
 
@@ -236,11 +238,9 @@ def _body(snap: JobSnapshot, current: int) -> None:
 
 def _chart_controls() -> tuple[str, float, bool]:
     """(x-axis, smoothing weight, log x) for the run charts, with the tables toggle."""
-    axis_col, smooth_col, log_col, table_col = st.columns([4, 2, 1, 1.4],
-                                                          vertical_alignment="bottom")
-    x_axis = axis_col.segmented_control("x-axis", list(charts.X_AXES), key="x_axis",
-                                        default="steps", format_func=lambda k: charts.X_AXES[k][1],
-                                        required=True) or "steps"
+    x_axis = st.segmented_control("x-axis", list(charts.X_AXES), key="x_axis", default="steps",
+                                  format_func=lambda k: charts.X_AXES[k][1], required=True) or "steps"
+    smooth_col, log_col, table_col = st.columns([3, 1, 1], vertical_alignment="bottom")
     smoothing = smooth_col.slider("Smoothing", 0.0, 0.99, 0.6, 0.01, key="smoothing",
                                   help="An exponential moving average over the per-step curves, "
                                        "as TensorBoard draws it (0 = none); the raw curve stays "
@@ -318,13 +318,21 @@ def _tiles(snap: JobSnapshot) -> None:
 
 
 # ----- history -----
+def _runs_table(current: JobSnapshot) -> None:
+    """The session's runs as a table, the run on screen from the very snapshot its tiles and
+    charts were drawn from."""
+    snaps = [current if j == current.id else scheduler().snapshot(j) for j in session_runs()]
+    st.subheader("Your runs")
+    st.dataframe(charts.runs_table([s for s in snaps if s is not None]), hide_index=True,
+                 key="runs_table")
+
+
 def history() -> None:
+    """Overlays of earlier runs, and the session's runs as downloads."""
     runs = session_runs()
     if not runs:
         return
     snaps = [s for s in (scheduler().snapshot(j) for j in runs) if s is not None]
-    st.subheader("Your runs")
-    st.dataframe(charts.runs_table(snaps), hide_index=True, key="runs_table")
     finished = [s.id for s in snaps if s.done and s.id != runs[-1]]
     labels = {s.id: charts.run_label(s) for s in snaps}
     st.multiselect("Overlay earlier runs on the charts", finished, key="overlays",
