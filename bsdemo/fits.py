@@ -18,6 +18,7 @@ class LinearFit:
     slope: float
     r2: float
     n: int  # points used
+    constrained: bool = False  # the unconstrained intercept was negative: refitted through 0
 
     def predict(self, x: float) -> float:
         return self.intercept + self.slope * x
@@ -45,6 +46,21 @@ def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> LinearFit | None:
     ss_tot = sum((y - my) ** 2 for y in ys)
     r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
     return LinearFit(intercept, slope, r2, n)
+
+
+def nonnegative_fit(xs: Sequence[float], ys: Sequence[float]) -> LinearFit | None:
+    """linear_fit with intercept >= 0: a step cannot take negative time at batch 0. When least
+    squares puts the intercept below 0 (noise at small batches, under load), the line is refitted
+    through the origin and marked constrained; R² is that line's."""
+    fit = linear_fit(xs, ys)
+    if fit is None or fit.intercept >= 0:
+        return fit
+    slope = sum(x * y for x, y in zip(xs, ys, strict=True)) / sum(x * x for x in xs)
+    my = sum(ys) / len(ys)
+    ss_res = sum((y - slope * x) ** 2 for x, y in zip(xs, ys, strict=True))
+    ss_tot = sum((y - my) ** 2 for y in ys)
+    return LinearFit(0.0, slope, 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0, fit.n,
+                     constrained=True)
 
 
 def crossover_batch(step_time: LinearFit) -> float | None:

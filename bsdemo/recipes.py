@@ -8,6 +8,8 @@ results say. Pages and the CLI build their runs here, so a page never re-creates
     best_lr_per_batch    the grid's best learning rate per batch (diverged cells never win)
     over_budget          the runs whose measured peak would not fit a memory budget
     regimes_verdict      what the three regimes' own results show, in words
+    throughput_verdict   what a sweep's fit, knee and peak share show, and how far to trust them
+    contention           how busy other processes kept the CPU while a sweep measured
     best_lr_verdict      what the grid's best learning rates show, in words
 """
 
@@ -132,3 +134,51 @@ def best_lr_verdict(best: dict[int, float]) -> str | None:
         "averages away gradient noise, so it tolerates — and needs — larger steps."
         if rising else ". In your grid the best learning rate does not rise steadily with "
         "the batch: with few epochs and one seed the cells are noisy — try more epochs."))
+
+
+# ----- throughput -----
+CONTENDED = 0.15  # other processes' share of all CPU time above which a sweep says so
+
+
+def contention(points: Sequence[dict[str, Any]]) -> float | None:
+    """The mean share of all CPU time other processes used while the sweep's points ran."""
+    shares = [p["others_cpu_share"] for p in points if p.get("others_cpu_share") is not None]
+    return sum(shares) / len(shares) if shares else None
+
+
+def throughput_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]],
+                       peak_source: str | None) -> str:
+    """What a sweep shows, in words from its own fit, knee and peak share: a fixed overhead
+    only when the fit found one, the fit's quality, and the load it was measured under."""
+    fit = end["fit"]
+    r2 = fit.get("r2_time")
+    quality = f" (R² {r2:.2f})" if r2 is not None else ""
+    if fit.get("t0_s") is None:
+        return "**What your sweep shows.** Too few batch sizes ran to fit a model of step time."
+    if fit.get("t0_constrained") or not fit["t0_s"]:
+        text = ("**What your sweep shows.** Step time grew in proportion to the batch, about "
+                f"**{fit['t1_s_per_sample'] * 1e6:.3g} µs per sample**{quality}: the fit found no "
+                "fixed per-step overhead it could measure (a least-squares line put it below "
+                "zero, so it was held at zero). At these sizes the work per sample dominates; "
+                "try a smaller model or smaller batches to see the overhead.")
+    else:
+        cross = end.get("crossover_batch_size")
+        text = (f"**What your sweep shows.** A step cost about **{fit['t0_s'] * 1e3:.3g} ms** of "
+                "fixed overhead (kernel launches, Python, the optimizer) plus "
+                f"**{fit['t1_s_per_sample'] * 1e6:.3g} µs per sample** — the model "
+                f"t(B) = t0 + t1·B fitted to your points{quality}.")
+        if cross:
+            text += (f" Below batch {cross:.0f} the overhead dominates, so doubling the batch "
+                     "almost doubles samples/s; above it each step grows with the batch.")
+    knee = end.get("knee_batch_size")
+    if knee:
+        text += f" Samples/s come within 10% of your best from batch {knee}."
+    if peak_source:
+        text += (f" The share of peak FLOP/s (peak: {peak_source}) says how much useful "
+                 "arithmetic the device did; NVML's utilisation on a GPU only says a kernel was "
+                 "running.")
+    busy = contention(points)
+    if busy is not None and busy > CONTENDED:
+        text += (f" While it measured, other processes kept about {busy:.0%} of the CPU busy: "
+                 "these rates are lower and noisier than on an idle machine.")
+    return text

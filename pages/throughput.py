@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from bsdemo import charts
+from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
 from bsdemo.ui.widgets import show_chart
@@ -14,8 +14,9 @@ cfg = sweeps.workload("tp")
 choices = sweeps.largest_batches()
 largest = st.select_slider("Largest batch size in the sweep", choices,
                            value=min(1024, choices[-1]), key="tp_largest")
-st.caption(f"Batch sizes 1, 2, 4, … {largest}: 3 warm-up steps, then the median of 8 timed full "
-           "training steps (forward, backward, optimizer step) each, alone on the device.")
+st.caption(f"Batch sizes 1, 2, 4, … {largest}: 3 warm-up steps, then the median of at least 8 "
+           "timed full training steps (forward, backward, optimizer step) each. No other run of "
+           "this lab shares the device meanwhile; other processes' load is measured and shown.")
 sweeps.run_button("tp", "Run sweep", "sweep", cfg,
                   {"batch_sizes": powers_of_two(largest)})
 
@@ -33,11 +34,11 @@ def draw(snap) -> None:
         cols[1].metric("Throughput knee", end["knee_batch_size"],
                        help="Smallest batch within 10% of the best samples/s.")
         cross = end["crossover_batch_size"]
-        cols[2].metric("Overhead = compute at B ≈", f"{cross:.0f}" if cross else "–",
-                       help="t0 / t1 from the fitted step-time model (predicted).")
+        cols[2].metric("Overhead = compute at B ≈", f"{cross:.0f}" if cross else "none measured",
+                       help="t0 / t1 from the fitted step-time model t0 ≥ 0 (predicted).")
     share = best["share_of_peak"]
     cols[3].metric("Share of peak FLOP/s", f"{share:.1%}" if share is not None else "–",
-                   help=start.get("peak_source"))
+                   help=f"Peak: {(end or start).get('peak_source')}.")
     if best.get("tokens_per_sec") and best["tokens_per_sec"] != best["samples_per_sec"]:
         st.caption(f"As tokens: {best['tokens_per_sec']:,.0f} tokens/s at batch "
                    f"{best['batch_size']} (each sample is a sequence of tokens).")
@@ -51,18 +52,7 @@ def draw(snap) -> None:
                                                 end and end["crossover_batch_size"]), "tp_step")
         show_chart(charts.sweep_utilisation_chart(points), "tp_util")
     if end:
-        fit = end["fit"]
-        st.markdown(
-            f"**What your sweep shows.** A step cost about **{fit['t0_s'] * 1e3:.3g} ms** of fixed "
-            f"overhead (kernel launches, Python, the optimizer) plus "
-            f"**{fit['t1_s_per_sample'] * 1e6:.3g} µs per sample** — the model "
-            "t(B) = t0 + t1·B, fitted to your points. Below batch "
-            f"{end['crossover_batch_size'] or 0:.0f} the overhead dominates, so doubling the batch "
-            "almost doubles samples/s; above it each step grows with the batch and samples/s "
-            f"level off (within 10% of the best from batch {end['knee_batch_size']}). The share "
-            f"of peak FLOP/s ({start.get('peak_source')}) says how much useful arithmetic the "
-            "device did; NVML's utilisation on a GPU only says a kernel was running, which can "
-            "read 100% while most of the chip waits.")
+        st.markdown(recipes.throughput_verdict(end, points, end.get("peak_source")))
 
 
 sweeps.job_view("tp", draw)

@@ -331,6 +331,37 @@ class MemoryBook:
                 else None}
 
 
+class HostLoad:
+    """How busy the machine's CPUs were with other processes since this object was made: the
+    system's busy time (/proc/stat) less this process's own CPU time, as a share of all CPU
+    time. None where the system does not say (not Linux). A measurement taken while others ran
+    says so: a class's server, or a shared VM, is never really "alone"."""
+
+    def __init__(self):
+        self._start = self._read()
+
+    @staticmethod
+    def _read() -> tuple[float, float, float] | None:
+        try:
+            with open("/proc/stat", encoding="ascii") as f:
+                fields = [float(v) for v in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
+        own = os.times()
+        return sum(fields) / ticks, (sum(fields) - idle) / ticks, own.user + own.system
+
+    def others_share(self) -> float | None:
+        end = self._read()
+        if self._start is None or end is None:
+            return None
+        total, busy, own = (b - a for a, b in zip(self._start, end, strict=True))
+        if total <= 0:
+            return None
+        return min(max((busy - own) / total, 0.0), 1.0)
+
+
 class NvmlSampler:
     """Samples GPU utilisation, memory used and power every `interval_s` in a daemon thread.
 

@@ -19,6 +19,7 @@ import torch
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.accumulation import accumulation_check
 from bsdemo.engine.finder import find_batch_size
+from bsdemo.engine.flops import cpu_matmul_flops
 from bsdemo.engine.measure import device_info, limit_address_space, resolve_device
 from bsdemo.engine.sweep import sweep
 from bsdemo.engine.train import is_out_of_memory, train
@@ -40,6 +41,8 @@ def main(index: int, tasks, results, cancel, threads: int, memory: tuple = (None
     for _ in train(RunConfig(epochs=None, max_steps=2)):
         pass
     info = device_info(resolve_device("auto"))
+    if info["type"] == "cpu":
+        cpu_matmul_flops()  # the peak's first probe, while this worker is idle
     device_memory, margin = memory
     share = device_memory or info.get("total_memory_bytes")
     info["memory_ceiling_bytes"] = (limit_address_space(int(share * (1 - margin)))

@@ -49,3 +49,13 @@ def test_fit_recovers_any_line(intercept, slope, xs):
     fit = linear_fit(xs, [intercept + slope * x for x in xs])
     assert fit.slope == pytest.approx(slope, abs=1e-6 * (1 + abs(slope)) + 1e-9)
     assert fit.predict(xs[0]) == pytest.approx(intercept + slope * xs[0], rel=1e-6, abs=1e-6)
+
+
+def test_a_negative_intercept_is_held_at_zero():
+    from bsdemo.fits import nonnegative_fit
+
+    xs, ys = [1, 2, 4, 8], [0.5, 2.0, 4.1, 7.9]  # least squares would put t0 below 0
+    assert linear_fit(xs, ys).intercept < 0
+    fit = nonnegative_fit(xs, ys)
+    assert fit.intercept == 0.0 and fit.constrained and 0.9 < fit.slope < 1.1
+    assert not nonnegative_fit([1, 2, 4], [1.1, 1.2, 1.4]).constrained
