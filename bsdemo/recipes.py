@@ -8,6 +8,8 @@ results say. Pages and the CLI build their runs here, so a page never re-creates
     best_lr_per_batch    the grid's best learning rate per batch (diverged cells never win)
     over_budget          the runs whose measured peak would not fit a memory budget
     regimes_verdict      what the three regimes' own results show, in words
+    lr_verdict           what the lr comparison's rules did against the reference
+    lab_verdict          what the Training Lab's runs show: the newest, and the batch extremes
     throughput_verdict   what a sweep's fit, knee and peak share show, and how far to trust them
     contention           how busy other processes kept the CPU while a sweep measured
     best_lr_verdict      what the grid's best learning rates show, in words
@@ -49,18 +51,35 @@ def regime_label(name: str, cfg: RunConfig) -> str:
 
 def regimes_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
     """What the regimes' results (bsdemo.charts.comparison_table rows) show; None until all
-    have a test accuracy."""
-    if not rows or any(r["test accuracy"] is None for r in rows):
+    have ended. Runs that did not finish their epochs (a time cap, a stop, divergence) are named,
+    and accuracy is ranked only among the runs that did: a cap must not pick the winner."""
+    if not rows or any(r["status"] in ("queued", "running") for r in rows):
         return None
+    finished = [r for r in rows if r["status"] == "completed" and r["note"] != "time cap"
+                and r["test accuracy"] is not None]
+    short = [r for r in rows if r not in finished]
     most = max(rows, key=lambda r: r["weight updates"] or 0)
-    fastest = min(rows, key=lambda r: r["wall time (s)"] or math.inf)
-    best = max(rows, key=lambda r: r["test accuracy"])
-    return (f"**What your runs show.** {most['run']} made {most['weight updates']:,} weight "
-            f"updates; {fastest['run']} finished first ({fastest['wall time (s)']:.2f} s of "
-            f"training); {best['run']} reached the best test accuracy "
-            f"({best['test accuracy']:.1%}). The full batch makes one update per epoch, batch 1 "
-            "one per sample and pays the fixed per-step cost each time; compare the three curves "
-            "against weight updates and against seconds to see both effects.")
+    text = f"**What your runs show.** {most['run']} made {most['weight updates']:,} weight updates"
+    timed = [r for r in finished if r["wall time (s)"] is not None]
+    if timed:
+        fastest = min(timed, key=lambda r: r["wall time (s)"])
+        text += (f"; of the runs that finished, {fastest['run']} took the least training time "
+                 f"({fastest['wall time (s)']:.2f} s)")
+    if len(finished) >= 2:
+        best = max(finished, key=lambda r: r["test accuracy"])
+        ties = [r for r in finished if abs(r["test accuracy"] - best["test accuracy"]) < 0.005]
+        text += (f"; {best['run']} reached the best test accuracy ({best['test accuracy']:.1%})"
+                 if len(ties) == 1 else "; " + " and ".join(r["run"] for r in ties)
+                 + f" tied for the best test accuracy ({best['test accuracy']:.1%})")
+    text += "."
+    for r in short:
+        why = {"time cap": "hit its time cap", "diverged": "diverged"}.get(
+            r["note"], "was stopped" if r["status"] == "cancelled" else f"ended {r['status']}")
+        text += (f" {r['run']} {why} before its epochs were done, so its accuracy is not "
+                 "compared with the others (raise the cap, or fewer epochs).")
+    return text + (" The full batch makes one update per epoch, batch 1 one per sample and "
+                   "pays the fixed per-step cost each time: compare the curves against weight "
+                   "updates and against seconds to see both effects.")
 
 
 def over_budget(runs: Sequence[tuple[str, JobSnapshot]], budget: int) -> list[tuple[str, int]]:
@@ -123,17 +142,62 @@ def best_lr_per_batch(cells: Sequence[dict[str, Any]]) -> dict[int, float]:
 
 
 def best_lr_verdict(best: dict[int, float]) -> str | None:
-    """What the grid's best learning rates show; None with fewer than two batches."""
+    """What the grid's best learning rates show; None with fewer than two batches. A rise needs
+    one: the same best lr for every batch is said as such, not as a rise."""
     if len(best) < 2:
         return None
     ordered = [lr for _, lr in sorted(best.items())]
-    rising = all(a <= b for a, b in zip(ordered, ordered[1:], strict=False))
-    return ("**Best lr per batch:** " + ", ".join(
-        f"batch {b} → {lr:g}" for b, lr in sorted(best.items())) + (
-        ". In your grid the best learning rate rises with the batch: a larger batch "
-        "averages away gradient noise, so it tolerates — and needs — larger steps."
-        if rising else ". In your grid the best learning rate does not rise steadily with "
-        "the batch: with few epochs and one seed the cells are noisy — try more epochs."))
+    pairs = list(zip(ordered, ordered[1:], strict=False))
+    listing = "**Best lr per batch:** " + ", ".join(
+        f"batch {b} → {lr:g}" for b, lr in sorted(best.items())) + ". "
+    if all(a == b for a, b in pairs):
+        return listing + ("In your grid every batch has the same best learning rate: the cells "
+                          "are too coarse, or too few epochs, to show it move — try more epochs.")
+    if all(a <= b for a, b in pairs):
+        return listing + ("In your grid the best learning rate rises with the batch: a larger "
+                          "batch averages away gradient noise, so it tolerates — and needs — "
+                          "larger steps.")
+    return listing + ("In your grid the best learning rate does not rise steadily with the "
+                      "batch: with few epochs and one seed the cells are noisy — try more epochs.")
+
+
+def lr_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
+    """What the lr comparison (lr_variants' runs, as comparison_table rows, in that order)
+    shows against the reference; None until all have ended."""
+    if len(rows) != 5 or any(r["status"] in ("queued", "running") for r in rows):
+        return None
+    ref, same, linear, sqrt_rule, warm = rows
+
+    def acc(r: dict[str, Any]) -> str:
+        if r["status"] == "diverged":
+            return "diverged"
+        if r["test accuracy"] is None:
+            return f"no result ({r['status']})"
+        return f"{r['test accuracy']:.1%}" + (" at its time cap" if r["note"] == "time cap"
+                                              else "")
+
+    k = same["batch"] / ref["batch"]
+    text = (f"**What your runs show.** The reference reached {acc(ref)}. With the batch "
+            f"{k:g}× larger and the same lr: {acc(same)}; the "
+            f"linear rule: {acc(linear)}; the square-root rule: {acc(sqrt_rule)}; the linear "
+            f"rule after a warm-up: {acc(warm)}.")
+    if ref["test accuracy"] is not None:
+        recovered = [name for name, r in (("the linear rule", linear),
+                                          ("the square-root rule", sqrt_rule))
+                     if r["test accuracy"] is not None and r["status"] == "completed"
+                     and r["test accuracy"] >= ref["test accuracy"] - 0.01]
+        text += (" " + " and ".join(recovered).capitalize() + " came within a point of the "
+                 "reference." if recovered else " No rule came within a point of the reference "
+                 "at these epochs.")
+    if linear["status"] == "diverged" and warm["status"] != "diverged":
+        text += " Without warm-up the large learning rate blew up; the warm-up prevented it."
+    elif linear["status"] != "diverged" and linear["test accuracy"] is not None \
+            and warm["test accuracy"] is not None:
+        delta = (warm["test accuracy"] - linear["test accuracy"]) * 100
+        text += (f" Without warm-up nothing blew up here, so warm-up had nothing to prevent "
+                 f"(it changed accuracy by {delta:+.1f} points): a larger k, and with it a "
+                 "larger learning rate, is where warm-up matters.")
+    return text
 
 
 # ----- throughput -----
@@ -181,4 +245,76 @@ def throughput_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]],
     if busy is not None and busy > CONTENDED:
         text += (f" While it measured, other processes kept about {busy:.0%} of the CPU busy: "
                  "these rates are lower and noisier than on an idle machine.")
+    return text
+
+
+# ----- the Training Lab -----
+def _summary(snap: JobSnapshot) -> dict[str, Any]:
+    return (snap.end or {}).get("summary") or {}
+
+
+def _effective(snap: JobSnapshot) -> int:
+    return snap.config["batch_size"] * snap.config["accumulation_steps"]
+
+
+def _how_it_ended(snap: JobSnapshot) -> str:
+    s = _summary(snap)
+    if snap.status == "completed":
+        return ""
+    if s.get("time_capped"):
+        return " It hit its time cap before its budget was done."
+    return {"cancelled": " It was stopped before its budget was done.",
+            "diverged": " Its loss diverged: the learning rate was too large for it.",
+            "oom": " It ran out of memory."}.get(snap.status, f" It {snap.status}.")
+
+
+def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
+    """What the session's finished training runs show, from their own numbers: the newest, and
+    the smallest against the largest effective batch when they trained alike (same epochs, same
+    lr, both completed). None before any run has ended."""
+    done = [s for s in runs if s.done and s.kind == "train" and _summary(s).get("steps")]
+    if not done:
+        return None
+    new = done[-1]
+    s, b = _summary(new), _effective(new)
+    acc = s.get("test_accuracy")
+    rate = s.get("samples_per_sec")
+    text = (f"**What your runs show.** Run #{new.id} at batch {b} made {s['steps']:,} optimizer "
+            f"steps ({s.get('epochs', 0):.3g} epochs) in {s.get('wall_time_s', 0):.2f} s"
+            + (f", a median {rate:,.0f} samples/s" if rate else "")
+            + (f", and reached {acc:.1%} test accuracy" if acc is not None else "") + "."
+            + _how_it_ended(new))
+    if new.shared_device:
+        text += " Another run shared the device meanwhile, so its speed was shared too."
+    alike = [r for r in done if r.status == "completed" and not _summary(r).get("time_capped")
+             and r.config["epochs"] == new.config["epochs"] and r.config["lr"] == new.config["lr"]]
+    small = min(alike, key=_effective, default=None)
+    large = max(alike, key=_effective, default=None)
+    if small is None or _effective(small) == _effective(large):
+        return text + (" Run it again at another batch size (same epochs and lr) to compare.")
+    ss, ls = _summary(small), _summary(large)
+    ks, kl = _effective(small), _effective(large)
+    text += (f" Batch {kl} made {ls['steps'] / ls['epochs']:.0f} updates per epoch against "
+             f"batch {ks}'s {ss['steps'] / ss['epochs']:.0f}")
+    if ss.get("samples_per_sec") and ls.get("samples_per_sec"):
+        text += (f" and processed {ls['samples_per_sec'] / ss['samples_per_sec']:.1f}× the "
+                 "samples per second")
+    text += "."
+    if ss.get("test_accuracy") is not None and ls.get("test_accuracy") is not None:
+        gap = (ss["test_accuracy"] - ls["test_accuracy"]) * 100
+        if gap > 2:
+            text += (f" After the same epochs and learning rate it reached "
+                     f"{ls['test_accuracy']:.1%} against {ss['test_accuracy']:.1%}: fewer "
+                     "updates of the same size learn less per epoch — raise the learning rate "
+                     "with the batch (Learning-rate scaling) or train longer.")
+        elif gap < -2:
+            text += (f" It also reached a better test accuracy ({ls['test_accuracy']:.1%} "
+                     f"against {ss['test_accuracy']:.1%}): the small batch's noisy updates "
+                     "cost it more than the lost updates cost the large one here.")
+        else:
+            text += (f" Both reached about the same test accuracy ({ls['test_accuracy']:.1%} "
+                     f"and {ss['test_accuracy']:.1%}).")
+    if ss.get("peak_memory_bytes") and ls.get("peak_memory_bytes"):
+        text += (f" Its peak memory was {ls['peak_memory_bytes'] / ss['peak_memory_bytes']:.1f}× "
+                 f"as much ({ls.get('memory_source', 'measured')}).")
     return text

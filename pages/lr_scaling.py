@@ -28,7 +28,11 @@ sweeps.group_button("lr", "Compare", [v for _, v in variants], [n for n, _ in va
 
 def draw(snaps) -> None:
     show_chart(charts.labelled_loss_chart(snaps, "epochs"), "lr_loss")
-    st.dataframe(charts.comparison_table(snaps), hide_index=True, key="lr_table")
+    rows = charts.comparison_table(snaps)
+    st.dataframe(rows, hide_index=True, key="lr_table")
+    verdict = recipes.lr_verdict(rows)
+    if verdict:
+        st.markdown(verdict)
 
 
 sweeps.group_view("lr", draw)

@@ -17,11 +17,10 @@ lab.run_controls(cfg)
 lab.live_view()
 lab.history()
 
-st.markdown(
-    "**What your runs show.** Each optimizer step used one *effective batch* (micro-batch × "
+verdict = lab.verdict()
+st.markdown(verdict or (
+    "**What to look for.** Each optimizer step uses one *effective batch* (micro-batch × "
     "accumulation steps); an epoch is ceil(N / effective batch) steps, so a small batch makes "
-    "many cheap, noisy updates and a large one a few expensive, smoother ones. Compare the "
-    "loss against *optimizer steps* and against *samples seen*: the same data, two different "
-    "stories. The samples/s tile is a median over measured steps (the first few are warm-up "
-    "and excluded); on the CPU, memory is *accounted* — parameters, gradients, optimizer "
-    "state and the activations saved for the backward pass, counted exactly.")
+    "many cheap, noisy updates and a large one a few expensive, smoother ones. Run once, then "
+    "again at another batch size with the same epochs: this paragraph then says what your two "
+    "runs showed."))

@@ -181,7 +181,8 @@ def memory_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", log: bool =
                             unit=" MiB", log=log)
     if "accounted" in sources:
         chart.alt += (" On the CPU this is accounted memory: parameters, gradients, optimizer "
-                      "state and saved activations, counted exactly.")
+                      "state and saved activations — exact for what it counts, a lower bound on "
+                      "what the process holds.")
     return chart
 
 

@@ -3,9 +3,11 @@
 Memory has three sources, named in every event so a chart can label it:
 - "cuda allocator": torch.cuda counters; the peak counter is reset at the start of every step.
 - "mps allocator": what torch.mps reports (current and driver-held; MPS has no peak counter).
-- "accounted" (CPU): the bytes we can count exactly — parameters, gradients, optimizer state and
-  the activations autograd saves for the backward pass (counted with saved-tensor hooks). The
-  CPU allocator reports nothing usable, so this is a model of memory, and labelled so.
+- "accounted" (CPU): the tensors we can count exactly — parameters, gradients, optimizer state
+  and the activations autograd saves for the backward pass (counted with saved-tensor hooks).
+  The CPU allocator reports nothing usable, so this is a model of memory, and labelled so: a
+  lower bound on what the process holds (the allocator's slack, the interpreter and libraries
+  come on top), whose resident size (`process_rss`) every run summary reports beside it.
 """
 
 from __future__ import annotations
@@ -121,6 +123,15 @@ def _host_memory_bytes() -> int | None:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
+        return None
+
+
+def process_rss() -> int | None:
+    """This process's resident memory now, in bytes (None where the system does not say)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
         return None
 
 

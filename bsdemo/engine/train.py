@@ -28,6 +28,7 @@ from bsdemo.engine.measure import (
     NvmlSampler,
     SimulatedOutOfMemoryError,
     device_info,
+    process_rss,
     resolve_device,
     set_cuda_budget,
     synchronize,
@@ -310,6 +311,7 @@ class _Tally:
     step_times: list[float] = field(default_factory=list)
     eval_time: float = 0.0
     t_origin: float = field(default_factory=time.perf_counter)
+    rss_start: int | None = field(default_factory=process_rss)  # the process, before training
     last: dict = field(default_factory=lambda: dict.fromkeys(
         ("step", "train_loss", "train_accuracy", "test_loss", "test_accuracy")))
 
@@ -368,7 +370,9 @@ def _summary(cfg: RunConfig, tally: _Tally, book: MemoryBook, device_name: str) 
             "memory_source": book.meter.source, "final_train_loss": last["train_loss"],
             "final_train_accuracy": last["train_accuracy"], "test_loss": last["test_loss"],
             "test_accuracy": last["test_accuracy"], "evaluated_at_step": last["step"],
-            "device": device_name, "warmup_steps_excluded": steady.start}
+            "device": device_name, "warmup_steps_excluded": steady.start,
+            # beside accounted memory: what the whole process held (a CPU's only real figure)
+            "process_rss_bytes": process_rss(), "process_rss_start_bytes": tally.rss_start}
 
 
 def _out_of_memory(run: Prepared, book: MemoryBook, text: str, simulated: bool,

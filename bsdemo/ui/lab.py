@@ -13,7 +13,7 @@ import time
 
 import streamlit as st
 
-from bsdemo import charts, export
+from bsdemo import charts, export, recipes
 from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, ConfigError, RunConfig, config_from_query, parse_run_id
 from bsdemo.plaintext import plain
 from bsdemo.presets import PRESETS, preset_of
@@ -313,8 +313,14 @@ def _tiles(snap: JobSnapshot) -> None:
     final = ((snap.end or {}).get("summary") or {}).get("samples_per_sec")
     rate = final if final is not None else statistics.median(rates) if rates else None
     cols[3].metric("Samples/s (median, measured)", f"{rate:,.0f}" if rate is not None else "–")
+    rss = ((snap.end or {}).get("summary") or {}).get("process_rss_bytes")
     cols[4].metric(f"Peak memory ({source or 'measured'})",
-                   f"{max(peaks) / MIB:,.2f} MiB" if peaks else "–")
+                   f"{max(peaks) / MIB:,.2f} MiB" if peaks else "–",
+                   help=("Accounted: the tensors counted exactly (parameters, gradients, optimizer "
+                         "state, saved activations) — a lower bound on what the process holds."
+                         + (f" The worker process held {rss / MIB:,.0f} MiB at the end (resident "
+                            "size: interpreter, libraries and the allocator's slack too)."
+                            if rss else "")) if source == "accounted" else None)
 
 
 # ----- history -----
@@ -325,6 +331,12 @@ def _runs_table(current: JobSnapshot) -> None:
     st.subheader("Your runs")
     st.dataframe(charts.runs_table([s for s in snaps if s is not None]), hide_index=True,
                  key="runs_table")
+
+
+def verdict() -> str | None:
+    """What this session's runs show (bsdemo.recipes.lab_verdict), or None before one ended."""
+    snaps = [scheduler().snapshot(j) for j in session_runs()]
+    return recipes.lab_verdict([s for s in snaps if s is not None])
 
 
 def history() -> None:

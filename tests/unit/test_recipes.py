@@ -41,3 +41,59 @@ def test_regimes_match_the_cli_and_clamp_to_the_training_set():
     assert all(c.accumulation_steps == 1 and c.max_steps is None and c.epochs == 2
                for _, c in runs)
     assert [recipes.regime_label(name, c) for name, c in runs][1] == f"full batch ({n})"
+
+
+def row(run, acc, status="completed", note="", batch=32, updates=100, wall=1.0):
+    return {"run": run, "test accuracy": acc, "status": status, "note": note, "batch": batch,
+            "weight updates": updates, "wall time (s)": wall}
+
+
+def test_a_capped_regime_is_named_and_not_ranked():
+    rows = [row("SGD (batch 1)", 0.95, status="cancelled", note="time cap", updates=4000,
+                wall=20.0),
+            row("full batch (1437)", 0.11, updates=5, wall=0.2),
+            row("mini-batch (32)", 0.93, updates=225, wall=0.6)]
+    text = recipes.regimes_verdict(rows)
+    assert "SGD (batch 1) hit its time cap" in text
+    assert "mini-batch (32) reached the best test accuracy" in text
+    assert "SGD (batch 1) reached" not in text
+    assert recipes.regimes_verdict([row("a", None, status="running")]) is None
+
+
+def test_regimes_with_equal_accuracy_tie_rather_than_rank():
+    rows = [row("SGD (batch 1)", 0.931), row("full batch", 0.2), row("mini-batch", 0.933)]
+    assert "tied for the best" in recipes.regimes_verdict(rows)
+
+
+def test_the_lr_verdict_speaks_from_the_runs():
+    rows = [row("ref", 0.97, batch=16), row("same", 0.84, batch=128),
+            row("linear", 0.972, batch=128), row("sqrt", 0.95, batch=128),
+            row("warm", 0.968, batch=128)]
+    text = recipes.lr_verdict(rows)
+    assert "8× larger" in text and "The linear rule came within a point" in text
+    assert "nothing blew up here" in text and "-0.4 points" in text
+    rows[2] = row("linear", None, status="diverged", batch=128)
+    assert "the warm-up prevented it" in recipes.lr_verdict(rows)
+    assert recipes.lr_verdict(rows[:4]) is None
+
+
+def test_a_flat_grid_row_is_not_a_rise():
+    assert "same best learning rate" in recipes.best_lr_verdict({8: 0.1, 64: 0.1, 512: 0.1})
+
+
+def test_the_lab_verdict_compares_batches_that_trained_alike():
+    from tests.unit.test_charts import fake_snapshot
+
+    assert recipes.lab_verdict([]) is None
+    small, large = fake_snapshot(1, 32), fake_snapshot(2, 1024)
+    small.end["summary"].update(steps=450, epochs=10.0, wall_time_s=2.0, test_accuracy=0.96)
+    large.end["summary"].update(steps=20, epochs=10.0, wall_time_s=0.5, test_accuracy=0.47,
+                                samples_per_sec=9630.0)
+    text = recipes.lab_verdict([small, large])
+    assert text.startswith("**What your runs show.** Run #2 at batch 1024 made 20 optimizer")
+    assert "2 updates per epoch against batch 32's 45" in text and "3.0×" in text
+    assert "47.0% against 96.0%" in text
+    large.status = "cancelled"
+    large.end["summary"]["time_capped"] = True
+    capped = recipes.lab_verdict([small, large])
+    assert "hit its time cap" in capped and "against 96.0%" not in capped
