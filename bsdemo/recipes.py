@@ -10,6 +10,8 @@ results say. Pages and the CLI build their runs here, so a page never re-creates
     regimes_verdict      what the three regimes' own results show, in words
     lr_verdict           what the lr comparison's rules did against the reference
     lab_verdict          what the Training Lab's runs show: the newest, and the batch extremes
+    accumulation_verdict whether accumulation matched one big batch: gradients, then parameters
+    layer_rows           the accumulation check's per-parameter table, named for people
     throughput_verdict   what a sweep's fit, knee and peak share show, and how far to trust them
     contention           how busy other processes kept the CPU while a sweep measured
     best_lr_verdict      what the grid's best learning rates show, in words
@@ -318,3 +320,36 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
         text += (f" Its peak memory was {ls['peak_memory_bytes'] / ss['peak_memory_bytes']:.1f}× "
                  f"as much ({ls.get('memory_source', 'measured')}).")
     return text
+
+
+# ----- gradient accumulation -----
+def accumulation_verdict(r: dict[str, Any]) -> tuple[str, str]:
+    """(level "success" | "warning" | "error", text) for an accum_check result: equivalent only
+    when the first step's gradients agree and the parameters still agree after every step."""
+    head = (f"Relative gradient difference **{r['rel_grad_diff']:.3g}** at the first step; "
+            f"largest parameter difference after {r['steps']} steps "
+            f"**{r['max_abs_param_diff']:.3g}** — ")
+    if not r["equivalent"]:
+        return "error", head + "the accumulated gradient is not one big batch's: NOT equivalent."
+    if r.get("drift_grew"):
+        return "warning", head + (
+            "the gradients agree to float32 rounding, but over the steps that rounding grew: "
+            "accumulation sums the same numbers in another order, and a model can amplify the "
+            "tiny difference (normalisation layers divide by small variances). The same "
+            "computation, not the same bits.")
+    return "success", head + ("equivalent: what is left is float32 rounding (summing in a "
+                              "different order), at the first step and after the last.")
+
+
+def layer_rows(per_layer: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The per-parameter gradient differences with names a person reads ("net.1.weight" ->
+    "layer 1 weights")."""
+    def name(raw: str) -> str:
+        parts = raw.split(".")
+        kind = {"weight": "weights", "bias": "biases"}.get(parts[-1], parts[-1])
+        index = next((p for p in reversed(parts[:-1]) if p.isdigit()), None)
+        return f"layer {index} {kind}" if index is not None else f"{'.'.join(parts[:-1])} {kind}"
+
+    return [{"parameter": name(row["layer"]),
+             "largest gradient difference": row["max_abs_grad_diff"],
+             "gradient norm": row["grad_norm"]} for row in per_layer]

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from bsdemo import recipes
 from bsdemo.config import RunConfig
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
@@ -29,11 +30,8 @@ def draw(snap) -> None:
     r = snap.result
     if r is None:
         return
-    verdict = st.success if r["equivalent"] else st.error
-    verdict(f"Relative gradient difference **{r['rel_grad_diff']:.3g}**, max |Δparameter| after "
-            f"{r['steps']} steps **{r['max_abs_param_diff']:.3g}** — "
-            + ("equivalent: what is left is float32 rounding (summing in a different order)."
-               if r["equivalent"] else "NOT equivalent."))
+    level, text = recipes.accumulation_verdict(r)
+    {"success": st.success, "warning": st.warning, "error": st.error}[level](text)
     cols = st.columns(4)
     cols[0].metric(f"Peak memory, one batch of {r['effective_batch_size']}",
                    format_bytes(r["big_peak_memory_bytes"]))
@@ -41,7 +39,9 @@ def draw(snap) -> None:
                    format_bytes(r["accumulated_peak_memory_bytes"]), help=r["memory_source"])
     cols[2].metric("Samples/s, one batch", f"{r['big_samples_per_sec']:,.0f}")
     cols[3].metric("Samples/s, accumulated", f"{r['accumulated_samples_per_sec']:,.0f}")
-    st.dataframe(r["per_layer"], hide_index=True, key="acc_layers")
+    st.dataframe(recipes.layer_rows(r["per_layer"]), hide_index=True, key="acc_layers",
+                 column_config={c: st.column_config.NumberColumn(format="%.2e") for c in (
+                     "largest gradient difference", "gradient norm")})
     why = []
     if r["unscaled_loss"]:
         why.append(f"Without the 1/k the summed gradient is k = {r['accumulation_steps']} times "

@@ -7,7 +7,7 @@ import streamlit as st
 from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
-from bsdemo.ui.widgets import LR_CHOICES, show_chart
+from bsdemo.ui.widgets import LR_CHOICES, show_chart, show_table
 
 lesson_header("lr_scaling")
 
@@ -29,7 +29,7 @@ sweeps.group_button("lr", "Compare", [v for _, v in variants], [n for n, _ in va
 def draw(snaps) -> None:
     show_chart(charts.labelled_loss_chart(snaps, "epochs"), "lr_loss")
     rows = charts.comparison_table(snaps)
-    st.dataframe(rows, hide_index=True, key="lr_table")
+    show_table(rows, "lr_table")
     verdict = recipes.lr_verdict(rows)
     if verdict:
         st.markdown(verdict)

@@ -5,7 +5,7 @@ import streamlit as st
 from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
-from bsdemo.ui.widgets import show_chart
+from bsdemo.ui.widgets import show_chart, show_table
 from bsdemo.units import format_bytes
 
 lesson_header("regimes")
@@ -33,7 +33,7 @@ def draw(snaps) -> None:
             show_chart(charts.labelled_loss_chart(snaps, axis, log=axis != "epochs"),
                        f"reg_loss_{axis}")
     rows = charts.comparison_table(snaps)
-    st.dataframe(rows, hide_index=True, key="reg_table")
+    show_table(rows, "reg_table")
     for label, peak in recipes.over_budget(snaps, budget) if budget else []:
         st.error(f"{label} needs {format_bytes(peak)}: it would not fit in a "
                  f"{format_bytes(budget)} budget.", icon=":material/error:")

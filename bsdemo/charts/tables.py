@@ -19,14 +19,17 @@ def runs_table(runs: Sequence[JobSnapshot]) -> list[dict[str, Any]]:
         latest = snap.latest or {}
         peak = summary.get("peak_memory_bytes")
         rows.append({
-            "run": snap.id, "status": snap.status, "dataset": cfg["dataset"], "model": cfg["model"],
-            "batch": cfg["batch_size"], "accum": cfg["accumulation_steps"],
-            "effective batch": effective_batch(snap), "lr": cfg["lr"], "optimizer": cfg["optimizer"],
+            "run": snap.id, "status": snap.status,
+            "workload": f"{cfg['dataset']} · {cfg['model']}",
+            "effective batch": effective_batch(snap),
+            "micro-batch × accumulation": f"{cfg['batch_size']} × {cfg['accumulation_steps']}"
+            if cfg["accumulation_steps"] > 1 else "",
+            "lr": cfg["lr"], "optimizer": cfg["optimizer"],
             "steps": summary.get("steps", latest.get("step")),
             "samples/s (median)": summary.get("samples_per_sec"),
             "peak memory (MiB)": peak / MIB if peak else None,
             "test accuracy": summary.get("test_accuracy"),
-            "device": summary.get("device"), "shared device": snap.shared_device})
+            "shared device": snap.shared_device})
     return rows
 
 
@@ -46,3 +49,35 @@ def comparison_table(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, 
             "note": "time cap" if s.get("time_capped") else ("diverged" if snap.status == "diverged"
                                                              else "")})
     return rows
+
+
+def for_people(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Rows as a person reads them, and each number column's display format (printf style, or
+    "localized" for thousands separators): accuracies in percent, rates whole, seconds and MiB
+    to two decimals, flags as "yes", and a column that says nothing in any row left out."""
+    if not rows:
+        return [], {}
+    names = list(rows[0])
+    keep = [n for n in names if any(r.get(n) not in (None, "", False) for r in rows)
+            or n in ("run", "status", "test accuracy")]
+    shown: list[dict[str, Any]] = [{} for _ in rows]
+    formats: dict[str, str] = {}
+    for name in keep:
+        label, scale, digits, fmt = name, 1.0, None, None
+        if "accuracy" in name:
+            label, scale, digits, fmt = f"{name} (%)", 100.0, 1, "%.1f"
+        elif name.startswith("samples/s") or name in ("steps", "weight updates"):
+            digits, fmt = 0, "localized"
+        elif "(MiB)" in name or "(s)" in name:
+            digits, fmt = 2, "%.2f"
+        for out, row in zip(shown, rows, strict=True):
+            value = row.get(name)
+            if isinstance(value, bool):
+                value = "yes" if value else ""
+            elif isinstance(value, float) and digits is not None:
+                value = round(value * scale, digits)
+                value = int(value) if digits == 0 else value
+            out[label] = value
+        if fmt:
+            formats[label] = fmt
+    return shown, formats

@@ -21,7 +21,14 @@ from bsdemo.runs import JobSnapshot
 from bsdemo.scheduler import ActiveRunError
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs
-from bsdemo.ui.widgets import LR_CHOICES, OPTIMIZER_LABELS, REFRESH_S, polled, show_chart
+from bsdemo.ui.widgets import (
+    LR_CHOICES,
+    OPTIMIZER_LABELS,
+    REFRESH_S,
+    polled,
+    show_chart,
+    show_table,
+)
 from bsdemo.units import MIB
 
 # status-only polls before the first point: every poll costs each browser ~60 ms of main-thread
@@ -329,8 +336,7 @@ def _runs_table(current: JobSnapshot) -> None:
     charts were drawn from."""
     snaps = [current if j == current.id else scheduler().snapshot(j) for j in session_runs()]
     st.subheader("Your runs")
-    st.dataframe(charts.runs_table([s for s in snaps if s is not None]), hide_index=True,
-                 key="runs_table")
+    show_table(charts.runs_table([s for s in snaps if s is not None]), "runs_table")
 
 
 def verdict() -> str | None:

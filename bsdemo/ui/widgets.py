@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from bsdemo.charts import Chart
+from bsdemo.charts import Chart, for_people
 from bsdemo.ui.state import owner, scheduler
 
 REFRESH_S = 0.5  # a running job's view polls this often (>= 1 update/s as promised)
@@ -25,6 +25,15 @@ def show_chart(chart: Chart, key: str) -> None:
     st.plotly_chart(chart.figure, key=key, alt=chart.alt, config={"displaylogo": False})
     if st.session_state.get("show_tables"):  # opt-in: re-sending tables every poll is costly
         st.dataframe(chart.table, hide_index=True, key=f"{key}_table", height=200)
+
+
+def show_table(rows: list[dict], key: str, height: int | None = None) -> None:
+    """Rows as a table for people (bsdemo.charts.for_people): formatted numbers with units,
+    empty columns left out."""
+    shown, formats = for_people(rows)
+    config = {name: st.column_config.NumberColumn(format=fmt) for name, fmt in formats.items()}
+    st.dataframe(shown, hide_index=True, key=key, column_config=config,
+                 **({"height": height} if height else {}))
 
 
 def polled(draw: Callable[[], bool], every: float | None) -> None:

@@ -229,3 +229,13 @@ def test_lr_grid_axes_are_categories_and_missing_cells_say_why():
     heat = chart.figure.data[0]
     assert chart.figure.layout.yaxis.type == "category"
     assert heat.text[1][0] == "time cap" and heat.text[1][1] == "not run"
+
+
+def test_tables_for_people_format_numbers_and_drop_empty_columns():
+    snap = fake_snapshot(1, 32)
+    snap.end["summary"]["test_accuracy"] = 0.97012
+    rows, formats = charts.for_people(charts.runs_table([snap]))
+    assert rows[0]["test accuracy (%)"] == 97.0 and formats["test accuracy (%)"] == "%.1f"
+    assert rows[0]["samples/s (median)"] == 3210 and formats["samples/s (median)"] == "localized"
+    assert "shared device" not in rows[0] and "micro-batch × accumulation" not in rows[0]
+    assert charts.for_people([]) == ([], {})

@@ -97,3 +97,14 @@ def test_the_lab_verdict_compares_batches_that_trained_alike():
     large.end["summary"]["time_capped"] = True
     capped = recipes.lab_verdict([small, large])
     assert "hit its time cap" in capped and "against 96.0%" not in capped
+
+
+def test_accumulation_is_equivalent_only_if_the_parameters_still_agree():
+    r = {"rel_grad_diff": 1.7e-7, "max_abs_param_diff": 1e-8, "steps": 5, "equivalent": True,
+         "drift_grew": False}
+    assert recipes.accumulation_verdict(r)[0] == "success"
+    level, text = recipes.accumulation_verdict(r | {"max_abs_param_diff": 2e-4, "drift_grew": True})
+    assert level == "warning" and "rounding grew" in text and "— equivalent" not in text
+    assert recipes.accumulation_verdict(r | {"equivalent": False})[1].endswith("NOT equivalent.")
+    assert recipes.layer_rows([{"layer": "net.1.weight", "max_abs_grad_diff": 0.0,
+                                "grad_norm": 1.0}])[0]["parameter"] == "layer 1 weights"
