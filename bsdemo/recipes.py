@@ -12,6 +12,7 @@ results say. Pages and the CLI build their runs here, so a page never re-creates
     lab_verdict          what the Training Lab's runs show: the newest, and the batch extremes
     accumulation_verdict whether accumulation matched one big batch: gradients, then parameters
     layer_rows           the accumulation check's per-parameter table, named for people
+    simulated_device     the finder's default memory budget on a CPU, sized to the model
     throughput_verdict   what a sweep's fit, knee and peak share show, and how far to trust them
     contention           how busy other processes kept the CPU while a sweep measured
     best_lr_verdict      what the grid's best learning rates show, in words
@@ -24,6 +25,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from bsdemo import footprint
 from bsdemo.config import RunConfig
 from bsdemo.runs import JobSnapshot
 
@@ -353,3 +355,19 @@ def layer_rows(per_layer: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"parameter": name(row["layer"]),
              "largest gradient difference": row["max_abs_grad_diff"],
              "gradient norm": row["grad_norm"]} for row in per_layer]
+
+
+# ----- the finder -----
+FINDER_DEVICE_BATCH = 256  # the simulated device holds about this batch of the chosen model
+
+
+def simulated_device(cfg: RunConfig, margin: float) -> tuple[int, int]:
+    """(bytes, batch) of the finder's default device on a CPU, where nothing limits memory (the
+    host's gigabytes fit the whole training set of any model here, and "use the full batch" is
+    no lesson): what the model's predicted footprint needs at about FINDER_DEVICE_BATCH (at most
+    half the training set), with the margin on top."""
+    checked = cfg.validated()[0]
+    batch = max(1, min(FINDER_DEVICE_BATCH, checked.train_samples // 2))
+    need = footprint.predict(dataclasses.replace(checked, batch_size=batch,
+                                                 accumulation_steps=1)).peak
+    return int(need / (1.0 - margin)), batch

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from bsdemo import recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
 from bsdemo.units import format_bytes
@@ -9,7 +10,13 @@ from bsdemo.units import format_bytes
 lesson_header("finder")
 
 cfg = sweeps.workload("find")
-budget = sweeps.budget_widget("find", allow_none=True)
+cpu = (sweeps.scheduler().device_info or {}).get("type", "cpu") == "cpu"
+device, about = recipes.simulated_device(cfg, 0.10)
+budget = sweeps.budget_widget("find", default=device if cpu else None, allow_none=True)
+if cpu:
+    st.caption(f"Nothing limits memory on this CPU, so the default budget is a simulated device "
+               f"of about {format_bytes(device)}: what this model is predicted to need at batch "
+               f"{about}, with the margin. Choose “the device's own” for this machine's memory.")
 left, right = st.columns(2)
 margin = left.slider("Safety margin (share of memory kept free)", 0.0, 0.5, 0.1, 0.05,
                      key="find_margin")

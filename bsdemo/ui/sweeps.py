@@ -20,7 +20,8 @@ from bsdemo.ui.state import client_address, owner, scheduler, session_runs
 from bsdemo.ui.widgets import OPTIMIZER_LABELS, REFRESH_S, polled
 from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
 
-CPU_BUDGETS = [m * MIB for m in (1.5, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 512, 1024)]
+CPU_BUDGETS = [m * MIB for m in (0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128,
+                                  256, 512, 1024)]
 GPU_BUDGETS = [g * GIB for g in (0.25, 0.5, 1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 128)]
 
 

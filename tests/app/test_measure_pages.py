@@ -59,3 +59,14 @@ def test_finder_page_recommends_a_tested_batch():
     probes = at.dataframe[0].value
     assert 250 in list(probes["batch size"]) and len(probes) <= 5
     assert "linear rule" in " ".join(m.value for m in at.markdown)
+
+
+def test_the_finders_default_on_a_cpu_has_something_to_find():
+    """The host's gigabytes fit any batch of these models: the default budget is a simulated
+    device sized to the model, so the answer is a measured size well below the full batch."""
+    at = open_page("pages/finder.py")
+    assert any("simulated device" in c.value for c in at.caption)
+    at.button(key="find_run").click().run()
+    run_until(at, lambda a: bool(a.success) or bool(a.error))
+    batch = int(at.success[0].value.split("Use batch ")[1].split(".")[0].split()[0])
+    assert 32 <= batch < 1438 // 2 and batch in list(at.dataframe[0].value["batch size"])
