@@ -13,7 +13,7 @@ import dataclasses
 import time
 
 from bsdemo.config import RunConfig
-from bsdemo.engine.regimes import regime_configs
+from bsdemo.recipes import regime_configs
 from bsdemo.scheduler import Scheduler
 
 

@@ -55,11 +55,13 @@ LESSONS = (
            "and number of epochs: weight updates, wall time, memory and accuracy.",
            "with the same 5 epochs, which regime makes the most weight updates, which finishes "
            "first, and which ends with the best test accuracy?"),
-    Lesson(5, "Learning-rate scaling", "Scale the lr with the batch (linear or √ rule) and warm "
-           "it up.", "lr_scaling", ":material/trending_up:",
+    Lesson(5, "Learning-rate scaling", "Scale the lr with the batch: what the linear and √ "
+           "rules win back, and what warm-up changed.", "lr_scaling", ":material/trending_up:",
            "see that multiplying the batch by k without touching the learning rate trains worse "
-           "per epoch, that the linear rule (lr × k) or the square-root rule (lr × √k) recovers "
-           "it, and that a warm-up keeps a large learning rate from blowing up early.",
+           "per epoch, and how much of that the linear rule (lr × k) and the square-root rule "
+           "(lr × √k) win back. A warm-up ramps the learning rate up over the first epoch; the "
+           "page reports what it changed in your runs (at these defaults nothing blows up "
+           "without it).",
            "at 8× the batch and the same lr, will 10 epochs reach the same accuracy? What if the "
            "lr is 8× too?"),
     Lesson(6, "Gradient accumulation", "k micro-batches of b = one batch of k·b, at the memory "

@@ -239,7 +239,11 @@ def throughput_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]],
             text += (f" Below batch {cross:.0f} the overhead dominates, so doubling the batch "
                      "almost doubles samples/s; above it each step grows with the batch.")
     knee = end.get("knee_batch_size")
-    if knee:
+    largest = max((p["batch_size"] for p in points if p.get("status") == "ok"), default=None)
+    if knee and knee == largest:
+        text += (f" Samples/s were still rising at the largest batch that ran ({largest}): the "
+                 "device did not saturate within this sweep.")
+    elif knee:
         text += f" Samples/s come within 10% of your best from batch {knee}."
     if peak_source:
         text += (f" The share of peak FLOP/s (peak: {peak_source}) says how much useful "

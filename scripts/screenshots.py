@@ -43,6 +43,45 @@ PAGES = {
 }
 
 
+VISUAL_PROBLEMS = """() => {
+  const problems = [];
+  const visible = r => r.width > 0 && r.height > 0;
+  const overlap = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 2
+      && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 2;
+  const PARTS = [['title', '.g-gtitle'], ['x title', '.g-xtitle'], ['y title', '.g-ytitle'],
+                 ['legend', '.legend .bg'], ['annotation', '.annotation']];
+  document.querySelectorAll('.js-plotly-plot').forEach((plot, i) => {
+    const parts = [];
+    for (const [name, selector] of PARTS) {
+      plot.querySelectorAll(selector).forEach(e => {
+        const r = e.getBoundingClientRect();
+        if (visible(r)) parts.push([name, r, (e.textContent || '').trim().slice(0, 40)]);
+      });
+    }
+    for (let a = 0; a < parts.length; a++)
+      for (let b = a + 1; b < parts.length; b++)
+        if (overlap(parts[a][1], parts[b][1]))
+          problems.push(`chart ${i}: ${parts[a][0]} "${parts[a][2]}" overlaps ${parts[b][0]} `
+                        + `"${parts[b][2]}"`);
+  });
+  document.querySelectorAll('[data-testid="stDataFrame"]').forEach((table, i) => {
+    const scroller = table.querySelector('.dvn-scroller');
+    if (scroller && scroller.scrollWidth > scroller.clientWidth + 2)
+      problems.push(`table ${i}: ${scroller.scrollWidth - scroller.clientWidth}px of its `
+                    + 'columns clipped');
+  });
+  if (document.querySelector('[data-testid="stException"], .stException'))
+    problems.push('an exception box');
+  return problems;
+}"""
+
+
+def visual_problems(page) -> list[str]:
+    """What a reader would trip over: chart texts (titles, axis titles, legends, annotations)
+    overlapping each other, tables whose columns do not fit, an exception box."""
+    return page.evaluate(VISUAL_PROBLEMS)
+
+
 def full_page(page, path: Path, width: int) -> None:
     height = page.evaluate("""() => {
         const main = document.querySelector('[data-testid="stMain"]')
@@ -64,7 +103,9 @@ def settled(page) -> None:
     page.wait_for_timeout(500)
 
 
-def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> Path:
+def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> tuple[Path, list[str]]:
+    """The page after its default experiment, saved whole at `size`; returns the picture and
+    its visual problems (visual_problems), checked at that size."""
     button, done = PAGES[name]
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
     page = context.new_page()
@@ -80,11 +121,11 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> Pat
         settled(page)
     path = out / f"{name or 'home'}-{size[0]}x{size[1]}.png"
     full_page(page, path, size[0])
-    exceptions = page.locator(".stException").count()
+    problems = visual_problems(page)
     context.close()
-    if exceptions:
-        print(f"{path.name}: {exceptions} exception box(es)!", file=sys.stderr)
-    return path
+    for problem in problems:
+        print(f"{path.name}: {problem}", file=sys.stderr)
+    return path, problems
 
 
 def main() -> None:
@@ -103,11 +144,11 @@ def main() -> None:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for name in opts.pages.split(","):
                 for size in SIZES:
-                    print(shoot(browser, f"http://127.0.0.1:{port}", name, opts.out, size),
+                    print(shoot(browser, f"http://127.0.0.1:{port}", name, opts.out, size)[0],
                           flush=True)
             if opts.readme:
-                shot = shoot(browser, f"http://127.0.0.1:{port}", "training_lab", opts.out,
-                             (1400, 1000))
+                shot, _ = shoot(browser, f"http://127.0.0.1:{port}", "training_lab", opts.out,
+                                (1400, 1000))
                 (ROOT / "assets" / "screenshot.png").write_bytes(shot.read_bytes())
             browser.close()
     finally:

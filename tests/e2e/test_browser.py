@@ -211,3 +211,18 @@ def test_a_link_cannot_put_links_or_images_into_the_page(server, browser, value)
     assert value.split(" ")[0] in alert.inner_text()  # the value itself is shown, as typed
     assert page.locator(".stException").count() == 0
     page.close()
+
+
+@pytest.mark.parametrize("name", ["", "training_lab", "throughput", "memory", "finder", "regimes",
+                                  "lr_scaling", "accumulation"])
+def test_every_page_after_its_default_experiment_reads_cleanly(server, browser, tmp_path, name):
+    """At both sizes, after the page's default experiment: no chart text over another, no table
+    with columns cut off, no exception box. The screenshots stay in the test's temporary
+    folder (scripts/screenshots.py saves the same pictures anywhere)."""
+    sys.path.insert(0, str(ROOT))
+    from scripts.screenshots import SIZES, shoot
+
+    for size in SIZES:
+        path, problems = shoot(browser, server, name, tmp_path, size)
+        assert path.stat().st_size > 10_000
+        assert problems == [], f"{path.name}: {problems}"

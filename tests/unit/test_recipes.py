@@ -108,3 +108,10 @@ def test_accumulation_is_equivalent_only_if_the_parameters_still_agree():
     assert recipes.accumulation_verdict(r | {"equivalent": False})[1].endswith("NOT equivalent.")
     assert recipes.layer_rows([{"layer": "net.1.weight", "max_abs_grad_diff": 0.0,
                                 "grad_norm": 1.0}])[0]["parameter"] == "layer 1 weights"
+
+
+def test_a_knee_at_the_largest_batch_is_not_called_saturation():
+    points = [{"batch_size": b, "status": "ok"} for b in (1, 2, 4)]
+    text = recipes.throughput_verdict(end(1e-4, 1e-5, knee=4), points, None)
+    assert "still rising at the largest batch that ran (4)" in text
+    assert "from batch 2" in recipes.throughput_verdict(end(1e-4, 1e-5, knee=2), points, None)

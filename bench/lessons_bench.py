@@ -1,0 +1,191 @@
+"""Each lesson's default experiment over several seeds: does what the page says hold in every one?
+
+Runs the engine directly, in this process, with the pages' defaults (and the recipes the pages
+use), and prints a table: lesson, claim, the seeds it held in, and the numbers. A claim that does
+not hold in every seed must not be made by its page; the page then says what the run showed.
+
+    .venv/bin/python bench/lessons_bench.py [--seeds 5] [--only lr_scaling,regimes]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch
+
+from bsdemo import recipes
+from bsdemo.config import RunConfig
+from bsdemo.engine.accumulation import accumulation_check
+from bsdemo.engine.finder import find_batch_size
+from bsdemo.engine.sweep import sweep
+from bsdemo.engine.train import train
+from bsdemo.units import powers_of_two
+
+Claim = tuple[str, bool, str]  # (what the page says, held in this seed, the numbers)
+
+
+def run(cfg: RunConfig) -> dict:
+    """A training run's summary, with its status."""
+    end = None
+    for event in train(cfg):
+        if event.kind == "end":
+            end = event
+    return end.summary | {"status": end.status}
+
+
+def training_lab(seed: int) -> list[Claim]:
+    """Predict first: batch x8 -> updates per epoch, samples/s and memory."""
+    small = run(RunConfig(seed=seed))
+    big = run(RunConfig(seed=seed, batch_size=256))
+    n = RunConfig().train_samples
+    return [
+        ("updates per epoch = ceil(N / B)", small["steps"] == 10 * math.ceil(n / 32)
+         and big["steps"] == 10 * math.ceil(n / 256), f"{small['steps']} / {big['steps']}"),
+        ("batch 256 processes more samples/s than batch 32",
+         big["samples_per_sec"] > small["samples_per_sec"],
+         f"{small['samples_per_sec']:,.0f} -> {big['samples_per_sec']:,.0f}"),
+        ("batch 256 needs more (accounted) memory", big["peak_memory_bytes"]
+         > small["peak_memory_bytes"],
+         f"{small['peak_memory_bytes'] / 2**20:.2f} -> {big['peak_memory_bytes'] / 2**20:.2f} MiB"),
+    ]
+
+
+def throughput(seed: int) -> list[Claim]:
+    events = list(sweep(RunConfig(seed=seed), powers_of_two(1024)))
+    points = [e for e in events if e["kind"] == "sweep_point" and e["status"] == "ok"]
+    end = events[-1]
+    rates = {p["batch_size"]: p["samples_per_sec"] for p in points}
+    best = max(rates.values())
+    return [
+        ("samples/s rise with the batch, then level off (a knee below the largest batch)",
+         end["knee_batch_size"] is not None and end["knee_batch_size"] < 1024
+         and best > 5 * rates[1], f"knee {end['knee_batch_size']}, best/batch-1 "
+                                  f"{best / rates[1]:.0f}x"),
+        ("no share of peak FLOP/s above 100%", all(p["share_of_peak"] <= 1.0 for p in points),
+         f"max {max(p['share_of_peak'] for p in points):.0%}"),
+        ("fixed overhead t0 >= 0", end["fit"]["t0_s"] >= 0,
+         f"t0 {end['fit']['t0_s'] * 1e3:.3g} ms, R² {end['fit']['r2_time']:.2f}"
+         + (" (held at 0)" if end["fit"]["t0_constrained"] else "")),
+    ]
+
+
+def memory(seed: int) -> list[Claim]:
+    events = list(sweep(RunConfig(seed=seed), powers_of_two(1024)))
+    r2 = events[-1]["fit"]["r2_memory"]
+    return [("memory grows linearly with the batch (R² >= 0.99; on the CPU by construction: "
+             "accounted memory is a sum of per-sample terms)", r2 >= 0.99, f"R² {r2:.4f}")]
+
+
+def regimes(seed: int) -> list[Claim]:
+    runs = recipes.regime_configs(RunConfig(seed=seed), 5, 32, 20.0)
+    results = [(name, cfg, run(cfg)) for name, cfg in runs]
+    n = RunConfig().train_samples
+    (_, _, sgd), (_, _, full), (_, _, mini) = results
+    finished = all(r["status"] == "completed" for _, _, r in results)
+    return [
+        ("weight updates = ceil(N / B) x epochs", [r["steps"] for _, _, r in results]
+         == [5 * math.ceil(n / c.batch_size) for _, c, _ in results] or not finished,
+         " / ".join(str(r["steps"]) for _, _, r in results)),
+        ("all three finish within their cap", finished,
+         " / ".join(r["status"] + (" (cap)" if r.get("time_capped") else "")
+                    for _, _, r in results)),
+        ("the full batch's 5 updates leave it far behind the mini-batch",
+         full["test_accuracy"] < mini["test_accuracy"] - 0.2,
+         f"{full['test_accuracy']:.1%} vs {mini['test_accuracy']:.1%}"),
+        ("SGD (batch 1) takes the longest", sgd["wall_time_s"] > max(
+            full["wall_time_s"], mini["wall_time_s"]), f"{sgd['wall_time_s']:.1f} s"),
+    ]
+
+
+def lr_scaling(seed: int, k: int = 8) -> list[Claim]:
+    base = dataclasses.replace(RunConfig(seed=seed), epochs=10, time_limit_s=30.0)
+    ref, same, linear, sqrt_rule, warm = (run(c) for _, c in recipes.lr_variants(base, 16, 0.05, k))
+
+    def acc(r: dict) -> float:
+        return r["test_accuracy"] if r["status"] == "completed" else 0.0
+
+    return [
+        (f"k={k}: the same lr trains worse per epoch (> 1 point below the reference)",
+         acc(same) < acc(ref) - 0.01, f"{acc(same):.1%} vs {acc(ref):.1%}"),
+        (f"k={k}: the linear rule recovers it (within 1 point)", acc(linear) >= acc(ref) - 0.01,
+         f"{acc(linear):.1%} ({linear['status']})"),
+        (f"k={k}: the square-root rule recovers it (within 1 point)",
+         acc(sqrt_rule) >= acc(ref) - 0.01, f"{acc(sqrt_rule):.1%}"),
+        (f"k={k}: without warm-up the linear rule blows up, with it not",
+         linear["status"] == "diverged" and warm["status"] != "diverged",
+         f"{linear['status']} / {warm['status']}, warm-up {acc(warm) - acc(linear):+.1%}"),
+    ]
+
+
+def lr_scaling_k32(seed: int) -> list[Claim]:
+    return lr_scaling(seed, k=32)
+
+
+def accumulation(seed: int) -> list[Claim]:
+    ok = accumulation_check(RunConfig(seed=seed), 32, 4, 5)
+    unscaled = accumulation_check(RunConfig(seed=seed), 32, 4, 5, unscaled_loss=True)
+    bn = accumulation_check(RunConfig(seed=seed, norm="batch"), 32, 4, 5)
+    return [
+        ("4 x 32 accumulated equals one batch of 128 (gradients and parameters)",
+         ok["equivalent"] and not ok["drift_grew"],
+         f"rel grad {ok['rel_grad_diff']:.1e}, param {ok['max_abs_param_diff']:.1e}"),
+        ("forgetting 1/k: not equivalent", not unscaled["equivalent"],
+         f"rel grad {unscaled['rel_grad_diff']:.2f}"),
+        ("BatchNorm: not equivalent", not bn["equivalent"], f"rel grad {bn['rel_grad_diff']:.2f}"),
+    ]
+
+
+def finder(seed: int) -> list[Claim]:
+    cfg = RunConfig(seed=seed)
+    budget, about = recipes.simulated_device(cfg, 0.10)
+    events = list(find_batch_size(cfg, memory_budget_bytes=budget, margin=0.10))
+    result = events[-1]
+    tested = {e["batch_size"]: e for e in events if e["kind"] == "find_probe"}
+    best = result["max_batch_size"]
+    return [
+        ("the answer is a batch it ran, below the full batch",
+         best in tested and best < cfg.train_samples,
+         f"batch {best} (device sized for ~{about}), {result['probes']} probes"),
+        ("its measured peak fits the budget less the margin",
+         tested[best]["peak_memory_bytes"] <= budget * 0.9,
+         f"{tested[best]['peak_memory_bytes'] / 2**20:.2f} of {budget * 0.9 / 2**20:.2f} MiB"),
+    ]
+
+
+LESSONS: dict[str, Callable[[int], list[Claim]]] = {
+    "training_lab": training_lab, "throughput": throughput, "memory": memory,
+    "regimes": regimes, "lr_scaling": lr_scaling, "lr_scaling (k=32)": lr_scaling_k32,
+    "accumulation": accumulation, "finder": finder,
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--only", help="comma-separated lesson names")
+    args = ap.parse_args()
+    torch.set_num_threads(max(1, (torch.get_num_threads())))
+    names = args.only.split(",") if args.only else list(LESSONS)
+    print(f"seeds 0..{args.seeds - 1}; torch {torch.__version__}, {torch.get_num_threads()} "
+          "threads, CPU" if not torch.cuda.is_available() else "CUDA")
+    print(f"{'lesson':<18} {'held':>5}  claim — numbers per seed")
+    for name in names:
+        t = time.perf_counter()
+        per_seed = [LESSONS[name](seed) for seed in range(args.seeds)]
+        for i, (claim, _, _) in enumerate(per_seed[0]):
+            held = sum(seed_claims[i][1] for seed_claims in per_seed)
+            numbers = "; ".join(seed_claims[i][2] for seed_claims in per_seed)
+            print(f"{name:<18} {held}/{args.seeds:<3}  {claim} — {numbers}", flush=True)
+        print(f"{'':<18} ({time.perf_counter() - t:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
