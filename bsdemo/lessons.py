@@ -38,7 +38,8 @@ LESSONS = (
     Lesson(2, "Throughput and utilisation", "Samples/s rises with batch size until the device "
            "saturates: t(B) = t0 + t1·B.", "throughput", ":material/speed:",
            "see that a small batch leaves the device idle and pays a fixed cost per step many "
-           "times, and that samples per second rise with the batch until the hardware saturates.",
+           "times, and that samples per second rise with the batch — until the hardware "
+           "saturates, where your sweep reaches that point (the page says whether it did).",
            "if a step at batch 1 takes 0.5 ms, how long will a step at batch 64 take — 64 times "
            "as long, or about the same?"),
     Lesson(3, "Memory and out-of-memory", "Memory = fixed part + activations growing with B; "
