@@ -29,7 +29,7 @@ sweeps.group_button("lr", "Compare", [v for _, v in variants], [n for n, _ in va
 def draw(snaps) -> None:
     show_chart(charts.labelled_loss_chart(snaps, "epochs"), "lr_loss")
     rows = charts.comparison_table(snaps)
-    show_table(rows, "lr_table")
+    show_table(rows, "lr_table", hide=("batch", "lr"))  # both are in the run labels
     verdict = recipes.lr_verdict(rows)
     if verdict:
         st.markdown(verdict)

@@ -161,6 +161,25 @@ def layout(fig: go.Figure, title: str, x_title: str, y_title: str, subtitle: str
     return fig
 
 
+LEGEND_ROW_PX = 22
+
+
+def fit_legend(fig: go.Figure) -> go.Figure:
+    """The legend under the plot in the figure's own coordinates, with room made for its rows,
+    so it never sits on the x-axis title however many entries it has (two per row, one when a
+    name is long: an estimate that errs towards room)."""
+    names = [t.name for t in fig.data if t.showlegend is not False and t.name]
+    if len(names) < 2 and fig.layout.showlegend is not True:
+        return fig  # plotly shows no legend for a single trace
+    rows = math.ceil(len(names) / (1 if max(len(n) for n in names) > 45 else 2))
+    extra = LEGEND_ROW_PX * rows + 10
+    fig.update_layout(legend=dict(orientation="h", yref="container", y=0, yanchor="bottom",
+                                  x=0, xanchor="left"),
+                      margin=dict(b=(fig.layout.margin.b or 50) + extra),
+                      height=(fig.layout.height or 360) + extra)
+    return fig
+
+
 def empty(fig: go.Figure, message: str) -> None:
     """Before any data: a sentence where the plot will be, not meaningless axes."""
     fig.update_xaxes(visible=False)

@@ -100,10 +100,10 @@ def sweep_epoch_time_chart(points: Sequence[dict], train_samples: int) -> Chart:
     fig = go.Figure(go.Scatter(x=[r["batch size"] for r in rows], y=[r["epoch time (s)"] for r in rows],
                                mode="lines+markers", name="ceil(N/B) × step time",
                                line=dict(color=OKABE_ITO[0])))
-    layout(fig, "Time per epoch", "Batch size (log2 scale)",
-            "Seconds per epoch (from measured step times)", rangemode="tozero")
+    layout(fig, "Time per epoch", "Batch size (log2 scale)", "Seconds per epoch",
+           subtitle="ceil(N / B) × the measured step time", rangemode="tozero")
     _log2_axis(fig, [p["batch_size"] for p in points])
-    fig.update_yaxes(type="log", dtick=1, title="Seconds per epoch (log scale, from measured steps)")
+    fig.update_yaxes(type="log", dtick=1, title="Seconds per epoch (log)")
     alt = (f"Time per epoch falls from {rows[0]['epoch time (s)']:.3g} s at batch "
            f"{rows[0]['batch size']} to {rows[-1]['epoch time (s)']:.3g} s at batch "
            f"{rows[-1]['batch size']}." if rows else "No measured points yet.")

@@ -26,7 +26,7 @@ def runs_table(runs: Sequence[JobSnapshot]) -> list[dict[str, Any]]:
             if cfg["accumulation_steps"] > 1 else "",
             "lr": cfg["lr"], "optimizer": cfg["optimizer"],
             "steps": summary.get("steps", latest.get("step")),
-            "samples/s (median)": summary.get("samples_per_sec"),
+            "samples/s": summary.get("samples_per_sec"),  # the median of steady steps
             "peak memory (MiB)": peak / MIB if peak else None,
             "test accuracy": summary.get("test_accuracy"),
             "shared device": snap.shared_device})
@@ -51,17 +51,25 @@ def comparison_table(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, 
     return rows
 
 
-def for_people(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """Rows as a person reads them, and each number column's display format (printf style, or
-    "localized" for thousands separators): accuracies in percent, rates whole, seconds and MiB
-    to two decimals, flags as "yes", and a column that says nothing in any row left out."""
+SHORT = {  # a column's header as a table shows it, where the full name would not fit 1280 px
+    "weight updates": "updates", "wall time (s)": "seconds", "peak memory (MiB)": "peak MiB",
+    "train accuracy (%)": "train acc. %", "test accuracy (%)": "test acc. %",
+    "effective batch": "eff. batch", "micro-batch × accumulation": "micro × accum",
+}
+
+
+def for_people(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, dict]]:
+    """Rows as a person reads them, and per column how to show it: `format` (printf style, or
+    "localized" for thousands separators) and a short `label` for the header. Accuracies in
+    percent, rates whole, seconds and MiB to two decimals, flags as "yes", and a column that
+    says nothing in any row left out."""
     if not rows:
         return [], {}
     names = list(rows[0])
     keep = [n for n in names if any(r.get(n) not in (None, "", False) for r in rows)
             or n in ("run", "status", "test accuracy")]
     shown: list[dict[str, Any]] = [{} for _ in rows]
-    formats: dict[str, str] = {}
+    columns: dict[str, dict] = {}
     for name in keep:
         label, scale, digits, fmt = name, 1.0, None, None
         if "accuracy" in name:
@@ -78,6 +86,5 @@ def for_people(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], di
                 value = round(value * scale, digits)
                 value = int(value) if digits == 0 else value
             out[label] = value
-        if fmt:
-            formats[label] = fmt
-    return shown, formats
+        columns[label] = {"format": fmt, "label": SHORT.get(label, label)}
+    return shown, columns

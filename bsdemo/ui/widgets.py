@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from bsdemo.charts import Chart, for_people
+from bsdemo.charts import Chart, fit_legend, for_people
 from bsdemo.ui.state import owner, scheduler
 
 REFRESH_S = 0.5  # a running job's view polls this often (>= 1 update/s as promised)
@@ -22,16 +22,18 @@ OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD + momentum 0.9", "adam": "Ada
 
 def show_chart(chart: Chart, key: str) -> None:
     """A chart with its alt text, and its data as a table when the reader asked for tables."""
-    st.plotly_chart(chart.figure, key=key, alt=chart.alt, config={"displaylogo": False})
+    st.plotly_chart(fit_legend(chart.figure), key=key, alt=chart.alt, config={"displaylogo": False})
     if st.session_state.get("show_tables"):  # opt-in: re-sending tables every poll is costly
         st.dataframe(chart.table, hide_index=True, key=f"{key}_table", height=200)
 
 
-def show_table(rows: list[dict], key: str, height: int | None = None) -> None:
+def show_table(rows: list[dict], key: str, height: int | None = None,
+               hide: tuple[str, ...] = ()) -> None:
     """Rows as a table for people (bsdemo.charts.for_people): formatted numbers with units,
-    empty columns left out."""
-    shown, formats = for_people(rows)
-    config = {name: st.column_config.NumberColumn(format=fmt) for name, fmt in formats.items()}
+    short headers, empty columns left out, and `hide`'s columns (already in the run labels)."""
+    shown, columns = for_people([{k: v for k, v in r.items() if k not in hide} for r in rows])
+    config = {name: st.column_config.NumberColumn(c["label"], format=c["format"]) if c["format"]
+              else st.column_config.Column(c["label"]) for name, c in columns.items()}
     st.dataframe(shown, hide_index=True, key=key, column_config=config,
                  **({"height": height} if height else {}))
 

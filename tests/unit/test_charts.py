@@ -89,7 +89,7 @@ def test_empty_inputs_give_empty_charts_with_alt_text():
 def test_runs_table_rows():
     rows = charts.runs_table([fake_snapshot(1, 32), fake_snapshot(2, 16, accum=2)])
     assert [r["effective batch"] for r in rows] == [32, 32]
-    assert rows[0]["peak memory (MiB)"] == 2.0 and rows[0]["samples/s (median)"] == 3210.0
+    assert rows[0]["peak memory (MiB)"] == 2.0 and rows[0]["samples/s"] == 3210.0
 
 
 def test_lr_grid_marks_the_best_lr_per_batch_and_skips_diverged_cells():
@@ -234,8 +234,9 @@ def test_lr_grid_axes_are_categories_and_missing_cells_say_why():
 def test_tables_for_people_format_numbers_and_drop_empty_columns():
     snap = fake_snapshot(1, 32)
     snap.end["summary"]["test_accuracy"] = 0.97012
-    rows, formats = charts.for_people(charts.runs_table([snap]))
-    assert rows[0]["test accuracy (%)"] == 97.0 and formats["test accuracy (%)"] == "%.1f"
-    assert rows[0]["samples/s (median)"] == 3210 and formats["samples/s (median)"] == "localized"
+    rows, columns = charts.for_people(charts.runs_table([snap]))
+    assert rows[0]["test accuracy (%)"] == 97.0
+    assert columns["test accuracy (%)"] == {"format": "%.1f", "label": "test acc. %"}
+    assert rows[0]["samples/s"] == 3210 and columns["samples/s"]["format"] == "localized"
     assert "shared device" not in rows[0] and "micro-batch × accumulation" not in rows[0]
     assert charts.for_people([]) == ([], {})
