@@ -165,12 +165,11 @@ def _per_step_chart(runs: Sequence[JobSnapshot], x_axis: str, y_field: str, titl
 
 def throughput_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: float = 0.0,
                      log: bool = False) -> Chart:
-    chart = _per_step_chart(runs, x_axis, "samples_per_sec", "Throughput",
-                            "Samples per second (measured)", unit=" samples/s",
-                            smoothing=smoothing, log=log)
-    _finish_y(chart.figure, [(list(t.x), list(t.y)) for t in chart.figure.data
-                             if t.showlegend is not False])
-    return chart
+    # no robust clipping here: a fast step is as real as a slow one (loss spikes are the noise
+    # a robust range is for)
+    return _per_step_chart(runs, x_axis, "samples_per_sec", "Throughput",
+                           "Samples per second (measured)", unit=" samples/s",
+                           smoothing=smoothing, log=log)
 
 
 def memory_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", log: bool = False) -> Chart:
