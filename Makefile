@@ -35,6 +35,7 @@ bench: install
 	$(BIN)/python bench/latency.py
 	$(BIN)/python bench/sweep_bench.py
 	$(BIN)/python bench/dynamics_bench.py
+	$(BIN)/python bench/lessons_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

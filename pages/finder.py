@@ -5,6 +5,7 @@ import streamlit as st
 from bsdemo import recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
+from bsdemo.ui.widgets import show_table
 from bsdemo.units import format_bytes
 
 lesson_header("finder")
@@ -15,7 +16,7 @@ device, about = recipes.simulated_device(cfg, 0.10)
 budget = sweeps.budget_widget("find", default=device if cpu else None, allow_none=True)
 if cpu:
     st.caption(f"Nothing limits memory on this CPU, so the default budget is a simulated device "
-               f"of about {format_bytes(device)}: what this model is predicted to need at batch "
+               f"of {format_bytes(device)}: what this model is predicted to need at batch "
                f"{about}, with the margin. Choose “the device's own” for this machine's memory.")
 left, right = st.columns(2)
 margin = left.slider("Safety margin (share of memory kept free)", 0.0, 0.5, 0.1, 0.05,
@@ -34,7 +35,7 @@ def draw(snap) -> None:
              "peak memory": format_bytes(p["peak_memory_bytes"]) if p["peak_memory_bytes"] else "–",
              "samples/s": round(p["samples_per_sec"]) if p["samples_per_sec"] else None,
              "why": p["reason"]} for p in snap.points]
-    st.dataframe(rows, hide_index=True, key="find_probes")
+    show_table(rows, "find_probes")
     r = snap.result
     if r is None:
         return

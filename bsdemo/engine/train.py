@@ -359,14 +359,16 @@ def _evaluation(run: Prepared, tally: _Tally, epoch_done: float) -> EvalEvent:
 def _summary(cfg: RunConfig, tally: _Tally, book: MemoryBook, device_name: str) -> dict:
     """The run's numbers so far: medians over steady full batches, memory, last evaluation."""
     steady = slice(min(MEASURE_WARMUP_STEPS, max(len(tally.rates) - 1, 0)), None)
-    last = tally.last
+    last, wall = tally.last, tally.wall_time()
     return {"steps": tally.step, "epochs": tally.epochs(), "samples_seen": tally.samples_seen,
             "memory_breakdown": book.breakdown(), "memory_budget_bytes": book.budget,
             "effective_batch_size": cfg.effective_batch_size,
             "samples_per_sec": statistics.median(tally.rates[steady]) if tally.rates else None,
             "step_time_s": statistics.median(tally.step_times[steady]) if tally.step_times
             else None,
-            "wall_time_s": tally.wall_time(), "peak_memory_bytes": book.peak or None,
+            "wall_time_s": wall, "peak_memory_bytes": book.peak or None,
+            # what the caller got over the whole run: every step, warm-up and pauses included
+            "wall_samples_per_sec": tally.samples_seen / wall if tally.step and wall > 0 else None,
             "memory_source": book.meter.source, "final_train_loss": last["train_loss"],
             "final_train_accuracy": last["train_accuracy"], "test_loss": last["test_loss"],
             "test_accuracy": last["test_accuracy"], "evaluated_at_step": last["step"],

@@ -319,7 +319,12 @@ def _tiles(snap: JobSnapshot) -> None:
     # live: the median of the steps so far; once ended, the run's own summary (full batches)
     final = ((snap.end or {}).get("summary") or {}).get("samples_per_sec")
     rate = final if final is not None else statistics.median(rates) if rates else None
-    cols[3].metric("Samples/s (median, measured)", f"{rate:,.0f}" if rate is not None else "–")
+    wall = (latest["samples_seen"] / latest["wall_time_s"]
+            if latest.get("wall_time_s") else None)  # what the run got over its wall clock
+    cols[3].metric("Samples/s (median step)", f"{rate:,.0f}" if rate is not None else "–",
+                   help="The median of the measured steps (the first few are warm-up and left "
+                        "out)." + (f" Over its wall clock the run got {wall:,.0f} samples/s."
+                                   if wall else ""))
     rss = ((snap.end or {}).get("summary") or {}).get("process_rss_bytes")
     cols[4].metric(f"Peak memory ({source or 'measured'})",
                    f"{max(peaks) / MIB:,.2f} MiB" if peaks else "–",
@@ -328,6 +333,11 @@ def _tiles(snap: JobSnapshot) -> None:
                          + (f" The worker process held {rss / MIB:,.0f} MiB at the end (resident "
                             "size: interpreter, libraries and the allocator's slack too)."
                             if rss else "")) if source == "accounted" else None)
+    if rate and wall and rate > 1.3 * wall:
+        st.caption(f"Over its wall clock this run got {wall:,.0f} samples/s, "
+                   f"{1 - wall / rate:.0%} less than the median step: steps vary — the first "
+                   "ones, an epoch's partial last batch, and pauses while other processes had "
+                   "the CPU all count in the wall clock, not in the median.")
 
 
 # ----- history -----

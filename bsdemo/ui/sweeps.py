@@ -56,9 +56,10 @@ def budget_options() -> list[int]:
 
 
 def budget_widget(prefix: str, default: int | None = None, allow_none: bool = True) -> int | None:
-    options = ([None] if allow_none else []) + budget_options()
-    if default is not None and default not in options:
-        default = min(options[1:] if allow_none else options, key=lambda b: abs(b - default))
+    sizes = budget_options()
+    if default is not None and default not in sizes:
+        sizes = sorted([*sizes, default])  # a page's own default is offered exactly as it is
+    options = ([None] if allow_none else []) + sizes
     cpu = (scheduler().device_info or {}).get("type", "cpu") == "cpu"
     return st.select_slider(
         "Memory budget (“pretend this device has …”)", options, key=f"{prefix}_budget",

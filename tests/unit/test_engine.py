@@ -244,3 +244,12 @@ def test_summary_throughput_is_the_median_over_full_batches():
     steady = full[end.summary["warmup_steps_excluded"]:]
     assert end.summary["samples_per_sec"] == statistics.median(s.samples_per_sec for s in steady)
     assert end.summary["step_time_s"] == statistics.median(s.step_time_s for s in steady)
+
+
+def test_the_summary_has_the_wall_clock_rate_and_the_process_memory_beside_the_median():
+    end = [e for e in train(RunConfig(epochs=None, max_steps=20)) if e.kind == "end"][0]
+    s = end.summary
+    assert s["wall_samples_per_sec"] == pytest.approx(s["samples_seen"] / s["wall_time_s"])
+    assert s["samples_per_sec"] > 0
+    if s["process_rss_bytes"] is not None:  # Linux: the worker's resident size, a real figure
+        assert s["process_rss_bytes"] > s["peak_memory_bytes"]  # accounted is a lower bound
