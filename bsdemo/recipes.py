@@ -13,6 +13,8 @@ results say. Pages and the CLI build their runs here, so a page never re-creates
     accumulation_verdict whether accumulation matched one big batch: gradients, then parameters
     layer_rows           the accumulation check's per-parameter table, named for people
     simulated_device     the finder's default memory budget on a CPU, sized to the model
+    memory_verdict       what a memory sweep measured: the fixed part, the per-sample part, the
+                         largest batch that ran, the prediction, and how far to trust the line
     throughput_verdict   what a sweep's fit, knee and peak share show, and how far to trust them
     contention           how busy other processes kept the CPU while a sweep measured
     best_lr_verdict      what the grid's best learning rates show, in words
@@ -28,6 +30,7 @@ from typing import Any
 from bsdemo import footprint
 from bsdemo.config import RunConfig
 from bsdemo.runs import JobSnapshot
+from bsdemo.units import format_bytes
 
 GRID_BATCHES = (8, 32, 128, 512)
 GRID_LRS = (0.01, 0.03, 0.1, 0.3, 1.0)
@@ -375,3 +378,41 @@ def simulated_device(cfg: RunConfig, margin: float) -> tuple[int, int]:
     need = footprint.predict(dataclasses.replace(checked, batch_size=batch,
                                                  accumulation_steps=1)).peak
     return int(need / (1.0 - margin)), batch
+
+
+# ----- memory -----
+def memory_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]]) -> str | None:
+    """What the memory sweep showed, from its fit and points; None without a fit."""
+    fit = end.get("fit") or {}
+    if fit.get("m0_bytes") is None:
+        return None
+    ok = [p for p in points if p["status"] == "ok" and p.get("memory_breakdown")]
+    fixed = None
+    if ok:
+        parts = ok[0]["memory_breakdown"]
+        fixed = sum(parts.get(k) or 0 for k in ("parameters", "gradients", "optimizer_state"))
+    text = (f"**What your sweep shows.** Memory was {format_bytes(fit['m0_bytes'])} that did not "
+            f"depend on the batch")
+    if fixed:
+        text += (f" (parameters, gradients and optimizer state: {format_bytes(fixed)} of it)")
+    text += (f", plus {format_bytes(fit['m_bytes_per_sample'])} per sample — the activations "
+             "kept for the backward pass. ")
+    source = ok[0].get("memory_source") if ok else None
+    if source == "accounted":
+        text += ("On the CPU this line fits by construction (R² "
+                 f"{fit['r2_memory']:.3f}): accounted memory is a sum of per-sample terms, so "
+                 "the lesson is in its two numbers, not in how straight it is. ")
+    elif fit.get("r2_memory") is not None:
+        text += f"The allocator's readings lie on that line with R² {fit['r2_memory']:.3f}. "
+    oom = next((p for p in points if p["status"] == "oom"), None)
+    largest = end.get("max_batch_size_fits")
+    predicted = end.get("predicted_max_batch_size")
+    if oom and largest:
+        text += (f"Batch {largest} was the largest that ran; batch {oom['batch_size']} ran out "
+                 f"of memory" + (" (simulated)" if oom.get("simulated") else "") + ".")
+        if predicted:
+            text += (f" The line predicts batch {predicted} as the largest that fits: the "
+                     "finder verifies such a prediction with a real step.")
+    elif largest:
+        text += f"Every batch up to {largest} fitted."
+    return text

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from bsdemo import charts
+from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
 from bsdemo.ui.widgets import show_chart
@@ -42,6 +42,9 @@ def draw(snap) -> None:
                        help="From M(B) = M0 + m·B: a prediction — the finder verifies it.")
         st.session_state["mem_over"] = oom["batch_size"] if oom else None
         st.session_state["mem_safe"] = end["max_batch_size_fits"]
+        verdict = recipes.memory_verdict(end, points)
+        if verdict:
+            st.markdown(verdict)
 
 
 sweeps.job_view("mem", draw)

@@ -115,3 +115,17 @@ def test_a_knee_at_the_largest_batch_is_not_called_saturation():
     text = recipes.throughput_verdict(end(1e-4, 1e-5, knee=4), points, None)
     assert "still rising at the largest batch that ran (4)" in text
     assert "from batch 2" in recipes.throughput_verdict(end(1e-4, 1e-5, knee=2), points, None)
+
+
+def test_the_memory_verdict_says_what_the_line_is_worth_on_a_cpu():
+    parts = {"parameters": 2**20, "gradients": 2**20, "optimizer_state": 0}
+    points = [{"batch_size": 1, "status": "ok", "memory_breakdown": parts,
+               "memory_source": "accounted"},
+              {"batch_size": 1024, "status": "oom", "simulated": True}]
+    end = {"fit": {"m0_bytes": 2.1 * 2**20, "m_bytes_per_sample": 4400, "r2_memory": 1.0},
+           "max_batch_size_fits": 512, "predicted_max_batch_size": 679}
+    text = recipes.memory_verdict(end, points)
+    assert "2.10 MiB that did not depend on the batch" in text and "2.00 MiB of it" in text
+    assert "by construction" in text and "batch 1024 ran out of memory (simulated)" in text
+    assert "predicts batch 679" in text
+    assert recipes.memory_verdict({"fit": {"m0_bytes": None}}, []) is None
