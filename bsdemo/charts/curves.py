@@ -100,14 +100,20 @@ def loss_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: fl
                        snap.evals[x_field], snap.evals["train_loss"], snap.evals["test_loss"],
                        snap.evals["test_accuracy"], strict=True)]
     layout(fig, "Loss", x_title, "Cross-entropy loss (nats)", subtitle=LOSS_KEY if runs else None)
+    _finish_loss(fig, drawn, ends, log, EMPTY_LOSS)
+    return Chart(fig, _loss_alt(runs, x_title), table)
+
+
+def _finish_loss(fig: go.Figure, drawn: list[tuple[list, list]], ends: list[tuple],
+                 log: bool, empty_text: str) -> None:
+    """A loss chart's robust y-range, each run's end marked, the log axis, the empty state."""
     top = _finish_y(fig, drawn)
     for snap, x, y, style in ends:
         end_mark(fig, snap, x, y, style, top)
     if log:
         log_x(fig)
     if not any(xs for xs, _ in drawn):
-        empty(fig, EMPTY_LOSS)
-    return Chart(fig, _loss_alt(runs, x_title), table)
+        empty(fig, empty_text)
 
 
 def _loss_alt(runs: Sequence[JobSnapshot], x_title: str) -> str:
@@ -216,13 +222,7 @@ def labelled_loss_chart(runs: Sequence[tuple[str, JobSnapshot]], x_axis: str,
                                      snap.evals["test_loss"], strict=True)]
     layout(fig, f"Loss against {x_title.lower()}", x_title, "Cross-entropy loss (nats)",
            subtitle="thick: train loss · thin, open markers: test loss" if runs else None)
-    top = _finish_y(fig, drawn)
-    for snap, x, y, style in ends:
-        end_mark(fig, snap, x, y, style, top)
-    if log:
-        log_x(fig)
-    if not any(xs for xs, _ in drawn):
-        empty(fig, "The runs' evaluated loss appears here as they train.")
+    _finish_loss(fig, drawn, ends, log, "The runs' evaluated loss appears here as they train.")
     finals = [f"{label}: {snap.evals['test_loss'][-1]:.3g}" for label, snap in runs
               if snap.evals["test_loss"]]
     return Chart(fig, f"Evaluated loss against {x_title.lower()}. Latest test loss — "
