@@ -112,6 +112,8 @@ def _finish_loss(fig: go.Figure, drawn: list[tuple[list, list]], ends: list[tupl
         end_mark(fig, snap, x, y, style, top)
     if log:
         log_x(fig)
+    else:  # a lone point at step 0 mid-run must not autorange the axis into negative epochs
+        fig.update_xaxes(rangemode="nonnegative")
     if not any(xs for xs, _ in drawn):
         empty(fig, empty_text)
 
@@ -162,6 +164,8 @@ def _per_step_chart(runs: Sequence[JobSnapshot], x_axis: str, y_field: str, titl
     layout(fig, title, x_title, y_title, rangemode="tozero")
     if log:
         log_x(fig)
+    else:
+        fig.update_xaxes(rangemode="nonnegative")
     if not drawn:
         empty(fig, "Appears here once a run measures it.")
     alt = (f"{title} against {x_title.lower()}. " + "; ".join(parts) + ".") if parts else \

@@ -240,3 +240,10 @@ def test_tables_for_people_format_numbers_and_drop_empty_columns():
     assert rows[0]["samples/s"] == 3210 and columns["samples/s"]["format"] == "localized"
     assert "shared device" not in rows[0] and "micro-batch × accumulation" not in rows[0]
     assert charts.for_people([]) == ([], {})
+
+
+def test_a_run_with_one_evaluation_never_shows_negative_epochs():
+    snap = fake_snapshot(n=0)
+    snap.status = "running"
+    chart = charts.labelled_loss_chart([("mid-run", snap)], "epochs")
+    assert chart.figure.layout.xaxis.rangemode == "nonnegative"
