@@ -3,7 +3,7 @@
 The scheduler admits a run onto a shared device only when its predicted peak, with the peaks of
 the runs already there, fits (bsdemo.scheduler). The prediction is the engine's own accounting done on
 paper: parameters, gradients, optimizer state, the activations autograd saves for backward (what
-bsdemo.engine.measure.SavedActivations counts), the workspace estimate (the largest saved
+bsdemo.engine.memory.SavedActivations counts), the workspace estimate (the largest saved
 tensor), plus what the engine keeps on the device besides: the dataset itself and the transient
 of an evaluation pass. tests/unit/test_footprint.py holds it to the engine's measured counts
 for every model, norm and dataset, so the two cannot drift apart unnoticed.

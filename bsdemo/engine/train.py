@@ -22,16 +22,13 @@ import torch.nn.functional as F
 
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.data import IGNORE, Dataset, epoch_batches, load_dataset
-from bsdemo.engine.measure import (
+from bsdemo.engine.measure import NvmlSampler, device_info, resolve_device, synchronize
+from bsdemo.engine.memory import (
     MemoryBook,
     MemoryMeter,
-    NvmlSampler,
     SimulatedOutOfMemoryError,
-    device_info,
     process_rss,
-    resolve_device,
     set_cuda_budget,
-    synchronize,
     tensor_bytes,
 )
 from bsdemo.engine.models import build_model, make_optimizer

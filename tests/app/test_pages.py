@@ -50,7 +50,7 @@ def test_lab_run_draws_live_charts_and_tiles():
     assert tiles["Optimizer steps"].startswith(tiles["Optimizer steps"].split(" / ")[-1])
     assert "samples/s" in at.success[0].value
     # once ended, the tile shows the run's own summary figure, as its end message does
-    assert f"median {tiles['Samples/s (median, measured)']} samples/s" in at.success[0].value
+    assert f"median {tiles['Samples/s (median step)']} samples/s" in at.success[0].value
     assert at.query_params["batch_size"] == "64"  # the link reproduces the run
     assert at.button(key="run").disabled is False
 

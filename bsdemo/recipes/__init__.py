@@ -1,0 +1,56 @@
+"""Torch-free recipes for the lessons: which runs a lesson trains, and what its results say.
+Pages and the CLI build their runs here, so a page never re-creates one, and every closing text
+is computed here from the runs (unit-tested on built results). comparisons.py: the regimes, the
+lr rules and grid; measurements.py: throughput, memory, accumulation, the finder; lab.py: the
+Training Lab.
+
+    regime_configs       SGD, full batch, mini-batch on one model, data, seed and epoch budget
+    lr_variants          a reference batch and lr, the batch times k with the lr kept, x k, x sqrt(k),
+                         and x k after a warm-up
+    lr_grid              batch size x learning rate, a few epochs each
+    best_lr_per_batch    the grid's best learning rate per batch (diverged cells never win)
+    over_budget          the runs whose measured peak would not fit a memory budget
+    regimes_verdict      what the three regimes' own results show, in words
+    lr_verdict           what the lr comparison's rules did against the reference
+    lab_verdict          what the Training Lab's runs show: the newest, and the batch extremes
+    accumulation_verdict whether accumulation matched one big batch: gradients, then parameters
+    layer_rows           the accumulation check's per-parameter table, named for people
+    simulated_device     the finder's default memory budget on a CPU, sized to the model
+    memory_verdict       what a memory sweep measured: the fixed part, the per-sample part, the
+                         largest batch that ran, the prediction, and how far to trust the line
+    throughput_verdict   what a sweep's fit, knee and peak share show, and how far to trust them
+    contention           how busy other processes kept the CPU while a sweep measured
+    best_lr_verdict      what the grid's best learning rates show, in words
+"""
+
+from bsdemo.recipes.comparisons import (
+    GRID_BATCHES,
+    GRID_LRS,
+    best_lr_per_batch,
+    best_lr_verdict,
+    grid_cells,
+    lr_grid,
+    lr_variants,
+    lr_verdict,
+    over_budget,
+    regime_configs,
+    regime_label,
+    regimes_verdict,
+)
+from bsdemo.recipes.lab import lab_verdict
+from bsdemo.recipes.measurements import (
+    CONTENDED,
+    FINDER_DEVICE_BATCH,
+    accumulation_verdict,
+    contention,
+    layer_rows,
+    memory_verdict,
+    simulated_device,
+    throughput_verdict,
+)
+
+__all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS",
+           "accumulation_verdict", "best_lr_per_batch", "best_lr_verdict", "contention",
+           "grid_cells", "layer_rows", "lab_verdict", "lr_grid", "lr_variants", "lr_verdict",
+           "memory_verdict", "over_budget", "regime_configs", "regime_label", "regimes_verdict",
+           "simulated_device", "throughput_verdict"]

@@ -1,0 +1,185 @@
+"""The comparison lessons' runs and verdicts: the three regimes, the lr rules, the lr grid."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from bsdemo.config import RunConfig
+from bsdemo.runs import JobSnapshot
+
+GRID_BATCHES = (8, 32, 128, 512)
+GRID_LRS = (0.01, 0.03, 0.1, 0.3, 1.0)
+
+
+# ----- the three regimes -----
+def regime_configs(cfg: RunConfig, epochs: int, mini_batch: int = 32,
+                   time_limit_s: float | None = None,
+                   sgd_batch: int = 1) -> list[tuple[str, RunConfig]]:
+    """(name, config) of SGD (batch sgd_batch), full batch and mini-batch: the same model, data,
+    seed and epoch budget, no accumulation, the mini-batch at most the training set."""
+    base = dataclasses.replace(cfg, accumulation_steps=1, epochs=epochs, max_steps=None,
+                               time_limit_s=time_limit_s)
+    base, _ = base.validated()
+    n = base.train_samples
+    return [(f"SGD (batch {sgd_batch})", dataclasses.replace(base, batch_size=min(sgd_batch, n))),
+            ("full batch", dataclasses.replace(base, batch_size=n)),
+            ("mini-batch", dataclasses.replace(base, batch_size=min(mini_batch, n)))]
+
+
+def regime_label(name: str, cfg: RunConfig) -> str:
+    """A regime's name with its batch, as a page labels its curves."""
+    return name if name.startswith("SGD") else f"{name} ({cfg.batch_size})"
+
+
+def regimes_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
+    """What the regimes' results (bsdemo.charts.comparison_table rows) show; None until all
+    have ended. Runs that did not finish their epochs (a time cap, a stop, divergence) are named,
+    and accuracy is ranked only among the runs that did: a cap must not pick the winner."""
+    if not rows or any(r["status"] in ("queued", "running") for r in rows):
+        return None
+    finished = [r for r in rows if r["status"] == "completed" and r["note"] != "time cap"
+                and r["test accuracy"] is not None]
+    short = [r for r in rows if r not in finished]
+    most = max(rows, key=lambda r: r["weight updates"] or 0)
+    text = f"**What your runs show.** {most['run']} made {most['weight updates']:,} weight updates"
+    timed = [r for r in finished if r["wall time (s)"] is not None]
+    if timed:
+        fastest = min(timed, key=lambda r: r["wall time (s)"])
+        text += (f"; of the runs that finished, {fastest['run']} took the least training time "
+                 f"({fastest['wall time (s)']:.2f} s)")
+    if len(finished) >= 2:
+        best = max(finished, key=lambda r: r["test accuracy"])
+        ties = [r for r in finished if abs(r["test accuracy"] - best["test accuracy"]) < 0.005]
+        text += (f"; {best['run']} reached the best test accuracy ({best['test accuracy']:.1%})"
+                 if len(ties) == 1 else "; " + " and ".join(r["run"] for r in ties)
+                 + f" tied for the best test accuracy ({best['test accuracy']:.1%})")
+    text += "."
+    for r in short:
+        why = {"time cap": "hit its time cap", "diverged": "diverged"}.get(
+            r["note"], "was stopped" if r["status"] == "cancelled" else f"ended {r['status']}")
+        text += (f" {r['run']} {why} before its epochs were done, so its accuracy is not "
+                 "compared with the others (raise the cap, or fewer epochs).")
+    return text + (" The full batch makes one update per epoch, batch 1 one per sample and "
+                   "pays the fixed per-step cost each time: compare the curves against weight "
+                   "updates and against seconds to see both effects.")
+
+
+def over_budget(runs: Sequence[tuple[str, JobSnapshot]], budget: int) -> list[tuple[str, int]]:
+    """(label, measured peak bytes) of every finished run whose peak exceeds budget."""
+    over = []
+    for label, snap in runs:
+        peak = ((snap.end or {}).get("summary") or {}).get("peak_memory_bytes")
+        if peak and peak > budget:
+            over.append((label, peak))
+    return over
+
+
+# ----- learning-rate scaling -----
+def lr_variants(base: RunConfig, ref_batch: int, ref_lr: float,
+                k: int) -> list[tuple[str, RunConfig]]:
+    """(label, config) of the reference run and four ways to train at batch ref_batch x k."""
+    big = ref_batch * k
+    warmup = max(1, math.ceil(base.validated()[0].train_samples / big))  # one epoch of warm-up
+    variants = [("reference", ref_batch, ref_lr, 0), ("lr unchanged", big, ref_lr, 0),
+                ("linear rule (lr × k)", big, ref_lr * k, 0),
+                ("square-root rule (lr × √k)", big, ref_lr * math.sqrt(k), 0),
+                ("linear + warm-up", big, ref_lr * k, warmup)]
+    return [(f"{name}: batch {b}, lr {lr:.3g}",
+             dataclasses.replace(base, batch_size=b, lr=lr, warmup_steps=w))
+            for name, b, lr, w in variants]
+
+
+def lr_grid(cfg: RunConfig, epochs: int, time_limit_s: float = 10.0,
+            batches: Sequence[int] = GRID_BATCHES,
+            lrs: Sequence[float] = GRID_LRS) -> list[tuple[str, RunConfig]]:
+    """(label, config) of every cell of the batch x learning-rate grid."""
+    return [(f"batch {b}, lr {lr:g}", dataclasses.replace(cfg, batch_size=b, lr=lr, epochs=epochs,
+                                                          time_limit_s=time_limit_s))
+            for b in batches for lr in lrs]
+
+
+def grid_cells(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, Any]]:
+    """The grid's runs as cells: batch, lr, final test accuracy (completed runs only),
+    diverged, status, and whether its time cap ended it."""
+    cells = []
+    for _, s in runs:
+        summary = (s.end or {}).get("summary") or {}
+        cells.append({"batch": s.config["batch_size"], "lr": s.config["lr"],
+                      "accuracy": summary.get("test_accuracy") if s.status == "completed"
+                      else None,
+                      "diverged": s.status == "diverged", "status": s.status,
+                      "time_capped": bool(summary.get("time_capped"))})
+    return cells
+
+
+def best_lr_per_batch(cells: Sequence[dict[str, Any]]) -> dict[int, float]:
+    """batch -> the learning rate with the best test accuracy (diverged cells never win)."""
+    best: dict[int, tuple[float, float]] = {}
+    for c in cells:
+        if c.get("accuracy") is None or c.get("diverged"):
+            continue
+        if c["batch"] not in best or c["accuracy"] > best[c["batch"]][0]:
+            best[c["batch"]] = (c["accuracy"], c["lr"])
+    return {b: lr for b, (_, lr) in best.items()}
+
+
+def best_lr_verdict(best: dict[int, float]) -> str | None:
+    """What the grid's best learning rates show; None with fewer than two batches. A rise needs
+    one: the same best lr for every batch is said as such, not as a rise."""
+    if len(best) < 2:
+        return None
+    ordered = [lr for _, lr in sorted(best.items())]
+    pairs = list(zip(ordered, ordered[1:], strict=False))
+    listing = "**Best lr per batch:** " + ", ".join(
+        f"batch {b} → {lr:g}" for b, lr in sorted(best.items())) + ". "
+    if all(a == b for a, b in pairs):
+        return listing + ("In your grid every batch has the same best learning rate: the cells "
+                          "are too coarse, or too few epochs, to show it move — try more epochs.")
+    if all(a <= b for a, b in pairs):
+        return listing + ("In your grid the best learning rate rises with the batch: a larger "
+                          "batch averages away gradient noise, so it tolerates — and needs — "
+                          "larger steps.")
+    return listing + ("In your grid the best learning rate does not rise steadily with the "
+                      "batch: with few epochs and one seed the cells are noisy — try more epochs.")
+
+
+def lr_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
+    """What the lr comparison (lr_variants' runs, as comparison_table rows, in that order)
+    shows against the reference; None until all have ended."""
+    if len(rows) != 5 or any(r["status"] in ("queued", "running") for r in rows):
+        return None
+    ref, same, linear, sqrt_rule, warm = rows
+
+    def acc(r: dict[str, Any]) -> str:
+        if r["status"] == "diverged":
+            return "diverged"
+        if r["test accuracy"] is None:
+            return f"no result ({r['status']})"
+        return f"{r['test accuracy']:.1%}" + (" at its time cap" if r["note"] == "time cap"
+                                              else "")
+
+    k = same["batch"] / ref["batch"]
+    text = (f"**What your runs show.** The reference reached {acc(ref)}. With the batch "
+            f"{k:g}× larger and the same lr: {acc(same)}; the "
+            f"linear rule: {acc(linear)}; the square-root rule: {acc(sqrt_rule)}; the linear "
+            f"rule after a warm-up: {acc(warm)}.")
+    if ref["test accuracy"] is not None:
+        recovered = [name for name, r in (("the linear rule", linear),
+                                          ("the square-root rule", sqrt_rule))
+                     if r["test accuracy"] is not None and r["status"] == "completed"
+                     and r["test accuracy"] >= ref["test accuracy"] - 0.01]
+        text += (" " + " and ".join(recovered).capitalize() + " came within a point of the "
+                 "reference." if recovered else " No rule came within a point of the reference "
+                 "at these epochs.")
+    if linear["status"] == "diverged" and warm["status"] != "diverged":
+        text += " Without warm-up the large learning rate blew up; the warm-up prevented it."
+    elif linear["status"] != "diverged" and linear["test accuracy"] is not None \
+            and warm["test accuracy"] is not None:
+        delta = (warm["test accuracy"] - linear["test accuracy"]) * 100
+        text += (f" Without warm-up nothing blew up here, so warm-up had nothing to prevent "
+                 f"(it changed accuracy by {delta:+.1f} points): a larger k, and with it a "
+                 "larger learning rate, is where warm-up matters.")
+    return text

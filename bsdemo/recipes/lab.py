@@ -1,0 +1,80 @@
+"""The Training Lab's closing text, from the session's own runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bsdemo.runs import JobSnapshot
+
+
+# ----- the Training Lab -----
+def _summary(snap: JobSnapshot) -> dict[str, Any]:
+    return (snap.end or {}).get("summary") or {}
+
+
+def _effective(snap: JobSnapshot) -> int:
+    return snap.config["batch_size"] * snap.config["accumulation_steps"]
+
+
+def _how_it_ended(snap: JobSnapshot) -> str:
+    s = _summary(snap)
+    if snap.status == "completed":
+        return ""
+    if s.get("time_capped"):
+        return " It hit its time cap before its budget was done."
+    return {"cancelled": " It was stopped before its budget was done.",
+            "diverged": " Its loss diverged: the learning rate was too large for it.",
+            "oom": " It ran out of memory."}.get(snap.status, f" It {snap.status}.")
+
+
+def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
+    """What the session's finished training runs show, from their own numbers: the newest, and
+    the smallest against the largest effective batch when they trained alike (same epochs, same
+    lr, both completed). None before any run has ended."""
+    done = [s for s in runs if s.done and s.kind == "train" and _summary(s).get("steps")]
+    if not done:
+        return None
+    new = done[-1]
+    s, b = _summary(new), _effective(new)
+    acc = s.get("test_accuracy")
+    rate = s.get("samples_per_sec")
+    text = (f"**What your runs show.** Run #{new.id} at batch {b} made {s['steps']:,} optimizer "
+            f"steps ({s.get('epochs', 0):.3g} epochs) in {s.get('wall_time_s', 0):.2f} s"
+            + (f", a median {rate:,.0f} samples/s" if rate else "")
+            + (f", and reached {acc:.1%} test accuracy" if acc is not None else "") + "."
+            + _how_it_ended(new))
+    if new.shared_device:
+        text += " Another run shared the device meanwhile, so its speed was shared too."
+    alike = [r for r in done if r.status == "completed" and not _summary(r).get("time_capped")
+             and r.config["epochs"] == new.config["epochs"] and r.config["lr"] == new.config["lr"]]
+    small = min(alike, key=_effective, default=None)
+    large = max(alike, key=_effective, default=None)
+    if small is None or _effective(small) == _effective(large):
+        return text + (" Run it again at another batch size (same epochs and lr) to compare.")
+    ss, ls = _summary(small), _summary(large)
+    ks, kl = _effective(small), _effective(large)
+    text += (f" Batch {kl} made {ls['steps'] / ls['epochs']:.0f} updates per epoch against "
+             f"batch {ks}'s {ss['steps'] / ss['epochs']:.0f}")
+    if ss.get("samples_per_sec") and ls.get("samples_per_sec"):
+        text += (f" and processed {ls['samples_per_sec'] / ss['samples_per_sec']:.1f}× the "
+                 "samples per second")
+    text += "."
+    if ss.get("test_accuracy") is not None and ls.get("test_accuracy") is not None:
+        gap = (ss["test_accuracy"] - ls["test_accuracy"]) * 100
+        if gap > 2:
+            text += (f" After the same epochs and learning rate it reached "
+                     f"{ls['test_accuracy']:.1%} against {ss['test_accuracy']:.1%}: fewer "
+                     "updates of the same size learn less per epoch — raise the learning rate "
+                     "with the batch (Learning-rate scaling) or train longer.")
+        elif gap < -2:
+            text += (f" It also reached a better test accuracy ({ls['test_accuracy']:.1%} "
+                     f"against {ss['test_accuracy']:.1%}): the small batch's noisy updates "
+                     "cost it more than the lost updates cost the large one here.")
+        else:
+            text += (f" Both reached about the same test accuracy ({ls['test_accuracy']:.1%} "
+                     f"and {ss['test_accuracy']:.1%}).")
+    if ss.get("peak_memory_bytes") and ls.get("peak_memory_bytes"):
+        text += (f" Its peak memory was {ls['peak_memory_bytes'] / ss['peak_memory_bytes']:.1f}× "
+                 f"as much ({ls.get('memory_source', 'measured')}).")
+    return text

@@ -1,0 +1,149 @@
+"""The measurement lessons' verdicts and defaults: throughput, memory, accumulation, finder."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from bsdemo import footprint
+from bsdemo.config import RunConfig
+from bsdemo.units import format_bytes
+
+# ----- throughput -----
+CONTENDED = 0.15  # other processes' share of all CPU time above which a sweep says so
+
+
+def contention(points: Sequence[dict[str, Any]]) -> float | None:
+    """The mean share of all CPU time other processes used while the sweep's points ran."""
+    shares = [p["others_cpu_share"] for p in points if p.get("others_cpu_share") is not None]
+    return sum(shares) / len(shares) if shares else None
+
+
+def throughput_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]],
+                       peak_source: str | None) -> str:
+    """What a sweep shows, in words from its own fit, knee and peak share: a fixed overhead
+    only when the fit found one, the fit's quality, and the load it was measured under."""
+    fit = end["fit"]
+    r2 = fit.get("r2_time")
+    quality = f" (R² {r2:.2f})" if r2 is not None else ""
+    if fit.get("t0_s") is None:
+        return "**What your sweep shows.** Too few batch sizes ran to fit a model of step time."
+    if fit.get("t0_constrained") or not fit["t0_s"]:
+        text = ("**What your sweep shows.** Step time grew in proportion to the batch, about "
+                f"**{fit['t1_s_per_sample'] * 1e6:.3g} µs per sample**{quality}: the fit found no "
+                "fixed per-step overhead it could measure (a least-squares line put it below "
+                "zero, so it was held at zero). At these sizes the work per sample dominates; "
+                "try a smaller model or smaller batches to see the overhead.")
+    else:
+        cross = end.get("crossover_batch_size")
+        text = (f"**What your sweep shows.** A step cost about **{fit['t0_s'] * 1e3:.3g} ms** of "
+                "fixed overhead (kernel launches, Python, the optimizer) plus "
+                f"**{fit['t1_s_per_sample'] * 1e6:.3g} µs per sample** — the model "
+                f"t(B) = t0 + t1·B fitted to your points{quality}.")
+        if cross:
+            text += (f" Below batch {cross:.0f} the overhead dominates, so doubling the batch "
+                     "almost doubles samples/s; above it each step grows with the batch.")
+    knee = end.get("knee_batch_size")
+    largest = max((p["batch_size"] for p in points if p.get("status") == "ok"), default=None)
+    if knee and knee == largest:
+        text += (f" Samples/s were still rising at the largest batch that ran ({largest}): the "
+                 "device did not saturate within this sweep.")
+    elif knee:
+        text += f" Samples/s come within 10% of your best from batch {knee}."
+    if peak_source:
+        text += (f" The share of peak FLOP/s (peak: {peak_source}) says how much useful "
+                 "arithmetic the device did; NVML's utilisation on a GPU only says a kernel was "
+                 "running.")
+    busy = contention(points)
+    if busy is not None and busy > CONTENDED:
+        text += (f" While it measured, other processes kept about {busy:.0%} of the CPU busy: "
+                 "these rates are lower and noisier than on an idle machine.")
+    return text
+
+
+# ----- gradient accumulation -----
+def accumulation_verdict(r: dict[str, Any]) -> tuple[str, str]:
+    """(level "success" | "warning" | "error", text) for an accum_check result: equivalent only
+    when the first step's gradients agree and the parameters still agree after every step."""
+    head = (f"Relative gradient difference **{r['rel_grad_diff']:.3g}** at the first step; "
+            f"largest parameter difference after {r['steps']} steps "
+            f"**{r['max_abs_param_diff']:.3g}** — ")
+    if not r["equivalent"]:
+        return "error", head + "the accumulated gradient is not one big batch's: NOT equivalent."
+    if r.get("drift_grew"):
+        return "warning", head + (
+            "the gradients agree to float32 rounding, but over the steps that rounding grew: "
+            "accumulation sums the same numbers in another order, and a model can amplify the "
+            "tiny difference (normalisation layers divide by small variances). The same "
+            "computation, not the same bits.")
+    return "success", head + ("equivalent: what is left is float32 rounding (summing in a "
+                              "different order), at the first step and after the last.")
+
+
+def layer_rows(per_layer: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The per-parameter gradient differences with names a person reads ("net.1.weight" ->
+    "layer 1 weights")."""
+    def name(raw: str) -> str:
+        parts = raw.split(".")
+        kind = {"weight": "weights", "bias": "biases"}.get(parts[-1], parts[-1])
+        index = next((p for p in reversed(parts[:-1]) if p.isdigit()), None)
+        return f"layer {index} {kind}" if index is not None else f"{'.'.join(parts[:-1])} {kind}"
+
+    return [{"parameter": name(row["layer"]),
+             "largest gradient difference": row["max_abs_grad_diff"],
+             "gradient norm": row["grad_norm"]} for row in per_layer]
+
+
+# ----- the finder -----
+FINDER_DEVICE_BATCH = 256  # the simulated device holds about this batch of the chosen model
+
+
+def simulated_device(cfg: RunConfig, margin: float) -> tuple[int, int]:
+    """(bytes, batch) of the finder's default device on a CPU, where nothing limits memory (the
+    host's gigabytes fit the whole training set of any model here, and "use the full batch" is
+    no lesson): what the model's predicted footprint needs at about FINDER_DEVICE_BATCH (at most
+    half the training set), with the margin on top."""
+    checked = cfg.validated()[0]
+    batch = max(1, min(FINDER_DEVICE_BATCH, checked.train_samples // 2))
+    need = footprint.predict(dataclasses.replace(checked, batch_size=batch,
+                                                 accumulation_steps=1)).peak
+    return int(need / (1.0 - margin)), batch
+
+
+# ----- memory -----
+def memory_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]]) -> str | None:
+    """What the memory sweep showed, from its fit and points; None without a fit."""
+    fit = end.get("fit") or {}
+    if fit.get("m0_bytes") is None:
+        return None
+    ok = [p for p in points if p["status"] == "ok" and p.get("memory_breakdown")]
+    fixed = None
+    if ok:
+        parts = ok[0]["memory_breakdown"]
+        fixed = sum(parts.get(k) or 0 for k in ("parameters", "gradients", "optimizer_state"))
+    text = (f"**What your sweep shows.** Memory was {format_bytes(fit['m0_bytes'])} that did not "
+            f"depend on the batch")
+    if fixed:
+        text += (f" (parameters, gradients and optimizer state: {format_bytes(fixed)} of it)")
+    text += (f", plus {format_bytes(fit['m_bytes_per_sample'])} per sample — the activations "
+             "kept for the backward pass. ")
+    source = ok[0].get("memory_source") if ok else None
+    if source == "accounted":
+        text += ("On the CPU this line fits by construction (R² "
+                 f"{fit['r2_memory']:.3f}): accounted memory is a sum of per-sample terms, so "
+                 "the lesson is in its two numbers, not in how straight it is. ")
+    elif fit.get("r2_memory") is not None:
+        text += f"The allocator's readings lie on that line with R² {fit['r2_memory']:.3f}. "
+    oom = next((p for p in points if p["status"] == "oom"), None)
+    largest = end.get("max_batch_size_fits")
+    predicted = end.get("predicted_max_batch_size")
+    if oom and largest:
+        text += (f"Batch {largest} was the largest that ran; batch {oom['batch_size']} ran out "
+                 f"of memory" + (" (simulated)" if oom.get("simulated") else "") + ".")
+        if predicted:
+            text += (f" The line predicts batch {predicted} as the largest that fits: the "
+                     "finder verifies such a prediction with a real step.")
+    elif largest:
+        text += f"Every batch up to {largest} fitted."
+    return text
