@@ -136,11 +136,25 @@ def test_accumulation_page_toggles_a_pitfall(server, browser):
     page.get_by_role("button", name="Compare").click()
     page.get_by_text(re.compile(r"— equivalent: what is left is float32 rounding")).wait_for(
         timeout=60_000)
+    # the first result can show before its job has ended (the result record comes before the
+    # end record): let that rerun settle before the toggle, and the toggle's before Compare
+    settled(page)
     page.get_by_text("Forget to divide the loss by k").click()
+    page.wait_for_function("""() => [...document.querySelectorAll('label')].some(label =>
+        label.innerText.includes('Forget to divide the loss by k')
+        && label.querySelector('input') && label.querySelector('input').checked)""",
+                           timeout=30_000)
+    settled(page)
     page.get_by_role("button", name="Compare").click()
-    page.get_by_text(re.compile(r"NOT equivalent\.$")).wait_for(timeout=60_000)
+    page.get_by_text(re.compile(r"NOT equivalent\.$")).wait_for(timeout=120_000)
     assert page.locator(".stException").count() == 0
     page.close()
+
+
+def settled(page) -> None:
+    """No script run in flight (Streamlit's status widget gone)."""
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+                           timeout=60_000)
 
 
 def stop_button(page):
