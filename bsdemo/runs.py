@@ -92,6 +92,20 @@ class JobSnapshot(JobFacts):
     def done(self) -> bool:
         return self.status not in ACTIVE
 
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The end record's summary ({} until the run ended)."""
+        return (self.end or {}).get("summary") or {}
+
+    @property
+    def effective_batch(self) -> int:
+        return self.config["batch_size"] * self.config["accumulation_steps"]
+
+    @property
+    def ending(self) -> str:
+        """How the run ended, the time cap told apart from a stop: "time_cap", or its status."""
+        return "time_cap" if self.summary.get("time_capped") else self.status
+
 
 @dataclass
 class RunRecord:

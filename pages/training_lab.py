@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from bsdemo import recipes
 from bsdemo.plaintext import plain
 from bsdemo.ui import lab
 from bsdemo.ui.header import lesson_header
@@ -15,9 +16,9 @@ if url_error:
 cfg = lab.settings_form()
 lab.run_controls(cfg)
 lab.live_view()
-lab.history()
+snaps = lab.history()
 
-verdict = lab.verdict()
+verdict = recipes.lab_verdict(snaps)
 st.markdown(verdict or (
     "**What to look for.** Each optimizer step uses one *effective batch* (micro-batch × "
     "accumulation steps); an epoch is ceil(N / effective batch) steps, so a small batch makes "

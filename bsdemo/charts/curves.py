@@ -12,7 +12,6 @@ from bsdemo.charts.style import (
     Chart,
     Style,
     clip_marks,
-    effective_batch,
     ema,
     empty,
     end_mark,
@@ -233,5 +232,5 @@ def labelled_loss_chart(runs: Sequence[tuple[str, JobSnapshot]], x_axis: str,
                  + "; ".join(finals) + "." if finals else "No evaluations yet.", table)
 
 
-__all__ = ["effective_batch", "has_utilization", "labelled_loss_chart", "loss_chart",
+__all__ = ["has_utilization", "labelled_loss_chart", "loss_chart",
            "memory_chart", "run_label", "throughput_chart", "utilization_chart"]

@@ -65,17 +65,13 @@ def batch_colour(batch_size: int) -> str:
     return BATCH_PALETTE[round(math.log2(max(batch_size, 1))) % len(BATCH_PALETTE)]
 
 
-def effective_batch(snap: JobSnapshot) -> int:
-    return snap.config["batch_size"] * snap.config["accumulation_steps"]
-
-
 def styles(runs: Sequence[JobSnapshot]) -> list[Style]:
     """Each run's style: its batch's colour, and the k-th run of a batch the k-th marker and
     dash, so two runs of one batch (different learning rates, say) still differ."""
     seen: dict[int, int] = {}
     out = []
     for snap in runs:
-        b = effective_batch(snap)
+        b = snap.effective_batch
         k = seen.get(b, 0)
         seen[b] = k + 1
         out.append(Style(batch_colour(b), SYMBOLS[k % len(SYMBOLS)], DASHES[k % len(DASHES)]))
@@ -124,18 +120,11 @@ def clip_marks(fig: go.Figure, points: Sequence[tuple[float, float]], top: float
     return len(above)
 
 
-def ending(snap: JobSnapshot) -> str | None:
-    """How a run ended, when that is worth a mark on its curve: a key of ENDINGS, or None."""
-    if snap.status == "cancelled" and ((snap.end or {}).get("summary") or {}).get("time_capped"):
-        return "time_cap"
-    return snap.status if snap.status in ENDINGS else None
-
-
 def end_mark(fig: go.Figure, snap: JobSnapshot, x: float | None, y: float | None,
              style: Style, top: float | None) -> None:
     """The way a run ended, marked where its curve stops (held inside the chart)."""
-    key = ending(snap)
-    if key is None or x is None or y is None:
+    key = snap.ending
+    if key not in ENDINGS or x is None or y is None:
         return
     symbol, words = ENDINGS[key]
     colour = OOM_COLOUR if key in ("diverged", "oom", "failed") else style.colour

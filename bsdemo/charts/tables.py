@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bsdemo.charts.style import effective_batch
 from bsdemo.runs import JobSnapshot
 from bsdemo.units import MIB
 
@@ -15,13 +14,13 @@ def runs_table(runs: Sequence[JobSnapshot]) -> list[dict[str, Any]]:
     """One row per run: its settings and the measured summary (blank until measured)."""
     rows = []
     for snap in runs:
-        cfg, summary = snap.config, (snap.end or {}).get("summary", {})
+        cfg, summary = snap.config, snap.summary
         latest = snap.latest or {}
         peak = summary.get("peak_memory_bytes")
         rows.append({
             "run": snap.id, "status": snap.status,
             "workload": f"{cfg['dataset']} · {cfg['model']}",
-            "effective batch": effective_batch(snap),
+            "effective batch": snap.effective_batch,
             "micro-batch × accumulation": f"{cfg['batch_size']} × {cfg['accumulation_steps']}"
             if cfg["accumulation_steps"] > 1 else "",
             "lr": cfg["lr"], "optimizer": cfg["optimizer"],
@@ -37,17 +36,17 @@ def comparison_table(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, 
     """One row per labelled run: what a regime or lr comparison is judged by."""
     rows = []
     for label, snap in runs:
-        s = (snap.end or {}).get("summary", {})
+        s = snap.summary
         peak = s.get("peak_memory_bytes")
-        rows.append({"run": label, "batch": snap.config["batch_size"] * snap.config[
-            "accumulation_steps"], "lr": snap.config["lr"], "status": snap.status,
+        rows.append({
+            "run": label, "batch": snap.effective_batch, "lr": snap.config["lr"],
+            "status": snap.status,
             "weight updates": s.get("steps", (snap.latest or {}).get("step")),
             "wall time (s)": s.get("wall_time_s"), "samples/s": s.get("samples_per_sec"),
             "peak memory (MiB)": peak / MIB if peak else None,
             "train accuracy": s.get("final_train_accuracy"), "test accuracy": s.get("test_accuracy"),
             "shared device": snap.shared_device,
-            "note": "time cap" if s.get("time_capped") else ("diverged" if snap.status == "diverged"
-                                                             else "")})
+            "note": {"time_cap": "time cap", "diverged": "diverged"}.get(snap.ending, "")})
     return rows
 
 

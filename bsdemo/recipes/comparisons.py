@@ -71,7 +71,7 @@ def over_budget(runs: Sequence[tuple[str, JobSnapshot]], budget: int) -> list[tu
     """(label, measured peak bytes) of every finished run whose peak exceeds budget."""
     over = []
     for label, snap in runs:
-        peak = ((snap.end or {}).get("summary") or {}).get("peak_memory_bytes")
+        peak = snap.summary.get("peak_memory_bytes")
         if peak and peak > budget:
             over.append((label, peak))
     return over
@@ -106,7 +106,7 @@ def grid_cells(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, Any]]:
     diverged, status, and whether its time cap ended it."""
     cells = []
     for _, s in runs:
-        summary = (s.end or {}).get("summary") or {}
+        summary = s.summary
         cells.append({"batch": s.config["batch_size"], "lr": s.config["lr"],
                       "accuracy": summary.get("test_accuracy") if s.status == "completed"
                       else None,

@@ -3,57 +3,41 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from bsdemo.runs import JobSnapshot
 
-
-# ----- the Training Lab -----
-def _summary(snap: JobSnapshot) -> dict[str, Any]:
-    return (snap.end or {}).get("summary") or {}
-
-
-def _effective(snap: JobSnapshot) -> int:
-    return snap.config["batch_size"] * snap.config["accumulation_steps"]
-
-
-def _how_it_ended(snap: JobSnapshot) -> str:
-    s = _summary(snap)
-    if snap.status == "completed":
-        return ""
-    if s.get("time_capped"):
-        return " It hit its time cap before its budget was done."
-    return {"cancelled": " It was stopped before its budget was done.",
-            "diverged": " Its loss diverged: the learning rate was too large for it.",
-            "oom": " It ran out of memory."}.get(snap.status, f" It {snap.status}.")
+ENDED = {"completed": "", "time_cap": " It hit its time cap before its budget was done.",
+         "cancelled": " It was stopped before its budget was done.",
+         "diverged": " Its loss diverged: the learning rate was too large for it.",
+         "oom": " It ran out of memory."}
 
 
 def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
     """What the session's finished training runs show, from their own numbers: the newest, and
     the smallest against the largest effective batch when they trained alike (same epochs, same
     lr, both completed). None before any run has ended."""
-    done = [s for s in runs if s.done and s.kind == "train" and _summary(s).get("steps")]
+    done = [s for s in runs if s.done and s.kind == "train" and s.summary.get("steps")]
     if not done:
         return None
     new = done[-1]
-    s, b = _summary(new), _effective(new)
+    s, b = new.summary, new.effective_batch
     acc = s.get("test_accuracy")
     rate = s.get("samples_per_sec")
     text = (f"**What your runs show.** Run #{new.id} at batch {b} made {s['steps']:,} optimizer "
             f"steps ({s.get('epochs', 0):.3g} epochs) in {s.get('wall_time_s', 0):.2f} s"
             + (f", a median {rate:,.0f} samples/s" if rate else "")
             + (f", and reached {acc:.1%} test accuracy" if acc is not None else "") + "."
-            + _how_it_ended(new))
+            + ENDED.get(new.ending, f" It {new.status}."))
     if new.shared_device:
         text += " Another run shared the device meanwhile, so its speed was shared too."
-    alike = [r for r in done if r.status == "completed" and not _summary(r).get("time_capped")
+    alike = [r for r in done if r.status == "completed" and r.ending != "time_cap"
              and r.config["epochs"] == new.config["epochs"] and r.config["lr"] == new.config["lr"]]
-    small = min(alike, key=_effective, default=None)
-    large = max(alike, key=_effective, default=None)
-    if small is None or _effective(small) == _effective(large):
+    small = min(alike, key=lambda r: r.effective_batch, default=None)
+    large = max(alike, key=lambda r: r.effective_batch, default=None)
+    if small is None or small.effective_batch == large.effective_batch:
         return text + (" Run it again at another batch size (same epochs and lr) to compare.")
-    ss, ls = _summary(small), _summary(large)
-    ks, kl = _effective(small), _effective(large)
+    ss, ls = small.summary, large.summary
+    ks, kl = small.effective_batch, large.effective_batch
     text += (f" Batch {kl} made {ls['steps'] / ls['epochs']:.0f} updates per epoch against "
              f"batch {ks}'s {ss['steps'] / ss['epochs']:.0f}")
     if ss.get("samples_per_sec") and ls.get("samples_per_sec"):

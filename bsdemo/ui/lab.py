@@ -13,7 +13,7 @@ import time
 
 import streamlit as st
 
-from bsdemo import charts, export, recipes
+from bsdemo import charts, export
 from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, ConfigError, RunConfig, config_from_query, parse_run_id
 from bsdemo.plaintext import plain
 from bsdemo.presets import PRESETS, preset_of
@@ -317,7 +317,7 @@ def _tiles(snap: JobSnapshot) -> None:
     cols[1].metric("Step loss", f"{latest['loss']:.4f}" if "loss" in latest else "–")
     cols[2].metric("Test accuracy", f"{evals['test_accuracy'][-1]:.1%}" if evals["test_accuracy"] else "–")
     # live: the median of the steps so far; once ended, the run's own summary (full batches)
-    final = ((snap.end or {}).get("summary") or {}).get("samples_per_sec")
+    final = snap.summary.get("samples_per_sec")
     rate = final if final is not None else statistics.median(rates) if rates else None
     wall = (latest["samples_seen"] / latest["wall_time_s"]
             if latest.get("wall_time_s") else None)  # what the run got over its wall clock
@@ -325,7 +325,7 @@ def _tiles(snap: JobSnapshot) -> None:
                    help="The median of the measured steps (the first few are warm-up and left "
                         "out)." + (f" Over its wall clock the run got {wall:,.0f} samples/s."
                                    if wall else ""))
-    rss = ((snap.end or {}).get("summary") or {}).get("process_rss_bytes")
+    rss = snap.summary.get("process_rss_bytes")
     cols[4].metric(f"Peak memory ({source or 'measured'})",
                    f"{max(peaks) / MIB:,.2f} MiB" if peaks else "–",
                    help=("Accounted: the tensors counted exactly (parameters, gradients, optimizer "
@@ -349,17 +349,12 @@ def _runs_table(current: JobSnapshot) -> None:
     show_table(charts.runs_table([s for s in snaps if s is not None]), "runs_table")
 
 
-def verdict() -> str | None:
-    """What this session's runs show (bsdemo.recipes.lab_verdict), or None before one ended."""
-    snaps = [scheduler().snapshot(j) for j in session_runs()]
-    return recipes.lab_verdict([s for s in snaps if s is not None])
-
-
-def history() -> None:
-    """Overlays of earlier runs, and the session's runs as downloads."""
+def history() -> list[JobSnapshot]:
+    """Overlays of earlier runs, and the session's runs as downloads; returns the snapshots it
+    drew them from (the page's closing text reads the same ones)."""
     runs = session_runs()
     if not runs:
-        return
+        return []
     snaps = [s for s in (scheduler().snapshot(j) for j in runs) if s is not None]
     finished = [s.id for s in snaps if s.done and s.id != runs[-1]]
     labels = {s.id: charts.run_label(s) for s in snaps}
@@ -373,4 +368,4 @@ def history() -> None:
     right.download_button("Download the steps (CSV)", export.runs_csv(snaps),
                           file_name="batch-size-lab-steps.csv", mime="text/csv",
                           key="export_csv", icon=":material/download:")
-
+    return snaps
