@@ -18,11 +18,32 @@ import time
 
 from bsdemo.config import RunConfig
 from bsdemo.engine.finder import find_batch_size
+from bsdemo.engine.measure import HostLoad
 from bsdemo.engine.sweep import _measure, sweep
 from bsdemo.engine.train import train
 from bsdemo.units import format_bytes, powers_of_two
 
 MIB = 2**20
+
+
+def machine_steadiness(block_s: float = 0.5, blocks: int = 8) -> float:
+    """How far a fixed piece of work (a 256x256 matmul, one thread) strays from its median rate
+    over `blocks` timed blocks: no sweep point can repeat closer than the machine itself."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    a, b = torch.randn(256, 256), torch.randn(256, 256)
+    rates = []
+    for _ in range(blocks):
+        n, t = 0, time.perf_counter()
+        while time.perf_counter() - t < block_s:
+            a @ b
+            n += 1
+        rates.append(n / (time.perf_counter() - t))
+    torch.set_num_threads(threads)
+    med = statistics.median(rates)
+    return max(abs(r - med) / med for r in rates)
 
 
 def timed_sweep(cfg: RunConfig, sizes: list[int]) -> tuple[float, dict[int, float]]:
@@ -60,7 +81,10 @@ def main() -> None:
     cfg, sizes = RunConfig(), powers_of_two(1024)
 
     timed_sweep(cfg, [1, 2])  # warm-up: imports, allocator, the matmul probe
+    load = HostLoad()
     runs = [timed_sweep(cfg, sizes) for _ in range(args.repeats)]
+    others = load.others_share()
+    steady = machine_steadiness()
     walls = [w for w, _ in runs]
     print(f"1. default CPU sweep (MLP/digits, batch 1…1024; 3 warm-up, then at least 8 full-batch "
           f"steps and 0.1 s timed per size), {args.repeats} repeats")
@@ -75,6 +99,9 @@ def main() -> None:
         worst = max(worst, dev)
         print(f"   {b:>6} {med:>17,.0f} {dev:>13.1%}")
     print(f"   worst per-point deviation from the median: {worst:.1%} (target <= 10%)")
+    print(f"   other processes kept {others:.0%} of the CPU busy meanwhile; the machine itself: a "
+          f"fixed matmul strayed {steady:.1%} from its median rate over 8 blocks of 0.5 s"
+          if others is not None else "")
 
     print("\n2. finder probes vs a doubling finder (real steps, 10% margin)")
     print(f"   {'budget':>10} {'finder probes':>14} {'found':>6} {'doubling probes':>16} {'found':>6}")

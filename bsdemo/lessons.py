@@ -60,9 +60,9 @@ LESSONS = (
            "rules win back, and what warm-up changed.", "lr_scaling", ":material/trending_up:",
            "see that multiplying the batch by k without touching the learning rate trains worse "
            "per epoch, and how much of that the linear rule (lr × k) and the square-root rule "
-           "(lr × √k) win back. A warm-up ramps the learning rate up over the first epoch; the "
-           "page reports what it changed in your runs (at these defaults nothing blows up "
-           "without it).",
+           "(lr × √k) win back. A warm-up ramps the learning rate up over the first epoch: at "
+           "these defaults nothing blows up without it, and the Warm-up preset (Adam, k = 32) "
+           "shows the loss spike it prevents.",
            "at 8× the batch and the same lr, will 10 epochs reach the same accuracy? What if the "
            "lr is 8× too?"),
     Lesson(6, "Gradient accumulation", "k micro-batches of b = one batch of k·b, at the memory "

@@ -11,13 +11,32 @@ from bsdemo.ui.widgets import LR_CHOICES, show_chart, show_table
 
 lesson_header("lr_scaling")
 
+# a preset fills these widgets (its optimizer on the digits MLP); the first is the page's default
+PRESET_KEYS = {"optimizer": "lr_optimizer", "ref_batch": "lr_ref_batch", "ref_lr": "lr_ref_lr",
+               "k": "lr_k", "epochs": "lr_epochs"}
+
+
+def use_preset(name: str) -> None:
+    """on_click: set the comparison's widgets to a preset's values."""
+    st.session_state.update({key: recipes.LR_PRESETS[name][field]
+                             for field, key in PRESET_KEYS.items()})
+    st.session_state.update(lr_preset="digits-mlp", lr_size="preset")
+
+
+for field, key in PRESET_KEYS.items():
+    st.session_state.setdefault(key, next(iter(recipes.LR_PRESETS.values()))[field])
+buttons = st.columns([1.2, 2, 2, 3], vertical_alignment="center")
+buttons[0].markdown("**Start from:**")
+for column, name in zip(buttons[1:], recipes.LR_PRESETS, strict=False):
+    column.button(name, key=f"lr_use_{name}", on_click=use_preset, args=(name,),
+                  help="Sets the optimizer, reference batch and lr, k and epochs below.")
 cfg = sweeps.workload("lr")
 a, b, c, d = st.columns(4)
-ref_batch = a.number_input("Reference batch", 1, 4096, 16, key="lr_ref_batch")
-ref_lr = b.select_slider("Reference lr", LR_CHOICES, 0.05, key="lr_ref_lr",
+ref_batch = a.number_input("Reference batch", 1, 4096, key="lr_ref_batch")
+ref_lr = b.select_slider("Reference lr", LR_CHOICES, key="lr_ref_lr",
                          format_func=lambda v: f"{v:g}")
-k = c.number_input("Batch multiplier k", 1, 256, 8, key="lr_k")
-epochs = d.number_input("Epochs", 1, 100, 10, key="lr_epochs")
+k = c.number_input("Batch multiplier k", 1, 256, key="lr_k")
+epochs = d.number_input("Epochs", 1, 100, key="lr_epochs")
 base = dataclasses.replace(cfg, epochs=int(epochs), time_limit_s=30.0)
 variants = recipes.lr_variants(base, int(ref_batch), ref_lr, int(k))
 if ref_batch * k > base.validated()[0].train_samples:
@@ -29,7 +48,9 @@ sweeps.group_button("lr", "Compare", [v for _, v in variants], [n for n, _ in va
 def draw(snaps) -> None:
     show_chart(charts.labelled_loss_chart(snaps, "epochs"), "lr_loss")
     rows = charts.comparison_table(snaps)
-    show_table(rows, "lr_table", hide=("batch", "lr"))  # both are in the run labels
+    # batch and lr are in the run labels, the first loss is in the closing text's ratio, and
+    # memory belongs to another lesson: what is left fits 1280 px
+    show_table(rows, "lr_table", hide=("batch", "lr", "first loss", "peak memory (MiB)"))
     verdict = recipes.lr_verdict(rows)
     if verdict:
         st.markdown(verdict)

@@ -33,7 +33,7 @@ def draw(snaps) -> None:
             show_chart(charts.labelled_loss_chart(snaps, axis, log=axis != "epochs"),
                        f"reg_loss_{axis}")
     rows = charts.comparison_table(snaps)
-    show_table(rows, "reg_table", hide=("batch",))  # in the run labels
+    show_table(rows, "reg_table", hide=("batch", "first loss", "peak loss"))  # batch: in labels
     for label, peak in recipes.over_budget(snaps, budget) if budget else []:
         st.error(f"{label} needs {format_bytes(peak)}: it would not fit in a "
                  f"{format_bytes(budget)} budget.", icon=":material/error:")

@@ -41,6 +41,8 @@ PAGES = {
     "lr_scaling": ("Compare", COMPARISON_DONE),
     "accumulation": ("Compare", r"equivalent"),
 }
+# a page after one of its presets: name -> (page, the preset's button); its experiment is the page's
+VARIANTS = {"lr_scaling-warmup": ("lr_scaling", "Warm-up (Adam, k = 32)")}
 
 
 VISUAL_PROBLEMS = """() => {
@@ -106,11 +108,15 @@ def settled(page) -> None:
 def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> tuple[Path, list[str]]:
     """The page after its default experiment, saved whole at `size`; returns the picture and
     its visual problems (visual_problems), checked at that size."""
-    button, done = PAGES[name]
+    route, preset = VARIANTS.get(name, (name, None))
+    button, done = PAGES[route]
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
     page = context.new_page()
-    page.goto(f"{url}/{name}")
+    page.goto(f"{url}/{route}")
     page.get_by_text(re.compile("No GPU: runs train on the CPU|GPU")).first.wait_for(timeout=60_000)
+    if preset:
+        page.get_by_role("button", name=preset, exact=True).click()
+        settled(page)
     if button:
         page.get_by_role("button", name=button, exact=True).first.click()
         if done.startswith("() =>"):
@@ -131,7 +137,7 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> tup
 def main() -> None:
     args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     args.add_argument("out", type=Path)
-    args.add_argument("--pages", default=",".join(PAGES))
+    args.add_argument("--pages", default=",".join([*PAGES, *VARIANTS]))
     args.add_argument("--readme", action="store_true")
     opts = args.parse_args()
     opts.out.mkdir(parents=True, exist_ok=True)

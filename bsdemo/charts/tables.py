@@ -45,6 +45,8 @@ def comparison_table(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, 
             "wall time (s)": s.get("wall_time_s"), "samples/s": s.get("samples_per_sec"),
             "peak memory (MiB)": peak / MIB if peak else None,
             "train accuracy": s.get("final_train_accuracy"), "test accuracy": s.get("test_accuracy"),
+            # a spike that did not reach divergence: warm-up's effect shows here
+            "first loss": s.get("first_step_loss"), "peak loss": s.get("peak_step_loss"),
             "shared device": snap.shared_device,
             "note": {"time_cap": "time cap", "diverged": "diverged"}.get(snap.ending, "")})
     return rows
@@ -75,7 +77,7 @@ def for_people(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], di
             label, scale, digits, fmt = f"{name} (%)", 100.0, 1, "%.1f"
         elif name.startswith("samples/s") or name in ("steps", "weight updates"):
             digits, fmt = 0, "localized"
-        elif "(MiB)" in name or "(s)" in name:
+        elif "(MiB)" in name or "(s)" in name or name.endswith("loss"):
             digits, fmt = 2, "%.2f"
         for out, row in zip(shown, rows, strict=True):
             value = row.get(name)

@@ -2,13 +2,15 @@
 
 FLOPs per sample are counted, not estimated: torch.utils.flop_counter over one real training
 step (forward + backward) counts every matmul and convolution. The peak comes from a table of
-datasheet fp32 figures for known GPUs (our runs train in fp32) or, on the CPU, from a measured
-matmul probe on the same threads the runs use.
+datasheet figures for known GPUs — fp32, or the dense TF32 tensor-core rate where this torch lets
+the model's fp32 convolutions or matmuls run in TF32 — or, on the CPU, from a measured matmul
+probe on the same threads the runs use.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -23,6 +25,31 @@ FP32_PEAK_TFLOPS = {
 }
 
 
+# dense TF32 tensor-core peak, TFLOP/s, from the same datasheets (without sparsity); GPUs before
+# Ampere (T4, V100) and Apple's have none, and keep the fp32 peak
+TF32_PEAK_TFLOPS = {
+    "H200": 494.7, "H100 PCIe": 378.0, "H100": 494.7, "A100": 156.0, "A10": 62.5, "L40S": 183.0,
+    "L4": 60.0, "RTX 4090": 82.6, "RTX 4080": 48.7, "RTX 3090": 35.6, "RTX 3080": 29.8,
+    "RTX 3060": 12.7,
+}
+
+
+def tf32_ops(model: str) -> list[str]:
+    """Which of a model kind's fp32 ops this torch's settings let CUDA run in TF32: convolutions
+    (cuDNN's default is TF32 in this torch) and matmuls (off unless the float32 matmul
+    precision is lowered)."""
+    with warnings.catch_warnings():  # the allow_tf32 flags are deprecated in newer torch
+        warnings.simplefilter("ignore")
+        conv = getattr(getattr(torch.backends.cudnn, "conv", None), "fp32_precision", None)
+        conv_tf32 = conv == "tf32" if conv not in (None, "none") else torch.backends.cudnn.allow_tf32
+        matmul = getattr(torch.backends.cuda.matmul, "fp32_precision", None)
+        matmul_tf32 = (matmul == "tf32" if matmul not in (None, "none") else
+                       torch.backends.cuda.matmul.allow_tf32
+                       or torch.get_float32_matmul_precision() != "highest")
+    return ((["convolutions"] if conv_tf32 and model == "cnn" else [])
+            + (["matmuls"] if matmul_tf32 else []))
+
+
 def flops_per_sample(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     """Counted FLOPs of one training step (forward + backward) on the batch (x, y), per sample."""
     from bsdemo.engine.train import micro_loss  # the training loss itself, sequences included
@@ -33,15 +60,25 @@ def flops_per_sample(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -
     return counter.get_total_flops() / len(y)
 
 
-def device_peak_flops(info: dict) -> tuple[float | None, str]:
-    """(peak FLOP/s, where the number comes from) for the device described by device_info()."""
+def device_peak_flops(info: dict, tf32: list[str] | None = None) -> tuple[float | None, str]:
+    """(peak FLOP/s, where the number comes from) for the device described by device_info().
+    `tf32` names the model's ops that may run in TF32 (tf32_ops): on a GPU with tensor cores
+    the reference is then the TF32 peak, so that no share can pass 100% by a math mode."""
     if info.get("type") == "cpu":
         return cpu_matmul_flops(), ("measured: the best fp32 matmul probe on this CPU's "
                                     "worker threads since the worker started")
     name = str(info.get("name", ""))
-    for key in sorted(FP32_PEAK_TFLOPS, key=len, reverse=True):
-        if key.lower() in name.lower():
-            return FP32_PEAK_TFLOPS[key] * 1e12, f"datasheet fp32 peak of the {key}"
+
+    def find(table: dict[str, float]) -> str | None:
+        return next((key for key in sorted(table, key=len, reverse=True)
+                     if key.lower() in name.lower()), None)
+
+    if tf32 and (key := find(TF32_PEAK_TFLOPS)):
+        return TF32_PEAK_TFLOPS[key] * 1e12, (f"datasheet dense TF32 tensor-core peak of the "
+                                              f"{key}: this torch runs the model's "
+                                              f"{' and '.join(tf32)} in TF32")
+    if key := find(FP32_PEAK_TFLOPS):
+        return FP32_PEAK_TFLOPS[key] * 1e12, f"datasheet fp32 peak of the {key}"
     return None, f"no peak on record for {name or 'this device'}"
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from bsdemo.config import RunConfig
-from bsdemo.engine.flops import device_peak_flops, flops_per_sample
+from bsdemo.engine.flops import device_peak_flops, flops_per_sample, tf32_ops
 from bsdemo.engine.measure import HostLoad, device_info
 from bsdemo.engine.train import check_budget, prepare, train
 from bsdemo.fits import crossover_batch, knee_batch, linear_fit, nonnegative_fit
@@ -42,7 +42,8 @@ def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = DEF
         check_budget(run, memory_budget_bytes)  # before any output: a clear error
     probe = run.data.x_train[:8], run.data.y_train[:8]
     per_sample = flops_per_sample(run.model, *probe)
-    peak, peak_source = device_peak_flops(device_info(run.device))
+    math = tf32_ops(cfg.model) if run.device.type == "cuda" else []
+    peak, peak_source = device_peak_flops(device_info(run.device), math)
     del run, probe
     yield {"kind": "sweep_start", "batch_sizes": list(batch_sizes), "config": vars(cfg).copy(),
            "warmup_steps": warmup_steps, "timed_steps": timed_steps, "min_timed_s": min_timed_s,

@@ -304,6 +304,7 @@ class _Tally:
     step: int = 0
     samples_seen: int = 0
     first_loss: float | None = None
+    peak_loss: float | None = None  # the highest finite step loss: an early spike shows here
     rates: list[float] = field(default_factory=list)
     step_times: list[float] = field(default_factory=list)
     eval_time: float = 0.0
@@ -332,6 +333,8 @@ class _Tally:
             return True
         if self.first_loss is None:
             self.first_loss = loss
+        if self.peak_loss is None or loss > self.peak_loss:
+            self.peak_loss = loss
         return False
 
     def time(self, n_eff: int, step_time: float) -> None:
@@ -367,6 +370,7 @@ def _summary(cfg: RunConfig, tally: _Tally, book: MemoryBook, device_name: str) 
             # what the caller got over the whole run: every step, warm-up and pauses included
             "wall_samples_per_sec": tally.samples_seen / wall if tally.step and wall > 0 else None,
             "memory_source": book.meter.source, "final_train_loss": last["train_loss"],
+            "first_step_loss": tally.first_loss, "peak_step_loss": tally.peak_loss,
             "final_train_accuracy": last["train_accuracy"], "test_loss": last["test_loss"],
             "test_accuracy": last["test_accuracy"], "evaluated_at_step": last["step"],
             "device": device_name, "warmup_steps_excluded": steady.start,

@@ -11,7 +11,9 @@ Training Lab.
     best_lr_per_batch    the grid's best learning rate per batch (diverged cells never win)
     over_budget          the runs whose measured peak would not fit a memory budget
     regimes_verdict      what the three regimes' own results show, in words
-    lr_verdict           what the lr comparison's rules did against the reference
+    lr_verdict           what the lr comparison's rules did against the reference, and what
+                         warm-up prevented (a blow-up, a loss spike) or that it had nothing to
+    LR_PRESETS           the lr page's starting points: the linear rule, and warm-up's case
     lab_verdict          what the Training Lab's runs show: the newest, and the batch extremes
     accumulation_verdict whether accumulation matched one big batch: gradients, then parameters
     layer_rows           the accumulation check's per-parameter table, named for people
@@ -26,6 +28,8 @@ Training Lab.
 from bsdemo.recipes.comparisons import (
     GRID_BATCHES,
     GRID_LRS,
+    LR_PRESETS,
+    SPIKE,
     best_lr_per_batch,
     best_lr_verdict,
     grid_cells,
@@ -49,7 +53,7 @@ from bsdemo.recipes.measurements import (
     throughput_verdict,
 )
 
-__all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS",
+__all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
            "accumulation_verdict", "best_lr_per_batch", "best_lr_verdict", "contention",
            "grid_cells", "layer_rows", "lab_verdict", "lr_grid", "lr_variants", "lr_verdict",
            "memory_verdict", "over_budget", "regime_configs", "regime_label", "regimes_verdict",

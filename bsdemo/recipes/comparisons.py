@@ -174,12 +174,41 @@ def lr_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
         text += (" " + " and ".join(recovered).capitalize() + " came within a point of the "
                  "reference." if recovered else " No rule came within a point of the reference "
                  "at these epochs.")
-    if linear["status"] == "diverged" and warm["status"] != "diverged":
-        text += " Without warm-up the large learning rate blew up; the warm-up prevented it."
-    elif linear["status"] != "diverged" and linear["test accuracy"] is not None \
-            and warm["test accuracy"] is not None:
-        delta = (warm["test accuracy"] - linear["test accuracy"]) * 100
-        text += (f" Without warm-up nothing blew up here, so warm-up had nothing to prevent "
-                 f"(it changed accuracy by {delta:+.1f} points): a larger k, and with it a "
-                 "larger learning rate, is where warm-up matters.")
-    return text
+    return text + " " + _warmup_words(linear, warm)
+
+
+SPIKE = 5.0  # a step loss this many times the first one is a spike (divergence is far above)
+
+
+def _warmup_words(linear: dict[str, Any], warm: dict[str, Any]) -> str:
+    """What the warm-up changed: a blow-up or an early spike it prevented, or nothing to prevent."""
+    if linear["status"] == "diverged":
+        return ("Without warm-up the large learning rate blew up; the warm-up prevented it."
+                if warm["status"] != "diverged" else
+                "The linear rule's learning rate blew up with and without warm-up: it is too "
+                "large for this model even after a ramp.")
+    first, peak, w_peak = linear.get("first loss"), linear.get("peak loss"), warm.get("peak loss")
+    delta = (None if linear["test accuracy"] is None or warm["test accuracy"] is None
+             else (warm["test accuracy"] - linear["test accuracy"]) * 100)
+    ended = ("" if delta is None else f", and it ended {abs(delta):.1f} points of test accuracy "
+             + ("ahead" if delta >= 0 else "behind"))
+    if first and peak and w_peak and peak >= SPIKE * first:
+        if w_peak < peak:
+            return (f"Without warm-up the training loss jumped to {peak:.3g}, {peak / first:.0f}× "
+                    f"its first step's; the warm-up held its peak to {w_peak:.3g} "
+                    f"({w_peak / first:.1f}×){ended}. That jump is what warm-up prevents.")
+        return (f"Both the linear rule and its warm-up spiked (peak losses {peak:.3g} and "
+                f"{w_peak:.3g}): the ramp was too short to help here.")
+    return ("Without warm-up nothing blew up or spiked here, so warm-up had nothing to prevent"
+            + (f" (it changed accuracy by {delta:+.1f} points)" if delta is not None else "")
+            + ": a larger k, and with it a larger learning rate, is where warm-up matters "
+            "(the *Warm-up* preset: Adam, k = 32).")
+
+
+# The lr page's starting points; bench/lessons_bench.py checks each one's claim over seeds.
+LR_PRESETS = {
+    "Linear rule (SGD, k = 8)": {"optimizer": "sgd", "ref_batch": 16, "ref_lr": 0.05, "k": 8,
+                                 "epochs": 10},
+    "Warm-up (Adam, k = 32)": {"optimizer": "adam", "ref_batch": 16, "ref_lr": 0.002, "k": 32,
+                               "epochs": 10},
+}

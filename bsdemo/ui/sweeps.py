@@ -40,8 +40,10 @@ def workload(prefix: str) -> RunConfig:
     settings = dict(PRESETS[name].settings)
     size = middle.selectbox("Size", ["preset", *SIZES[settings["model"]]], key=f"{prefix}_size",
                             help="S/M/L/XL set the width and depth: XL fills a large GPU.")
-    optimizer = right.selectbox("Optimizer", list(OPTIMIZER_LABELS), key=f"{prefix}_optimizer",
-                                index=list(OPTIMIZER_LABELS).index(settings.get("optimizer", "sgd")),
+    key = f"{prefix}_optimizer"
+    if key not in st.session_state:  # the preset's own optimizer, unless a page set one
+        st.session_state[key] = settings.get("optimizer", "sgd")
+    optimizer = right.selectbox("Optimizer", list(OPTIMIZER_LABELS), key=key,
                                 format_func=OPTIMIZER_LABELS.get,
                                 help="Adam keeps two extra copies of the parameters as state.")
     cfg = RunConfig(**(settings | {"optimizer": optimizer}))

@@ -151,6 +151,21 @@ def test_accumulation_page_toggles_a_pitfall(server, browser):
     page.close()
 
 
+def test_lr_page_warm_up_preset_shows_the_spike_it_prevents(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(f"{server}/lr_scaling")
+    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=30_000)
+    page.get_by_role("button", name="Warm-up (Adam, k = 32)").click()
+    settled(page)
+    assert page.get_by_label("Batch multiplier k").input_value() == "32"
+    page.get_by_role("button", name="Compare").click()
+    verdict = page.get_by_text(re.compile(r"That jump is what warm-up prevents\.$"))
+    verdict.wait_for(timeout=180_000)
+    assert re.search(r"jumped to [\d.]+, \d+× its first step's", verdict.inner_text())
+    assert page.locator(".stException").count() == 0
+    page.close()
+
+
 def settled(page) -> None:
     """No script run in flight (Streamlit's status widget gone)."""
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",

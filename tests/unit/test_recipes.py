@@ -71,10 +71,28 @@ def test_the_lr_verdict_speaks_from_the_runs():
             row("warm", 0.968, batch=128)]
     text = recipes.lr_verdict(rows)
     assert "8× larger" in text and "The linear rule came within a point" in text
-    assert "nothing blew up here" in text and "-0.4 points" in text
+    assert "nothing blew up or spiked here" in text and "-0.4 points" in text
     rows[2] = row("linear", None, status="diverged", batch=128)
     assert "the warm-up prevented it" in recipes.lr_verdict(rows)
+    rows[4] = row("warm", None, status="diverged", batch=128)
+    assert "blew up with and without warm-up" in recipes.lr_verdict(rows)
     assert recipes.lr_verdict(rows[:4]) is None
+
+
+def test_a_loss_spike_warm_up_prevented_is_named_with_its_size():
+    rows = [row("ref", 0.97, batch=16), row("same", 0.6, batch=512),
+            row("linear", 0.25, batch=512) | {"first loss": 2.3, "peak loss": 52.1},
+            row("sqrt", 0.8, batch=512),
+            row("warm", 0.85, batch=512) | {"first loss": 2.3, "peak loss": 5.9}]
+    text = recipes.lr_verdict(rows)
+    assert "jumped to 52.1, 23× its first step's" in text and "peak to 5.9 (2.6×)" in text
+    assert "60.0 points of test accuracy ahead" in text and "what warm-up prevents" in text
+    rows[4] |= {"peak loss": 60.0}  # the ramp did not lower the spike: not credited
+    assert "too short to help" in recipes.lr_verdict(rows)
+    rows[2] |= {"peak loss": 3.0}  # no spike at all
+    assert "nothing to prevent" in recipes.lr_verdict(rows)
+    assert "Warm-up* preset" in recipes.lr_verdict(rows)
+    assert set(recipes.LR_PRESETS) >= {"Warm-up (Adam, k = 32)"}
 
 
 def test_a_flat_grid_row_is_not_a_rise():

@@ -147,9 +147,33 @@ def test_no_share_of_peak_exceeds_100_percent_when_the_peak_was_read_low(monkeyp
     the best rate achieved then becomes the peak, and the sweep says so."""
     import bsdemo.engine.sweep as sweep_module
 
-    monkeypatch.setattr(sweep_module, "device_peak_flops", lambda info: (1.0, "a tiny probe"))
+    monkeypatch.setattr(sweep_module, "device_peak_flops", lambda info, tf32=None: (1.0, "a tiny probe"))
     events = list(sweep(RunConfig(), [1, 8, 64], timed_steps=2, min_timed_s=0.0))
     points = [e for e in events if e["kind"] == "sweep_point"]
     assert all(0 < p["share_of_peak"] <= 1.0 for p in points)
     assert "raised to the best rate measured here" in events[-1]["peak_source"]
     assert all(p["others_cpu_share"] is None or 0 <= p["others_cpu_share"] <= 1 for p in points)
+
+
+def test_the_peak_follows_the_math_mode_torch_lets_a_model_use(monkeypatch):
+    import torch
+
+    from bsdemo.engine import flops
+
+    h200 = {"type": "cuda", "name": "NVIDIA H200"}
+    fp32, source = flops.device_peak_flops(h200, [])
+    assert fp32 == 67.0e12 and "fp32" in source
+    tf32, source = flops.device_peak_flops(h200, ["convolutions"])
+    assert tf32 == 494.7e12 and "TF32" in source and "convolutions" in source
+    # no tensor cores (T4): TF32 cannot happen, the fp32 peak stays
+    assert flops.device_peak_flops({"type": "cuda", "name": "Tesla T4"}, ["matmuls"])[0] == 8.1e12
+    # the flags as this torch sets them: cuDNN convolutions in TF32, matmuls in full fp32
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    assert "matmuls" not in flops.tf32_ops("mlp")
+    previous = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("high")  # a user lowering it turns matmuls to TF32
+        assert "matmuls" in flops.tf32_ops("mlp")
+    finally:
+        torch.set_float32_matmul_precision(previous)
+    assert "convolutions" in flops.tf32_ops("cnn") and "convolutions" not in flops.tf32_ops("mlp")
