@@ -5,7 +5,10 @@ import streamlit as st
 from bsdemo.lessons import LESSONS
 from bsdemo.ui.sidebar import device_badge
 
-st.set_page_config(page_title="Batch Size Lab", page_icon=":material/science:", layout="wide")
+# a presentation link opens with the sidebar (the presenter's controls) folded away
+presenting = st.query_params.get("present") == "1" or st.session_state.get("present")
+st.set_page_config(page_title="Batch Size Lab", page_icon=":material/science:", layout="wide",
+                   initial_sidebar_state="collapsed" if presenting else "auto")
 
 page = st.navigation(
     [st.Page("pages/home.py", title="Home", icon=":material/home:", default=True)]

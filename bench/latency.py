@@ -3,6 +3,9 @@
 1. server start -> /_stcore/health answers "ok" (target <= 3 s: the server never imports torch)
 2. Run pressed -> first loss point drawn on the page, worker warm (target <= 1.5 s)
 3. the same run watched in the page vs from the CLI: median samples/s (target within 5%)
+4. a first visit (a new browser context) -> the Training Lab's charts drawn, and a reload after
+   a run -> its tiles back (targets <= 2 s each on an idle machine)
+5. `bsdemo train` started -> its first step (target <= 2.5 s on an idle machine)
 
     .venv/bin/python bench/latency.py [--repeats 5]
 """
@@ -74,6 +77,42 @@ def page_run(browser, url: str, query: str = "") -> tuple[float, str]:
     return first, message
 
 
+CHART = "() => document.querySelectorAll('.js-plotly-plot').length >= 1"
+
+
+def visit_and_reload(browser, url: str) -> tuple[float, float]:
+    """(seconds from opening the lab in a new browser context to its first chart, seconds from
+    reloading it after a finished run to its tiles)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    t0 = time.perf_counter()
+    page.goto(f"{url}/training_lab?epochs=1")
+    page.wait_for_function(CHART, timeout=60_000, polling=20)
+    first = time.perf_counter() - t0
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=120_000)
+    page.wait_for_timeout(1000)
+    t0 = time.perf_counter()
+    page.reload()
+    page.wait_for_selector("[data-testid=stMetric]", timeout=60_000)
+    reload = time.perf_counter() - t0
+    context.close()
+    return first, reload
+
+
+def cli_first_step() -> float:
+    """Seconds from starting `bsdemo train --json` to its first step event."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "bsdemo", "train", "--json", "--steps", "3"],
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    first = None
+    for line in proc.stdout:
+        if first is None and '"kind": "step"' in line:
+            first = time.perf_counter() - t0
+    proc.wait()
+    return first
+
+
 def cli_rate() -> float:
     args = [f"--{k.replace('_', '-')}={v}" for k, v in COMPARE.items()]
     # the default output (a summary), not --json: printing every step's JSON line would put
@@ -110,6 +149,7 @@ def main() -> None:
                 page_rates.append(float(re.search(r"median ([\d,]+) samples/s", message)
                                         .group(1).replace(",", "")))
                 cli_rates.append(cli_rate())
+            visits = [visit_and_reload(browser, url) for _ in range(args.repeats)]
             browser.close()
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -125,6 +165,13 @@ def main() -> None:
     print(f"{'CLI run, median samples/s':<44} {cm:>10,.0f} {min(cli_rates):>10,.0f} "
           f"{max(cli_rates):>10,.0f}")
     print(f"{'page / CLI':<44} {pm / cm:>10.3f} {'':>10} {'':>10}  within 5% (0.95-1.05)")
+    firsts_cli = [cli_first_step() for _ in range(args.repeats)]
+    for label, values, target in (
+            ("first visit -> lab charts drawn (s)", [v for v, _ in visits], "<= 2 s idle"),
+            ("reload after a run -> tiles back (s)", [r for _, r in visits], "<= 2 s idle"),
+            ("bsdemo train -> first step (s)", firsts_cli, "<= 2.5 s idle")):
+        print(f"{label:<44} {statistics.median(values):>10.2f} {min(values):>10.2f} "
+              f"{max(values):>10.2f}  {target}")
     print(f"(settings compared: {COMPARE}; repeats: {args.repeats} first-point, 3 throughput)")
 
 

@@ -86,6 +86,10 @@ LESSONS = (
            "memory allows — measured on this device, never guessed.",
            "how many trial runs does it take to find the largest batch that fits, if you double "
            "the batch until it fails?"),
-    Lesson(12, "Check yourself", "A quiz with explanations."),
+    Lesson(12, "Check yourself", "A quiz across the lessons, explained with your own runs' "
+           "numbers.", "quiz", ":material/quiz:",
+           "check what the lessons showed. Each answer is explained once you have given it, and "
+           "where you ran the matching experiment in the Training Lab, the explanation quotes "
+           "your own numbers. Nothing is stored beyond this browser tab."),
 )
 BY_SLUG = {lesson.slug: lesson for lesson in LESSONS if lesson.slug}

@@ -6,20 +6,23 @@ from bsdemo import recipes
 from bsdemo.config import RunConfig
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
+from bsdemo.ui.links import PageLink
 from bsdemo.units import format_bytes
 
 lesson_header("accumulation")
+link = PageLink("accumulation")
 
 a, b, c = st.columns(3)
-micro = a.number_input("Micro-batch b", 1, min(1024, sweeps.scheduler().limits.max_batch_size), 32,
-                       key="acc_micro")
-k = b.number_input("Accumulation steps k", 1, 64, 4, key="acc_k")
-steps = c.number_input("Optimizer steps compared", 1, 50, 5, key="acc_steps")
+micro = link.number(a, "Micro-batch b", 1, min(1024, sweeps.scheduler().limits.max_batch_size),
+                    32, key="acc_micro")
+k = link.number(b, "Accumulation steps k", 1, 64, 4, key="acc_k")
+steps = link.number(c, "Optimizer steps compared", 1, 50, 5, key="acc_steps")
 st.markdown("**Break it on purpose** — each switch makes the difference jump:")
 t1, t2, t3 = st.columns(3)
-unscaled = t1.toggle("Forget to divide the loss by k", key="acc_unscaled")
-batchnorm = t2.toggle("Use a BatchNorm model", key="acc_bn")
-variable = t3.toggle("Variable-length sequences, per-token mean per micro-batch", key="acc_var")
+unscaled = link.toggle(t1, "Forget to divide the loss by k", False, key="acc_unscaled")
+batchnorm = link.toggle(t2, "Use a BatchNorm model", False, key="acc_bn")
+variable = link.toggle(t3, "Variable-length sequences, per-token mean per micro-batch", False,
+                       key="acc_var")
 cfg = RunConfig(norm="batch" if batchnorm else "none")
 sweeps.run_button("acc", "Compare", "accum_check", cfg,
                   {"micro_batch": int(micro), "accum": int(k), "steps": int(steps),
@@ -61,3 +64,4 @@ def draw(snap) -> None:
 
 
 sweeps.job_view("acc", draw)
+link.finish()

@@ -4,8 +4,10 @@ import streamlit as st
 
 from bsdemo.lessons import LESSONS
 from bsdemo.ui.entry import require_entrypoint
+from bsdemo.ui.links import PageLink
 
 require_entrypoint()
+link = PageLink("home", owns_url=False)  # presentation mode only
 
 st.title("Batch Size Lab")
 st.markdown(
@@ -24,3 +26,4 @@ for lesson in LESSONS:
             st.page_link(lesson.page, label="Open", icon=":material/play_circle:")
     else:
         right.caption("Coming")
+link.finish()

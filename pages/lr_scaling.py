@@ -7,9 +7,11 @@ import streamlit as st
 from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
+from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import LR_CHOICES, show_chart, show_table
 
 lesson_header("lr_scaling")
+link = PageLink("lr_scaling")
 
 # a preset fills these widgets (its optimizer on the digits MLP); the first is the page's default
 PRESET_KEYS = {"optimizer": "lr_optimizer", "ref_batch": "lr_ref_batch", "ref_lr": "lr_ref_lr",
@@ -23,20 +25,19 @@ def use_preset(name: str) -> None:
     st.session_state.update(lr_preset="digits-mlp", lr_size="preset")
 
 
-for field, key in PRESET_KEYS.items():
-    st.session_state.setdefault(key, next(iter(recipes.LR_PRESETS.values()))[field])
+default = next(iter(recipes.LR_PRESETS.values()))
 buttons = st.columns([1.2, 2, 2, 3], vertical_alignment="center")
 buttons[0].markdown("**Start from:**")
 for column, name in zip(buttons[1:], recipes.LR_PRESETS, strict=False):
     column.button(name, key=f"lr_use_{name}", on_click=use_preset, args=(name,),
                   help="Sets the optimizer, reference batch and lr, k and epochs below.")
-cfg = sweeps.workload("lr")
+cfg = sweeps.workload("lr", link)
 a, b, c, d = st.columns(4)
-ref_batch = a.number_input("Reference batch", 1, 4096, key="lr_ref_batch")
-ref_lr = b.select_slider("Reference lr", LR_CHOICES, key="lr_ref_lr",
-                         format_func=lambda v: f"{v:g}")
-k = c.number_input("Batch multiplier k", 1, 256, key="lr_k")
-epochs = d.number_input("Epochs", 1, 100, key="lr_epochs")
+ref_batch = link.number(a, "Reference batch", 1, 4096, default["ref_batch"], key="lr_ref_batch")
+ref_lr = link.choice(b, "Reference lr", LR_CHOICES, default["ref_lr"], key="lr_ref_lr",
+                     widget="select_slider", format_func=lambda v: f"{v:g}")
+k = link.number(c, "Batch multiplier k", 1, 256, default["k"], key="lr_k")
+epochs = link.number(d, "Epochs", 1, 100, default["epochs"], key="lr_epochs")
 base = dataclasses.replace(cfg, epochs=int(epochs), time_limit_s=30.0)
 variants = recipes.lr_variants(base, int(ref_batch), ref_lr, int(k))
 if ref_batch * k > base.validated()[0].train_samples:
@@ -59,7 +60,7 @@ def draw(snaps) -> None:
 sweeps.group_view("lr", draw)
 
 st.subheader("Where the best learning rate sits, per batch size")
-grid_epochs = st.number_input("Epochs per cell", 1, 50, 3, key="lr_grid_epochs")
+grid_epochs = link.number(st, "Epochs per cell", 1, 50, 3, key="lr_grid_epochs")
 cells = recipes.lr_grid(cfg, int(grid_epochs))
 sweeps.group_button("grid", f"Train the {len(cells)}-run grid", [run for _, run in cells],
                     [n for n, _ in cells], key="grid_run")
@@ -74,3 +75,4 @@ def draw_grid(snaps) -> None:
 
 
 sweeps.group_view("grid", draw_grid)
+link.finish()

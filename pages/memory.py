@@ -5,17 +5,19 @@ import streamlit as st
 from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
+from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import show_chart
 from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
 
 lesson_header("memory")
+link = PageLink("memory")
 
-cfg = sweeps.workload("mem")
-budget = sweeps.budget_widget("mem", default=4 * MIB if sweeps.budget_options()[0] < GIB else 8 * GIB,
-                              allow_none=False)
+cfg = sweeps.workload("mem", link)
+budget = sweeps.budget_widget("mem", link, allow_none=False,
+                              default=4 * MIB if sweeps.budget_options()[0] < GIB else 8 * GIB)
 choices = sweeps.largest_batches()
-largest = st.select_slider("Largest batch size in the sweep", choices,
-                           value=min(4096, choices[-1]), key="mem_largest")
+largest = link.choice(st, "Largest batch size in the sweep", choices, min(4096, choices[-1]),
+                      key="mem_largest", widget="select_slider")
 sweeps.run_button("mem", "Measure memory", "sweep", cfg,
                   {"batch_sizes": powers_of_two(largest), "memory_budget_bytes": budget,
                    "warmup_steps": 1, "timed_steps": 2, "min_timed_s": 0})  # memory, not time
@@ -76,3 +78,4 @@ st.markdown(
     "momentum, two for Adam) do not depend on the batch. The activations each layer keeps for "
     "the backward pass do, linearly: twice the batch, twice the activations. A straight line "
     "through a few measured points therefore predicts where memory runs out.")
+link.finish()

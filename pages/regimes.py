@@ -5,22 +5,24 @@ import streamlit as st
 from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
+from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import show_chart, show_table
 from bsdemo.units import format_bytes
 
 lesson_header("regimes")
+link = PageLink("regimes")
 
-cfg = sweeps.workload("reg")
+cfg = sweeps.workload("reg", link)
 a, b, c, d = st.columns(4)
-epochs = a.number_input("Epochs (each regime)", 1, 100, 5, key="reg_epochs")
-sgd = b.number_input("SGD batch", 1, 16, 1, key="reg_sgd")
+epochs = link.number(a, "Epochs (each regime)", 1, 100, 5, key="reg_epochs")
+sgd = link.number(b, "SGD batch", 1, 16, 1, key="reg_sgd")
 limits = sweeps.scheduler().limits
-mini = c.number_input("Mini-batch", 2, min(4096, limits.max_batch_size), 32, key="reg_mini")
-cap = d.number_input("Time cap per run (s)", 1, max(1, int(limits.max_wall_s // 3)),
-                     min(20, max(1, int(limits.max_wall_s // 3))), key="reg_cap",
-                     help="A run that reaches it stops and says so. The three share this "
-                          "server's time cap for one job.")
-budget = sweeps.budget_widget("reg", allow_none=True)
+mini = link.number(c, "Mini-batch", 2, min(4096, limits.max_batch_size), 32, key="reg_mini")
+cap = link.number(d, "Time cap per run (s)", 1, max(1, int(limits.max_wall_s // 3)),
+                  min(20, max(1, int(limits.max_wall_s // 3))), key="reg_cap",
+                  help="A run that reaches it stops and says so. The three share this "
+                       "server's time cap for one job.")
+budget = sweeps.budget_widget("reg", link, allow_none=True)
 runs = [(recipes.regime_label(name, run), run) for name, run in recipes.regime_configs(
     cfg, int(epochs), int(mini), float(cap), sgd_batch=int(sgd))]
 sweeps.group_button("reg", "Train all three", [r for _, r in runs], [n for n, _ in runs])
@@ -43,3 +45,4 @@ def draw(snaps) -> None:
 
 
 sweeps.group_view("reg", draw)
+link.finish()

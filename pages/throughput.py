@@ -5,15 +5,17 @@ import streamlit as st
 from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
+from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import show_chart
 from bsdemo.units import powers_of_two
 
 lesson_header("throughput")
+link = PageLink("throughput")
 
-cfg = sweeps.workload("tp")
+cfg = sweeps.workload("tp", link)
 choices = sweeps.largest_batches()
-largest = st.select_slider("Largest batch size in the sweep", choices,
-                           value=min(1024, choices[-1]), key="tp_largest")
+largest = link.choice(st, "Largest batch size in the sweep", choices, min(1024, choices[-1]),
+                      key="tp_largest", widget="select_slider")
 st.caption(f"Batch sizes 1, 2, 4, … {largest}: 3 warm-up steps, then the median of at least 8 "
            "timed full training steps (forward, backward, optimizer step) each. No other run of "
            "this lab shares the device meanwhile; other processes' load is measured and shown.")
@@ -56,3 +58,4 @@ def draw(snap) -> None:
 
 
 sweeps.job_view("tp", draw)
+link.finish()

@@ -3,11 +3,24 @@
 import streamlit as st
 
 from bsdemo import recipes
+from bsdemo.links import Control
 from bsdemo.plaintext import plain
 from bsdemo.ui import lab
 from bsdemo.ui.header import lesson_header
+from bsdemo.ui.links import PageLink
 
 lesson_header("training_lab")
+# the lab writes its settings into its link itself (bsdemo.config); presentation mode can hide:
+link = PageLink("training_lab", owns_url=False, hideable=[
+    Control("preset", "w_preset", "Dataset and model", "choice"),
+    Control("batch", "w_batch_pow", "Batch size", "choice", hides=("w_batch_value", "w_batch_exact")),
+    Control("lr", "w_lr", "Learning rate", "choice"),
+    Control("accum", "w_accumulation_steps", "Gradient-accumulation steps", "choice"),
+    Control("optimizer", "w_optimizer", "Optimizer", "choice"),
+    Control("epochs", "w_epochs", "Epoch budget", "choice"),
+    Control("seed", "w_seed", "Seed", "choice"),
+    Control("advanced", "lab_advanced", "Advanced settings", "choice"),
+])
 
 url_error = lab.init_from_url()
 if url_error:
@@ -25,3 +38,4 @@ st.markdown(verdict or (
     "many cheap, noisy updates and a large one a few expensive, smoother ones. Run once, then "
     "again at another batch size with the same epochs: this paragraph then says what your two "
     "runs showed."))
+link.finish()

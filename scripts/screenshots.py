@@ -40,9 +40,15 @@ PAGES = {
     "regimes": ("Train all three", r"^What your runs show"),
     "lr_scaling": ("Compare", COMPARISON_DONE),
     "accumulation": ("Compare", r"equivalent"),
+    "quiz": (None, None),
 }
-# a page after one of its presets: name -> (page, the preset's button); its experiment is the page's
-VARIANTS = {"lr_scaling-warmup": ("lr_scaling", "Warm-up (Adam, k = 32)")}
+# a page another way: name -> (page, a preset's button to press first, the link's query); then the
+# page's own experiment
+VARIANTS = {
+    "lr_scaling-warmup": ("lr_scaling", "Warm-up (Adam, k = 32)", ""),
+    "lr_scaling-present": ("lr_scaling", None, "?present=1&hide=preset,size,grid_epochs"),
+    "training_lab-present": ("training_lab", None, "?present=1&hide=seed,advanced"),
+}
 
 
 VISUAL_PROBLEMS = """() => {
@@ -108,11 +114,11 @@ def settled(page) -> None:
 def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> tuple[Path, list[str]]:
     """The page after its default experiment, saved whole at `size`; returns the picture and
     its visual problems (visual_problems), checked at that size."""
-    route, preset = VARIANTS.get(name, (name, None))
+    route, preset, query = VARIANTS.get(name, (name, None, ""))
     button, done = PAGES[route]
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
     page = context.new_page()
-    page.goto(f"{url}/{route}")
+    page.goto(f"{url}/{route}{query}")
     page.get_by_text(re.compile("No GPU: runs train on the CPU|GPU")).first.wait_for(timeout=60_000)
     if preset:
         page.get_by_role("button", name=preset, exact=True).click()

@@ -30,6 +30,7 @@ from bsdemo.charts.style import (
     batch_colour,
     ema,
     fit_legend,
+    projector,
     styles,
 )
 from bsdemo.charts.sweeps import (
@@ -44,7 +45,7 @@ from bsdemo.charts.tables import comparison_table, for_people, runs_table
 from bsdemo.recipes import best_lr_per_batch
 
 __all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "Chart",
-           "batch_colour", "best_lr_per_batch", "comparison_table", "ema", "fit_legend",
+           "batch_colour", "best_lr_per_batch", "comparison_table", "ema", "fit_legend", "projector",
            "for_people", "has_utilization", "labelled_loss_chart", "loss_chart", "lr_grid_chart",
            "memory_breakdown_chart", "memory_chart", "run_label", "runs_table", "styles",
            "sweep_epoch_time_chart", "sweep_step_time_chart", "sweep_throughput_chart",

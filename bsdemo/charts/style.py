@@ -160,12 +160,45 @@ def fit_legend(fig: go.Figure) -> go.Figure:
     names = [t.name for t in fig.data if t.showlegend is not False and t.name]
     if len(names) < 2 and fig.layout.showlegend is not True:
         return fig  # plotly shows no legend for a single trace
-    rows = math.ceil(len(names) / (1 if max(len(n) for n in names) > 45 else 2))
-    extra = LEGEND_ROW_PX * rows + 10
+    font = fig.layout.legend.font.size or 12  # a projector's legend is larger
+    rows = math.ceil(len(names) / (1 if max(len(n) for n in names) * font > 45 * 12 else 2))
+    extra = max(LEGEND_ROW_PX, round(font * 1.8)) * rows + 10
     fig.update_layout(legend=dict(orientation="h", yref="container", y=0, yanchor="bottom",
                                   x=0, xanchor="left"),
                       margin=dict(b=(fig.layout.margin.b or 50) + extra),
                       height=(fig.layout.height or 360) + extra)
+    return fig
+
+
+PROJECTOR_TEXT_PX = 20  # readable from the back of a lecture room at 1280x720
+
+
+def projector(fig: go.Figure) -> go.Figure:
+    """The figure for a projector: every text at least PROJECTOR_TEXT_PX - 2 px and near black,
+    lines twice as thick and markers larger, the plot taller to keep its proportions."""
+    size = PROJECTOR_TEXT_PX
+    fig.update_layout(font=dict(size=size, color="#111111"), title_font=dict(size=size + 6),
+                      legend_font=dict(size=size - 2),
+                      height=round((fig.layout.height or 360) * 1.35))
+    fig.update_xaxes(title_font=dict(size=size, color="#111111"), tickfont=dict(size=size - 2),
+                     linecolor="#444444", gridcolor="#dddddd")
+    fig.update_yaxes(title_font=dict(size=size, color="#111111"), tickfont=dict(size=size - 2),
+                     linecolor="#444444", gridcolor="#dddddd")
+    for trace in fig.data:
+        line = getattr(trace, "line", None)
+        if line is not None and trace.type == "scatter":
+            trace.line.width = 2 * (line.width or 2)
+            if trace.marker is not None:
+                trace.marker.size = round(1.5 * (trace.marker.size or 6))
+    for note in fig.layout.annotations or ():
+        note.font.size = max(note.font.size or 0, size - 2)
+    subtitle = fig.layout.title.subtitle.text if fig.layout.title.subtitle else None
+    if subtitle and " · " in subtitle:  # one line per part: a long subtitle would run off
+        parts = subtitle.split(" · ")
+        fig.update_layout(title_subtitle=dict(text="<br>".join(parts),
+                                              font=dict(size=size - 4, color="#333333")),
+                          margin=dict(t=round(50 + 1.3 * (size + 6) + 1.5 * size * len(parts))))
+        fig.layout.height += round(1.5 * size * len(parts))
     return fig
 
 

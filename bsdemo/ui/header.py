@@ -14,5 +14,6 @@ def lesson_header(slug: str) -> Lesson:
     lesson = BY_SLUG[slug]
     st.title(lesson.title)
     st.markdown(f"**Goal:** {lesson.intro}")
-    st.info(f"**Predict first:** {lesson.predict}", icon=":material/psychology:")
+    if lesson.predict:
+        st.info(f"**Predict first:** {lesson.predict}", icon=":material/psychology:")
     return lesson

@@ -19,6 +19,7 @@ from bsdemo.plaintext import plain
 from bsdemo.presets import PRESETS, preset_of
 from bsdemo.runs import JobSnapshot
 from bsdemo.scheduler import ActiveRunError
+from bsdemo.ui.links import view_params
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs
 from bsdemo.ui.widgets import (
@@ -115,7 +116,7 @@ def settings_form() -> RunConfig:
         st.number_input("Epoch budget (passes over the training set)", 0, 10_000, key="w_epochs",
                         help="0 = no epoch budget: then set max steps under Advanced.")
         st.number_input("Seed (model init and shuffling)", 0, 2**31 - 1, key="w_seed")
-    with st.expander("Advanced"):
+    with st.container(key="lab_advanced"), st.expander("Advanced"):  # keyed: hideable
         a, b, c = st.columns(3)
         a.selectbox("Normalisation", NORMS, key="w_norm")
         a.number_input("Width (MLP units / CNN channels)", 1, 4096, key="w_width")
@@ -192,7 +193,7 @@ def _submit(cfg: RunConfig, fresh: bool = False) -> None:
         session_runs().append(job_id)
         # the link reproduces the settings and names the run; a reload of this tab (the same
         # browser, so the same owner) re-attaches to it with control, anyone else only watches
-        st.query_params.from_dict(cfg.to_params() | {"run": str(job_id)})
+        st.query_params.from_dict(cfg.to_params() | {"run": str(job_id)} | view_params())
 
 
 # ----- live view -----
@@ -321,12 +322,13 @@ def _tiles(snap: JobSnapshot) -> None:
     rate = final if final is not None else statistics.median(rates) if rates else None
     wall = (latest["samples_seen"] / latest["wall_time_s"]
             if latest.get("wall_time_s") else None)  # what the run got over its wall clock
-    cols[3].metric("Samples/s (median step)", f"{rate:,.0f}" if rate is not None else "–",
-                   help="The median of the measured steps (the first few are warm-up and left "
-                        "out)." + (f" Over its wall clock the run got {wall:,.0f} samples/s."
+    # short labels: five tiles fit 1280 px, in presentation mode too; the help says the rest
+    cols[3].metric("Samples/s", f"{rate:,.0f}" if rate is not None else "–",
+                   help="Samples per second of the median step (the first few are warm-up and "
+                        "left out)." + (f" Over its wall clock the run got {wall:,.0f} samples/s."
                                    if wall else ""))
     rss = snap.summary.get("process_rss_bytes")
-    cols[4].metric(f"Peak memory ({source or 'measured'})",
+    cols[4].metric("Memory, " + (source or "measured"),
                    f"{max(peaks) / MIB:,.2f} MiB" if peaks else "–",
                    help=("Accounted: the tensors counted exactly (parameters, gradients, optimizer "
                          "state, saved activations) — a lower bound on what the process holds."

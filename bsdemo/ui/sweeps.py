@@ -15,6 +15,7 @@ from bsdemo.plaintext import plain
 from bsdemo.presets import PRESETS
 from bsdemo.runs import JobSnapshot
 from bsdemo.scheduler import ActiveRunError
+from bsdemo.ui.links import PageLink
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs
 from bsdemo.ui.widgets import OPTIMIZER_LABELS, REFRESH_S, polled
@@ -32,20 +33,20 @@ def largest_batches() -> list[int]:
     return powers_of_two(top)[4:] or [powers_of_two(top)[-1]]
 
 
-def workload(prefix: str) -> RunConfig:
-    """Preset (dataset + model) and optimizer for a measurement page."""
+def workload(prefix: str, link: PageLink) -> RunConfig:
+    """Preset (dataset + model) and optimizer for a measurement page, linked."""
     left, middle, right = st.columns([3, 1, 2])
-    name = left.selectbox("Dataset and model", list(PRESETS), key=f"{prefix}_preset",
-                          format_func=lambda n: PRESETS[n].label)
+    name = link.choice(left, "Dataset and model", list(PRESETS), "digits-mlp",
+                       key=f"{prefix}_preset", format_func=lambda n: PRESETS[n].label)
     settings = dict(PRESETS[name].settings)
-    size = middle.selectbox("Size", ["preset", *SIZES[settings["model"]]], key=f"{prefix}_size",
-                            help="S/M/L/XL set the width and depth: XL fills a large GPU.")
-    key = f"{prefix}_optimizer"
-    if key not in st.session_state:  # the preset's own optimizer, unless a page set one
-        st.session_state[key] = settings.get("optimizer", "sgd")
-    optimizer = right.selectbox("Optimizer", list(OPTIMIZER_LABELS), key=key,
-                                format_func=OPTIMIZER_LABELS.get,
-                                help="Adam keeps two extra copies of the parameters as state.")
+    size = link.choice(middle, "Size", ["preset", *SIZES[settings["model"]]], "preset",
+                       key=f"{prefix}_size",
+                       help="S/M/L/XL set the width and depth: XL fills a large GPU.")
+    # the preset's own optimizer, unless the link or the page set one
+    optimizer = link.choice(right, "Optimizer", list(OPTIMIZER_LABELS),
+                            settings.get("optimizer", "sgd"), key=f"{prefix}_optimizer",
+                            format_func=OPTIMIZER_LABELS.get,
+                            help="Adam keeps two extra copies of the parameters as state.")
     cfg = RunConfig(**(settings | {"optimizer": optimizer}))
     return cfg if size == "preset" else sized(cfg, size)
 
@@ -57,16 +58,17 @@ def budget_options() -> list[int]:
     return [b for b in options if not total or b <= total] or options[:1]
 
 
-def budget_widget(prefix: str, default: int | None = None, allow_none: bool = True) -> int | None:
+def budget_widget(prefix: str, link: PageLink, default: int | None = None,
+                  allow_none: bool = True) -> int | None:
     sizes = budget_options()
     if default is not None and default not in sizes:
         sizes = sorted([*sizes, default])  # a page's own default is offered exactly as it is
     options = ([None] if allow_none else []) + sizes
     cpu = (scheduler().device_info or {}).get("type", "cpu") == "cpu"
-    return st.select_slider(
-        "Memory budget (“pretend this device has …”)", options, key=f"{prefix}_budget",
-        value=default if default is not None else options[0],
-        format_func=lambda b: "the device's own" if b is None else format_bytes(b),
+    return link.choice(
+        st, "Memory budget (“pretend this device has …”)", options,
+        default if default is not None else options[0], key=f"{prefix}_budget",
+        widget="select_slider", format_func=lambda b: "the device's own" if b is None else format_bytes(b),
         help=("On the CPU there is no allocator limit: the budget is enforced on accounted "
               "memory and an out-of-memory is labelled simulated." if cpu else
               "Caps the CUDA allocator for the run: past it the OOM is the allocator's own."))

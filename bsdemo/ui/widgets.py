@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from bsdemo.charts import Chart, fit_legend, for_people
+from bsdemo.charts import Chart, fit_legend, for_people, projector
 from bsdemo.ui.state import owner, scheduler
 
 REFRESH_S = 0.5  # a running job's view polls this often (>= 1 update/s as promised)
@@ -22,7 +22,8 @@ OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD + momentum 0.9", "adam": "Ada
 
 def show_chart(chart: Chart, key: str) -> None:
     """A chart with its alt text, and its data as a table when the reader asked for tables."""
-    st.plotly_chart(fit_legend(chart.figure), key=key, alt=chart.alt, config={"displaylogo": False})
+    figure = projector(chart.figure) if st.session_state.get("present") else chart.figure
+    st.plotly_chart(fit_legend(figure), key=key, alt=chart.alt, config={"displaylogo": False})
     if st.session_state.get("show_tables"):  # opt-in: re-sending tables every poll is costly
         st.dataframe(chart.table, hide_index=True, key=f"{key}_table", height=200)
 

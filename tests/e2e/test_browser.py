@@ -166,6 +166,38 @@ def test_lr_page_warm_up_preset_shows_the_spike_it_prevents(server, browser):
     page.close()
 
 
+def test_a_copied_page_link_reproduces_its_settings_and_its_presentation(server, browser):
+    """A lesson page's link in a new browser: the settings, presentation mode, the hidden
+    controls; then the sidebar's next page starts clean (no link error carried over)."""
+    first = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = first.new_page()
+    page.goto(f"{server}/lr_scaling")
+    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=30_000)
+    page.get_by_role("button", name="Warm-up (Adam, k = 32)").click()
+    page.wait_for_function("() => location.search.includes('k=32')", timeout=30_000)
+    link = page.url + "&present=1&hide=epochs"
+    first.close()
+    second = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = second.new_page()
+    page.goto(link)
+    page.get_by_text("Reference batch").first.wait_for(timeout=30_000)
+    settled(page)
+    assert page.get_by_label("Batch multiplier k").input_value() == "32"
+    assert page.locator(".st-key-lr_epochs").is_hidden()
+    assert page.evaluate("getComputedStyle(document.documentElement).fontSize") == "22px"
+    assert page.locator("[data-testid=stAlert]").filter(has_text="could not").count() == 0
+    page.goto(f"{server}/lr_scaling?k=64")
+    page.get_by_text("Reference batch").first.wait_for(timeout=30_000)
+    settled(page)
+    page.get_by_role("link", name="SGD, full batch, mini-batch").click()
+    page.get_by_text("Epochs (each regime)").wait_for(timeout=30_000)
+    settled(page)
+    page.wait_for_function("() => location.search.includes('mini=32')", timeout=30_000)
+    assert page.locator("[data-testid=stAlert]").filter(has_text="could not").count() == 0
+    assert page.locator(".stException").count() == 0
+    second.close()
+
+
 def settled(page) -> None:
     """No script run in flight (Streamlit's status widget gone)."""
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
@@ -243,7 +275,7 @@ def test_a_link_cannot_put_links_or_images_into_the_page(server, browser, value)
 
 
 @pytest.mark.parametrize("name", ["", "training_lab", "throughput", "memory", "finder", "regimes",
-                                  "lr_scaling", "accumulation"])
+                                  "lr_scaling", "accumulation", "quiz"])
 def test_every_page_after_its_default_experiment_reads_cleanly(server, browser, tmp_path, name):
     """At both sizes, after the page's default experiment: no chart text over another, no table
     with columns cut off, no exception box. The screenshots stay in the test's temporary

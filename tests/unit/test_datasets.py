@@ -134,3 +134,30 @@ def test_datasets_cli_lists_and_reports_offline_in_one_line(tmp_path):
                          env=env)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     assert "Offline?" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_the_bundled_digits_load_without_importing_scikit_learn():
+    """A run's first step waits for its data: reading scikit-learn's digits file directly saves
+    the ~1 s that importing scikit-learn costs, and gives exactly load_digits' images."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, torch\n"
+             "from bsdemo.engine.data import load_dataset\n"
+             "from bsdemo.config import RunConfig\n"
+             "data = load_dataset(RunConfig(), torch.device('cpu'))\n"
+             "assert 'sklearn' not in sys.modules, 'scikit-learn was imported'\n"
+             "print(len(data.y_train) + len(data.y_test))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1797"]
+
+    import torch
+    from sklearn.datasets import load_digits
+
+    from bsdemo.engine.data import _digits
+
+    x, y = _digits()
+    reference = load_digits()
+    assert torch.equal(x, torch.tensor(reference.images, dtype=torch.float32).unsqueeze(1))
+    assert torch.equal(y, torch.tensor(reference.target, dtype=torch.int64))

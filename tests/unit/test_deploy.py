@@ -102,3 +102,17 @@ def test_compose_environment_is_settings_the_server_accepts():
     assert limits.memory_margin == float(env["BSDEMO_MEMORY_MARGIN"])
     unknown = set(env) - {f"BSDEMO_{name.upper()}" for name in vars(limits)} - {"BSDEMO_DATA_DIR"}
     assert not unknown, unknown
+
+
+def test_every_data_file_of_the_package_is_installed_with_it():
+    """The image installs bsdemo with pip: a data file (the quiz's questions) not declared as
+    package data would be missing there while every test from the checkout still passed."""
+    import fnmatch
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["bsdemo"]
+    files = [p.relative_to(ROOT / "bsdemo").as_posix() for p in (ROOT / "bsdemo").rglob("*")
+             if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts]
+    assert files, "the quiz's questions live in bsdemo/"
+    missing = [f for f in files if not any(fnmatch.fnmatch(f, pattern) for pattern in declared)]
+    assert missing == [], f"not in [tool.setuptools.package-data]: {missing}"

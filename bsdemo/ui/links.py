@@ -1,0 +1,163 @@
+"""A lesson page in its link, and presentation mode.
+
+`PageLink` makes a page's linked widgets: each takes its value from the page's link on the
+page's first run in this tab (checked by bsdemo.links, a bad value said as plain text), and at
+the end of every run the URL is rewritten to the page as it stands, so a copied link reproduces
+the settings (never the control of a run). `finish` also draws the presenter's sidebar:
+presentation mode (large type, projector charts), which controls to hide, and the view's link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from bsdemo import links
+from bsdemo.errors import ConfigError, clip
+from bsdemo.links import Control, View
+from bsdemo.plaintext import plain
+
+PRESENT_KEY = "present"  # one switch for every page of this tab
+
+# large type everywhere (Streamlit sizes in rem), the page's full width, no header strip
+PRESENT_CSS = """
+html { font-size: 22px; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1.5rem 2.5rem 3rem; }
+[data-testid="stHeader"] { background: transparent; }
+[data-testid="stCaptionContainer"], .stCaption { color: #222 !important; }
+"""
+
+
+def presenting() -> bool:
+    return bool(st.session_state.get(PRESENT_KEY))
+
+
+def view_params() -> dict[str, str]:
+    """The view's own query parameters (presentation mode), for a page that writes its URL
+    itself (the Training Lab)."""
+    return {"present": "1"} if presenting() else {}
+
+
+class PageLink:
+    """The linked controls of one page, made in page order; `finish()` ends the page."""
+
+    def __init__(self, slug: str, hideable: Sequence[Control] = (), owns_url: bool = True):
+        """hideable: controls the page makes itself, offered in the Hide list; owns_url: False
+        for a page that writes its own URL (the lab), whose other parameters are its own."""
+        self.slug, self.controls, self.owns_url = slug, list(hideable), owns_url
+        self._hide_key = f"hide_{slug}"
+        first = f"link_read_{slug}"
+        # the link is read on the page's first run in this tab; later runs are the widgets' own
+        self._params = dict(st.query_params.to_dict()) if first not in st.session_state else {}
+        st.session_state[first] = True
+        self._errors: list[str] = []
+        self._notice = st.empty()  # a bad link's message, at the top of the page
+        if self._params:
+            self._read_view()
+
+    # ----- widgets -----
+    def number(self, where, label: str, low: int, high: int, default: int, key: str,
+               param: str | None = None, **kw) -> int:
+        self._take(Control(param or _param(key), key, label, "int", low, high), default)
+        return where.number_input(label, low, high, key=key, **kw)
+
+    def choice(self, where, label: str, options: Sequence[Any], default: Any, key: str,
+               param: str | None = None, widget: str = "selectbox", **kw) -> Any:
+        self._take(Control(param or _param(key), key, label, "choice", options=tuple(options)),
+                   default)
+        return getattr(where, widget)(label, list(options), key=key, **kw)
+
+    def toggle(self, where, label: str, default: bool, key: str, param: str | None = None,
+               **kw) -> bool:
+        self._take(Control(param or _param(key), key, label, "bool"), default)
+        return where.toggle(label, key=key, **kw)
+
+    def _take(self, control: Control, default: Any) -> None:
+        self.controls.append(control)
+        raw = self._params.pop(control.param, None)
+        if raw is not None:
+            try:
+                st.session_state[control.key] = control.parse(raw)
+                return
+            except ConfigError as exc:
+                self._errors.append(str(exc))
+        if st.session_state.get(control.key) not in control.options and control.options:
+            st.session_state.pop(control.key, None)  # a value no longer offered
+        st.session_state.setdefault(control.key, default)
+
+    def _read_view(self) -> None:
+        present = self._params.pop("present", None)
+        if present is not None:
+            try:
+                st.session_state[PRESENT_KEY] = Control("present", "", "", "bool").parse(present)
+            except ConfigError as exc:
+                self._errors.append(str(exc))
+        # a page with nothing to hide (Home, the quiz) leaves `hide` to the page the link is for
+        self._hide_raw = (self._params.pop("hide", None) if self.owns_url or self.controls
+                          else None)
+
+    # ----- the end of the page -----
+    def finish(self) -> None:
+        """Say what the link held that could not be used, follow the controls in the URL, and
+        draw the presenter's sidebar and presentation mode's styles."""
+        by_param = {c.param: c for c in self.controls}
+        raw = getattr(self, "_hide_raw", None)
+        if raw is not None:
+            try:
+                st.session_state[self._hide_key] = list(links.hidden_params(raw, by_param))
+            except ConfigError as exc:
+                self._errors.append(str(exc))
+            self._hide_raw = None
+        for name in list(self._params)[:1] if self.owns_url else []:  # no control takes it
+            self._errors.append(str(ConfigError(
+                "parameter", clip(str(name)), ", ".join([*by_param, *links.VIEW_PARAMS]))))
+        self._params = {}
+        if self._errors:
+            self._notice.error(plain(f"This link's settings could not all be used — "
+                                     f"{self._errors[0]}. The page's own value is shown there."))
+        self._presenter(by_param)
+        hidden = [p for p in st.session_state.get(self._hide_key, []) if p in by_param]
+        view = View(presenting(), tuple(hidden))
+        if self.owns_url:
+            wanted = links.write(self.controls, st.session_state, view)
+            if st.query_params.to_dict() != wanted:
+                st.query_params.from_dict(wanted)
+        else:  # the page's own parameters stay; the view's follow the switch
+            current = st.query_params.to_dict()
+            keep = ("hide",) if not self.controls else ()  # not this page's to hide or show
+            wanted = {k: v for k, v in current.items() if k not in links.VIEW_PARAMS or k in keep}
+            wanted |= links.write([], {}, view)
+            if current != wanted:
+                st.query_params.from_dict(wanted)
+        css = "".join(f".st-key-{key} {{ display: none; }}\n" for p in hidden
+                      for key in (by_param[p].key, *by_param[p].hides))
+        if presenting() or css:
+            st.html(f"<style>{PRESENT_CSS if presenting() else ''}{css}</style>")
+
+    def _presenter(self, by_param: dict[str, Control]) -> None:
+        with st.sidebar:
+            st.toggle("Presentation mode", key=PRESENT_KEY,
+                      help="Large type and projector charts for a lecture; the link below opens "
+                           "this page the same way.")
+            if not presenting():
+                return
+            st.multiselect("Hide these controls", list(by_param), key=self._hide_key,
+                           format_func=lambda p: by_param[p].label,
+                           help="Hidden controls keep their values; the link keeps them hidden.")
+            url = getattr(st.context, "url", None)
+            if url:
+                view = View(True, tuple(st.session_state.get(self._hide_key, [])))
+                own = ({k: v for k, v in st.query_params.to_dict().items()
+                        if k not in links.VIEW_PARAMS} if not self.owns_url else
+                       links.write(self.controls, st.session_state, View()))
+                query = urlencode(own | links.write([], {}, view), safe=",")
+                st.caption("This view's link (copy it with the icon):")
+                st.code(f"{url.split('?')[0]}?{query}", language=None, wrap_lines=True)
+
+
+def _param(key: str) -> str:
+    """A widget key's URL parameter: the key without its page prefix (lr_k -> k)."""
+    return key.split("_", 1)[1] if "_" in key else key

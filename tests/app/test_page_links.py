@@ -1,0 +1,67 @@
+"""Every lesson page in its link (AppTest from app.py): settings read back, a bad value said as
+plain text while the page keeps working, the URL following the controls, presentation mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from bsdemo.plaintext import unescape
+from tests.app.helpers import open_page
+
+PAGES = {  # page -> a link's settings and the widget each lands in
+    "pages/lr_scaling.py": ({"k": "32", "ref_lr": "0.002", "optimizer": "adam"},
+                            {"lr_k": 32, "lr_ref_lr": 0.002, "lr_optimizer": "adam"}),
+    "pages/regimes.py": ({"epochs": "3", "mini": "64", "size": "M"},
+                         {"reg_epochs": 3, "reg_mini": 64, "reg_size": "M"}),
+    "pages/accumulation.py": ({"micro": "16", "k": "8", "bn": "1"},
+                              {"acc_micro": 16, "acc_k": 8, "acc_bn": True}),
+    "pages/throughput.py": ({"largest": "256", "preset": "moons-mlp"},
+                            {"tp_largest": 256, "tp_preset": "moons-mlp"}),
+    "pages/memory.py": ({"largest": "512"}, {"mem_largest": 512}),
+    "pages/finder.py": ({"margin": "0.2", "target": "512"}, {"find_margin": 0.2,
+                                                            "find_target": 512}),
+}
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_pages_link_sets_its_controls_and_the_url_follows_them(page):
+    params, expected = PAGES[page]
+    at = open_page(page, params)
+    assert not at.exception and not at.error
+    assert {key: at.session_state[key] for key in expected} == expected
+    written = dict(at.query_params)
+    assert {k: written[k] for k in params} == params  # the link reproduces what it set
+    assert "present" not in written
+
+
+def test_a_bad_value_is_said_as_plain_text_and_the_rest_is_used():
+    at = open_page("pages/regimes.py", {"epochs": "999", "mini": "64", "x<b>": "1"})
+    assert not at.exception
+    message = unescape(at.error[0].value)
+    assert message.startswith("This link's settings could not all be used — epochs: got '999'; "
+                              "allowed: a whole number from 1 to 100")
+    assert at.session_state["reg_epochs"] == 5 and at.session_state["reg_mini"] == 64
+    assert dict(at.query_params)["epochs"] == "5"  # the URL now says what the page shows
+
+
+def test_presentation_mode_from_a_link_hides_the_chosen_controls():
+    at = open_page("pages/lr_scaling.py", {"k": "32", "present": "1", "hide": "k,size"})
+    assert not at.exception
+    assert at.session_state["present"] is True
+    assert at.session_state["hide_lr_scaling"] == ["k", "size"]
+    styles = " ".join(h.proto.body for h in at.get("html") if "<style>" in h.proto.body)
+    assert ".st-key-lr_k { display: none; }" in styles and "font-size: 22px" in styles
+    assert ".st-key-lr_size { display: none; }" in styles
+    written = dict(at.query_params)
+    assert written["present"] == "1" and written["hide"] == "k,size" and written["k"] == "32"
+    at.toggle(key="present").set_value(False).run()  # the presenter switches it off
+    assert "present" not in dict(at.query_params)
+    assert not any("font-size: 22px" in h.proto.body for h in at.get("html"))
+
+
+def test_the_lab_keeps_its_own_link_and_adds_the_view():
+    at = open_page("pages/training_lab.py", {"batch_size": "64", "present": "1", "hide": "lr"})
+    assert not at.exception and not at.error
+    assert at.session_state["w_batch_pow"] == 64 and at.session_state["present"] is True
+    written = dict(at.query_params)
+    assert written["batch_size"] == "64" and written["present"] == "1" and written["hide"] == "lr"
