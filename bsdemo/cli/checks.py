@@ -9,8 +9,9 @@ import os
 from pathlib import Path
 
 from bsdemo.cli.parser import given
-from bsdemo.config import MAX_BATCH_SIZE, ConfigError
+from bsdemo.config import MAX_BATCH_SIZE, ConfigError, RunConfig
 from bsdemo.jobkinds import MAX_TIMED_STEPS
+from bsdemo.lecture import load_plan
 from bsdemo.presets import PRESETS
 from bsdemo.units import parse_batch_sizes, parse_bytes, real_number, whole_number
 
@@ -55,13 +56,19 @@ def _check_regimes(args: argparse.Namespace) -> dict:
 
 
 def _check_warm(args: argparse.Namespace) -> dict:
-    if args.preset not in PRESETS:
-        raise ConfigError("--preset", args.preset, "one of " + ", ".join(PRESETS))
-    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
+    if args.plan is not None:
+        runs = load_plan(Path(given(args.plan, "--plan")))
+    else:
+        if args.preset not in PRESETS:
+            raise ConfigError("--preset", args.preset, "one of " + ", ".join(PRESETS))
+        sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
+        runs = [(f"{args.preset} batch {b}", RunConfig(
+            **(PRESETS[args.preset].settings | {"batch_size": b})).validated()[0])
+            for b in sizes]
     folder = given(args.data_dir, "--data-dir") or os.environ.get("BSDEMO_DATA_DIR")
     if not folder:
         raise ConfigError("--data-dir", None, "a folder (or set BSDEMO_DATA_DIR)")
-    return {"preset": args.preset, "sizes": sizes, "folder": _writable_folder(folder, "--data-dir")}
+    return {"runs": runs, "folder": _writable_folder(folder, "--data-dir")}
 
 
 def _check_datasets(args: argparse.Namespace) -> dict:

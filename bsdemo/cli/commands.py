@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from bsdemo.config import RunConfig
-from bsdemo.presets import PRESETS
 from bsdemo.recipes import regime_configs
 from bsdemo.runs import collect
 from bsdemo.units import format_bytes
@@ -159,20 +158,20 @@ def datasets(args: argparse.Namespace, cache: Path | None) -> int:
     return 0
 
 
-def warm(preset: str, sizes: list[int], folder: Path) -> int:
+def warm(runs: list[tuple[str, RunConfig]], folder: Path) -> int:
+    """Train each (title, config) now and keep the completed ones in the run store."""
     from bsdemo.engine.train import train  # imports torch
     from bsdemo.store import RunStore
 
     store = RunStore(folder / "runs.sqlite3")
     if store.notice:
         print(f"note: {store.notice}", file=sys.stderr)
-    for b in sizes:
-        cfg = RunConfig(**(PRESETS[preset].settings | {"batch_size": b})).validated()[0]
+    for title, cfg in runs:
         run = collect(event.to_dict() for event in train(cfg))  # as the scheduler files them
         if run.end["status"] == "completed":
             store.put(vars(cfg), run.start["device"], run.start, run.steps.columns,
                       run.evals.columns, run.end)
-        print(f"{preset} batch {b}: {run.end['status']} — {run.end['message']}")
+        print(f"{title}: {run.end['status']} — {run.end['message']}")
     print(f"run store {store.path}: {store.count()} runs")
     return 0
 

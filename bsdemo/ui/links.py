@@ -22,12 +22,17 @@ from bsdemo.plaintext import plain
 
 PRESENT_KEY = "present"  # one switch for every page of this tab
 
+# always: captions dark enough for WCAG AA on white (Streamlit's own grey is 3.8:1)
+BASE_CSS = """
+[data-testid="stCaptionContainer"], .stCaption { color: #595D69 !important; }
+"""
+
 # large type everywhere (Streamlit sizes in rem), the page's full width, no header strip
 PRESENT_CSS = """
 html { font-size: 22px; }
 [data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1.5rem 2.5rem 3rem; }
 [data-testid="stHeader"] { background: transparent; }
-[data-testid="stCaptionContainer"], .stCaption { color: #222 !important; }
+[data-testid="stCaptionContainer"], .stCaption { color: #222222 !important; }
 """
 
 
@@ -134,8 +139,7 @@ class PageLink:
                 st.query_params.from_dict(wanted)
         css = "".join(f".st-key-{key} {{ display: none; }}\n" for p in hidden
                       for key in (by_param[p].key, *by_param[p].hides))
-        if presenting() or css:
-            st.html(f"<style>{PRESENT_CSS if presenting() else ''}{css}</style>")
+        st.html(f"<style>{BASE_CSS}{PRESENT_CSS if presenting() else ''}{css}</style>")
 
     def _presenter(self, by_param: dict[str, Control]) -> None:
         with st.sidebar:

@@ -156,6 +156,8 @@ def test_lr_page_warm_up_preset_shows_the_spike_it_prevents(server, browser):
     page.goto(f"{server}/lr_scaling")
     page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=30_000)
     page.get_by_role("button", name="Warm-up (Adam, k = 32)").click()
+    # the click's rerun may not have begun yet: wait for the preset's value, then for quiet
+    page.wait_for_function("() => location.search.includes('k=32')", timeout=30_000)
     settled(page)
     assert page.get_by_label("Batch multiplier k").input_value() == "32"
     page.get_by_role("button", name="Compare").click()

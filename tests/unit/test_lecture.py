@@ -1,0 +1,96 @@
+"""bsdemo.lecture: a lecture plan's Training Lab links, checked before anything trains; and
+`bsdemo warm --plan` storing them so the scheduler serves them at once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bsdemo.config import ConfigError, RunConfig
+from bsdemo.lecture import load_plan
+from bsdemo.scheduler import Scheduler
+from bsdemo.store import RunStore
+from tests.timeouts import scaled
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def plan(tmp_path, text: str) -> Path:
+    path = tmp_path / "plan.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_plan_reads_lab_links_in_every_form_a_person_copies(tmp_path):
+    runs = load_plan(plan(tmp_path, """
+[[run]]
+title = "SGD is slow"
+link = "http://localhost:8501/training_lab?batch_size=1&epochs=1&present=1&hide=seed&run=7"
+[[run]]
+link = "/training_lab?batch_size=1024&lr=0.5"
+[[run]]
+title = "the default"
+link = "epochs=2"
+"""))
+    assert [t for t, _ in runs] == ["SGD is slow", "run 2", "the default"]
+    assert runs[0][1] == RunConfig(batch_size=1, epochs=1).validated()[0]
+    assert runs[1][1].batch_size == 1024 and runs[1][1].lr == 0.5
+    assert runs[2][1].epochs == 2
+
+
+def test_the_example_plan_is_valid():
+    assert len(load_plan(ROOT / "examples" / "lecture.toml")) >= 3
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "plan plan.toml: got '0 [[run]] tables'; allowed: 1 to 50"),
+    ("[[run", 'plan plan.toml: got "Expected'),
+    ('[[run]]\nlink = "/throughput?largest=256"',
+     "run 1 (run 1) link: got '/throughput?largest=256'; allowed: a link to the Training Lab"),
+    ('[[run]]\ntitle = "big"\nlink = "/training_lab?batch_size=-4"',
+     "run 1 (big) link: got '/training_lab?batch_size=-4'; allowed: valid lab settings "
+     "(batch_size: got -4"),
+    ('[[run]]\nlink = "epochs=1"\ncolour = "red"', "run 1: got ['colour', 'link']"),
+    ('[[run]]\nlink = 7', "run 1 link: got 7; allowed: a Training Lab link, as text"),
+])
+def test_a_broken_plan_names_the_run_and_what_is_allowed(tmp_path, text, message):
+    with pytest.raises(ConfigError) as err:
+        load_plan(plan(tmp_path, text))
+    assert str(err.value).startswith(message)
+
+
+def test_warm_with_a_plan_stores_its_runs_for_the_scheduler(tmp_path):
+    path = plan(tmp_path, '[[run]]\ntitle = "tiny"\nlink = "/training_lab?batch_size=64&epochs=1"\n')
+    out = subprocess.run([sys.executable, "-m", "bsdemo", "warm", "--plan", str(path),
+                          "--data-dir", str(tmp_path)], capture_output=True, text=True,
+                         timeout=scaled(120), cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("tiny: completed") and "1 runs" in out.stdout
+    sched = Scheduler(workers=1, store=RunStore(tmp_path / "runs.sqlite3"))
+    try:
+        deadline = time.monotonic() + scaled(60)
+        while sched.device_info is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        snap = sched.snapshot(sched.submit(RunConfig(batch_size=64, epochs=1), owner="teacher"))
+        assert snap.stored_at is not None and snap.status == "completed"
+    finally:
+        sched.close()
+
+
+def test_a_bad_plan_is_one_line_and_exit_2_before_torch(tmp_path):
+    path = plan(tmp_path, '[[run]]\nlink = "/memory?largest=64"\n')
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "bsdemo", "warm", "--plan",
+                          str(path), "--data-dir", str(tmp_path)], capture_output=True,
+                         text=True, timeout=scaled(60), cwd=ROOT)
+    assert out.returncode == 2
+    lines = [line for line in out.stderr.splitlines() if not line.startswith("import time:")]
+    assert len(lines) == 1 and "run 1 (run 1) link" in lines[0]
+    assert not any(line.rstrip().endswith("| torch") for line in out.stderr.splitlines())
+    both = subprocess.run([sys.executable, "-m", "bsdemo", "warm", "--plan", str(path),
+                           "--preset", "digits-mlp", "--data-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=scaled(60), cwd=ROOT)
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
