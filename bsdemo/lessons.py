@@ -18,6 +18,7 @@ class Lesson:
     icon: str = ":material/school:"
     intro: str = ""  # the page's **Goal:** paragraph (Markdown)
     predict: str = ""  # the page's "Predict first" question (Markdown)
+    answers: tuple[str, ...] = ()  # choices for its first part, judged by the student's runs
 
     @property
     def page(self) -> str | None:
@@ -34,14 +35,16 @@ LESSONS = (
            "them an epoch takes. Batch size 1 is stochastic gradient descent, the whole training "
            "set is full-batch gradient descent, anything between is mini-batch gradient descent.",
            "if you multiply the batch size by 8, what happens to the number of updates per "
-           "epoch, to the samples per second, and to the memory? Run both and compare."),
+           "epoch, to the samples per second, and to the memory? Run both and compare.",
+           ("8× as many updates per epoch", "the same number", "about 8× fewer")),
     Lesson(2, "Throughput and utilisation", "Samples/s rises with batch size until the device "
            "saturates: t(B) = t0 + t1·B.", "throughput", ":material/speed:",
            "see that a small batch leaves the device idle and pays a fixed cost per step many "
            "times, and that samples per second rise with the batch — until the hardware "
            "saturates, where your sweep reaches that point (the page says whether it did).",
            "if a step at batch 1 takes 0.5 ms, how long will a step at batch 64 take — 64 times "
-           "as long, or about the same?"),
+           "as long, or about the same?",
+           ("about 64 times as long", "about the same", "longer, but far less than 64 times")),
     Lesson(3, "Memory and out-of-memory", "Memory = fixed part + activations growing with B; "
            "past capacity the run fails.", "memory", ":material/memory:",
            "see that memory = parameters + gradients + optimizer state (fixed) + the activations "
@@ -55,7 +58,9 @@ LESSONS = (
            "(full-batch gradient descent) and a mini-batch of 32 on the same model, data, seed "
            "and number of epochs: weight updates, wall time, memory and accuracy.",
            "with the same 5 epochs, which regime makes the most weight updates, which finishes "
-           "first, and which ends with the best test accuracy?"),
+           "first, and which ends with the best test accuracy?",
+           ("the SGD run (the smallest batch) does", "the full batch does",
+            "the mini-batch does")),
     Lesson(5, "Learning-rate scaling", "Scale the lr with the batch: what the linear and √ "
            "rules win back, and what warm-up changed.", "lr_scaling", ":material/trending_up:",
            "see that multiplying the batch by k without touching the learning rate trains worse "
@@ -64,7 +69,9 @@ LESSONS = (
            "these defaults nothing blows up without it, and the Warm-up preset (Adam, k = 32) "
            "shows the loss spike it prevents.",
            "at 8× the batch and the same lr, will 10 epochs reach the same accuracy? What if the "
-           "lr is 8× too?"),
+           "lr is 8× too?",
+           ("about the same accuracy", "clearly worse (more than a point)",
+            "clearly better")),
     Lesson(6, "Gradient accumulation", "k micro-batches of b = one batch of k·b, at the memory "
            "of b.", "accumulation", ":material/layers:",
            "see that k micro-batches of size b, gradients summed with the loss divided by k and "

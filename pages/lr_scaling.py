@@ -6,7 +6,7 @@ import streamlit as st
 
 from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
-from bsdemo.ui.header import lesson_header
+from bsdemo.ui.header import lesson_header, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import LR_CHOICES, show_chart, show_table
 
@@ -55,6 +55,7 @@ def draw(snaps) -> None:
     verdict = recipes.lr_verdict(rows)
     if verdict:
         st.markdown(verdict)
+    prediction_check("lr_scaling", recipes.lr_prediction(rows))
 
 
 sweeps.group_view("lr", draw)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
-from bsdemo.ui.header import lesson_header
+from bsdemo.ui.header import lesson_header, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import show_chart, show_table
 from bsdemo.units import format_bytes
@@ -42,6 +42,7 @@ def draw(snaps) -> None:
     verdict = recipes.regimes_verdict(rows)
     if verdict:
         st.markdown(verdict)
+    prediction_check("regimes", recipes.regimes_prediction(rows))
 
 
 sweeps.group_view("reg", draw)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
-from bsdemo.ui.header import lesson_header
+from bsdemo.ui.header import lesson_header, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import show_chart
 from bsdemo.units import powers_of_two
@@ -55,6 +55,7 @@ def draw(snap) -> None:
         show_chart(charts.sweep_utilisation_chart(points), "tp_util")
     if end:
         st.markdown(recipes.throughput_verdict(end, points, end.get("peak_source")))
+        prediction_check("throughput", recipes.throughput_prediction(points))
 
 
 sweeps.job_view("tp", draw)

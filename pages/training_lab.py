@@ -6,7 +6,7 @@ from bsdemo import recipes
 from bsdemo.links import Control
 from bsdemo.plaintext import plain
 from bsdemo.ui import lab
-from bsdemo.ui.header import lesson_header
+from bsdemo.ui.header import lesson_header, prediction_check
 from bsdemo.ui.links import PageLink
 
 lesson_header("training_lab")
@@ -38,4 +38,5 @@ st.markdown(verdict or (
     "many cheap, noisy updates and a large one a few expensive, smoother ones. Run once, then "
     "again at another batch size with the same epochs: this paragraph then says what your two "
     "runs showed."))
+prediction_check("training_lab", recipes.lab_prediction(snaps))
 link.finish()

@@ -23,6 +23,9 @@ Training Lab.
     throughput_verdict   what a sweep's fit, knee and peak share show, and how far to trust them
     contention           how busy other processes kept the CPU while a sweep measured
     best_lr_verdict      what the grid's best learning rates show, in words
+    lab_prediction, throughput_prediction, regimes_prediction, lr_prediction
+                         which answer to a page's "Predict first" question the runs support,
+                         with the numbers that show it (predictions.py)
 """
 
 from bsdemo.recipes.comparisons import (
@@ -52,9 +55,16 @@ from bsdemo.recipes.measurements import (
     simulated_device,
     throughput_verdict,
 )
+from bsdemo.recipes.predictions import (
+    lab_prediction,
+    lr_prediction,
+    regimes_prediction,
+    throughput_prediction,
+)
 
 __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
            "accumulation_verdict", "best_lr_per_batch", "best_lr_verdict", "contention",
-           "grid_cells", "layer_rows", "lab_verdict", "lr_grid", "lr_variants", "lr_verdict",
+           "grid_cells", "lab_prediction", "layer_rows", "lab_verdict", "lr_prediction",
+           "regimes_prediction", "throughput_prediction", "lr_grid", "lr_variants", "lr_verdict",
            "memory_verdict", "over_budget", "regime_configs", "regime_label", "regimes_verdict",
            "simulated_device", "throughput_verdict"]

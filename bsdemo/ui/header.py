@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from bsdemo.lessons import BY_SLUG, Lesson
+from bsdemo.plaintext import plain
 from bsdemo.ui.entry import require_entrypoint
 
 
@@ -16,4 +17,39 @@ def lesson_header(slug: str) -> Lesson:
     st.markdown(f"**Goal:** {lesson.intro}")
     if lesson.predict:
         st.info(f"**Predict first:** {lesson.predict}", icon=":material/psychology:")
+    if lesson.answers:
+        key, saved = f"predict_{slug}", predictions()
+        if key not in st.session_state and slug in saved:  # kept across pages of this tab
+            st.session_state[key] = saved[slug]
+        st.radio("Your prediction, before you run it" + (" (its first part)"
+                 if lesson.predict.count("?") > 1 else ""), lesson.answers, index=None,
+                 key=key, horizontal=True, on_change=_keep, args=(slug, key))
     return lesson
+
+
+def predictions() -> dict[str, str]:
+    """This tab's answers to the lessons' "Predict first" questions: lesson slug -> answer."""
+    return st.session_state.setdefault("predictions", {})
+
+
+def _keep(slug: str, key: str) -> None:
+    predictions()[slug] = st.session_state[key]
+
+
+def prediction_check(slug: str, judged: tuple[int, str] | None) -> None:
+    """After the runs: the student's prediction beside what their runs showed (recipes'
+    *_prediction), and whether it was right; nothing until the runs answer the question."""
+    if judged is None:
+        return
+    index, numbers = judged
+    shown = BY_SLUG[slug].answers[index]
+    guess = predictions().get(slug)
+    if guess is None:
+        st.caption(plain(f"Your runs say “{shown}”: {numbers}. Predict before the next run "
+                         "and see whether you were right."))
+    elif guess == shown:
+        st.success(plain(f"You predicted “{guess}”, and your runs agree: {numbers}."),
+                   icon=":material/check_circle:")
+    else:
+        st.warning(plain(f"You predicted “{guess}”; your runs show “{shown}”: {numbers}."),
+                   icon=":material/lightbulb:")

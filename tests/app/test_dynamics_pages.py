@@ -6,6 +6,7 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
+from bsdemo.plaintext import unescape
 from tests.app.helpers import open_page, run_until
 
 
@@ -16,12 +17,18 @@ def group_done(at: AppTest) -> bool:
 def test_regimes_page_trains_the_three_and_tabulates_them():
     at = open_page("pages/regimes.py")
     at.number_input(key="reg_epochs").set_value(2).run()
+    at.radio(key="predict_regimes").set_value("the full batch does").run()  # predict first
     at.button(key="reg_run").click().run()
     run_until(at, lambda a: group_done(a) and any("What your runs show" in m.value
                                                    for m in a.markdown))
     table = at.dataframe[0].value
     assert list(table["weight updates"]) == [2 * 1438, 2, 2 * 45]
     assert len(at.get("plotly_chart")) == 3  # against epochs, updates, seconds
+    # the prediction beside what the runs showed, and kept for this tab
+    said = unescape(at.warning[0].value)
+    assert said.startswith("You predicted “the full batch does”; your runs show “the SGD run "
+                           "(the smallest batch) does”: SGD (batch 1) made 2,876")
+    assert at.session_state["predictions"] == {"regimes": "the full batch does"}
 
 
 def test_regimes_page_flags_the_full_batch_over_a_budget():

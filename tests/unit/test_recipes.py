@@ -147,3 +147,47 @@ def test_the_memory_verdict_says_what_the_line_is_worth_on_a_cpu():
     assert "by construction" in text and "batch 1024 ran out of memory (simulated)" in text
     assert "predicts batch 679" in text
     assert recipes.memory_verdict({"fit": {"m0_bytes": None}}, []) is None
+
+
+def test_the_runs_answer_the_predict_first_questions():
+    import dataclasses
+
+    from bsdemo.lessons import BY_SLUG
+    from tests.unit.test_charts import fake_snapshot
+
+    def lab_run(job_id, batch, steps, epochs=10.0):
+        snap = fake_snapshot(job_id, batch_size=batch)
+        return dataclasses.replace(snap, end={"summary": {"steps": steps, "epochs": epochs}})
+
+    index, numbers = recipes.lab_prediction([lab_run(1, 32, 450), lab_run(2, 256, 60)])
+    assert BY_SLUG["training_lab"].answers[index] == "about 8× fewer"
+    assert "batch 32 made 45 updates per epoch, batch 256 made 6" in numbers
+    assert recipes.lab_prediction([lab_run(1, 32, 450)]) is None  # one batch size: no answer
+
+    def point(b, t):
+        return {"batch_size": b, "status": "ok", "step_time_s": t}
+
+    answers = BY_SLUG["throughput"].answers
+    assert answers[recipes.throughput_prediction([point(1, 5e-4), point(64, 1e-3)])[0]] == (
+        "longer, but far less than 64 times")
+    assert answers[recipes.throughput_prediction([point(1, 5e-4), point(64, 6e-4)])[0]] == (
+        "about the same")
+    assert answers[recipes.throughput_prediction([point(1, 1e-4), point(64, 6e-3)])[0]] == (
+        "about 64 times as long")
+    assert recipes.throughput_prediction([point(1, 5e-4)]) is None  # batch 64 not measured
+
+    rows = [row("SGD (batch 1)", 0.9, updates=7190), row("full batch (1438)", 0.1, updates=5),
+            row("mini-batch (32)", 0.93, updates=225)]
+    index, numbers = recipes.regimes_prediction(rows)
+    assert index == 0 and "SGD (batch 1) made 7,190" in numbers
+    assert recipes.regimes_prediction(rows[:2] + [row("m", None, status="running")]) is None
+
+    lr_rows = [row("ref", 0.978, batch=16), row("same", 0.841, batch=128),
+               row("linear", 0.97), row("sqrt", 0.95), row("warm", 0.97)]
+    index, numbers = recipes.lr_prediction(lr_rows)
+    assert BY_SLUG["lr_scaling"].answers[index] == "clearly worse (more than a point)"
+    assert "(-13.7 points)" in numbers
+    lr_rows[1] = row("same", 0.975, batch=128)
+    assert recipes.lr_prediction(lr_rows)[0] == 0  # within a point: about the same
+    lr_rows[1] = row("same", None, status="diverged", batch=128)
+    assert recipes.lr_prediction(lr_rows)[0] == 1  # a blow-up is worse
