@@ -1,6 +1,8 @@
 """A session's runs as JSON (everything: settings, summary, series) or CSV (one row per step).
 
-Pure functions of job snapshots (bsdemo.runs): the Training Lab offers both as downloads.
+Pure functions of job snapshots (bsdemo.runs): the Training Lab offers both as downloads. Every
+other page's results (a sweep's points, a comparison's rows) go out as CSV and as JSON with the
+page's settings and the student's prediction (`results_csv`, `results_json`).
 """
 
 from __future__ import annotations
@@ -8,7 +10,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from bsdemo.runs import STEP_FIELDS, JobSnapshot
 
@@ -32,3 +35,24 @@ def runs_csv(runs: Sequence[JobSnapshot]) -> str:
             writer.writerow([s.id, c["batch_size"], c["accumulation_steps"], c["lr"],
                              c["optimizer"], *(s.steps[f][i] for f in STEP_FIELDS)])
     return out.getvalue()
+
+
+def results_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    """A page's results, one row each; the columns of every row, in first-seen order. Nested
+    values (a memory breakdown) are written as JSON."""
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, columns)
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v
+                         for k, v in row.items()})
+    return out.getvalue()
+
+
+def results_json(page: str, settings: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+                 prediction: str | None = None) -> str:
+    """A page's results with what produced them: the page, its settings (as its link writes
+    them), the student's prediction, and the rows."""
+    return json.dumps({"page": page, "settings": dict(settings), "prediction": prediction,
+                       "results": list(rows)}, indent=1, default=str)

@@ -7,6 +7,7 @@ from bsdemo.config import RunConfig
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
 from bsdemo.ui.links import PageLink
+from bsdemo.ui.widgets import downloads
 from bsdemo.units import format_bytes
 
 lesson_header("accumulation")
@@ -61,6 +62,9 @@ def draw(snap) -> None:
                    "not time: the same samples still pass through the model, in smaller pieces "
                    "that use the device less well.")
     st.markdown("**Why.** " + " ".join(why))
+    # the check's summary, then one row per parameter tensor
+    downloads("accumulation", "acc_dl",
+              [{k: v for k, v in r.items() if k != "per_layer"}, *r["per_layer"]])
 
 
 sweeps.job_view("acc", draw)

@@ -6,7 +6,7 @@ from bsdemo import recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import show_table
+from bsdemo.ui.widgets import downloads, show_table
 from bsdemo.units import format_bytes
 
 MARGINS = [round(0.05 * i, 2) for i in range(11)]  # 0%, 5%, … 50% of memory kept free
@@ -55,6 +55,7 @@ def draw(snap) -> None:
                     f"{r['effective_batch_size']} try **{r['lr_linear']:.3g}** (linear rule, "
                     f"lr × k) or **{r['lr_sqrt']:.3g}** (square-root rule, lr × √k), with a "
                     "warm-up.")
+    downloads("finder", "find_dl", snap.points)
 
 
 sweeps.job_view("find", draw)

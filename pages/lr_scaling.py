@@ -8,7 +8,7 @@ from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, prediction_check
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import LR_CHOICES, show_chart, show_table
+from bsdemo.ui.widgets import LR_CHOICES, downloads, show_chart, show_table
 
 lesson_header("lr_scaling")
 link = PageLink("lr_scaling")
@@ -47,7 +47,8 @@ sweeps.group_button("lr", "Compare", [v for _, v in variants], [n for n, _ in va
 
 
 def draw(snaps) -> None:
-    show_chart(charts.labelled_loss_chart(snaps, "epochs"), "lr_loss")
+    main = charts.labelled_loss_chart(snaps, "epochs")
+    show_chart(main, "lr_loss")
     rows = charts.comparison_table(snaps)
     # batch and lr are in the run labels, the first loss is in the closing text's ratio, and
     # memory belongs to another lesson: what is left fits 1280 px
@@ -56,6 +57,8 @@ def draw(snaps) -> None:
     if verdict:
         st.markdown(verdict)
     prediction_check("lr_scaling", recipes.lr_prediction(rows))
+    if verdict:  # all five ended
+        downloads("lr_scaling", "lr_dl", rows, main)
 
 
 sweeps.group_view("lr", draw)
@@ -69,10 +72,13 @@ sweeps.group_button("grid", f"Train the {len(cells)}-run grid", [run for _, run 
 
 def draw_grid(snaps) -> None:
     results = recipes.grid_cells(snaps)
-    show_chart(charts.lr_grid_chart(results), "lr_grid")
+    grid = charts.lr_grid_chart(results)
+    show_chart(grid, "lr_grid")
     verdict = recipes.best_lr_verdict(recipes.best_lr_per_batch(results))
     if verdict:
         st.markdown(verdict)
+    if all(s.done for _, s in snaps):
+        downloads("lr_scaling", "grid_dl", results, grid)
 
 
 sweeps.group_view("grid", draw_grid)

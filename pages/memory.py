@@ -6,7 +6,7 @@ from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import show_chart
+from bsdemo.ui.widgets import downloads, show_chart
 from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
 
 lesson_header("memory")
@@ -26,8 +26,9 @@ sweeps.run_button("mem", "Measure memory", "sweep", cfg,
 def draw(snap) -> None:
     points, end = snap.points, snap.result
     st.toggle("Show data tables", key="show_tables")
-    show_chart(charts.memory_breakdown_chart(points, end and end["fit"], budget,
-                                             end and end["predicted_max_batch_size"]), "mem_chart")
+    main = charts.memory_breakdown_chart(points, end and end["fit"], budget,
+                                         end and end["predicted_max_batch_size"])
+    show_chart(main, "mem_chart")
     oom = next((p for p in points if p["status"] == "oom"), None)
     if oom:
         st.error(f"**Batch {oom['batch_size']}: out of memory"
@@ -47,6 +48,7 @@ def draw(snap) -> None:
         verdict = recipes.memory_verdict(end, points)
         if verdict:
             st.markdown(verdict)
+        downloads("memory", "mem_dl", points, main)
 
 
 sweeps.job_view("mem", draw)

@@ -6,7 +6,7 @@ from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, prediction_check
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import show_chart, show_table
+from bsdemo.ui.widgets import downloads, show_chart, show_table
 from bsdemo.units import format_bytes
 
 lesson_header("regimes")
@@ -43,6 +43,8 @@ def draw(snaps) -> None:
     if verdict:
         st.markdown(verdict)
     prediction_check("regimes", recipes.regimes_prediction(rows))
+    if verdict:  # all three ended
+        downloads("regimes", "reg_dl", rows, charts.labelled_loss_chart(snaps, "epochs"))
 
 
 sweeps.group_view("reg", draw)

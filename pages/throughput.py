@@ -6,7 +6,7 @@ from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, prediction_check
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import show_chart
+from bsdemo.ui.widgets import downloads, show_chart
 from bsdemo.units import powers_of_two
 
 lesson_header("throughput")
@@ -47,7 +47,8 @@ def draw(snap) -> None:
     st.toggle("Show data tables", key="show_tables")
     left, right = st.columns(2)
     with left:
-        show_chart(charts.sweep_throughput_chart(points), "tp_throughput")
+        main = charts.sweep_throughput_chart(points)
+        show_chart(main, "tp_throughput")
         show_chart(charts.sweep_epoch_time_chart(points, start["train_samples"]), "tp_epoch")
     with right:
         show_chart(charts.sweep_step_time_chart(points, end and end["fit"],
@@ -56,6 +57,7 @@ def draw(snap) -> None:
     if end:
         st.markdown(recipes.throughput_verdict(end, points, end.get("peak_source")))
         prediction_check("throughput", recipes.throughput_prediction(points))
+        downloads("throughput", "tp_dl", points, main)
 
 
 sweeps.job_view("tp", draw)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from bsdemo import export
 from bsdemo.charts import Chart, fit_legend, for_people, projector
 from bsdemo.ui.state import owner, scheduler
 
@@ -53,3 +54,24 @@ def polled(draw: Callable[[], bool], every: float | None) -> None:
             st.rerun()
 
     poll()
+
+
+def downloads(page: str, key: str, rows: list[dict], chart: Chart | None = None) -> None:
+    """A page's results as CSV and JSON (with its settings from the URL and the tab's
+    prediction), and its chart as a self-contained interactive HTML file (made on click; the
+    chart's own camera icon saves a PNG)."""
+    settings = st.query_params.to_dict()
+    prediction = st.session_state.get("predictions", {}).get(page)
+    cols = st.columns([1, 1, 1, 2])
+    cols[0].download_button("Results (CSV)", export.results_csv(rows), f"{page}-results.csv",
+                            "text/csv", key=f"{key}_csv", icon=":material/download:")
+    cols[1].download_button("Results (JSON)", export.results_json(page, settings, rows, prediction),
+                            f"{page}-results.json", "application/json", key=f"{key}_json",
+                            icon=":material/download:")
+    if chart is not None:
+        figure = chart.figure
+        cols[2].download_button("Chart (HTML)", lambda: figure.to_html(include_plotlyjs=True),
+                                f"{page}-chart.html", "text/html", key=f"{key}_html",
+                                icon=":material/download:",
+                                help="Interactive, works offline. For a picture, use the camera "
+                                     "icon above the chart.")

@@ -61,6 +61,9 @@ def test_accumulation_page_shows_equivalence_and_a_pitfall():
     at.button(key="acc_run").click().run()
     run_until(at, lambda a: bool(a.success) or bool(a.error))
     assert "equivalent" in at.success[0].value
+    # the result goes out as CSV and JSON (with the page's settings)
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["Results (CSV)", "Results (JSON)"]
     at.toggle(key="acc_unscaled").set_value(True).run()
     at.button(key="acc_run").click().run()
     run_until(at, lambda a: bool(a.error) and "NOT equivalent" in a.error[0].value)
