@@ -55,3 +55,14 @@ def preset_of(cfg: RunConfig) -> str | None:
         if (preset.settings["dataset"], preset.settings["model"]) == (cfg.dataset, cfg.model):
             return preset.name
     return None
+
+
+# The Training Lab's lecture scenarios: a name and the lab link that sets every control (the
+# lab's own query string; `bsdemo warm --plan` takes the same links). In lecture order.
+LAB_SCENARIOS = {
+    "SGD is slow (batch 1)": "batch_size=1&epochs=1",
+    "The default (batch 32)": "batch_size=32&epochs=10",
+    "Batch 256: 8× fewer updates": "batch_size=256&epochs=10",
+    "Batch 256, lr × 8": "batch_size=256&lr=0.4&epochs=10",
+    "Accumulate 8 × 32": "batch_size=32&accumulation_steps=8&epochs=10",
+}

@@ -12,6 +12,7 @@ from bsdemo.ui.links import PageLink
 lesson_header("training_lab")
 # the lab writes its settings into its link itself (bsdemo.config); presentation mode can hide:
 link = PageLink("training_lab", owns_url=False, hideable=[
+    Control("scenarios", "lab_scenarios", "Scenarios", "choice"),
     Control("preset", "w_preset", "Dataset and model", "choice"),
     Control("batch", "w_batch_pow", "Batch size", "choice", hides=("w_batch_value", "w_batch_exact")),
     Control("lr", "w_lr", "Learning rate", "choice"),
@@ -26,6 +27,7 @@ url_error = lab.init_from_url()
 if url_error:
     st.error(plain(url_error))  # it quotes what the link held: shown as text, not Markdown
 
+lab.scenario_buttons()
 cfg = lab.settings_form()
 lab.run_controls(cfg)
 lab.live_view()

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import statistics
 import time
+from urllib.parse import parse_qsl
 
 import streamlit as st
 
 from bsdemo import charts, export
 from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, ConfigError, RunConfig, config_from_query, parse_run_id
 from bsdemo.plaintext import plain
-from bsdemo.presets import PRESETS, preset_of
+from bsdemo.presets import LAB_SCENARIOS, PRESETS, preset_of
 from bsdemo.runs import JobSnapshot
 from bsdemo.scheduler import ActiveRunError
 from bsdemo.ui.links import view_params
@@ -84,6 +85,21 @@ def reattach(raw: str | None) -> None:
         return
     if snap.id not in session_runs():
         session_runs().append(snap.id)
+
+
+def scenario_buttons() -> None:
+    """The lecture scenarios (presets.LAB_SCENARIOS): each sets every control at once."""
+    row = st.container(key="lab_scenarios")  # keyed: presentation mode can hide it
+    cols = row.columns([1.1, *[1.6] * len(LAB_SCENARIOS)], vertical_alignment="center")
+    cols[0].markdown("**Scenarios:**")
+    for col, (name, query) in zip(cols[1:], LAB_SCENARIOS.items(), strict=True):
+        col.button(name, key=f"scenario_{query}", on_click=_use_scenario, args=(query,),
+                   help=f"Sets every control to this scenario ({query.replace('&', ', ')}).")
+
+
+def _use_scenario(query: str) -> None:
+    cfg, _ = config_from_query(dict(parse_qsl(query)))
+    _to_widgets(cfg)
 
 
 def settings_form() -> RunConfig:

@@ -153,3 +153,13 @@ def test_a_waiting_run_shows_its_place_reason_and_predicted_start():
     assert "Server now: 1 running, 1 waiting, 1 worker(s)" in sidebar
     first.button(key="stop").click().run()
     run_until(second, lambda a: bool(a.success))  # it started once the device was free
+
+
+def test_a_lab_scenario_sets_every_control():
+    at = open_lab()
+    at.button(key="scenario_batch_size=256&lr=0.4&epochs=10").click().run()
+    assert not at.exception
+    assert at.session_state["w_batch_pow"] == 256 and at.session_state["w_lr"] == 0.4
+    assert at.session_state["w_epochs"] == 10 and at.session_state["w_accumulation_steps"] == 1
+    text = " ".join(m.value for m in at.markdown)
+    assert "**256**" in text and "**6** updates per epoch" in text

@@ -200,6 +200,31 @@ def test_a_copied_page_link_reproduces_its_settings_and_its_presentation(server,
     second.close()
 
 
+FOCUSED_KEY = """() => { const wrap = document.activeElement.closest('[class*="st-key-"]');
+  return wrap ? [...wrap.classList].find(c => c.startsWith('st-key-')).slice(7) : ''; }"""
+
+
+def test_the_keyboard_reaches_every_lab_control_and_run_in_page_order(server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{server}/training_lab")
+    page.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+    settled(page)
+    order = []
+    for _ in range(80):
+        page.keyboard.press("Tab")
+        key = page.evaluate(FOCUSED_KEY)
+        if key and key not in order:
+            order.append(key)
+        if key == "run":
+            break
+    wanted = ["predict_training_lab", "w_preset", "w_batch_pow", "w_lr", "w_accumulation_steps",
+              "w_optimizer", "w_epochs", "w_seed", "lab_advanced", "run"]
+    assert [k for k in order if k in wanted] == wanted, order
+    page.keyboard.press("Enter")  # Run, from the keyboard alone
+    page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=120_000)
+    page.close()
+
+
 def settled(page) -> None:
     """No script run in flight (Streamlit's status widget gone)."""
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bsdemo.config import ConfigError, RunConfig
-from bsdemo.lecture import load_plan
+from bsdemo.lecture import lab_config, load_plan
 from bsdemo.scheduler import Scheduler
 from bsdemo.store import RunStore
 from tests.timeouts import scaled
@@ -94,3 +94,11 @@ def test_a_bad_plan_is_one_line_and_exit_2_before_torch(tmp_path):
                            "--preset", "digits-mlp", "--data-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=scaled(60), cwd=ROOT)
     assert both.returncode == 2 and "not allowed with argument" in both.stderr
+
+
+def test_every_lab_scenario_is_a_valid_lab_link():
+    from bsdemo.presets import LAB_SCENARIOS
+
+    configs = [lab_config(query, name) for name, query in LAB_SCENARIOS.items()]
+    assert [c.batch_size for c in configs][:3] == [1, 32, 256]
+    assert configs[-1].effective_batch_size == 256  # accumulation: 8 x 32
