@@ -6,7 +6,7 @@ import streamlit as st
 
 from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
-from bsdemo.ui.header import lesson_header, prediction_check
+from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import LR_CHOICES, downloads, show_chart, show_table
 
@@ -43,6 +43,7 @@ variants = recipes.lr_variants(base, int(ref_batch), ref_lr, int(k))
 if ref_batch * k > base.validated()[0].train_samples:
     st.info(f"Batch {ref_batch * k} is more than the training set: it will be clamped (full "
             "batch).")
+predict("lr_scaling")
 sweeps.group_button("lr", "Compare", [v for _, v in variants], [n for n, _ in variants])
 
 

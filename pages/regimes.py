@@ -4,7 +4,7 @@ import streamlit as st
 
 from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
-from bsdemo.ui.header import lesson_header, prediction_check
+from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, show_table
 from bsdemo.units import format_bytes
@@ -25,6 +25,7 @@ cap = link.number(d, "Time cap per run (s)", 1, max(1, int(limits.max_wall_s // 
 budget = sweeps.budget_widget("reg", link, allow_none=True)
 runs = [(recipes.regime_label(name, run), run) for name, run in recipes.regime_configs(
     cfg, int(epochs), int(mini), float(cap), sgd_batch=int(sgd))]
+predict("regimes")
 sweeps.group_button("reg", "Train all three", [r for _, r in runs], [n for n, _ in runs])
 
 

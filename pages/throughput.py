@@ -4,7 +4,7 @@ import streamlit as st
 
 from bsdemo import charts, recipes
 from bsdemo.ui import sweeps
-from bsdemo.ui.header import lesson_header, prediction_check
+from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart
 from bsdemo.units import powers_of_two
@@ -19,6 +19,7 @@ largest = link.choice(st, "Largest batch size in the sweep", choices, min(1024, 
 st.caption(f"Batch sizes 1, 2, 4, … {largest}: 3 warm-up steps, then the median of at least 8 "
            "timed full training steps (forward, backward, optimizer step) each. No other run of "
            "this lab shares the device meanwhile; other processes' load is measured and shown.")
+predict("throughput")
 sweeps.run_button("tp", "Run sweep", "sweep", cfg,
                   {"batch_sizes": powers_of_two(largest)})
 

@@ -6,7 +6,7 @@ from bsdemo import recipes
 from bsdemo.links import Control
 from bsdemo.plaintext import plain
 from bsdemo.ui import lab
-from bsdemo.ui.header import lesson_header, prediction_check
+from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 
 lesson_header("training_lab")
@@ -29,6 +29,7 @@ if url_error:
 
 lab.scenario_buttons()
 cfg = lab.settings_form()
+predict("training_lab")
 lab.run_controls(cfg)
 lab.live_view()
 snaps = lab.history()

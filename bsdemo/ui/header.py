@@ -17,14 +17,19 @@ def lesson_header(slug: str) -> Lesson:
     st.markdown(f"**Goal:** {lesson.intro}")
     if lesson.predict:
         st.info(f"**Predict first:** {lesson.predict}", icon=":material/psychology:")
-    if lesson.answers:
-        key, saved = f"predict_{slug}", predictions()
-        if key not in st.session_state and slug in saved:  # kept across pages of this tab
-            st.session_state[key] = saved[slug]
-        st.radio("Your prediction, before you run it" + (" (its first part)"
-                 if lesson.predict.count("?") > 1 else ""), lesson.answers, index=None,
-                 key=key, horizontal=True, on_change=_keep, args=(slug, key))
     return lesson
+
+
+def predict(slug: str) -> None:
+    """The "Predict first" question's answers, drawn just above the page's run button (after
+    the settings, whose first run must not be cut short by a widget above them)."""
+    lesson = BY_SLUG[slug]
+    key, saved = f"predict_{slug}", predictions()
+    if key not in st.session_state and slug in saved:  # kept across pages of this tab
+        st.session_state[key] = saved[slug]
+    st.radio("Your prediction, before you run it" + (" (the question's first part)"
+             if lesson.predict.count("?") > 1 else ""), lesson.answers, index=None,
+             key=key, horizontal=True, on_change=_keep, args=(slug, key))
 
 
 def predictions() -> dict[str, str]:

@@ -217,8 +217,8 @@ def test_the_keyboard_reaches_every_lab_control_and_run_in_page_order(server, br
             order.append(key)
         if key == "run":
             break
-    wanted = ["predict_training_lab", "w_preset", "w_batch_pow", "w_lr", "w_accumulation_steps",
-              "w_optimizer", "w_epochs", "w_seed", "lab_advanced", "run"]
+    wanted = ["w_preset", "w_batch_pow", "w_lr", "w_accumulation_steps", "w_optimizer",
+              "w_epochs", "w_seed", "lab_advanced", "predict_training_lab", "run"]
     assert [k for k in order if k in wanted] == wanted, order
     page.keyboard.press("Enter")  # Run, from the keyboard alone
     page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=120_000)
