@@ -27,8 +27,8 @@ url_error = lab.init_from_url()
 if url_error:
     st.error(plain(url_error))  # it quotes what the link held: shown as text, not Markdown
 
-lab.scenario_buttons()
 cfg = lab.settings_form()
+lab.scenario_buttons()  # below the settings: above them, a click during the first run reset them
 predict("training_lab")
 lab.run_controls(cfg)
 lab.live_view()

@@ -92,8 +92,8 @@ def scenario_buttons() -> None:
     row = st.container(key="lab_scenarios")  # keyed: presentation mode can hide it
     cols = row.columns([1.1, *[1.6] * len(LAB_SCENARIOS)], vertical_alignment="center")
     cols[0].markdown("**Scenarios:**")
-    for col, (name, query) in zip(cols[1:], LAB_SCENARIOS.items(), strict=True):
-        col.button(name, key=f"scenario_{query}", on_click=_use_scenario, args=(query,),
+    for i, (col, (name, query)) in enumerate(zip(cols[1:], LAB_SCENARIOS.items(), strict=True)):
+        col.button(name, key=f"scenario_{i}", on_click=_use_scenario, args=(query,),
                    help=f"Sets every control to this scenario ({query.replace('&', ', ')}).")
 
 

@@ -157,7 +157,7 @@ def test_a_waiting_run_shows_its_place_reason_and_predicted_start():
 
 def test_a_lab_scenario_sets_every_control():
     at = open_lab()
-    at.button(key="scenario_batch_size=256&lr=0.4&epochs=10").click().run()
+    at.button(key="scenario_3").click().run()  # "Batch 256, lr × 8"
     assert not at.exception
     assert at.session_state["w_batch_pow"] == 256 and at.session_state["w_lr"] == 0.4
     assert at.session_state["w_epochs"] == 10 and at.session_state["w_accumulation_steps"] == 1
