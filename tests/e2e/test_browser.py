@@ -145,8 +145,11 @@ def test_accumulation_page_toggles_a_pitfall(server, browser):
         && label.querySelector('input') && label.querySelector('input').checked)""",
                            timeout=30_000)
     settled(page)
+    # Compare is disabled while this browser's first check still counts as active
+    page.wait_for_function("""() => [...document.querySelectorAll('button')].some(b =>
+        b.innerText.trim().endsWith('Compare') && !b.disabled)""", timeout=120_000)
     page.get_by_role("button", name="Compare").click()
-    page.get_by_text(re.compile(r"NOT equivalent\.$")).wait_for(timeout=120_000)
+    page.get_by_text(re.compile(r"NOT equivalent\.$")).wait_for(timeout=180_000)
     assert page.locator(".stException").count() == 0
     page.close()
 
