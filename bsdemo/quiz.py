@@ -6,7 +6,6 @@ Pure Python (no torch, no Streamlit): the page draws, this module decides.
 
 from __future__ import annotations
 
-import math
 import re
 import tomllib
 from collections.abc import Sequence
@@ -16,7 +15,7 @@ from typing import Any
 
 from bsdemo.errors import ConfigError, clip
 from bsdemo.lessons import LESSONS
-from bsdemo.runs import JobSnapshot
+from bsdemo.runs import JobSnapshot, batch_extremes
 from bsdemo.units import format_bytes
 
 QUESTIONS_FILE = Path(__file__).with_name("quiz.toml")
@@ -116,28 +115,23 @@ def evidence(question: Question, runs: Sequence[JobSnapshot]) -> str | None:
     quote."""
     if question.evidence is None:
         return None
-    done = [s for s in runs if s.status == "completed" and s.summary.get("steps")]
-    if len({s.effective_batch for s in done}) < 2:
+    pair = batch_extremes(runs)
+    if pair is None:
         return None
-    small = min(done, key=lambda s: (s.effective_batch, -s.id))
-    large = max(done, key=lambda s: (s.effective_batch, s.id))
+    small, large = pair
     b, big = small.effective_batch, large.effective_batch
 
-    def per_epoch(s: JobSnapshot) -> int:
-        epochs = s.summary.get("epochs") or 0
-        return math.ceil(s.summary["steps"] / epochs) if epochs else 0
-
     if question.evidence == "updates":
-        return (f"Your runs: batch {b} made {per_epoch(small):,} updates per epoch, batch {big} "
-                f"made {per_epoch(large):,}.")
+        return (f"Your runs: batch {b} made {small.updates_per_epoch:,} updates per epoch, batch {big} "
+                f"made {large.updates_per_epoch:,}.")
     if question.evidence == "speed":
         rates = [s.summary.get("samples_per_sec") for s in (small, large)]
         if not all(rates):
             return None
         n = small.summary["samples_seen"] / small.summary["epochs"]
         return (f"Your runs: batch {b} trained at {rates[0]:,.0f} samples/s (an epoch of "
-                f"{per_epoch(small):,} steps in about {n / rates[0]:.2f} s at that rate); batch "
-                f"{big} at {rates[1]:,.0f} samples/s ({per_epoch(large):,} steps in about "
+                f"{small.updates_per_epoch:,} steps in about {n / rates[0]:.2f} s at that rate); batch "
+                f"{big} at {rates[1]:,.0f} samples/s ({large.updates_per_epoch:,} steps in about "
                 f"{n / rates[1]:.2f} s): batch {b} was {rates[1] / rates[0]:.1f}× slower per "
                 "sample." if rates[1] > rates[0] else
                 f"Your runs: batch {b} trained at {rates[0]:,.0f} samples/s and batch {big} at "

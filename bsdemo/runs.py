@@ -10,7 +10,8 @@ scheduler, as a worker sends them; `collect`, for the CLI's `warm`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +106,22 @@ class JobSnapshot(JobFacts):
     def ending(self) -> str:
         """How the run ended, the time cap told apart from a stop: "time_cap", or its status."""
         return "time_cap" if self.summary.get("time_capped") else self.status
+
+    @property
+    def updates_per_epoch(self) -> int | None:
+        """Optimizer steps per epoch over the whole run (None until it has a summary)."""
+        steps, epochs = self.summary.get("steps"), self.summary.get("epochs")
+        return math.ceil(steps / epochs) if steps and epochs else None
+
+
+def batch_extremes(snaps: Sequence[JobSnapshot]) -> tuple[JobSnapshot, JobSnapshot] | None:
+    """The completed runs at the smallest and the largest effective batch (the newest of each),
+    or None unless there are two batch sizes to compare."""
+    done = [s for s in snaps if s.status == "completed" and s.updates_per_epoch]
+    if len({s.effective_batch for s in done}) < 2:
+        return None
+    return (min(done, key=lambda s: (s.effective_batch, -s.id)),
+            max(done, key=lambda s: (s.effective_batch, s.id)))
 
 
 @dataclass

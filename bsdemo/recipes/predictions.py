@@ -4,27 +4,21 @@ the runs do not answer it yet. Pure functions of finished results, unit-tested."
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
-from bsdemo.runs import JobSnapshot
+from bsdemo.runs import JobSnapshot, batch_extremes
 
 Judged = tuple[int, str] | None
 
 
 def lab_prediction(snaps: Sequence[JobSnapshot]) -> Judged:
     """Updates per epoch at the smallest and the largest batch the student ran to the end."""
-    done = [s for s in snaps if s.status == "completed" and s.summary.get("epochs")]
-    if len({s.effective_batch for s in done}) < 2:
+    pair = batch_extremes(snaps)
+    if pair is None:
         return None
-    small = min(done, key=lambda s: s.effective_batch)
-    large = max(done, key=lambda s: s.effective_batch)
-
-    def per_epoch(s: JobSnapshot) -> int:
-        return math.ceil(s.summary["steps"] / s.summary["epochs"])
-
-    a, b = per_epoch(small), per_epoch(large)
+    small, large = pair
+    a, b = small.updates_per_epoch, large.updates_per_epoch
     index = 0 if b > a else 1 if b == a else 2
     return index, (f"batch {small.effective_batch} made {a:,} updates per epoch, batch "
                    f"{large.effective_batch} made {b:,}: ceil(N / B) falls as B grows")
