@@ -1,10 +1,12 @@
-"""A lecture plan: the Training Lab runs an instructor wants ready, in order, as the lab's own
-links. `bsdemo warm --plan FILE` trains them into the run store before the lecture, so the lab
-serves each one at once (labelled as a stored result) when its link is opened and Run pressed.
+"""A lecture plan: the runs an instructor wants ready, in order, as the pages' own links (the
+Training Lab's, or a comparison lesson's: regimes, lr_scaling). `bsdemo warm --plan FILE` trains
+them into the run store before the lecture, so the page serves each one at once (labelled as a
+stored result) when its link is opened and Run (or Compare) pressed. `bsdemo warm --lesson SLUG`
+does the same for every scenario a lesson offers (bsdemo.presets.SCENARIOS).
 
     [[run]]
     title = "SGD is slow"                                  # what the instructor calls it
-    link = "/training_lab?batch_size=1&epochs=1&present=1"  # a lab link, copied from the page
+    link = "/training_lab?batch_size=1&epochs=1&present=1"  # a link, copied from the page
 
 Pure Python: checked before torch is imported, every problem named with its run and field.
 """
@@ -15,8 +17,10 @@ import tomllib
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from bsdemo import lessonlinks
 from bsdemo.config import VIEW_PARAMS, RunConfig
 from bsdemo.errors import ConfigError, clip
+from bsdemo.presets import SCENARIOS
 
 MAX_RUNS = 50  # a lecture's worth; more is a typo or a different tool
 LAB_PATHS = ("", "/", "/training_lab", "training_lab")
@@ -42,9 +46,36 @@ def load_plan(path: Path) -> list[tuple[str, RunConfig]]:
         if not isinstance(title, str) or not title.strip():
             raise ConfigError(f"{where} title", title, "a non-empty text")
         if not isinstance(link, str):
-            raise ConfigError(f"{where} link", link, "a Training Lab link, as text")
-        plan.append((title.strip(), lab_config(link, f"{where} ({clip(title, 40)}) link")))
+            raise ConfigError(f"{where} link", link, "a page's link, as text")
+        plan += page_runs(title.strip(), link, f"{where} ({clip(title, 40)}) link")
     return plan
+
+
+def page_runs(title: str, link: str, where: str) -> list[tuple[str, RunConfig]]:
+    """(title, config) of the training runs a page's link asks for: one for a Training Lab
+    link, one per run of a comparison lesson's ("title: run label")."""
+    parts = urlsplit(link)
+    slug = parts.path.rstrip("/").rsplit("/", 1)[-1]
+    if slug not in lessonlinks.LESSONS:
+        return [(title, lab_config(link, where))]
+    params = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+    return [(f"{title}: {label}", cfg) for label, cfg in lessonlinks.lesson_runs(slug, params,
+                                                                                 where)]
+
+
+def lesson_plan(slug: str) -> list[tuple[str, RunConfig]]:
+    """(title, config) of every training run of a lesson's scenarios, each once, in order."""
+    stored = ("training_lab", *lessonlinks.LESSONS)
+    if slug not in stored:
+        raise ConfigError("--lesson", clip(slug), "one of " + ", ".join(stored) + " (the other "
+                          "lessons measure this device live, so there is nothing to store)")
+    runs, seen = [], set()
+    for name, query in SCENARIOS[slug].items():
+        for title, cfg in page_runs(name, f"/{slug}?{query}", f"scenario {name!r}"):
+            if cfg not in seen:
+                seen.add(cfg)
+                runs.append((title, cfg))
+    return runs
 
 
 def lab_config(link: str, where: str) -> RunConfig:
@@ -53,8 +84,9 @@ def lab_config(link: str, where: str) -> RunConfig:
     bare = "?" not in link and "=" in link  # just the query: the lab's own
     parts = urlsplit("?" + link if bare else link)
     if not bare and parts.path.rstrip("/").rsplit("/", 1)[-1] != "training_lab":
-        raise ConfigError(where, clip(link), "a link to the Training Lab (/training_lab?…): "
-                          "the other pages' experiments are measured live")
+        raise ConfigError(where, clip(link), "a link to the Training Lab (/training_lab?…) or "
+                          "to " + " or ".join(lessonlinks.LESSONS) + ": the other pages' "
+                          "experiments are measured live")
     params = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()
               if k not in (*VIEW_PARAMS, "run")}
     try:

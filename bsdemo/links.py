@@ -32,6 +32,7 @@ class Control:
     high: int = 0
     options: tuple[Any, ...] = ()
     hides: tuple[str, ...] = ()  # more widget keys that hiding this control hides with it
+    default: Any = None  # the page's value when neither the link nor the reader set one
 
     def text(self, value: Any) -> str:
         """value as the link writes it."""

@@ -9,7 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from urllib.parse import urlencode
+
 from bsdemo.config import RunConfig
+from bsdemo.recipes import LR_PRESETS
 
 
 @dataclass(frozen=True)
@@ -65,4 +68,42 @@ LAB_SCENARIOS = {
     "Batch 256: 8× fewer updates": "batch_size=256&epochs=10",
     "Batch 256, lr × 8": "batch_size=256&lr=0.4&epochs=10",
     "Accumulate 8 × 32": "batch_size=32&accumulation_steps=8&epochs=10",
+}
+
+# Every lesson's lecture scenarios: slug -> name -> the page's own query string (its link's
+# settings; a control a scenario leaves out takes the page's default). Each page draws its own
+# as buttons (bsdemo.ui.links.PageLink.scenarios); tests/app checks every one against its page's
+# controls, and `bsdemo warm --lesson` trains the stored lessons' runs ahead of a lecture.
+# Names say what is set, not what will happen: the page says that from the run.
+SCENARIOS = {
+    "training_lab": LAB_SCENARIOS,
+    "throughput": {
+        "Digits MLP (default)": "",
+        "The same MLP, size L": "size=L",
+        "CNN on 28×28 images": "preset=synthetic-cnn&largest=512",
+        "Tiny Transformer": "preset=arithmetic-transformer&largest=256",
+    },
+    "memory": {
+        "SGD (default)": "",
+        "Adam: + two state copies": "optimizer=adam",
+        "CNN on 28×28 images": "preset=synthetic-cnn&largest=1024",
+    },
+    "finder": {
+        "Simulated device (default)": "",
+        "Target effective batch 1024": "target=1024",
+        "No safety margin": "margin=0",
+    },
+    "regimes": {
+        "Digits, 5 epochs (default)": "",
+        "Mini-batch 256": "mini=256",
+        "Two moons": "preset=moons-mlp",
+    },
+    "lr_scaling": {name: urlencode({"preset": "digits-mlp", "size": "preset"} | values)
+                   for name, values in LR_PRESETS.items()},
+    "accumulation": {
+        "4 × 32 (default)": "",
+        "Forget the 1/k": "unscaled=1",
+        "BatchNorm model": "bn=1",
+        "Variable-length sequences": "var=1",
+    },
 }

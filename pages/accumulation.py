@@ -4,6 +4,7 @@ import streamlit as st
 
 from bsdemo import recipes
 from bsdemo.config import RunConfig
+from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
 from bsdemo.ui.links import PageLink
@@ -25,6 +26,7 @@ batchnorm = link.toggle(t2, "Use a BatchNorm model", False, key="acc_bn")
 variable = link.toggle(t3, "Variable-length sequences, per-token mean per micro-batch", False,
                        key="acc_var")
 cfg = RunConfig(norm="batch" if batchnorm else "none")
+link.scenarios(SCENARIOS["accumulation"])
 sweeps.run_button("acc", "Compare", "accum_check", cfg,
                   {"micro_batch": int(micro), "accum": int(k), "steps": int(steps),
                    "unscaled_loss": unscaled, "variable_length": variable})

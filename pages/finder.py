@@ -3,6 +3,7 @@
 import streamlit as st
 
 from bsdemo import recipes
+from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
 from bsdemo.ui.links import PageLink
@@ -28,6 +29,7 @@ margin = link.choice(left, "Safety margin (share of memory kept free)", MARGINS,
 target = link.number(right, "Target effective batch (0 = none)", 0,
                      sweeps.scheduler().limits.max_effective_batch_size, 0, key="find_target",
                      help="Reached with micro-batch × gradient-accumulation steps.")
+link.scenarios(SCENARIOS["finder"])
 sweeps.run_button("find", "Find my batch size", "find", cfg, {
     "memory_budget_bytes": budget, "margin": margin, "target_effective_batch": target or None,
     "reference_batch": 32, "reference_lr": cfg.lr})

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from bsdemo import charts, recipes
+from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header
 from bsdemo.ui.links import PageLink
@@ -18,6 +19,7 @@ budget = sweeps.budget_widget("mem", link, allow_none=False,
 choices = sweeps.largest_batches()
 largest = link.choice(st, "Largest batch size in the sweep", choices, min(4096, choices[-1]),
                       key="mem_largest", widget="select_slider")
+link.scenarios(SCENARIOS["memory"])
 sweeps.run_button("mem", "Measure memory", "sweep", cfg,
                   {"batch_sizes": powers_of_two(largest), "memory_budget_bytes": budget,
                    "warmup_steps": 1, "timed_steps": 2, "min_timed_s": 0})  # memory, not time

@@ -1,8 +1,11 @@
 """SGD, full batch, mini-batch: the three regimes on one model, data, seed and epoch budget."""
 
+import dataclasses
+
 import streamlit as st
 
-from bsdemo import charts, recipes
+from bsdemo import charts, lessonlinks, recipes
+from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
@@ -12,19 +15,20 @@ from bsdemo.units import format_bytes
 lesson_header("regimes")
 link = PageLink("regimes")
 
-cfg = sweeps.workload("reg", link)
-a, b, c, d = st.columns(4)
-epochs = link.number(a, "Epochs (each regime)", 1, 100, 5, key="reg_epochs")
-sgd = link.number(b, "SGD batch", 1, 16, 1, key="reg_sgd")
+sweeps.workload("reg", link)
+epochs, sgd, mini, cap = lessonlinks.REGIMES_CONTROLS[3:]
 limits = sweeps.scheduler().limits
-mini = link.number(c, "Mini-batch", 2, min(4096, limits.max_batch_size), 32, key="reg_mini")
-cap = link.number(d, "Time cap per run (s)", 1, max(1, int(limits.max_wall_s // 3)),
-                  min(20, max(1, int(limits.max_wall_s // 3))), key="reg_cap",
-                  help="A run that reaches it stops and says so. The three share this "
-                       "server's time cap for one job.")
+cap_high = max(1, int(limits.max_wall_s // 3))  # the three share this server's cap for one job
+a, b, c, d = st.columns(4)
+link.control(a, epochs)
+link.control(b, sgd)
+link.control(c, dataclasses.replace(mini, high=min(mini.high, limits.max_batch_size)))
+link.control(d, dataclasses.replace(cap, high=cap_high, default=min(cap.default, cap_high)),
+             help="A run that reaches it stops and says so. The three share this server's "
+                  "time cap for one job.")
 budget = sweeps.budget_widget("reg", link, allow_none=True)
-runs = [(recipes.regime_label(name, run), run) for name, run in recipes.regime_configs(
-    cfg, int(epochs), int(mini), float(cap), sgd_batch=int(sgd))]
+runs = lessonlinks.regimes_runs(link.values())
+link.scenarios(SCENARIOS["regimes"])
 predict("regimes")
 sweeps.group_button("reg", "Train all three", [r for _, r in runs], [n for n, _ in runs])
 

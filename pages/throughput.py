@@ -3,6 +3,7 @@
 import streamlit as st
 
 from bsdemo import charts, recipes
+from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
@@ -19,6 +20,7 @@ largest = link.choice(st, "Largest batch size in the sweep", choices, min(1024, 
 st.caption(f"Batch sizes 1, 2, 4, … {largest}: 3 warm-up steps, then the median of at least 8 "
            "timed full training steps (forward, backward, optimizer step) each. No other run of "
            "this lab shares the device meanwhile; other processes' load is measured and shown.")
+link.scenarios(SCENARIOS["throughput"])
 predict("throughput")
 sweeps.run_button("tp", "Run sweep", "sweep", cfg,
                   {"batch_sizes": powers_of_two(largest)})

@@ -11,7 +11,7 @@ from pathlib import Path
 from bsdemo.cli.parser import given
 from bsdemo.config import MAX_BATCH_SIZE, ConfigError, RunConfig
 from bsdemo.jobkinds import MAX_TIMED_STEPS
-from bsdemo.lecture import load_plan
+from bsdemo.lecture import lesson_plan, load_plan
 from bsdemo.presets import PRESETS
 from bsdemo.units import parse_batch_sizes, parse_bytes, real_number, whole_number
 
@@ -58,6 +58,8 @@ def _check_regimes(args: argparse.Namespace) -> dict:
 def _check_warm(args: argparse.Namespace) -> dict:
     if args.plan is not None:
         runs = load_plan(Path(given(args.plan, "--plan")))
+    elif args.lesson is not None:
+        runs = lesson_plan(args.lesson)
     else:
         if args.preset not in PRESETS:
             raise ConfigError("--preset", args.preset, "one of " + ", ".join(PRESETS))

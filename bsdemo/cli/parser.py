@@ -160,13 +160,16 @@ def _add_datasets(sub, train: argparse.ArgumentParser) -> None:
 
 def _add_warm(sub, train: argparse.ArgumentParser) -> None:
     warm = sub.add_parser("warm", help="pre-compute a lecture's runs into the run store",
-                          description="Train a preset's runs, or a lecture plan's Training Lab "
-                                      "links, now and store them, so the lab serves them at "
-                                      "once (labelled as stored results).")
+                          description="Train a preset's runs, a lesson's scenarios, or a "
+                                      "lecture plan's links (Training Lab, regimes, lr_scaling) "
+                                      "now and store them, so the pages serve them at once "
+                                      "(labelled as stored results).")
     which = warm.add_mutually_exclusive_group(required=True)
     which.add_argument("--preset", help=f"one of {', '.join(PRESETS)}")
     which.add_argument("--plan", help="a lecture plan (TOML: [[run]] title, link; see "
                                       "examples/lecture.toml)")
+    which.add_argument("--lesson", help="every scenario of a lesson: training_lab, regimes or "
+                                        "lr_scaling")
     warm.add_argument("--batch-sizes", default="32", help="comma-separated (default 32)")
     warm.add_argument("--data-dir", help="the run store's folder (default $BSDEMO_DATA_DIR)")
 

@@ -91,20 +91,33 @@ class Scheduler:
                 self._dispatch()
             return job.id
 
-    def submit_group(self, cfgs: list[RunConfig], owner: str, address: str | None = None) -> list[int]:
+    def submit_group(self, cfgs: list[RunConfig], owner: str, address: str | None = None,
+                     fresh: bool = False) -> list[int]:
         """Queue several training runs for one owner at once (a comparison); FIFO order.
 
         They count as the owner's one active run: another submit waits until all are done.
         The whole comparison is one job for the limits (bsdemo.scheduler.admission.comparison).
-        With several workers they may run side by side, and are then marked shared_device.
+        A run already in the run store for this device is served from it at once, as the lab's
+        are (unless `fresh`). With several workers the others may run side by side, and are
+        then marked shared_device.
         """
         runs = admission.comparison(cfgs, self.limits)
+        stored = [None if fresh else self._stored.find(cfg, self._device_info)
+                  for cfg, _, _ in runs]
         with self._lock:
-            self._sharing.admit(list(self._jobs.values()), owner, address, len(runs))
+            if self._closed:
+                raise RuntimeError("the scheduler is shut down")
+            live = sum(hit is None for hit in stored)
+            if live:
+                self._sharing.admit(list(self._jobs.values()), owner, address, live)
             group, ids = self._next_id, []
-            for cfg, _, cost in runs:
-                job = self._new_job(cfg, owner, cost, group=group, address=address)
-                self._queue.append(job.id)
+            for (cfg, _, cost), hit in zip(runs, stored, strict=True):
+                job = self._new_job(cfg, owner, cost, group=group, address=address,
+                                    check_store=not fresh and hit is None)
+                if hit is not None:
+                    self._serve(job, hit)
+                else:
+                    self._queue.append(job.id)
                 ids.append(job.id)
             self._dispatch()
             return ids

@@ -9,9 +9,9 @@ presentation mode (large type, projector charts), which controls to hide, and th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import streamlit as st
 
@@ -66,21 +66,33 @@ class PageLink:
     # ----- widgets -----
     def number(self, where, label: str, low: int, high: int, default: int, key: str,
                param: str | None = None, **kw) -> int:
-        self._take(Control(param or _param(key), key, label, "int", low, high), default)
-        return where.number_input(label, low, high, key=key, **kw)
+        return self.control(where, Control(param or _param(key), key, label, "int", low, high,
+                                           default=default), **kw)
 
     def choice(self, where, label: str, options: Sequence[Any], default: Any, key: str,
                param: str | None = None, widget: str = "selectbox", **kw) -> Any:
-        self._take(Control(param or _param(key), key, label, "choice", options=tuple(options)),
-                   default)
-        return getattr(where, widget)(label, list(options), key=key, **kw)
+        return self.control(where, Control(param or _param(key), key, label, "choice",
+                                           options=tuple(options), default=default),
+                            widget=widget, **kw)
 
     def toggle(self, where, label: str, default: bool, key: str, param: str | None = None,
                **kw) -> bool:
-        self._take(Control(param or _param(key), key, label, "bool"), default)
-        return where.toggle(label, key=key, **kw)
+        return self.control(where, Control(param or _param(key), key, label, "bool",
+                                           default=default), **kw)
 
-    def _take(self, control: Control, default: Any) -> None:
+    def control(self, where, control: Control, widget: str | None = None, **kw) -> Any:
+        """The widget of a control declared elsewhere (bsdemo.lessonlinks), filled from the
+        link on the page's first run; `widget` picks selectbox or select_slider for a choice."""
+        self._take(control)
+        if control.kind == "int":
+            return where.number_input(control.label, control.low, control.high, key=control.key,
+                                      **kw)
+        if control.kind == "bool":
+            return where.toggle(control.label, key=control.key, **kw)
+        return getattr(where, widget or "selectbox")(control.label, list(control.options),
+                                                     key=control.key, **kw)
+
+    def _take(self, control: Control) -> None:
         self.controls.append(control)
         raw = self._params.pop(control.param, None)
         if raw is not None:
@@ -91,7 +103,50 @@ class PageLink:
                 self._errors.append(str(exc))
         if st.session_state.get(control.key) not in control.options and control.options:
             st.session_state.pop(control.key, None)  # a value no longer offered
-        st.session_state.setdefault(control.key, default)
+        st.session_state.setdefault(control.key, control.default)
+
+    def values(self) -> dict[str, Any]:
+        """The values of the linked controls drawn so far, by URL parameter."""
+        return {c.param: st.session_state.get(c.key, c.default) for c in self.controls}
+
+    # ----- lecture scenarios -----
+    def scenarios(self, named: Mapping[str, str], label: str = "Scenarios:") -> None:
+        """A row of buttons, one a scenario (name -> the page's own query string): each sets
+        every linked control of the page, those it does not name to the page's default.
+        Drawn after the controls (a click during the page's first run must find them)."""
+        if not named:
+            return
+        row = st.container(key=f"{self.slug}_scenarios")  # keyed: presentation mode hides it
+        cols = row.columns([1.1, *[1.6] * len(named)], vertical_alignment="center")
+        cols[0].markdown(f"**{label}**")
+        for i, (col, (name, query)) in enumerate(zip(cols[1:], named.items(), strict=True)):
+            col.button(name, key=f"{self.slug}_scenario_{i}", on_click=self._use, args=(query,),
+                       help="Sets every control: " + (query.replace("&", ", ") or "defaults"))
+        if self._scenario_error in st.session_state:
+            st.error(plain(st.session_state.pop(self._scenario_error)))
+
+    @property
+    def _scenario_error(self) -> str:
+        return f"scenario_error_{self.slug}"
+
+    def _use(self, query: str) -> None:
+        """on_click: a scenario's values into the widgets (the page's controls as last drawn);
+        a control it leaves out takes its default on the rerun."""
+        params = dict(parse_qsl(query, keep_blank_values=True))
+        controls = {c.param: c for c in st.session_state.get(f"link_controls_{self.slug}", [])}
+        unknown = [p for p in params if p not in controls]
+        if unknown:
+            st.session_state[self._scenario_error] = str(ConfigError(
+                "scenario parameter", clip(unknown[0]), ", ".join(controls)))
+            return
+        try:
+            values = {controls[p].key: controls[p].parse(raw) for p, raw in params.items()}
+        except ConfigError as exc:
+            st.session_state[self._scenario_error] = str(exc)
+            return
+        for control in controls.values():
+            st.session_state.pop(control.key, None)
+        st.session_state.update(values)
 
     def _read_view(self) -> None:
         present = self._params.pop("present", None)
@@ -109,6 +164,7 @@ class PageLink:
         """Say what the link held that could not be used, follow the controls in the URL, and
         draw the presenter's sidebar and presentation mode's styles."""
         by_param = {c.param: c for c in self.controls}
+        st.session_state[f"link_controls_{self.slug}"] = list(self.controls)  # for scenarios
         raw = getattr(self, "_hide_raw", None)
         if raw is not None:
             try:

@@ -6,11 +6,15 @@ state under its own key and redraws the job's points from a polling fragment whi
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Callable
 
 import streamlit as st
 
-from bsdemo.config import SIZES, ConfigError, RunConfig, sized
+from bsdemo import lessonlinks
+from bsdemo.config import ConfigError, RunConfig
+from bsdemo.lessonlinks import workload_controls
 from bsdemo.plaintext import plain
 from bsdemo.presets import PRESETS
 from bsdemo.runs import JobSnapshot
@@ -34,21 +38,19 @@ def largest_batches() -> list[int]:
 
 
 def workload(prefix: str, link: PageLink) -> RunConfig:
-    """Preset (dataset + model) and optimizer for a measurement page, linked."""
+    """Preset (dataset + model), size and optimizer for a lesson page, linked
+    (bsdemo.lessonlinks: the controls and the config they make)."""
+    preset, size, optimizer = workload_controls(prefix)
     left, middle, right = st.columns([3, 1, 2])
-    name = link.choice(left, "Dataset and model", list(PRESETS), "digits-mlp",
-                       key=f"{prefix}_preset", format_func=lambda n: PRESETS[n].label)
-    settings = dict(PRESETS[name].settings)
-    size = link.choice(middle, "Size", ["preset", *SIZES[settings["model"]]], "preset",
-                       key=f"{prefix}_size",
-                       help="S/M/L/XL set the width and depth: XL fills a large GPU.")
-    # the preset's own optimizer, unless the link or the page set one
-    optimizer = link.choice(right, "Optimizer", list(OPTIMIZER_LABELS),
-                            settings.get("optimizer", "sgd"), key=f"{prefix}_optimizer",
-                            format_func=OPTIMIZER_LABELS.get,
-                            help="Adam keeps two extra copies of the parameters as state.")
-    cfg = RunConfig(**(settings | {"optimizer": optimizer}))
-    return cfg if size == "preset" else sized(cfg, size)
+    name = link.control(left, preset, format_func=lambda n: PRESETS[n].label)
+    chosen = link.control(middle, size,
+                          help="S/M/L/XL set the width and depth: XL fills a large GPU.")
+    # the preset's own optimizer, unless the link or the reader set one
+    own = PRESETS[name].settings.get("optimizer", "sgd")
+    picked = link.control(right, dataclasses.replace(optimizer, default=own),
+                          format_func=OPTIMIZER_LABELS.get,
+                          help="Adam keeps two extra copies of the parameters as state.")
+    return lessonlinks.workload(name, chosen, picked)
 
 
 def budget_options() -> list[int]:
@@ -129,10 +131,33 @@ def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
     polled(view, REFRESH_S if active else None)
 
 
-def submit_group(prefix: str, cfgs: list[RunConfig], labels: list[str]) -> None:
-    """on_click callback: queue a comparison (several training runs) for this page."""
+def stored_note(prefix: str, snaps: list[tuple[str, JobSnapshot]]) -> None:
+    """Say which runs of a comparison the run store served (when and where they were
+    measured), with a button to train them all again now."""
+    stored = [(label, s) for label, s in snaps if s.stored_at is not None]
+    if not stored:
+        return
+    times = sorted(s.stored_at for _, s in stored)
+    when = " to ".join(dict.fromkeys(time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
+                                     for t in (times[0], times[-1])))
+    device = (stored[0][1].start or {}).get("device", {}).get("name", "this server's device")
+    names = "all" if len(stored) == len(snaps) else ", ".join(label for label, _ in stored)
+    left, right = st.columns([5, 1], vertical_alignment="center")
+    left.info(plain(f"Stored results ({names}): measured earlier on {device}, {when}, and "
+                    "served at once from the run store."), icon=":material/history:")
+    right.button("Train fresh", key=f"{prefix}_fresh", on_click=submit_group,
+                 args=(prefix, [RunConfig(**s.config) for _, s in snaps],
+                       [label for label, _ in snaps], True),
+                 disabled=not scheduler().can_submit(owner()),
+                 help="The same runs, all trained again now.")
+
+
+def submit_group(prefix: str, cfgs: list[RunConfig], labels: list[str],
+                 fresh: bool = False) -> None:
+    """on_click callback: queue a comparison (several training runs) for this page; runs the
+    run store holds for this device are served from it unless `fresh`."""
     try:
-        ids = scheduler().submit_group(cfgs, owner(), address=client_address())
+        ids = scheduler().submit_group(cfgs, owner(), address=client_address(), fresh=fresh)
     except (ConfigError, ActiveRunError) as exc:
         st.session_state[f"{prefix}_error"] = str(exc)
     else:
@@ -153,7 +178,9 @@ def group_view(prefix: str, draw: Callable[[list[tuple[str, JobSnapshot]]], None
     group = st.session_state.get(f"{prefix}_group")
     if not group:
         return
-    active = any((s := scheduler().snapshot(j)) is not None and not s.done for _, j in group)
+    first = [(label, s) for label, j in group if (s := scheduler().snapshot(j)) is not None]
+    active = any(not s.done for _, s in first)
+    stored_note(prefix, first)  # outside the fragment: its button reruns the whole page
 
     def view() -> bool:
         snaps = [(label, scheduler().snapshot(j)) for label, j in group]

@@ -13,10 +13,11 @@ import streamlit as st
 
 from bsdemo import export
 from bsdemo.charts import Chart, fit_legend, for_people, projector
+from bsdemo.lessonlinks import LR_STEPS
 from bsdemo.ui.state import owner, scheduler
 
 REFRESH_S = 0.5  # a running job's view polls this often (>= 1 update/s as promised)
-LR_CHOICES = [1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0]
+LR_CHOICES = list(LR_STEPS)
 OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD + momentum 0.9", "adam": "Adam",
                     "adamw": "AdamW (weight decay 0.01)"}
 

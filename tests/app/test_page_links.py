@@ -65,3 +65,38 @@ def test_the_lab_keeps_its_own_link_and_adds_the_view():
     assert at.session_state["w_batch_pow"] == 64 and at.session_state["present"] is True
     written = dict(at.query_params)
     assert written["batch_size"] == "64" and written["present"] == "1" and written["hide"] == "lr"
+
+
+SCENARIO_PAGES = ["throughput", "memory", "finder", "regimes", "lr_scaling", "accumulation"]
+
+
+@pytest.mark.parametrize("slug", SCENARIO_PAGES)
+def test_every_scenario_sets_the_controls_it_names_and_defaults_the_rest(slug):
+    from urllib.parse import parse_qsl
+
+    from bsdemo.presets import SCENARIOS
+
+    at = open_page(f"pages/{slug}.py")
+    controls = {c.param: c for c in at.session_state[f"link_controls_{slug}"]}
+    defaults = {c.key: at.session_state[c.key] for c in controls.values()}
+    assert len(SCENARIOS[slug]) >= 3 if slug != "lr_scaling" else len(SCENARIOS[slug]) == 2
+    for i, (name, query) in enumerate(SCENARIOS[slug].items()):
+        at.button(key=f"{slug}_scenario_{i}").click().run()
+        assert not at.exception and not at.error, (name, at.error)
+        named = dict(parse_qsl(query))
+        assert set(named) <= set(controls), name  # every parameter is one of the page's own
+        for param, control in controls.items():
+            want = control.parse(named[param]) if param in named else defaults[control.key]
+            if param == "optimizer" and "optimizer" not in named:  # the preset's own
+                continue
+            assert at.session_state[control.key] == want, (name, param)
+        written = dict(at.query_params)  # the URL follows: a copied link is the scenario
+        assert all(written[p] == controls[p].text(controls[p].parse(v)) for p, v in named.items())
+
+
+def test_a_scenario_after_changed_controls_puts_the_others_back_to_their_defaults():
+    at = open_page("pages/accumulation.py", {"k": "16", "bn": "1"})
+    at.button(key="accumulation_scenario_1").click().run()  # "Forget the 1/k": unscaled=1
+    assert not at.exception and not at.error
+    assert at.session_state["acc_unscaled"] is True
+    assert at.session_state["acc_k"] == 4 and at.session_state["acc_bn"] is False

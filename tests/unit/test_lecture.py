@@ -55,7 +55,11 @@ def test_the_example_plan_is_valid():
      "run 1 (big) link: got '/training_lab?batch_size=-4'; allowed: valid lab settings "
      "(batch_size: got -4"),
     ('[[run]]\nlink = "epochs=1"\ncolour = "red"', "run 1: got ['colour', 'link']"),
-    ('[[run]]\nlink = 7', "run 1 link: got 7; allowed: a Training Lab link, as text"),
+    ('[[run]]\nlink = 7', "run 1 link: got 7; allowed: a page's link, as text"),
+    ('[[run]]\nlink = "/regimes?mini=1"',
+     "run 1 (run 1) link: got 'mini=1'; allowed: valid regimes settings (mini: got '1'; allowed: a whole number from 2 to 4096)"),
+    ('[[run]]\nlink = "/lr_scaling?kk=2"', "run 1 (run 1) link: got 'kk'; allowed: a parameter "
+     "of lr_scaling: preset, size, optimizer, ref_batch"),
 ])
 def test_a_broken_plan_names_the_run_and_what_is_allowed(tmp_path, text, message):
     with pytest.raises(ConfigError) as err:
@@ -94,6 +98,71 @@ def test_a_bad_plan_is_one_line_and_exit_2_before_torch(tmp_path):
                            "--preset", "digits-mlp", "--data-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=scaled(60), cwd=ROOT)
     assert both.returncode == 2 and "not allowed with argument" in both.stderr
+
+
+def test_a_comparison_lessons_link_is_its_runs_as_the_page_builds_them(tmp_path):
+    from bsdemo import lessonlinks
+
+    runs = load_plan(plan(tmp_path, """
+[[run]]
+title = "regimes"
+link = "http://host/regimes?preset=moons-mlp&sgd=4&mini=64&epochs=2&cap=10&budget=none&present=1"
+[[run]]
+title = "warm-up"
+link = "/lr_scaling?optimizer=adam&ref_lr=0.002&k=32&grid_epochs=3"
+"""))
+    assert [t for t, _ in runs][:3] == ["regimes: SGD (batch 4)", "regimes: full batch (3200)",
+                                        "regimes: mini-batch (64)"]
+    assert len(runs) == 3 + 5 and runs[3][0] == "warm-up: reference: batch 16, lr 0.002"
+    sgd = runs[0][1]
+    assert (sgd.dataset, sgd.batch_size, sgd.epochs, sgd.time_limit_s) == ("moons", 4, 2, 10.0)
+    assert runs[5][1].lr == pytest.approx(0.064) and runs[5][1].batch_size == 512
+    # what the page would submit with the same values: the very same configs
+    values = {c.param: c.default for c in lessonlinks.REGIMES_CONTROLS} | {
+        "preset": "moons-mlp", "sgd": 4, "mini": 64, "epochs": 2, "cap": 10}
+    assert [c.validated()[0] for _, c in lessonlinks.regimes_runs(values)] == [
+        c for _, c in runs[:3]]
+
+
+def test_a_lessons_scenarios_are_warmed_once_each_and_the_live_lessons_refused():
+    from bsdemo.lecture import lesson_plan
+
+    lab = lesson_plan("training_lab")
+    assert [c.batch_size for _, c in lab][:3] == [1, 32, 256]
+    lr = lesson_plan("lr_scaling")
+    assert len(lr) == 10 and len({c for _, c in lr}) == 10
+    regimes = lesson_plan("regimes")  # the SGD and full-batch runs are shared by two scenarios
+    assert len(regimes) == len({c for _, c in regimes}) < 9
+    with pytest.raises(ConfigError, match="--lesson: got 'memory'"):
+        lesson_plan("memory")
+
+
+def test_warm_a_comparison_link_and_the_page_s_comparison_is_served_at_once(tmp_path):
+    from bsdemo import lessonlinks
+
+    link = "/regimes?sgd=16&mini=128&epochs=1&cap=10"
+    path = plan(tmp_path, f'[[run]]\ntitle = "three"\nlink = "{link}"\n')
+    out = subprocess.run([sys.executable, "-m", "bsdemo", "warm", "--plan", str(path),
+                          "--data-dir", str(tmp_path)], capture_output=True, text=True,
+                         timeout=scaled(180), cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count(": completed") == 3 and "3 runs" in out.stdout
+    values = {c.param: c.default for c in lessonlinks.REGIMES_CONTROLS} | {
+        "sgd": 16, "mini": 128, "epochs": 1, "cap": 10}
+    cfgs = [cfg for _, cfg in lessonlinks.regimes_runs(values)]  # as the page submits them
+    sched = Scheduler(workers=1, store=RunStore(tmp_path / "runs.sqlite3"))
+    try:
+        deadline = time.monotonic() + scaled(60)
+        while sched.device_info is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ids = sched.submit_group(cfgs, owner="teacher")
+        snaps = [sched.snapshot(i) for i in ids]
+        assert all(s.status == "completed" and s.stored_at is not None for s in snaps)
+        fresh = sched.submit_group(cfgs, owner="teacher", fresh=True)
+        assert sched.snapshot(fresh[0]).stored_at is None  # trained again, now
+        sched.cancel(fresh[0], "teacher")
+    finally:
+        sched.close()
 
 
 def test_every_lab_scenario_is_a_valid_lab_link():
