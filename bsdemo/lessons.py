@@ -50,8 +50,10 @@ LESSONS = (
            "see that memory = parameters + gradients + optimizer state (fixed) + the activations "
            "saved for the backward pass (growing with the batch), and that past the device's "
            "capacity a run fails with out-of-memory — one of the most common errors there is.",
-           "if batch 256 needs 3 MiB and batch 512 needs 5 MiB, how much will batch 1024 need, "
-           "and what is the largest batch that fits in 8 MiB?"),
+           "the sweep doubles the batch from one point to the next: at its largest batches, "
+           "what does doubling the batch do to peak memory? And if batch 256 needs 3 MiB and "
+           "batch 512 needs 5 MiB, what will batch 1024 need, and what fits in 8 MiB?",
+           ("it doubles too", "it grows, but by less than double", "it stays about the same")),
     Lesson(4, "SGD, full batch, mini-batch", "Three regimes on one model: updates, time, memory, "
            "accuracy.", "regimes", ":material/compare:",
            "compare batch size 1 (stochastic gradient descent), the whole training set "
@@ -78,7 +80,8 @@ LESSONS = (
            "one optimizer step, equal one step with a batch of k·b — the same gradients up to "
            "float32 rounding — while memory stays at the micro-batch's level.",
            "does accumulating 4 micro-batches of 32 train faster than one batch of 128? Does it "
-           "need less memory?"),
+           "need less memory?",
+           ("faster", "about as fast (within 10%)", "slower")),
     Lesson(7, "Generalisation gap", "Large batches can train lower but test higher: sharp vs "
            "flat minima."),
     Lesson(8, "Gradient noise", "Gradient variance falls as 1/B; the noise scale predicts the "
@@ -92,7 +95,8 @@ LESSONS = (
            "choose a batch size the way practitioners do — as large as throughput rewards and "
            "memory allows — measured on this device, never guessed.",
            "how many trial runs does it take to find the largest batch that fits, if you double "
-           "the batch until it fails?"),
+           "the batch from 1 until it fails?",
+           ("1 to 3", "4 to 8", "9 or more")),
     Lesson(12, "Check yourself", "A quiz across the lessons, explained with your own runs' "
            "numbers.", "quiz", ":material/quiz:",
            "check what the lessons showed. Each answer is explained once you have given it, and "

@@ -6,7 +6,7 @@ from bsdemo import recipes
 from bsdemo.config import RunConfig
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
-from bsdemo.ui.header import lesson_header
+from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads
 from bsdemo.units import format_bytes
@@ -27,6 +27,7 @@ variable = link.toggle(t3, "Variable-length sequences, per-token mean per micro-
                        key="acc_var")
 cfg = RunConfig(norm="batch" if batchnorm else "none")
 link.scenarios(SCENARIOS["accumulation"])
+predict("accumulation")
 sweeps.run_button("acc", "Compare", "accum_check", cfg,
                   {"micro_batch": int(micro), "accum": int(k), "steps": int(steps),
                    "unscaled_loss": unscaled, "variable_length": variable})
@@ -64,6 +65,7 @@ def draw(snap) -> None:
                    "not time: the same samples still pass through the model, in smaller pieces "
                    "that use the device less well.")
     st.markdown("**Why.** " + " ".join(why))
+    prediction_check("accumulation", recipes.accumulation_prediction(r))
     # the check's summary, then one row per parameter tensor
     downloads("accumulation", "acc_dl",
               [{k: v for k, v in r.items() if k != "per_layer"}, *r["per_layer"]])

@@ -5,7 +5,7 @@ import streamlit as st
 from bsdemo import recipes
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
-from bsdemo.ui.header import lesson_header
+from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_table
 from bsdemo.units import format_bytes
@@ -30,6 +30,7 @@ target = link.number(right, "Target effective batch (0 = none)", 0,
                      sweeps.scheduler().limits.max_effective_batch_size, 0, key="find_target",
                      help="Reached with micro-batch × gradient-accumulation steps.")
 link.scenarios(SCENARIOS["finder"])
+predict("finder")
 sweeps.run_button("find", "Find my batch size", "find", cfg, {
     "memory_budget_bytes": budget, "margin": margin, "target_effective_batch": target or None,
     "reference_batch": 32, "reference_lr": cfg.lr})
@@ -52,6 +53,7 @@ def draw(snap) -> None:
                f"real runs ({', '.join(map(str, r['tested_batch_sizes']))}); doubling from 1 "
                f"would have taken about {max(1, int(r['max_batch_size'] or 1).bit_length())} "
                "plus a bisection.")
+    prediction_check("finder", recipes.finder_prediction(r))
     if "lr_linear" in r:
         st.markdown(f"Tuned at batch 32 with lr {cfg.lr:g}? For effective batch "
                     f"{r['effective_batch_size']} try **{r['lr_linear']:.3g}** (linear rule, "

@@ -5,7 +5,7 @@ import streamlit as st
 from bsdemo import charts, recipes
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
-from bsdemo.ui.header import lesson_header
+from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart
 from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
@@ -20,6 +20,7 @@ choices = sweeps.largest_batches()
 largest = link.choice(st, "Largest batch size in the sweep", choices, min(4096, choices[-1]),
                       key="mem_largest", widget="select_slider")
 link.scenarios(SCENARIOS["memory"])
+predict("memory")
 sweeps.run_button("mem", "Measure memory", "sweep", cfg,
                   {"batch_sizes": powers_of_two(largest), "memory_budget_bytes": budget,
                    "warmup_steps": 1, "timed_steps": 2, "min_timed_s": 0})  # memory, not time
@@ -50,6 +51,7 @@ def draw(snap) -> None:
         verdict = recipes.memory_verdict(end, points)
         if verdict:
             st.markdown(verdict)
+        prediction_check("memory", recipes.memory_prediction(points))
         downloads("memory", "mem_dl", points, main)
 
 

@@ -23,7 +23,8 @@ Training Lab.
     throughput_verdict   what a sweep's fit, knee and peak share show, and how far to trust them
     contention           how busy other processes kept the CPU while a sweep measured
     best_lr_verdict      what the grid's best learning rates show, in words
-    lab_prediction, throughput_prediction, regimes_prediction, lr_prediction
+    lab_prediction, throughput_prediction, regimes_prediction, lr_prediction,
+    memory_prediction, accumulation_prediction, finder_prediction
                          which answer to a page's "Predict first" question the runs support,
                          with the numbers that show it (predictions.py)
 """
@@ -56,13 +57,16 @@ from bsdemo.recipes.measurements import (
     throughput_verdict,
 )
 from bsdemo.recipes.predictions import (
+    accumulation_prediction,
+    finder_prediction,
     lab_prediction,
+    memory_prediction,
     lr_prediction,
     regimes_prediction,
     throughput_prediction,
 )
 
-__all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
+__all__ = ["accumulation_prediction", "finder_prediction", "memory_prediction", "CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
            "accumulation_verdict", "best_lr_per_batch", "best_lr_verdict", "contention",
            "grid_cells", "lab_prediction", "layer_rows", "lab_verdict", "lr_prediction",
            "regimes_prediction", "throughput_prediction", "lr_grid", "lr_variants", "lr_verdict",

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bsdemo.runs import JobSnapshot, batch_extremes
+from bsdemo.units import format_bytes
 
 Judged = tuple[int, str] | None
 
@@ -57,3 +58,44 @@ def lr_prediction(rows: Sequence[dict[str, Any]]) -> Judged:
     index = 1 if delta < -1 else 2 if delta > 1 else 0
     return index, (f"the reference reached {ref['test accuracy']:.1%}, the larger batch with the "
                    f"same lr {acc:.1%} ({delta:+.1f} points)")
+
+
+def memory_prediction(points: Sequence[dict[str, Any]]) -> Judged:
+    """Peak memory at the largest batch that ran against half that batch, both measured."""
+    peaks = {p["batch_size"]: p["peak_memory_bytes"] for p in points
+             if p.get("status") == "ok" and p.get("peak_memory_bytes")}
+    pairs = [b for b in sorted(peaks) if b // 2 in peaks and b % 2 == 0]
+    if not pairs:
+        return None
+    big = pairs[-1]
+    ratio = peaks[big] / peaks[big // 2]
+    index = 0 if ratio >= 1.8 else 2 if ratio < 1.15 else 1
+    return index, (f"batch {big // 2} peaked at {format_bytes(peaks[big // 2])} and batch {big} at "
+                   f"{format_bytes(peaks[big])}: × {ratio:.2f} for twice the batch — the "
+                   "activations double, the weights, gradients and optimizer state do not")
+
+
+def accumulation_prediction(result: dict[str, Any] | None) -> Judged:
+    """Samples/s of k micro-batches of b against one batch of k·b, with both peaks."""
+    if not result or not result.get("big_samples_per_sec"):
+        return None
+    ratio = result["accumulated_samples_per_sec"] / result["big_samples_per_sec"]
+    index = 0 if ratio > 1.1 else 2 if ratio < 0.9 else 1
+    k, b = result["accumulation_steps"], result["micro_batch"]
+    return index, (f"{k} × {b} trained {result['accumulated_samples_per_sec']:,.0f} samples/s, "
+                   f"one batch of {k * b} {result['big_samples_per_sec']:,.0f} (× {ratio:.2f}); "
+                   f"peak memory {format_bytes(result['accumulated_peak_memory_bytes'])} against "
+                   f"{format_bytes(result['big_peak_memory_bytes'])}")
+
+
+def finder_prediction(result: dict[str, Any] | None) -> Judged:
+    """The trials doubling from batch 1 would take to pass the largest batch that fits (the
+    last one failing), against the finder's own real runs."""
+    if not result or not result.get("max_batch_size"):
+        return None
+    largest = int(result["max_batch_size"])
+    trials = largest.bit_length() + 1  # 1, 2, 4, … up to the largest power of two, then a failure
+    index = 0 if trials <= 3 else 1 if trials <= 8 else 2
+    return index, (f"the largest batch that fits is {largest:,}: doubling from 1 takes {trials} "
+                   f"trials to pass it (and a bisection to pin it down); the finder took "
+                   f"{result['probes']} real runs")

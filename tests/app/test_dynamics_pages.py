@@ -61,6 +61,9 @@ def test_accumulation_page_shows_equivalence_and_a_pitfall():
     at.button(key="acc_run").click().run()
     run_until(at, lambda a: bool(a.success) or bool(a.error))
     assert "equivalent" in at.success[0].value
+    # no prediction given: the runs' answer is said, with the numbers, as an invitation
+    said = [c.value for c in at.caption if c.value.startswith("Your runs say")]
+    assert len(said) == 1 and "4 × 32 trained" in said[0] and "one batch of 128" in said[0]
     # the result goes out as CSV and JSON (with the page's settings)
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Results (CSV)", "Results (JSON)"]

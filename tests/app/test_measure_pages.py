@@ -6,6 +6,7 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
+from bsdemo.plaintext import unescape
 from tests.app.helpers import open_page, run_until
 
 
@@ -34,8 +35,11 @@ def test_throughput_page_sweeps_and_draws_the_fit():
 def test_memory_page_shows_the_oom_and_the_recovery():
     at = open_page("pages/memory.py")
     at.select_slider(key="mem_largest").set_value(2048).run()
+    at.radio(key="predict_memory").set_value("it stays about the same").run()
     at.button(key="mem_run").click().run()
     run_until(at, lambda a: sweep_done(a) and len(a.metric) == 4)
+    judged = [m.value for m in [*at.success, *at.warning] if "You predicted" in m.value]
+    assert len(judged) == 1 and "batch 256 peaked at" in judged[0]  # 512 is the largest that ran
     assert "out of memory (simulated)" in at.error[0].value
     tiles = {m.label: m.value for m in at.metric}
     assert tiles["Largest batch that ran"] == "512"
@@ -52,9 +56,11 @@ def test_finder_page_recommends_a_tested_batch():
     at = open_page("pages/finder.py")
     at.select_slider(key="find_budget").set_value(3 * 2**20).run()
     at.number_input(key="find_target").set_value(1000).run()
+    at.radio(key="predict_finder").set_value("9 or more").run()
     at.button(key="find_run").click().run()
     run_until(at, lambda a: bool(a.success) or bool(a.error))
     text = at.success[0].value
+    assert unescape(at.success[1].value).startswith("You predicted “9 or more”, and your runs agree")
     assert "Use batch 250 × 4 accumulation steps" in text and "real runs" in text
     probes = at.dataframe[0].value
     assert 250 in list(probes["batch size"]) and len(probes) <= 5

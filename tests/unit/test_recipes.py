@@ -191,3 +191,32 @@ def test_the_runs_answer_the_predict_first_questions():
     assert recipes.lr_prediction(lr_rows)[0] == 0  # within a point: about the same
     lr_rows[1] = row("same", None, status="diverged", batch=128)
     assert recipes.lr_prediction(lr_rows)[0] == 1  # a blow-up is worse
+
+
+def test_memory_prediction_judges_the_largest_doubling_that_ran():
+    points = [{"batch_size": b, "status": "ok", "peak_memory_bytes": 1_000_000 + 1000 * b}
+              for b in (1, 2, 4, 8)] + [{"batch_size": 16, "status": "oom",
+                                         "peak_memory_bytes": None}]
+    index, numbers = recipes.memory_prediction(points)
+    assert index == 2 and "batch 4 peaked at" in numbers and "batch 8" in numbers  # × 1.004
+    grown = [{"batch_size": b, "status": "ok", "peak_memory_bytes": 100 + 1000 * b}
+             for b in (512, 1024)]
+    assert recipes.memory_prediction(grown)[0] == 0  # × 1.9997: it doubles
+    halfway = [{"batch_size": b, "status": "ok", "peak_memory_bytes": 1000 + 1000 * b // 256}
+               for b in (256, 512)]
+    assert recipes.memory_prediction(halfway)[0] == 1  # 2000 -> 3000: × 1.5
+    assert recipes.memory_prediction(points[:1]) is None  # no pair measured yet
+
+
+def test_accumulation_and_finder_predictions_quote_the_measured_numbers():
+    check = {"accumulation_steps": 4, "micro_batch": 32, "big_samples_per_sec": 10_000.0,
+             "accumulated_samples_per_sec": 6_000.0, "big_peak_memory_bytes": 4 * 2**20,
+             "accumulated_peak_memory_bytes": 2**20}
+    index, numbers = recipes.accumulation_prediction(check)
+    assert index == 2 and "4 × 32 trained 6,000 samples/s" in numbers and "× 0.60" in numbers
+    assert recipes.accumulation_prediction(check | {"accumulated_samples_per_sec": 9_500.0})[0] == 1
+    assert recipes.accumulation_prediction(None) is None
+    index, numbers = recipes.finder_prediction({"max_batch_size": 3000, "probes": 4})
+    assert index == 2 and "takes 13 trials" in numbers and "took 4 real runs" in numbers
+    assert recipes.finder_prediction({"max_batch_size": 4, "probes": 2})[0] == 1  # 1,2,4,8: 4
+    assert recipes.finder_prediction({"max_batch_size": None, "probes": 3}) is None
