@@ -22,15 +22,18 @@ import plotly.graph_objects as go
 from bsdemo.runs import JobSnapshot
 
 # Paul Tol's "muted" scheme, its pale sand swapped for Okabe-Ito's orange (pale lines vanish on
-# a projector): nine colours colour-blind readers tell apart. A batch's colour is keyed by
-# log2(batch), in an order where neighbouring powers of two (and batch 256 and 512, where it
-# wraps) sit far apart; batches nine doublings apart share a hue.
-BATCH_PALETTE = ("#332288", "#E69F00", "#117733", "#CC6677", "#88CCEE", "#882255", "#44AA99",
+# a projector), and its three lightest colours (that orange, cyan, teal) darkened in the same hue
+# to 3:1 on white, WCAG's minimum for lines and marks: nine colours colour-blind readers tell
+# apart. A batch's colour is keyed by log2(batch), in an order where neighbouring powers of two
+# (and batch 256 and 512, where it wraps) sit far apart; batches nine doublings apart share a hue.
+BATCH_PALETTE = ("#332288", "#C77C00", "#117733", "#CC6677", "#3A8FC8", "#882255", "#33907F",
                  "#AA4499", "#999933")
 # the second channel, for runs that share a batch: the k-th such run's marker and line dash
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "star", "hexagon", "x")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
-OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+# Okabe and Ito's colour-blind-safe set for the measurement charts' series, its orange, sky blue
+# and yellow darkened in the same hue to 3:1 on white
+OKABE_ITO = ("#0072B2", "#C77C00", "#009E73", "#D55E00", "#CC79A7", "#3A8FC8", "#938A00", "#000000")
 OOM_COLOUR = "#D55E00"  # Okabe-Ito vermillion: out of memory and divergence, everywhere
 ENDINGS = {  # how a run ended -> (its mark on the curve, the words beside it)
     "diverged": ("x", "diverged"), "oom": ("x", "out of memory"),

@@ -59,3 +59,10 @@ def test_chart_text_colours_meet_aa_on_white():
         assert contrast(colour, WHITE) >= 4.5, colour
     # the out-of-memory and divergence labels are written in OOM_COLOUR
     assert contrast(style.OOM_COLOUR, WHITE) >= 3.0  # large or bold marks: 3:1
+
+
+def test_every_series_colour_is_3_to_1_on_white():
+    """WCAG 1.4.11: lines and marks a reader needs at least 3:1 against the white plot."""
+    for colour in (*style.BATCH_PALETTE, *style.OKABE_ITO, style.OOM_COLOUR):
+        assert contrast(colour, WHITE) >= 3.0, colour
+    assert len(set(style.BATCH_PALETTE)) == len(style.BATCH_PALETTE)
