@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-
 from urllib.parse import urlencode
 
 from bsdemo.config import RunConfig

@@ -7,30 +7,33 @@ from bsdemo.config import RunConfig
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink
+from bsdemo.ui.links import PageLink, areas
 from bsdemo.ui.widgets import downloads
 from bsdemo.units import format_bytes
 
 lesson_header("accumulation")
 link = PageLink("accumulation")
 
-a, b, c = st.columns(3)
-micro = link.number(a, "Micro-batch b", 1, min(1024, sweeps.scheduler().limits.max_batch_size),
-                    32, key="acc_micro")
-k = link.number(b, "Accumulation steps k", 1, 64, 4, key="acc_k")
-steps = link.number(c, "Optimizer steps compared", 1, 50, 5, key="acc_steps")
-st.markdown("**Break it on purpose** — each switch makes the difference jump:")
-t1, t2, t3 = st.columns(3)
-unscaled = link.toggle(t1, "Forget to divide the loss by k", False, key="acc_unscaled")
-batchnorm = link.toggle(t2, "Use a BatchNorm model", False, key="acc_bn")
-variable = link.toggle(t3, "Variable-length sequences, per-token mean per micro-batch", False,
-                       key="acc_var")
-cfg = RunConfig(norm="batch" if batchnorm else "none")
-link.scenarios(SCENARIOS["accumulation"])
-predict("accumulation")
-sweeps.run_button("acc", "Compare", "accum_check", cfg,
-                  {"micro_batch": int(micro), "accum": int(k), "steps": int(steps),
-                   "unscaled_loss": unscaled, "variable_length": variable})
+controls, results = areas()  # presentation mode: results above the controls
+with controls:
+    a, b, c = st.columns(3)
+    micro = link.number(a, "Micro-batch b", 1, min(1024, sweeps.scheduler().limits.max_batch_size),
+                        32, key="acc_micro")
+    k = link.number(b, "Accumulation steps k", 1, 64, 4, key="acc_k")
+    steps = link.number(c, "Optimizer steps compared", 1, 50, 5, key="acc_steps")
+    st.markdown("**Break it on purpose** — each switch makes the difference jump:")
+    t1, t2, t3 = st.columns(3)
+    unscaled = link.toggle(t1, "Forget to divide the loss by k", False, key="acc_unscaled")
+    batchnorm = link.toggle(t2, "Use a BatchNorm model", False, key="acc_bn")
+    variable = link.toggle(t3, "Variable-length sequences, per-token mean per micro-batch", False,
+                           key="acc_var")
+    cfg = RunConfig(norm="batch" if batchnorm else "none")
+    link.scenarios(SCENARIOS["accumulation"])
+    predict("accumulation")
+with results:
+    sweeps.run_button("acc", "Compare", "accum_check", cfg,
+                      {"micro_batch": int(micro), "accum": int(k), "steps": int(steps),
+                       "unscaled_loss": unscaled, "variable_length": variable})
 
 
 def draw(snap) -> None:
@@ -71,5 +74,6 @@ def draw(snap) -> None:
               [{k: v for k, v in r.items() if k != "per_layer"}, *r["per_layer"]])
 
 
-sweeps.job_view("acc", draw)
+with results:
+    sweeps.job_view("acc", draw)
 link.finish()

@@ -6,7 +6,7 @@ from bsdemo import recipes
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink
+from bsdemo.ui.links import PageLink, areas
 from bsdemo.ui.widgets import downloads, show_table
 from bsdemo.units import format_bytes
 
@@ -15,25 +15,28 @@ MARGINS = [round(0.05 * i, 2) for i in range(11)]  # 0%, 5%, … 50% of memory k
 lesson_header("finder")
 link = PageLink("finder")
 
-cfg = sweeps.workload("find", link)
-cpu = (sweeps.scheduler().device_info or {}).get("type", "cpu") == "cpu"
-device, about = recipes.simulated_device(cfg, 0.10)
-budget = sweeps.budget_widget("find", link, default=device if cpu else None, allow_none=True)
-if cpu:
-    st.caption(f"Nothing limits memory on this CPU, so the default budget is a simulated device "
-               f"of {format_bytes(device)}: what this model is predicted to need at batch "
-               f"{about}, with the margin. Choose “the device's own” for this machine's memory.")
-left, right = st.columns(2)
-margin = link.choice(left, "Safety margin (share of memory kept free)", MARGINS, 0.1,
-                     key="find_margin", widget="select_slider", format_func=lambda m: f"{m:.0%}")
-target = link.number(right, "Target effective batch (0 = none)", 0,
-                     sweeps.scheduler().limits.max_effective_batch_size, 0, key="find_target",
-                     help="Reached with micro-batch × gradient-accumulation steps.")
-link.scenarios(SCENARIOS["finder"])
-predict("finder")
-sweeps.run_button("find", "Find my batch size", "find", cfg, {
-    "memory_budget_bytes": budget, "margin": margin, "target_effective_batch": target or None,
-    "reference_batch": 32, "reference_lr": cfg.lr})
+controls, results = areas()  # presentation mode: results above the controls
+with controls:
+    cfg = sweeps.workload("find", link)
+    cpu = (sweeps.scheduler().device_info or {}).get("type", "cpu") == "cpu"
+    device, about = recipes.simulated_device(cfg, 0.10)
+    budget = sweeps.budget_widget("find", link, default=device if cpu else None, allow_none=True)
+    if cpu:
+        st.caption(f"Nothing limits memory on this CPU, so the default budget is a simulated device "
+                   f"of {format_bytes(device)}: what this model is predicted to need at batch "
+                   f"{about}, with the margin. Choose “the device's own” for this machine's memory.")
+    left, right = st.columns(2)
+    margin = link.choice(left, "Safety margin (share of memory kept free)", MARGINS, 0.1,
+                         key="find_margin", widget="select_slider", format_func=lambda m: f"{m:.0%}")
+    target = link.number(right, "Target effective batch (0 = none)", 0,
+                         sweeps.scheduler().limits.max_effective_batch_size, 0, key="find_target",
+                         help="Reached with micro-batch × gradient-accumulation steps.")
+    link.scenarios(SCENARIOS["finder"])
+    predict("finder")
+with results:
+    sweeps.run_button("find", "Find my batch size", "find", cfg, {
+        "memory_budget_bytes": budget, "margin": margin, "target_effective_batch": target or None,
+        "reference_batch": 32, "reference_lr": cfg.lr})
 
 
 def draw(snap) -> None:
@@ -62,5 +65,6 @@ def draw(snap) -> None:
     downloads("finder", "find_dl", snap.points)
 
 
-sweeps.job_view("find", draw)
+with results:
+    sweeps.job_view("find", draw)
 link.finish()

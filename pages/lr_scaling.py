@@ -6,28 +6,31 @@ from bsdemo import charts, lessonlinks, recipes
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink
+from bsdemo.ui.links import PageLink, areas
 from bsdemo.ui.widgets import downloads, show_chart, show_table
 
 lesson_header("lr_scaling")
 link = PageLink("lr_scaling")
 
-cfg = sweeps.workload("lr", link)
-a, b, c, d = st.columns(4)
-ref_batch, ref_lr, k, epochs = lessonlinks.LR_CONTROLS[3:]
-link.control(a, ref_batch)
-link.control(b, ref_lr, widget="select_slider", format_func=lambda v: f"{v:g}")
-link.control(c, k)
-link.control(d, epochs)
-values = link.values()
-variants = lessonlinks.lr_runs(values)
-big = variants[1][1]  # "lr unchanged": the reference batch × k
-if values["ref_batch"] * values["k"] > big.validated()[0].train_samples:
-    st.info(f"Batch {values['ref_batch'] * values['k']} is more than the training set: it will "
-            "be clamped (full batch).")
-link.scenarios(SCENARIOS["lr_scaling"])
-predict("lr_scaling")
-sweeps.group_button("lr", "Compare", [v for _, v in variants], [n for n, _ in variants])
+controls, results = areas()  # presentation mode: results above the controls
+with controls:
+    cfg = sweeps.workload("lr", link)
+    a, b, c, d = st.columns(4)
+    ref_batch, ref_lr, k, epochs = lessonlinks.LR_CONTROLS[3:]
+    link.control(a, ref_batch)
+    link.control(b, ref_lr, widget="select_slider", format_func=lambda v: f"{v:g}")
+    link.control(c, k)
+    link.control(d, epochs)
+    values = link.values()
+    variants = lessonlinks.lr_runs(values)
+    big = variants[1][1]  # "lr unchanged": the reference batch × k
+    if values["ref_batch"] * values["k"] > big.validated()[0].train_samples:
+        st.info(f"Batch {values['ref_batch'] * values['k']} is more than the training set: it will "
+                "be clamped (full batch).")
+    link.scenarios(SCENARIOS["lr_scaling"])
+    predict("lr_scaling")
+with results:
+    sweeps.group_button("lr", "Compare", [v for _, v in variants], [n for n, _ in variants])
 
 
 def draw(snaps) -> None:
@@ -45,7 +48,8 @@ def draw(snaps) -> None:
         downloads("lr_scaling", "lr_dl", rows, main)
 
 
-sweeps.group_view("lr", draw)
+with results:
+    sweeps.group_view("lr", draw)
 
 st.subheader("Where the best learning rate sits, per batch size")
 grid_epochs = link.number(st, "Epochs per cell", 1, 50, 3, key="lr_grid_epochs")

@@ -6,24 +6,27 @@ from bsdemo import charts, recipes
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink
+from bsdemo.ui.links import PageLink, areas
 from bsdemo.ui.widgets import downloads, show_chart
 from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
 
 lesson_header("memory")
 link = PageLink("memory")
 
-cfg = sweeps.workload("mem", link)
-budget = sweeps.budget_widget("mem", link, allow_none=False,
-                              default=4 * MIB if sweeps.budget_options()[0] < GIB else 8 * GIB)
-choices = sweeps.largest_batches()
-largest = link.choice(st, "Largest batch size in the sweep", choices, min(4096, choices[-1]),
-                      key="mem_largest", widget="select_slider")
-link.scenarios(SCENARIOS["memory"])
-predict("memory")
-sweeps.run_button("mem", "Measure memory", "sweep", cfg,
-                  {"batch_sizes": powers_of_two(largest), "memory_budget_bytes": budget,
-                   "warmup_steps": 1, "timed_steps": 2, "min_timed_s": 0})  # memory, not time
+controls, results = areas()  # presentation mode: results above the controls
+with controls:
+    cfg = sweeps.workload("mem", link)
+    budget = sweeps.budget_widget("mem", link, allow_none=False,
+                                  default=4 * MIB if sweeps.budget_options()[0] < GIB else 8 * GIB)
+    choices = sweeps.largest_batches()
+    largest = link.choice(st, "Largest batch size in the sweep", choices, min(4096, choices[-1]),
+                          key="mem_largest", widget="select_slider")
+    link.scenarios(SCENARIOS["memory"])
+    predict("memory")
+with results:
+    sweeps.run_button("mem", "Measure memory", "sweep", cfg,
+                      {"batch_sizes": powers_of_two(largest), "memory_budget_bytes": budget,
+                       "warmup_steps": 1, "timed_steps": 2, "min_timed_s": 0})  # memory, not time
 
 
 def draw(snap) -> None:
@@ -44,8 +47,9 @@ def draw(snap) -> None:
         cols[1].metric("Per sample m (fit)", format_bytes(fit["m_bytes_per_sample"])
                        if fit["m_bytes_per_sample"] else "–", help=f"R² {fit['r2_memory'] or 0:.4f}")
         cols[2].metric("Largest batch that ran", end["max_batch_size_fits"] or "–")
-        cols[3].metric("Predicted largest under budget", end["predicted_max_batch_size"] or "–",
-                       help="From M(B) = M0 + m·B: a prediction — the finder verifies it.")
+        cols[3].metric("Predicted largest batch", end["predicted_max_batch_size"] or "–",
+                       help="Under the budget, from M(B) = M0 + m·B: a prediction — the finder "
+                       "verifies it.")
         st.session_state["mem_over"] = oom["batch_size"] if oom else None
         st.session_state["mem_safe"] = end["max_batch_size_fits"]
         verdict = recipes.memory_verdict(end, points)
@@ -55,7 +59,8 @@ def draw(snap) -> None:
         downloads("memory", "mem_dl", points, main)
 
 
-sweeps.job_view("mem", draw)
+with results:
+    sweeps.job_view("mem", draw)
 
 over, safe = st.session_state.get("mem_over"), st.session_state.get("mem_safe")
 if over and safe:

@@ -8,29 +8,32 @@ from bsdemo import charts, lessonlinks, recipes
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink
+from bsdemo.ui.links import PageLink, areas
 from bsdemo.ui.widgets import downloads, show_chart, show_table
 from bsdemo.units import format_bytes
 
 lesson_header("regimes")
 link = PageLink("regimes")
 
-sweeps.workload("reg", link)
-epochs, sgd, mini, cap = lessonlinks.REGIMES_CONTROLS[3:]
-limits = sweeps.scheduler().limits
-cap_high = max(1, int(limits.max_wall_s // 3))  # the three share this server's cap for one job
-a, b, c, d = st.columns(4)
-link.control(a, epochs)
-link.control(b, sgd)
-link.control(c, dataclasses.replace(mini, high=min(mini.high, limits.max_batch_size)))
-link.control(d, dataclasses.replace(cap, high=cap_high, default=min(cap.default, cap_high)),
-             help="A run that reaches it stops and says so. The three share this server's "
-                  "time cap for one job.")
-budget = sweeps.budget_widget("reg", link, allow_none=True)
-runs = lessonlinks.regimes_runs(link.values())
-link.scenarios(SCENARIOS["regimes"])
-predict("regimes")
-sweeps.group_button("reg", "Train all three", [r for _, r in runs], [n for n, _ in runs])
+controls, results = areas()  # presentation mode: results above the controls
+with controls:
+    sweeps.workload("reg", link)
+    epochs, sgd, mini, cap = lessonlinks.REGIMES_CONTROLS[3:]
+    limits = sweeps.scheduler().limits
+    cap_high = max(1, int(limits.max_wall_s // 3))  # the three share this server's cap for one job
+    a, b, c, d = st.columns(4)
+    link.control(a, epochs)
+    link.control(b, sgd)
+    link.control(c, dataclasses.replace(mini, high=min(mini.high, limits.max_batch_size)))
+    link.control(d, dataclasses.replace(cap, high=cap_high, default=min(cap.default, cap_high)),
+                 help="A run that reaches it stops and says so. The three share this server's "
+                      "time cap for one job.")
+    budget = sweeps.budget_widget("reg", link, allow_none=True)
+    runs = lessonlinks.regimes_runs(link.values())
+    link.scenarios(SCENARIOS["regimes"])
+    predict("regimes")
+with results:
+    sweeps.group_button("reg", "Train all three", [r for _, r in runs], [n for n, _ in runs])
 
 
 def draw(snaps) -> None:
@@ -52,5 +55,6 @@ def draw(snaps) -> None:
         downloads("regimes", "reg_dl", rows, charts.labelled_loss_chart(snaps, "epochs"))
 
 
-sweeps.group_view("reg", draw)
+with results:
+    sweeps.group_view("reg", draw)
 link.finish()

@@ -6,24 +6,27 @@ from bsdemo import charts, recipes
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink
+from bsdemo.ui.links import PageLink, areas
 from bsdemo.ui.widgets import downloads, show_chart
 from bsdemo.units import powers_of_two
 
 lesson_header("throughput")
 link = PageLink("throughput")
 
-cfg = sweeps.workload("tp", link)
-choices = sweeps.largest_batches()
-largest = link.choice(st, "Largest batch size in the sweep", choices, min(1024, choices[-1]),
-                      key="tp_largest", widget="select_slider")
-st.caption(f"Batch sizes 1, 2, 4, … {largest}: 3 warm-up steps, then the median of at least 8 "
-           "timed full training steps (forward, backward, optimizer step) each. No other run of "
-           "this lab shares the device meanwhile; other processes' load is measured and shown.")
-link.scenarios(SCENARIOS["throughput"])
-predict("throughput")
-sweeps.run_button("tp", "Run sweep", "sweep", cfg,
-                  {"batch_sizes": powers_of_two(largest)})
+controls, results = areas()  # presentation mode: results above the controls
+with controls:
+    cfg = sweeps.workload("tp", link)
+    choices = sweeps.largest_batches()
+    largest = link.choice(st, "Largest batch size in the sweep", choices, min(1024, choices[-1]),
+                          key="tp_largest", widget="select_slider")
+    st.caption(f"Batch sizes 1, 2, 4, … {largest}: 3 warm-up steps, then the median of at least 8 "
+               "timed full training steps (forward, backward, optimizer step) each. No other run of "
+               "this lab shares the device meanwhile; other processes' load is measured and shown.")
+    link.scenarios(SCENARIOS["throughput"])
+    predict("throughput")
+with results:
+    sweeps.run_button("tp", "Run sweep", "sweep", cfg,
+                      {"batch_sizes": powers_of_two(largest)})
 
 
 def draw(snap) -> None:
@@ -63,5 +66,6 @@ def draw(snap) -> None:
         downloads("throughput", "tp_dl", points, main)
 
 
-sweeps.job_view("tp", draw)
+with results:
+    sweeps.job_view("tp", draw)
 link.finish()

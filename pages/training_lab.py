@@ -7,7 +7,7 @@ from bsdemo.links import Control
 from bsdemo.plaintext import plain
 from bsdemo.ui import lab
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink
+from bsdemo.ui.links import PageLink, areas
 
 lesson_header("training_lab")
 # the lab writes its settings into its link itself (bsdemo.config); presentation mode can hide:
@@ -27,11 +27,14 @@ url_error = lab.init_from_url()
 if url_error:
     st.error(plain(url_error))  # it quotes what the link held: shown as text, not Markdown
 
-cfg = lab.settings_form()
-lab.scenario_buttons()  # below the settings: above them, a click during the first run reset them
-predict("training_lab")
-lab.run_controls(cfg)
-lab.live_view()
+controls, results = areas()  # presentation mode: the run and its charts above the settings
+with controls:
+    cfg = lab.settings_form()
+    lab.scenario_buttons()  # below the settings: above them, a click during the first run reset them
+    predict("training_lab")
+with results:
+    lab.run_controls(cfg)
+    lab.live_view()
 snaps = lab.history()
 
 verdict = recipes.lab_verdict(snaps)

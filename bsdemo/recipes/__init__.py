@@ -60,13 +60,14 @@ from bsdemo.recipes.predictions import (
     accumulation_prediction,
     finder_prediction,
     lab_prediction,
-    memory_prediction,
     lr_prediction,
+    memory_prediction,
     regimes_prediction,
     throughput_prediction,
 )
 
-__all__ = ["accumulation_prediction", "finder_prediction", "memory_prediction", "CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
+__all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
+           "accumulation_prediction", "finder_prediction", "memory_prediction",
            "accumulation_verdict", "best_lr_per_batch", "best_lr_verdict", "contention",
            "grid_cells", "lab_prediction", "layer_rows", "lab_verdict", "lr_prediction",
            "regimes_prediction", "throughput_prediction", "lr_grid", "lr_variants", "lr_verdict",

@@ -40,6 +40,14 @@ def presenting() -> bool:
     return bool(st.session_state.get(PRESENT_KEY))
 
 
+def areas():
+    """(where a page's controls go, where its results go), in the script's order: controls
+    first, so their widgets exist before any click reruns the page. On screen, presentation mode
+    puts the results above the controls: charts first, for the back of the room."""
+    first, second = st.container(), st.container()
+    return (second, first) if presenting() else (first, second)
+
+
 def view_params() -> dict[str, str]:
     """The view's own query parameters (presentation mode), for a page that writes its URL
     itself (the Training Lab)."""

@@ -43,7 +43,7 @@ def test_memory_page_shows_the_oom_and_the_recovery():
     assert "out of memory (simulated)" in at.error[0].value
     tiles = {m.label: m.value for m in at.metric}
     assert tiles["Largest batch that ran"] == "512"
-    assert 512 <= int(tiles["Predicted largest under budget"]) < 1024
+    assert 512 <= int(tiles["Predicted largest batch"]) < 1024
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     names = [t.get("name") or "" for t in spec["data"]]
     assert "Saved activations" in names and any(n.startswith("out of memory") for n in names)

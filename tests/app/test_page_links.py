@@ -100,3 +100,24 @@ def test_a_scenario_after_changed_controls_puts_the_others_back_to_their_default
     assert not at.exception and not at.error
     assert at.session_state["acc_unscaled"] is True
     assert at.session_state["acc_k"] == 4 and at.session_state["acc_bn"] is False
+
+
+def _keys_in_order(node) -> list[str]:
+    """Widget keys in the order the page shows them, top to bottom."""
+    keys = []
+    for child in getattr(node, "children", {}).values():
+        key = getattr(child, "key", None)
+        if key:
+            keys.append(key)
+        keys += _keys_in_order(child)
+    return keys
+
+
+@pytest.mark.parametrize("page, run, control", [
+    ("pages/regimes.py", "reg_run", "reg_epochs"), ("pages/memory.py", "mem_run", "mem_largest"),
+    ("pages/training_lab.py", "run", "w_epochs")])
+def test_presentation_mode_puts_the_run_and_its_results_above_the_controls(page, run, control):
+    normal = _keys_in_order(open_page(page).main)
+    assert normal.index(control) < normal.index(run)  # a student reads the settings first
+    shown = _keys_in_order(open_page(page, {"present": "1"}).main)
+    assert shown.index(run) < shown.index(control)  # the back of the room sees the run first

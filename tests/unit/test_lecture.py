@@ -57,7 +57,8 @@ def test_the_example_plan_is_valid():
     ('[[run]]\nlink = "epochs=1"\ncolour = "red"', "run 1: got ['colour', 'link']"),
     ('[[run]]\nlink = 7', "run 1 link: got 7; allowed: a page's link, as text"),
     ('[[run]]\nlink = "/regimes?mini=1"',
-     "run 1 (run 1) link: got 'mini=1'; allowed: valid regimes settings (mini: got '1'; allowed: a whole number from 2 to 4096)"),
+     "run 1 (run 1) link: got 'mini=1'; allowed: valid regimes settings (mini: got '1'; "
+     "allowed: a whole number from 2 to 4096)"),
     ('[[run]]\nlink = "/lr_scaling?kk=2"', "run 1 (run 1) link: got 'kk'; allowed: a parameter "
      "of lr_scaling: preset, size, optimizer, ref_batch"),
 ])
