@@ -103,6 +103,6 @@ SCENARIOS = {
         "4 × 32 (default)": "",
         "Forget the 1/k": "unscaled=1",
         "BatchNorm model": "bn=1",
-        "Variable-length sequences": "var=1",
+        "Uneven sequences": "var=1",
     },
 }

@@ -54,8 +54,8 @@ def draw(snap) -> None:
     accum = f" × {r['accumulation_steps']} accumulation steps" if r["accumulation_steps"] > 1 else ""
     st.success(f"**Use batch {r['batch_size']}{accum}.** {r['message']} It took {r['probes']} "
                f"real runs ({', '.join(map(str, r['tested_batch_sizes']))}); doubling from 1 "
-               f"would have taken about {max(1, int(r['max_batch_size'] or 1).bit_length())} "
-               "plus a bisection.")
+               f"would have taken {recipes.doubling_trials(r['max_batch_size'] or 1)} (the last "
+               "one failing) plus a bisection.")
     prediction_check("finder", recipes.finder_prediction(r))
     if "lr_linear" in r:
         st.markdown(f"Tuned at batch 32 with lr {cfg.lr:g}? For effective batch "

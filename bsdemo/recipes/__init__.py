@@ -58,6 +58,7 @@ from bsdemo.recipes.measurements import (
 )
 from bsdemo.recipes.predictions import (
     accumulation_prediction,
+    doubling_trials,
     finder_prediction,
     lab_prediction,
     lr_prediction,
@@ -67,7 +68,7 @@ from bsdemo.recipes.predictions import (
 )
 
 __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
-           "accumulation_prediction", "finder_prediction", "memory_prediction",
+           "accumulation_prediction", "doubling_trials", "finder_prediction", "memory_prediction",
            "accumulation_verdict", "best_lr_per_batch", "best_lr_verdict", "contention",
            "grid_cells", "lab_prediction", "layer_rows", "lab_verdict", "lr_prediction",
            "regimes_prediction", "throughput_prediction", "lr_grid", "lr_variants", "lr_verdict",

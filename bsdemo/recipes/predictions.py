@@ -88,13 +88,19 @@ def accumulation_prediction(result: dict[str, Any] | None) -> Judged:
                    f"{format_bytes(result['big_peak_memory_bytes'])}")
 
 
+def doubling_trials(largest: int) -> int:
+    """Trials doubling from batch 1 takes to pass `largest`: 1, 2, 4, … up to the largest power
+    of two that fits, then the one that fails."""
+    return max(1, int(largest)).bit_length() + 1
+
+
 def finder_prediction(result: dict[str, Any] | None) -> Judged:
     """The trials doubling from batch 1 would take to pass the largest batch that fits (the
     last one failing), against the finder's own real runs."""
     if not result or not result.get("max_batch_size"):
         return None
     largest = int(result["max_batch_size"])
-    trials = largest.bit_length() + 1  # 1, 2, 4, … up to the largest power of two, then a failure
+    trials = doubling_trials(largest)
     index = 0 if trials <= 3 else 1 if trials <= 8 else 2
     return index, (f"the largest batch that fits is {largest:,}: doubling from 1 takes {trials} "
                    f"trials to pass it (and a bisection to pin it down); the finder took "
