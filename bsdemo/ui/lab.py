@@ -9,7 +9,6 @@ the run — read-only: control belongs to the browser that started it (bsdemo.ui
 from __future__ import annotations
 
 import statistics
-import time
 from urllib.parse import parse_qsl
 
 import streamlit as st
@@ -20,13 +19,14 @@ from bsdemo.plaintext import plain
 from bsdemo.presets import LAB_SCENARIOS, PRESETS, preset_of
 from bsdemo.runs import JobSnapshot
 from bsdemo.scheduler import ActiveRunError
-from bsdemo.ui.links import view_params
+from bsdemo.ui.links import scenario_row, view_params
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs
 from bsdemo.ui.widgets import (
     LR_CHOICES,
     OPTIMIZER_LABELS,
     REFRESH_S,
+    measured_on,
     polled,
     show_chart,
     show_table,
@@ -89,12 +89,7 @@ def reattach(raw: str | None) -> None:
 
 def scenario_buttons() -> None:
     """The lecture scenarios (presets.LAB_SCENARIOS): each sets every control at once."""
-    row = st.container(key="lab_scenarios")  # keyed: presentation mode can hide it
-    cols = row.columns([1.1, *[1.6] * len(LAB_SCENARIOS)], vertical_alignment="center")
-    cols[0].markdown("**Scenarios:**")
-    for i, (col, (name, query)) in enumerate(zip(cols[1:], LAB_SCENARIOS.items(), strict=True)):
-        col.button(name, key=f"scenario_{i}", on_click=_use_scenario, args=(query,),
-                   help=f"Sets every control to this scenario ({query.replace('&', ', ')}).")
+    scenario_row("lab_scenarios", "scenario", LAB_SCENARIOS, _use_scenario)
 
 
 def _use_scenario(query: str) -> None:
@@ -303,8 +298,7 @@ def _status(snap: JobSnapshot) -> None:
             if snap.shared_device else ""
         st.info(f"Run {snap.id} is training on {snap.start['device'].get('name')}.{shared}")
     elif snap.status == "completed" and snap.stored_at is not None:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(snap.stored_at))
-        device = (snap.start or {}).get("device", {}).get("name", "this server's device")
+        device, when = measured_on(snap)
         st.success(f"Stored result, measured on {plain(device)} at {when}: {snap.end['message']}",
                    icon=":material/history:")
         st.button("Run it fresh", key="fresh", on_click=_submit,

@@ -9,7 +9,7 @@ presentation mode (large type, projector charts), which controls to hide, and th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -46,6 +46,20 @@ def areas():
     puts the results above the controls: charts first, for the back of the room."""
     first, second = st.container(), st.container()
     return (second, first) if presenting() else (first, second)
+
+
+def scenario_row(row_key: str, prefix: str, named: Mapping[str, str],
+                 use: Callable[[str], None], label: str = "Scenarios:") -> None:
+    """A row of scenario buttons (name -> query string), keyed `{prefix}_0`, `{prefix}_1`, …,
+    each calling use(query) on click; presentation mode can hide the row by `row_key`."""
+    if not named:
+        return
+    row = st.container(key=row_key)
+    cols = row.columns([1.1, *[1.6] * len(named)], vertical_alignment="center")
+    cols[0].markdown(f"**{label}**")
+    for i, (col, (name, query)) in enumerate(zip(cols[1:], named.items(), strict=True)):
+        col.button(name, key=f"{prefix}_{i}", on_click=use, args=(query,),
+                   help="Sets every control: " + (query.replace("&", ", ") or "defaults"))
 
 
 def view_params() -> dict[str, str]:
@@ -122,14 +136,7 @@ class PageLink:
         """A row of buttons, one a scenario (name -> the page's own query string): each sets
         every linked control of the page, those it does not name to the page's default.
         Drawn after the controls (a click during the page's first run must find them)."""
-        if not named:
-            return
-        row = st.container(key=f"{self.slug}_scenarios")  # keyed: presentation mode hides it
-        cols = row.columns([1.1, *[1.6] * len(named)], vertical_alignment="center")
-        cols[0].markdown(f"**{label}**")
-        for i, (col, (name, query)) in enumerate(zip(cols[1:], named.items(), strict=True)):
-            col.button(name, key=f"{self.slug}_scenario_{i}", on_click=self._use, args=(query,),
-                       help="Sets every control: " + (query.replace("&", ", ") or "defaults"))
+        scenario_row(f"{self.slug}_scenarios", f"{self.slug}_scenario", named, self._use, label)
         if self._scenario_error in st.session_state:
             st.error(plain(st.session_state.pop(self._scenario_error)))
 

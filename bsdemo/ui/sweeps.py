@@ -7,7 +7,6 @@ state under its own key and redraws the job's points from a polling fragment whi
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 
 import streamlit as st
@@ -22,7 +21,7 @@ from bsdemo.scheduler import ActiveRunError
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs
-from bsdemo.ui.widgets import OPTIMIZER_LABELS, REFRESH_S, polled
+from bsdemo.ui.widgets import OPTIMIZER_LABELS, REFRESH_S, measured_on, polled, stored_time
 from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
 
 CPU_BUDGETS = [m * MIB for m in (0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128,
@@ -138,9 +137,8 @@ def stored_note(prefix: str, snaps: list[tuple[str, JobSnapshot]]) -> None:
     if not stored:
         return
     times = sorted(s.stored_at for _, s in stored)
-    when = " to ".join(dict.fromkeys(time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
-                                     for t in (times[0], times[-1])))
-    device = (stored[0][1].start or {}).get("device", {}).get("name", "this server's device")
+    device, _ = measured_on(stored[0][1])
+    when = " to ".join(dict.fromkeys(stored_time(t) for t in (times[0], times[-1])))
     names = "all" if len(stored) == len(snaps) else ", ".join(label for label, _ in stored)
     left, right = st.columns([5, 1], vertical_alignment="center")
     left.info(plain(f"Stored results ({names}): measured earlier on {device}, {when}, and "

@@ -7,6 +7,7 @@ whole page once when what it watched moves on, so the controls around it catch u
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import streamlit as st
@@ -14,6 +15,9 @@ import streamlit as st
 from bsdemo import export
 from bsdemo.charts import Chart, fit_legend, for_people, projector
 from bsdemo.lessonlinks import LR_STEPS
+from bsdemo.runs import JobSnapshot
+from bsdemo.ui.header import predictions
+from bsdemo.ui.links import presenting
 from bsdemo.ui.state import owner, scheduler
 
 REFRESH_S = 0.5  # a running job's view polls this often (>= 1 update/s as promised)
@@ -24,7 +28,7 @@ OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD + momentum 0.9", "adam": "Ada
 
 def show_chart(chart: Chart, key: str) -> None:
     """A chart with its alt text, and its data as a table when the reader asked for tables."""
-    figure = projector(chart.figure) if st.session_state.get("present") else chart.figure
+    figure = projector(chart.figure) if presenting() else chart.figure
     st.plotly_chart(fit_legend(figure), key=key, alt=chart.alt, config={"displaylogo": False})
     if st.session_state.get("show_tables"):  # opt-in: re-sending tables every poll is costly
         st.dataframe(chart.table, hide_index=True, key=f"{key}_table", height=200)
@@ -57,12 +61,22 @@ def polled(draw: Callable[[], bool], every: float | None) -> None:
     poll()
 
 
+def measured_on(snap: JobSnapshot) -> tuple[str, str]:
+    """(the device, the local time) a stored result was measured on and at."""
+    device = (snap.start or {}).get("device", {}).get("name", "this server's device")
+    return device, stored_time(snap.stored_at)
+
+
+def stored_time(when: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
+
+
 def downloads(page: str, key: str, rows: list[dict], chart: Chart | None = None) -> None:
     """A page's results as CSV and JSON (with its settings from the URL and the tab's
     prediction), and its chart as a self-contained interactive HTML file (made on click; the
     chart's own camera icon saves a PNG)."""
     settings = st.query_params.to_dict()
-    prediction = st.session_state.get("predictions", {}).get(page)
+    prediction = predictions().get(page)
     cols = st.columns([1, 1, 1, 2])
     cols[0].download_button("Results (CSV)", export.results_csv(rows), f"{page}-results.csv",
                             "text/csv", key=f"{key}_csv", icon=":material/download:")
