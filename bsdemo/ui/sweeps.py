@@ -141,8 +141,9 @@ def stored_note(prefix: str, snaps: list[tuple[str, JobSnapshot]]) -> None:
     when = " to ".join(dict.fromkeys(stored_time(t) for t in (times[0], times[-1])))
     names = "all" if len(stored) == len(snaps) else ", ".join(label for label, _ in stored)
     left, right = st.columns([5, 1], vertical_alignment="center")
-    left.info(plain(f"Stored results ({names}): measured earlier on {device}, {when}, and "
-                    "served at once from the run store."), icon=":material/history:")
+    # plain text for the names and the device; the times stay readable (not code)
+    left.info(f"Stored results ({plain(names)}): measured earlier on {plain(device)}, {when}, "
+              "and served at once from the run store.", icon=":material/history:")
     right.button("Train fresh", key=f"{prefix}_fresh", on_click=submit_group,
                  args=(prefix, [RunConfig(**s.config) for _, s in snaps],
                        [label for label, _ in snaps], True),

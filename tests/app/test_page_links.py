@@ -121,3 +121,60 @@ def test_presentation_mode_puts_the_run_and_its_results_above_the_controls(page,
     assert normal.index(control) < normal.index(run)  # a student reads the settings first
     shown = _keys_in_order(open_page(page, {"present": "1"}).main)
     assert shown.index(run) < shown.index(control)  # the back of the room sees the run first
+
+
+STORED_COMPARISON = r"""
+import json, sys, time
+from streamlit.testing.v1 import AppTest
+
+def open_regimes():
+    at = AppTest.from_file(sys.argv[1], default_timeout=120)
+    for k, v in {"sgd": "16", "mini": "128", "epochs": "1", "cap": "10"}.items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page("pages/regimes.py").run()
+    return at
+
+def train(at, key):
+    at.button(key=key).click().run()
+    for _ in range(900):
+        at.run()
+        if at.exception or (at.dataframe and not any("runs done" in i.value for i in at.info)):
+            return
+        time.sleep(0.2)
+
+first = open_regimes()  # one tab trains the three runs: the store keeps them
+train(first, "reg_run")
+second = open_regimes()  # another tab, the same settings: served from the store
+train(second, "reg_run")
+note = [i.value for i in second.info if "Stored results" in i.value]
+fresh = [b for b in second.button if b.key == "reg_fresh"]
+train(second, "reg_fresh")  # trained again now: no stored run in the new comparison
+after = [i.value for i in second.info if "Stored results" in i.value]
+print(json.dumps({"exception": bool(first.exception or second.exception), "note": note,
+                  "fresh": len(fresh), "after": after,
+                  "rows": len(second.dataframe[0].value) if second.dataframe else 0}))
+"""
+
+
+def test_a_comparison_trained_once_is_served_from_the_store_in_another_tab(tmp_path):
+    """A real server process with a run store: the regimes comparison one tab trained is served
+    at once in another, said with where and when it was measured; Train fresh trains it again."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.app.helpers import APP
+    from tests.timeouts import scaled
+
+    out = subprocess.run([sys.executable, "-c", STORED_COMPARISON, APP], capture_output=True,
+                         text=True, timeout=scaled(400),
+                         env={**os.environ, "BSDEMO_DATA_DIR": str(tmp_path)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not seen["exception"] and seen["rows"] == 3
+    note = [unescape(n) for n in seen["note"]]
+    assert len(note) == 1 and note[0].startswith("Stored results (all): measured earlier on ")
+    assert "`" not in note[0] and note[0].endswith("and served at once from the run store.")
+    assert seen["fresh"] == 1 and seen["after"] == []
