@@ -25,6 +25,7 @@ from bsdemo import recipes
 from bsdemo.config import RunConfig
 from bsdemo.engine.accumulation import accumulation_check
 from bsdemo.engine.finder import find_batch_size
+from bsdemo.engine.norms import norms_grid
 from bsdemo.engine.sweep import sweep
 from bsdemo.engine.train import train
 from bsdemo.units import powers_of_two
@@ -182,10 +183,33 @@ def finder(seed: int) -> list[Claim]:
     ]
 
 
+def norms(seed: int) -> list[Claim]:
+    """The page's default grid: the digits MLP, 2 epochs, batches 2, 4, 8, 32, 128."""
+    t = time.perf_counter()
+    cells = [c for c in norms_grid(RunConfig(seed=seed, epochs=2), [2, 4, 8, 32, 128])
+             if c["kind"] == "norms_result"]
+    wall = time.perf_counter() - t
+    at = {(c["norm"], c["batch_size"]): c for c in cells}
+    bn, gn, ln = (100 * at[n, 2]["test_accuracy"] for n in ("batch", "group", "layer"))
+    verdict = recipes.norms_verdict(cells) or ""
+    return [
+        ("at batch 2 BatchNorm is >= 10 points below GroupNorm", gn - bn >= 10,
+         f"BN {bn:.1f}% vs GN {gn:.1f}%, LN {ln:.1f}%"),
+        ("the verdict says BatchNorm failed at batch 2", "points below" in verdict,
+         "said" if "points below" in verdict else "not said"),
+        ("batch-mates change no GroupNorm/LayerNorm/none prediction, some of BatchNorm's",
+         all(c["partner_changed"] == 0 for c in cells if c["norm"] != "batch")
+         and at["batch", 2]["partner_changed"] > 0,
+         f"BN at 2: {at['batch', 2]['partner_changed']:.0%}, at 128: "
+         f"{at['batch', 128]['partner_changed']:.0%}"),
+        ("the default grid takes <= 30 s on this CPU", wall <= 30, f"{wall:.1f} s"),
+    ]
+
+
 LESSONS: dict[str, Callable[[int], list[Claim]]] = {
     "training_lab": training_lab, "throughput": throughput, "memory": memory,
     "regimes": regimes, "lr_scaling": lr_scaling, "lr_scaling (warm-up)": lr_warmup,
-    "accumulation": accumulation, "finder": finder,
+    "accumulation": accumulation, "finder": finder, "norms": norms,
 }
 
 

@@ -21,10 +21,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from bsdemo import footprint
-from bsdemo.config import MAX_ACCUMULATION_STEPS, MAX_SAMPLES, TEST_FRACTION, ConfigError, RunConfig
+from bsdemo.config import (
+    MAX_ACCUMULATION_STEPS,
+    MAX_SAMPLES,
+    NORMS,
+    TEST_FRACTION,
+    ConfigError,
+    RunConfig,
+)
 from bsdemo.limits import Limits
 from bsdemo.units import real_number, whole_number
 
+RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end")  # a job's one result
 MAX_TIMED_STEPS = 2000  # a sweep point's timed steps, whatever its minimum duration asks
 MAX_SWEEP_POINTS = 64
 FIND_MAX_PROBES = 64  # two probes, halvings, a verification and a bisection: far fewer in practice
@@ -134,6 +142,31 @@ def _accum_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
     return checked
 
 
+MAX_NORM_BATCHES = 8
+
+
+def _norms_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+    sizes = options.get("batch_sizes", [2, 4, 8, 32, 128])
+    if (not isinstance(sizes, (list, tuple)) or not 1 <= len(sizes) <= MAX_NORM_BATCHES
+            or any(isinstance(b, bool) or not isinstance(b, int) or b < 2 for b in sizes)
+            or list(sizes) != sorted(set(sizes))):
+        raise ConfigError("batch_sizes", sizes, f"1 to {MAX_NORM_BATCHES} increasing whole "
+                                                "numbers of at least 2 (BatchNorm needs two)")
+    norms = options.get("norms", list(NORMS))
+    if (not isinstance(norms, (list, tuple)) or not norms or len(set(norms)) != len(norms)
+            or any(n not in NORMS for n in norms)):
+        raise ConfigError("norms", norms, "different names from " + ", ".join(NORMS))
+    if cfg.epochs is None:
+        raise ConfigError("epochs", None, "an epoch budget: every cell trains the same epochs")
+    return {"batch_sizes": list(sizes), "norms": list(norms)}
+
+
+def norms_configs(cfg: RunConfig, options: Mapping[str, Any]) -> list[RunConfig]:
+    """The runs of a normalisation grid, norm by norm, smallest batch first."""
+    return [dataclasses.replace(cfg, norm=n, batch_size=b, accumulation_steps=1)
+            for n in options["norms"] for b in options["batch_sizes"]]
+
+
 # ----- what each kind costs at most -----
 def _train_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     return Cost(min(cfg.batch_size, cfg.train_samples), min(cfg.effective_batch_size,
@@ -169,6 +202,13 @@ def _accum_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     return Cost(big, big, passes, wall_s, footprint.predict(base).device)
 
 
+def _norms_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+    runs = [c.validated()[0] for c in norms_configs(cfg, options)]
+    largest = max(runs, key=lambda c: c.batch_size)
+    return Cost(largest.batch_size, largest.batch_size, sum(c.planned_steps for c in runs),
+                wall_s, max(footprint.predict(c).device for c in runs))
+
+
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("train", exclusive=False, options=(), cost=_train_cost, check=_no_options),
     Kind("sweep", exclusive=True, options=("batch_sizes", "warmup_steps", "timed_steps",
@@ -182,6 +222,9 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("accum_check", exclusive=True, options=("micro_batch", "accum", "steps", "unscaled_loss",
                                                  "variable_length"),
          cost=_accum_cost, check=_accum_options),
+    # accuracy, not speed: it may share the device with other runs
+    Kind("norms", exclusive=False, options=("batch_sizes", "norms"), cost=_norms_cost,
+         check=_norms_options),
 )}
 
 

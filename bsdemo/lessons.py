@@ -87,7 +87,16 @@ LESSONS = (
     Lesson(8, "Gradient noise", "Gradient variance falls as 1/B; the noise scale predicts the "
            "critical batch."),
     Lesson(9, "Normalisation layers", "BatchNorm depends on the batch; GroupNorm and LayerNorm "
-           "do not."),
+           "do not.", "norms", ":material/tune:",
+           "see that BatchNorm normalises each feature with the mean and variance of the batch it "
+           "is in — a noisy estimate at batch 2 — while GroupNorm and LayerNorm normalise each "
+           "sample on its own, and what that does to accuracy, to evaluation, and to a sample "
+           "whose batch-mates change.",
+           "at batch 2, which normalisation reaches the lowest test accuracy after the same "
+           "epochs? And at evaluation, can a sample's prediction change when only its "
+           "batch-mates do?",
+           ("BatchNorm", "another one (none, GroupNorm or LayerNorm)",
+            "none of them: all within 3 points")),
     Lesson(10, "Scaling out and saving memory", "Mixed precision, checkpointing, data and model "
            "parallelism."),
     Lesson(11, "Find your batch size", "Choosing a batch size: start at 32, grow while "

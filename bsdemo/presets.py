@@ -99,6 +99,11 @@ SCENARIOS = {
     },
     "lr_scaling": {name: urlencode({"preset": "digits-mlp", "size": "preset"} | values)
                    for name, values in LR_PRESETS.items()},
+    "norms": {
+        "Digits MLP (default)": "",
+        "Longer: 5 epochs": "epochs=5",
+        "Digits CNN (BatchNorm2d)": "preset=digits-cnn",
+    },
     "accumulation": {
         "4 × 32 (default)": "",
         "Forget the 1/k": "unscaled=1",

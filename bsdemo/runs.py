@@ -66,7 +66,8 @@ class JobFacts:
     start: dict[str, Any] | None = None  # the StartEvent as a dict, once the worker sent it
     latest: dict[str, Any] | None = None  # the newest step event (never downsampled away)
     end: dict[str, Any] | None = None
-    points: list[dict[str, Any]] = field(default_factory=list)  # sweep_point / find_probe records
+    # sweep_point, find_probe and norms_result records
+    points: list[dict[str, Any]] = field(default_factory=list)
     result: dict[str, Any] | None = None  # sweep_end / find_result
     submitted_at: float = 0.0
     started_at: float | None = None

@@ -40,6 +40,7 @@ PAGES = {
     "regimes": ("Train all three", r"^What your runs show"),
     "lr_scaling": ("Compare", COMPARISON_DONE),
     "accumulation": ("Compare", r"equivalent"),
+    "norms": ("Train the grid", r"^What your grid shows"),
     "quiz": (None, None),
 }
 # a page another way: name -> (page, a preset's button to press first, the link's query); then the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -170,3 +171,66 @@ def memory_breakdown_chart(points: Sequence[dict], fit: dict | None, budget: int
              **{label: (p["memory_breakdown"] or {}).get(key) for key, label in BREAKDOWN},
              "peak (B)": p["peak_memory_bytes"], "message": p["message"]} for p in points]
     return Chart(fig, alt, rows)
+
+
+NORM_LABELS = {"none": "no normalisation", "batch": "BatchNorm", "group": "GroupNorm",
+               "layer": "LayerNorm"}
+NORM_STYLES = {"none": (OKABE_ITO[7], "dot", "circle"), "batch": (OOM_COLOUR, "solid", "x"),
+               "group": (OKABE_ITO[0], "dash", "square"), "layer": (OKABE_ITO[2], "dashdot",
+                                                                    "diamond")}
+
+
+def norms_chart(cells: Sequence[dict]) -> Chart:
+    """Test accuracy (evaluation mode) against batch size, one line per normalisation; the
+    BatchNorm line is also drawn with batch statistics (training mode) where measured."""
+    fig = go.Figure()
+    norms = list(dict.fromkeys(c["norm"] for c in cells))
+    for norm in norms:
+        mine = [c for c in cells if c["norm"] == norm and c["test_accuracy"] is not None]
+        colour, dash, symbol = NORM_STYLES[norm]
+        fig.add_trace(go.Scatter(
+            x=[c["batch_size"] for c in mine], y=[100 * c["test_accuracy"] for c in mine],
+            mode="lines+markers", name=NORM_LABELS[norm],
+            line=dict(color=colour, dash=dash), marker=dict(symbol=symbol, size=9)))
+        if norm == "batch" and mine:
+            fig.add_trace(go.Scatter(
+                x=[c["batch_size"] for c in mine],
+                y=[100 * c["train_mode_test_accuracy"] for c in mine], mode="lines+markers",
+                name="BatchNorm, batch statistics at test", line=dict(color=colour, dash="dot",
+                                                                      width=1),
+                marker=dict(symbol="x-open", size=8)))
+    layout(fig, "Test accuracy against batch size, per normalisation", "Batch size (log2 scale)",
+           "Test accuracy (%)", subtitle="the same model, data, seed and epochs in every run",
+           range=[0, 102])
+    _log2_axis(fig, [c["batch_size"] for c in cells])
+    rows = [{"normalisation": NORM_LABELS[c["norm"]], "batch": c["batch_size"],
+             "test accuracy (%)": None if c["test_accuracy"] is None
+             else round(100 * c["test_accuracy"], 1),
+             "with batch statistics (%)": round(100 * c["train_mode_test_accuracy"], 1),
+             "changed by batch-mates (%)": round(100 * c["partner_changed"], 1)} for c in cells]
+    smallest = min((c["batch_size"] for c in cells), default=None)
+    at_small = ", ".join(f"{NORM_LABELS[c['norm']]} {100 * c['test_accuracy']:.0f}%"
+                         for c in cells if c["batch_size"] == smallest and c["test_accuracy"])
+    alt = (f"Test accuracy against batch size for {', '.join(NORM_LABELS[n] for n in norms)}. "
+           + (f"At batch {smallest}: {at_small}." if at_small else ""))
+    return Chart(fig, alt, rows)
+
+
+def norms_table(cells: Sequence[dict]) -> list[dict[str, Any]]:
+    """Test accuracy (%) per normalisation (a row) and batch size (a column), then BatchNorm
+    with batch statistics at test and the share of its predictions the batch-mates changed."""
+    sizes = sorted({c["batch_size"] for c in cells})
+    rows = []
+    for norm in dict.fromkeys(c["norm"] for c in cells):
+        mine = {c["batch_size"]: c for c in cells if c["norm"] == norm}
+        rows.append({"normalisation": NORM_LABELS[norm]} | {
+            f"batch {b}": None if b not in mine or mine[b]["test_accuracy"] is None
+            else round(100 * mine[b]["test_accuracy"], 1) for b in sizes})
+        if norm == "batch":
+            rows.append({"normalisation": "BatchNorm, batch statistics at test"} | {
+                f"batch {b}": round(100 * mine[b]["train_mode_test_accuracy"], 1)
+                for b in sizes if b in mine})
+            rows.append({"normalisation": "BatchNorm, predictions changed by batch-mates"} | {
+                f"batch {b}": round(100 * mine[b]["partner_changed"], 1) for b in sizes
+                if b in mine})
+    return rows

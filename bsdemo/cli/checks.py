@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from bsdemo.cli.parser import given
-from bsdemo.config import MAX_BATCH_SIZE, ConfigError, RunConfig
+from bsdemo.config import MAX_BATCH_SIZE, NORMS, ConfigError, RunConfig
 from bsdemo.jobkinds import MAX_TIMED_STEPS
 from bsdemo.lecture import lesson_plan, load_plan
 from bsdemo.presets import PRESETS
@@ -55,6 +55,18 @@ def _check_regimes(args: argparse.Namespace) -> dict:
                                               low_open=True)}
 
 
+def _check_norms(args: argparse.Namespace) -> dict:
+    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
+    if sizes[0] < 2:
+        raise ConfigError("--batch-sizes", args.batch_sizes, "batch sizes of at least 2 "
+                          "(BatchNorm needs two samples)")
+    names = [n.strip() for n in str(args.norms).split(",") if n.strip()]
+    if not names or len(set(names)) != len(names) or any(n not in NORMS for n in names):
+        raise ConfigError("--norms", args.norms, "different names from " + ", ".join(NORMS))
+    _count("--epochs", args.epochs, 1, 100)
+    return {"batch_sizes": sizes, "norms": names}
+
+
 def _check_warm(args: argparse.Namespace) -> dict:
     if args.plan is not None:
         runs = load_plan(Path(given(args.plan, "--plan")))
@@ -98,7 +110,8 @@ def _writable_folder(raw: str, flag: str) -> Path:
 
 
 CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "find": _check_find,
-          "accum-check": _check_accum, "regimes": _check_regimes, "warm": _check_warm,
+          "accum-check": _check_accum, "regimes": _check_regimes, "norms": _check_norms,
+          "warm": _check_warm,
           "datasets": _check_datasets}
 
 

@@ -144,6 +144,28 @@ def regimes(cfg: RunConfig, args: argparse.Namespace, epochs: int, mini: int,
     return 0
 
 
+def norms(cfg: RunConfig, args: argparse.Namespace, batch_sizes: list[int],
+          norms: list[str]) -> int:
+    from bsdemo.engine.norms import norms_grid  # imports torch
+
+    if not args.json:
+        print(f"{'norm':<6} {'batch':>6} {'train acc':>10} {'test acc':>9} "
+              f"{'test, batch stats':>18} {'changed by batch-mates':>23}")
+    for cell in norms_grid(cfg, batch_sizes, norms):
+        if args.json:
+            if cell["kind"] == "norms_result":
+                print(json.dumps(cell), flush=True)
+        elif cell["kind"] == "norms_result":
+            print(f"{cell['norm']:<6} {cell['batch_size']:>6} "
+                  f"{_fmt(cell['train_accuracy'], '{:.1%}'):>10} "
+                  f"{_fmt(cell['test_accuracy'], '{:.1%}'):>9} "
+                  f"{cell['train_mode_test_accuracy']:>18.1%} "
+                  f"{cell['partner_changed']:>23.1%}", flush=True)
+        else:
+            print(cell["message"])
+    return 0
+
+
 def datasets(args: argparse.Namespace, cache: Path | None) -> int:
     from bsdemo import datasets
 

@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="bsdemo", description="Batch Size Lab on the command line.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     train = _add_train(sub)
-    for add in (_add_sweep, _add_find, _add_accum_check, _add_regimes, _add_datasets, _add_warm):
+    for add in (_add_sweep, _add_find, _add_accum_check, _add_regimes, _add_norms, _add_datasets,
+                _add_warm):
         add(sub, train)
     return parser
 
@@ -149,6 +150,22 @@ def _add_regimes(sub, train: argparse.ArgumentParser) -> None:
     regimes.add_argument("--json", action="store_true", help="events and results as JSON lines")
 
 
+def _add_norms(sub, train: argparse.ArgumentParser) -> None:
+    norms = sub.add_parser("norms", help="none / BatchNorm / GroupNorm / LayerNorm at tiny "
+                                         "batches",
+                           description="Train the model with each normalisation at each batch "
+                                       "size for the same epochs: test accuracy, BatchNorm's "
+                                       "train-vs-eval gap, and how many predictions change "
+                                       "with the batch-mates alone.")
+    norms.add_argument("--batch-sizes", default="2,4,8,32,128",
+                       help="comma-separated, increasing, at least 2 (default 2,4,8,32,128)")
+    norms.add_argument("--norms", default="none,batch,group,layer",
+                       help="comma-separated from none, batch, group, layer (default all four)")
+    norms.add_argument("--epochs", default="2", help="epoch budget of every run (default 2)")
+    _workload_flags(norms, train, size=False, leave_out=("norm",))
+    norms.add_argument("--json", action="store_true", help="one norms_result line per run")
+
+
 def _add_datasets(sub, train: argparse.ArgumentParser) -> None:
     data = sub.add_parser("datasets", help="list or fetch the downloadable datasets",
                           description="MNIST, Fashion-MNIST and CIFAR-10 from their published "
@@ -186,9 +203,10 @@ WORKLOAD_FLAGS = ("dataset", "model", "norm", "width", "depth", "lr", "optimizer
 
 
 def _workload_flags(parser: argparse.ArgumentParser, train: argparse.ArgumentParser,
-                    size: bool = True) -> None:
-    """The workload flags of `train`, with its help, for a measuring command."""
-    for flag in WORKLOAD_FLAGS + (("size",) if size else ()):
+                    size: bool = True, leave_out: tuple[str, ...] = ()) -> None:
+    """The workload flags of `train`, with its help, for a measuring command (less those the
+    command sets itself)."""
+    for flag in [f for f in WORKLOAD_FLAGS if f not in leave_out] + (["size"] if size else []):
         parser.add_argument(f"--{flag}", help=train._option_string_actions[f"--{flag}"].help)
 
 

@@ -21,9 +21,10 @@ from bsdemo.engine.accumulation import accumulation_check
 from bsdemo.engine.finder import find_batch_size
 from bsdemo.engine.flops import cpu_matmul_flops
 from bsdemo.engine.measure import device_info, limit_address_space, resolve_device
+from bsdemo.engine.norms import norms_grid
 from bsdemo.engine.sweep import sweep
 from bsdemo.engine.train import is_out_of_memory, train
-from bsdemo.jobkinds import JobStopped
+from bsdemo.jobkinds import RESULT_KINDS, JobStopped
 
 FLUSH_INTERVAL_S = 0.05  # step events are batched: one queue message per 50 ms, not per step
 
@@ -87,6 +88,8 @@ def _events(kind: str, cfg: RunConfig, options: dict, should_stop):
         yield from find_batch_size(cfg, should_stop=should_stop, **options)
     elif kind == "accum_check":
         yield accumulation_check(cfg, should_stop=should_stop, **options)
+    elif kind == "norms":
+        yield from norms_grid(cfg, should_stop=should_stop, **options)
     else:
         for event in train(cfg, should_stop=should_stop):
             yield event.to_dict()
@@ -102,7 +105,7 @@ def _run_job(index: int, job_id: int, kind: str, settings: dict, options: dict,
         cfg = RunConfig(**settings)
         for event in _events(kind, cfg, options, stop):
             batch.append(event)
-            if event["kind"] in ("sweep_end", "find_result", "accum_check"):
+            if event["kind"] in RESULT_KINDS:
                 result = event
             now = time.monotonic()
             # the first step goes at once: it is the one a student is waiting to see
@@ -137,6 +140,6 @@ def _measured_end(kind: str, result: dict | None, stopped: str | None) -> dict:
     """The end record of a sweep, finder or accumulation check."""
     if stopped is not None:
         return {"kind": "end", "status": "cancelled", "summary": {}, "message": stopped}
-    name = {"sweep": "Sweep", "find": "Search", "accum_check": "Check"}[kind]
+    name = {"sweep": "Sweep", "find": "Search", "accum_check": "Check", "norms": "Grid"}[kind]
     return {"kind": "end", "status": "completed", "summary": {},
             "message": (result or {}).get("message") or f"{name} completed."}

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from bsdemo.config import ConfigError, RunConfig
-from bsdemo.jobkinds import Cost
+from bsdemo.jobkinds import RESULT_KINDS, Cost
 from bsdemo.limits import MAX_WORKERS, Limits, default_threads
 from bsdemo.runs import ACTIVE, EVAL_FIELDS, STEP_FIELDS, JobSnapshot, Series, file_event
 from bsdemo.scheduler import admission
@@ -29,7 +29,6 @@ from bsdemo.scheduler.stored import StoreLink, serve
 from bsdemo.store import RunStore
 
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
-RESULT_KINDS = ("sweep_end", "find_result", "accum_check")  # a measurement's one record
 
 
 class Scheduler:
@@ -364,7 +363,7 @@ class Scheduler:
             kind = event["kind"]
             if file_event(job, event):  # start, step, eval: filed as the CLI files them
                 continue
-            if kind in ("sweep_point", "find_probe"):
+            if kind in ("sweep_point", "find_probe", "norms_result"):
                 if len(job.points) < MAX_POINTS:
                     job.points.append(event)
             elif kind == "sweep_start":

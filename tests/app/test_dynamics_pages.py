@@ -71,3 +71,22 @@ def test_accumulation_page_shows_equivalence_and_a_pitfall():
     at.button(key="acc_run").click().run()
     run_until(at, lambda a: bool(a.error) and "NOT equivalent" in a.error[0].value)
     assert "k − 1 = 3" in " ".join(m.value for m in at.markdown)
+
+
+def test_norms_page_trains_the_grid_and_says_what_it_showed():
+    at = open_page("pages/norms.py", {"batches": "2,8,32", "epochs": "1"})
+    at.radio(key="predict_norms").set_value("BatchNorm").run()
+    at.button(key="nrm_run").click().run()
+    run_until(at, lambda a: any("What your grid shows" in m.value for m in a.markdown)
+              or bool(a.error), timeout=240)
+    assert not at.error
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    names = [t["name"] for t in spec["data"]]
+    assert names[:2] == ["no normalisation", "BatchNorm"] and "LayerNorm" in names
+    table = at.dataframe[0].value  # a row per normalisation (BatchNorm: three), a column a batch
+    assert len(table) == 6 and list(table.columns)[1:] == ["batch 2", "batch 8", "batch 32"]
+    verdict = next(m.value for m in at.markdown if "What your grid shows" in m.value)
+    assert "At batch 2 BatchNorm reached" in verdict and "none of their predictions changed" in (
+        verdict)
+    judged = [m.value for m in [*at.success, *at.warning] if "You predicted" in m.value]
+    assert len(judged) == 1

@@ -18,6 +18,8 @@ PAGES = {  # page -> a link's settings and the widget each lands in
     "pages/throughput.py": ({"largest": "256", "preset": "moons-mlp"},
                             {"tp_largest": 256, "tp_preset": "moons-mlp"}),
     "pages/memory.py": ({"largest": "512"}, {"mem_largest": 512}),
+    "pages/norms.py": ({"epochs": "3", "batches": "2,8,32"}, {"nrm_epochs": 3,
+                                                              "nrm_batches": "2,8,32"}),
     "pages/finder.py": ({"margin": "0.2", "target": "512"}, {"find_margin": 0.2,
                                                             "find_target": 512}),
 }
@@ -67,7 +69,8 @@ def test_the_lab_keeps_its_own_link_and_adds_the_view():
     assert written["batch_size"] == "64" and written["present"] == "1" and written["hide"] == "lr"
 
 
-SCENARIO_PAGES = ["throughput", "memory", "finder", "regimes", "lr_scaling", "accumulation"]
+SCENARIO_PAGES = ["throughput", "memory", "finder", "regimes", "lr_scaling", "accumulation",
+                  "norms"]
 
 
 @pytest.mark.parametrize("slug", SCENARIO_PAGES)

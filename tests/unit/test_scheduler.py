@@ -112,6 +112,21 @@ def test_sweep_and_find_jobs_stream_their_points(scheduler):
     assert snap.result["batch_size"] in [p["batch_size"] for p in snap.points]
 
 
+def test_a_norms_grid_streams_its_cells_and_stops_between_steps(scheduler):
+    job = scheduler.submit(RunConfig(epochs=1), owner="nora", kind="norms",
+                           options={"batch_sizes": [16, 64], "norms": ["batch", "layer"]})
+    snap = scheduler.wait(job, timeout=scaled(90))
+    assert snap.status == "completed" and snap.result["kind"] == "norms_end"
+    assert [(p["norm"], p["batch_size"]) for p in snap.points] == [
+        ("batch", 16), ("batch", 64), ("layer", 16), ("layer", 64)]
+    long = scheduler.submit(RunConfig(epochs=50), owner="nora", kind="norms",
+                            options={"batch_sizes": [2]})
+    wait_for(lambda: scheduler.snapshot(long).status == "running", timeout=60)
+    assert scheduler.cancel(long, "nora")
+    snap = scheduler.wait(long, timeout=scaled(60))
+    assert snap.status == "cancelled" and not snap.points  # stopped inside the first cell
+
+
 def test_unknown_job_kind_is_rejected(scheduler):
     with pytest.raises(ConfigError, match="kind"):
         scheduler.submit(RunConfig(), owner="judy", kind="dance")

@@ -1,0 +1,69 @@
+"""Normalisation at tiny batches: BatchNorm leans on the batch, GroupNorm and LayerNorm do not."""
+
+import dataclasses
+
+import streamlit as st
+
+from bsdemo import charts, recipes
+from bsdemo.presets import SCENARIOS
+from bsdemo.ui import sweeps
+from bsdemo.ui.header import lesson_header, predict, prediction_check
+from bsdemo.ui.links import PageLink, areas
+from bsdemo.ui.widgets import downloads, show_chart
+
+BATCH_SETS = ("2,4,8,32,128", "2,8,32", "2,4,8,16,32,64,128,256")
+
+lesson_header("norms")
+link = PageLink("norms")
+
+controls, results = areas()  # presentation mode: results above the controls
+with controls:
+    cfg = sweeps.workload("nrm", link)
+    left, right = st.columns(2)
+    epochs = link.number(left, "Epochs (every run)", 1, 20, 2, key="nrm_epochs",
+                         help="Every cell trains the same epochs, so larger batches make fewer "
+                              "updates.")
+    sizes = link.choice(right, "Batch sizes", BATCH_SETS, BATCH_SETS[0], key="nrm_batches")
+    st.caption("Each normalisation (none, BatchNorm, GroupNorm, LayerNorm) is trained at each "
+               "batch size from the same seed: one run per cell, then two evaluations of the "
+               "test set in training mode, shuffled two ways.")
+    link.scenarios(SCENARIOS["norms"])
+    predict("norms")
+with results:
+    sweeps.run_button("nrm", "Train the grid", "norms",
+                      dataclasses.replace(cfg, epochs=int(epochs), accumulation_steps=1),
+                      {"batch_sizes": [int(b) for b in sizes.split(",")]})
+
+
+def draw(snap) -> None:
+    cells = [p for p in snap.points if p.get("kind") == "norms_result"]
+    if not cells:
+        return
+    chart = charts.norms_chart(cells)
+    show_chart(chart, "nrm_chart")
+    st.caption("Test accuracy (%) per normalisation and batch size; the last two BatchNorm rows: "
+               "accuracy with the test batch's own statistics, and the share (%) of its "
+               "predictions that changed when only the batch-mates did.")
+    table = charts.norms_table(cells)
+    st.dataframe(table, hide_index=True, key="nrm_table", column_config={
+        name: st.column_config.NumberColumn(format="%.1f") for name in table[0]
+        if name != "normalisation"})
+    if snap.done:
+        verdict = recipes.norms_verdict(cells, cfg.model)
+        if verdict:
+            st.markdown(verdict)
+        prediction_check("norms", recipes.norms_prediction(cells))
+        downloads("norms", "nrm_dl", cells, chart)
+
+
+with results:
+    sweeps.job_view("nrm", draw)
+
+st.markdown(
+    "**Why.** BatchNorm replaces each feature x by (x − mean) / std over the batch, then scales "
+    "and shifts it. At batch 2 the mean and standard deviation of two numbers are a poor "
+    "estimate of the data's, and each sample is normalised against its one partner. At "
+    "evaluation BatchNorm uses running averages gathered in training instead, so the model it "
+    "trained is not quite the model it tests. GroupNorm (groups of features) and LayerNorm (all "
+    "features) normalise one sample at a time: the batch size never enters.")
+link.finish()
