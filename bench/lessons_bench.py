@@ -25,6 +25,7 @@ from bsdemo import recipes
 from bsdemo.config import RunConfig
 from bsdemo.engine.accumulation import accumulation_check
 from bsdemo.engine.finder import find_batch_size
+from bsdemo.engine.noise import noise_measure
 from bsdemo.engine.norms import norms_grid
 from bsdemo.engine.sweep import sweep
 from bsdemo.engine.train import train
@@ -206,10 +207,29 @@ def norms(seed: int) -> list[Claim]:
     ]
 
 
+def noise(seed: int) -> list[Claim]:
+    """The page's default measurement: the digits MLP at initialisation, 32 draws per batch."""
+    t = time.perf_counter()
+    r = list(noise_measure(RunConfig(seed=seed), [1, 4, 16, 64, 256], draws=32))[-1]
+    wall = time.perf_counter() - t
+    direct, two = r["b_simple"], r["b_simple_two_batch"]
+    text = recipes.noise_verdict(r) or ""
+    return [
+        ("the variance slope is -1 +- 0.1 (the page then says 1/B)",
+         abs(r["variance_slope"] + 1) <= 0.1 and "fell as 1/B" in text,
+         f"{r['variance_slope']:.3f}"),
+        ("B_simple two-batch within 25% of direct (the page then says they agree)",
+         abs(two - direct) <= 0.25 * direct and "of each other" in text,
+         f"{direct:.0f} vs {two:.0f}"),
+        ("the default measurement takes <= 30 s on this CPU", wall <= 30, f"{wall:.1f} s"),
+    ]
+
+
 LESSONS: dict[str, Callable[[int], list[Claim]]] = {
     "training_lab": training_lab, "throughput": throughput, "memory": memory,
     "regimes": regimes, "lr_scaling": lr_scaling, "lr_scaling (warm-up)": lr_warmup,
     "accumulation": accumulation, "finder": finder, "norms": norms,
+    "noise": noise,
 }
 
 

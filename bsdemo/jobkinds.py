@@ -32,7 +32,7 @@ from bsdemo.config import (
 from bsdemo.limits import Limits
 from bsdemo.units import real_number, whole_number
 
-RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end")  # a job's one result
+RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end", "noise_result")  # a job's one result
 MAX_TIMED_STEPS = 2000  # a sweep point's timed steps, whatever its minimum duration asks
 MAX_SWEEP_POINTS = 64
 FIND_MAX_PROBES = 64  # two probes, halvings, a verification and a bisection: far fewer in practice
@@ -167,6 +167,23 @@ def norms_configs(cfg: RunConfig, options: Mapping[str, Any]) -> list[RunConfig]
             for n in options["norms"] for b in options["batch_sizes"]]
 
 
+MAX_NOISE_DRAWS = 256
+NOISE_CHUNK = 4096  # the full gradient is taken over the training set in chunks of this many
+NOISE_TWO_BATCH = (16, 512)  # the two-batch estimator's batch sizes
+
+
+def _noise_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+    sizes = options.get("batch_sizes", [1, 4, 16, 64, 256])
+    if (not isinstance(sizes, (list, tuple)) or not 2 <= len(sizes) <= MAX_NORM_BATCHES
+            or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in sizes)
+            or list(sizes) != sorted(set(sizes))):
+        raise ConfigError("batch_sizes", sizes, f"2 to {MAX_NORM_BATCHES} increasing whole "
+                                                "numbers of at least 1")
+    return {"batch_sizes": list(sizes),
+            "draws": _whole(options, "draws", 2, MAX_NOISE_DRAWS, default=32),
+            "after_steps": _whole(options, "after_steps", 0, 100_000, default=0)}
+
+
 # ----- what each kind costs at most -----
 def _train_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     return Cost(min(cfg.batch_size, cfg.train_samples), min(cfg.effective_batch_size,
@@ -209,6 +226,15 @@ def _norms_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
                 wall_s, max(footprint.predict(c).device for c in runs))
 
 
+def _noise_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+    chunk = min(cfg.train_samples, NOISE_CHUNK)
+    passes = (options["after_steps"] * cfg.accumulation_steps + 1
+              + options["draws"] * (len(options["batch_sizes"]) + 3))
+    big = dataclasses.replace(cfg, batch_size=max(chunk, *options["batch_sizes"]),
+                              accumulation_steps=1)
+    return Cost(big.batch_size, big.batch_size, passes, wall_s, footprint.predict(big).device)
+
+
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("train", exclusive=False, options=(), cost=_train_cost, check=_no_options),
     Kind("sweep", exclusive=True, options=("batch_sizes", "warmup_steps", "timed_steps",
@@ -225,6 +251,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     # accuracy, not speed: it may share the device with other runs
     Kind("norms", exclusive=False, options=("batch_sizes", "norms"), cost=_norms_cost,
          check=_norms_options),
+    Kind("noise", exclusive=False, options=("batch_sizes", "draws", "after_steps"),
+         cost=_noise_cost, check=_noise_options),
 )}
 
 

@@ -85,7 +85,13 @@ LESSONS = (
     Lesson(7, "Generalisation gap", "Large batches can train lower but test higher: sharp vs "
            "flat minima."),
     Lesson(8, "Gradient noise", "Gradient variance falls as 1/B; the noise scale predicts the "
-           "critical batch."),
+           "critical batch.", "noise", ":material/grain:",
+           "measure how noisy a mini-batch gradient is on your model: its variance against the "
+           "batch, how well it points along the full gradient, and the simple noise scale "
+           "B_simple — the batch at which noise and signal are the same size, and past which a "
+           "bigger batch buys ever fewer steps.",
+           "if the batch is 4× larger, what happens to the variance of its gradient?",
+           ("about 4× smaller", "about 2× smaller", "about the same")),
     Lesson(9, "Normalisation layers", "BatchNorm depends on the batch; GroupNorm and LayerNorm "
            "do not.", "norms", ":material/tune:",
            "see that BatchNorm normalises each feature with the mean and variance of the batch it "

@@ -99,6 +99,11 @@ SCENARIOS = {
     },
     "lr_scaling": {name: urlencode({"preset": "digits-mlp", "size": "preset"} | values)
                    for name, values in LR_PRESETS.items()},
+    "noise": {
+        "At initialisation (default)": "",
+        "After 300 steps": "after=300",
+        "Finer batch sizes": "batches=1%2C2%2C4%2C8%2C16%2C32%2C64%2C128%2C256%2C512",
+    },
     "norms": {
         "Digits MLP (default)": "",
         "Longer: 5 epochs": "epochs=5",

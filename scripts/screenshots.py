@@ -41,6 +41,7 @@ PAGES = {
     "lr_scaling": ("Compare", COMPARISON_DONE),
     "accumulation": ("Compare", r"equivalent"),
     "norms": ("Train the grid", r"^What your grid shows"),
+    "noise": ("Measure the noise", r"^What your measurement shows"),
     "quiz": (None, None),
 }
 # a page another way: name -> (page, a preset's button to press first, the link's query); then the

@@ -36,6 +36,7 @@ from bsdemo.charts.style import (
 from bsdemo.charts.sweeps import (
     BREAKDOWN,
     memory_breakdown_chart,
+    noise_charts,
     norms_chart,
     norms_table,
     sweep_epoch_time_chart,
@@ -49,7 +50,7 @@ from bsdemo.recipes import best_lr_per_batch
 __all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "Chart",
            "batch_colour", "best_lr_per_batch", "comparison_table", "ema", "fit_legend", "projector",
            "for_people", "has_utilization", "labelled_loss_chart", "loss_chart", "lr_grid_chart",
-           "memory_breakdown_chart", "memory_chart", "norms_chart", "norms_table", "run_label",
-           "runs_table", "styles",
+           "memory_breakdown_chart", "memory_chart", "noise_charts", "norms_chart", "norms_table",
+           "run_label", "runs_table", "styles",
            "sweep_epoch_time_chart", "sweep_step_time_chart", "sweep_throughput_chart",
            "sweep_utilisation_chart", "throughput_chart", "utilization_chart"]

@@ -234,3 +234,44 @@ def norms_table(cells: Sequence[dict]) -> list[dict[str, Any]]:
                 f"batch {b}": round(100 * mine[b]["partner_changed"], 1) for b in sizes
                 if b in mine})
     return rows
+
+
+def noise_charts(result: dict) -> tuple[Chart, Chart]:
+    """The variance of mini-batch gradients against the batch (log-log) with tr(S)/B and the
+    finite-population curve; and the cosine between a mini-batch gradient and the full one."""
+    sizes, variances = result["batch_sizes"], result["variances"]
+    n, trace = result["train_samples"], result["trace_sigma"]
+    quarters = 4 * math.ceil(math.log2(max(sizes)))  # the curves at every quarter power of two
+    dense = sorted({*sizes, *(round(2 ** (k / 4)) for k in range(quarters + 1))})
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=sizes, y=variances, mode="markers", name="measured",
+                             marker=dict(size=11, color=[batch_colour(b) for b in sizes],
+                                         line=dict(width=1, color="#333333"))))
+    fig.add_trace(go.Scatter(x=dense, y=[trace / b for b in dense], mode="lines",
+                             name="tr(Σ)/B: 1/B from the batch-1 variance",
+                             line=dict(color=OKABE_ITO[0], dash="dash")))
+    fig.add_trace(go.Scatter(x=dense, y=[trace / b * (n - b) / (n - 1) for b in dense],
+                             mode="lines", name=f"× (N − B)/(N − 1), drawn from N = {n:,}",
+                             line=dict(color=OKABE_ITO[1], dash="dot")))
+    layout(fig, "Gradient variance against batch size", "Batch size (log scale)",
+           "E|g_B − G|² (log scale)",
+           subtitle=f"{result['draws']} draws per batch size; fitted slope "
+                    f"{result['variance_slope']:.2f}")
+    fig.update_yaxes(type="log", dtick=1)  # a label per power of ten, none between
+    _log2_axis(fig, sizes)
+    alt = (f"Gradient variance falls from {variances[0]:.3g} at batch {sizes[0]} to "
+           f"{variances[-1]:.3g} at batch {sizes[-1]}, a log-log slope of "
+           f"{result['variance_slope']:.2f} (1/B would be −1).")
+    rows = [{"batch": b, "variance": v, "tr(S)/B": trace / b,
+             "with finite population": trace / b * (n - b) / (n - 1), "cosine to G": c}
+            for b, v, c in zip(sizes, variances, result["cosines"], strict=True)]
+    cos = go.Figure(go.Scatter(x=sizes, y=result["cosines"], mode="lines+markers",
+                               name="cos(g_B, G)", line=dict(color=OKABE_ITO[2]),
+                               marker=dict(size=10, color=[batch_colour(b) for b in sizes])))
+    layout(cos, "How well a mini-batch points the way", "Batch size (log2 scale)",
+           "Cosine to the full gradient", range=[0, 1.02])
+    _log2_axis(cos, sizes)
+    return Chart(fig, alt, rows), Chart(cos, (
+        f"The cosine between a mini-batch gradient and the full gradient rises from "
+        f"{result['cosines'][0]:.2f} at batch {sizes[0]} to {result['cosines'][-1]:.2f} at "
+        f"batch {sizes[-1]}."), rows)

@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
             return commands.accum_check(cfg, args, **checked)
         if args.command == "regimes":
             return commands.regimes(cfg, args, **checked)
+        if args.command == "noise":
+            return commands.noise(cfg, args, **checked)
         if args.command == "norms":
             return commands.norms(cfg, args, **checked)
         if args.command == "warm":

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bsdemo.cli.parser import given
 from bsdemo.config import MAX_BATCH_SIZE, NORMS, ConfigError, RunConfig
-from bsdemo.jobkinds import MAX_TIMED_STEPS
+from bsdemo.jobkinds import MAX_NOISE_DRAWS, MAX_TIMED_STEPS
 from bsdemo.lecture import lesson_plan, load_plan
 from bsdemo.presets import PRESETS
 from bsdemo.units import parse_batch_sizes, parse_bytes, real_number, whole_number
@@ -67,6 +67,15 @@ def _check_norms(args: argparse.Namespace) -> dict:
     return {"batch_sizes": sizes, "norms": names}
 
 
+def _check_noise(args: argparse.Namespace) -> dict:
+    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
+    if len(sizes) < 2:
+        raise ConfigError("--batch-sizes", args.batch_sizes, "at least two batch sizes (a slope "
+                          "needs two points)")
+    return {"batch_sizes": sizes, "draws": _count("--draws", args.draws, 2, MAX_NOISE_DRAWS),
+            "after_steps": _count("--after-steps", args.after_steps, 0, 100_000)}
+
+
 def _check_warm(args: argparse.Namespace) -> dict:
     if args.plan is not None:
         runs = load_plan(Path(given(args.plan, "--plan")))
@@ -111,6 +120,7 @@ def _writable_folder(raw: str, flag: str) -> Path:
 
 CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "find": _check_find,
           "accum-check": _check_accum, "regimes": _check_regimes, "norms": _check_norms,
+          "noise": _check_noise,
           "warm": _check_warm,
           "datasets": _check_datasets}
 

@@ -166,6 +166,28 @@ def norms(cfg: RunConfig, args: argparse.Namespace, batch_sizes: list[int],
     return 0
 
 
+def noise(cfg: RunConfig, args: argparse.Namespace, batch_sizes: list[int], draws: int,
+          after_steps: int) -> int:
+    from bsdemo.engine.noise import noise_measure  # imports torch
+
+    if not args.json:
+        print(f"{'batch':>7} {'E|g_B - G|²':>14} {'cos(g_B, G)':>12}")
+    for event in noise_measure(cfg, batch_sizes, draws, after_steps):
+        if args.json:
+            print(json.dumps(event), flush=True)
+        elif event["kind"] == "noise_point":
+            print(f"{event['batch_size']:>7} {event['variance']:>14.4g} {event['cosine']:>12.3f}",
+                  flush=True)
+        else:
+            low, high = event["b_simple_range"]
+            low2, high2 = event["b_simple_two_batch_range"]
+            print(f"variance slope (log-log) {event['variance_slope']:.2f}; B_simple "
+                  f"{event['b_simple']:.0f} (direct, {low:.0f}–{high:.0f}), "
+                  f"{event['b_simple_two_batch']:.0f} (two-batch "
+                  f"{'/'.join(map(str, event['two_batch_sizes']))}, {low2:.0f}–{high2:.0f})")
+    return 0
+
+
 def datasets(args: argparse.Namespace, cache: Path | None) -> int:
     from bsdemo import datasets
 

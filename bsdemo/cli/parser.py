@@ -54,8 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="bsdemo", description="Batch Size Lab on the command line.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     train = _add_train(sub)
-    for add in (_add_sweep, _add_find, _add_accum_check, _add_regimes, _add_norms, _add_datasets,
-                _add_warm):
+    for add in (_add_sweep, _add_find, _add_accum_check, _add_regimes, _add_norms, _add_noise,
+                _add_datasets, _add_warm):
         add(sub, train)
     return parser
 
@@ -164,6 +164,23 @@ def _add_norms(sub, train: argparse.ArgumentParser) -> None:
     norms.add_argument("--epochs", default="2", help="epoch budget of every run (default 2)")
     _workload_flags(norms, train, size=False, leave_out=("norm",))
     norms.add_argument("--json", action="store_true", help="one norms_result line per run")
+
+
+def _add_noise(sub, train: argparse.ArgumentParser) -> None:
+    noise = sub.add_parser("noise", help="gradient noise against the batch size, and B_simple",
+                           description="At the model's initialisation (or after --after-steps "
+                                       "optimizer steps): the variance of mini-batch gradients "
+                                       "against the batch, its log-log slope, and the simple "
+                                       "noise scale B_simple, directly and by the two-batch "
+                                       "estimator.")
+    noise.add_argument("--batch-sizes", default="1,4,16,64,256",
+                       help="comma-separated, increasing (default 1,4,16,64,256)")
+    noise.add_argument("--draws", default="32", help="gradients drawn per batch size (default 32)")
+    noise.add_argument("--after-steps", default="0",
+                       help="train this many optimizer steps first (default 0: at initialisation)")
+    _workload_flags(noise, train, size=True)
+    noise.add_argument("--json", action="store_true",
+                       help="noise_point lines, then the noise_result")
 
 
 def _add_datasets(sub, train: argparse.ArgumentParser) -> None:

@@ -21,6 +21,7 @@ from bsdemo.engine.accumulation import accumulation_check
 from bsdemo.engine.finder import find_batch_size
 from bsdemo.engine.flops import cpu_matmul_flops
 from bsdemo.engine.measure import device_info, limit_address_space, resolve_device
+from bsdemo.engine.noise import noise_measure
 from bsdemo.engine.norms import norms_grid
 from bsdemo.engine.sweep import sweep
 from bsdemo.engine.train import is_out_of_memory, train
@@ -90,6 +91,8 @@ def _events(kind: str, cfg: RunConfig, options: dict, should_stop):
         yield accumulation_check(cfg, should_stop=should_stop, **options)
     elif kind == "norms":
         yield from norms_grid(cfg, should_stop=should_stop, **options)
+    elif kind == "noise":
+        yield from noise_measure(cfg, should_stop=should_stop, **options)
     else:
         for event in train(cfg, should_stop=should_stop):
             yield event.to_dict()
@@ -140,6 +143,7 @@ def _measured_end(kind: str, result: dict | None, stopped: str | None) -> dict:
     """The end record of a sweep, finder or accumulation check."""
     if stopped is not None:
         return {"kind": "end", "status": "cancelled", "summary": {}, "message": stopped}
-    name = {"sweep": "Sweep", "find": "Search", "accum_check": "Check", "norms": "Grid"}[kind]
+    name = {"sweep": "Sweep", "find": "Search", "accum_check": "Check", "norms": "Grid",
+            "noise": "Measurement"}[kind]
     return {"kind": "end", "status": "completed", "summary": {},
             "message": (result or {}).get("message") or f"{name} completed."}

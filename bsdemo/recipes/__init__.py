@@ -25,6 +25,8 @@ Training Lab.
     best_lr_verdict      what the grid's best learning rates show, in words
     lab_prediction, throughput_prediction, regimes_prediction, lr_prediction,
     memory_prediction, accumulation_prediction, finder_prediction
+    noise_verdict        what a gradient-noise measurement shows: 1/B, B_simple two ways (noise.py)
+    noise_prediction     what 4× the batch did to the gradient's variance
     norms_verdict        what a normalisation grid shows: BatchNorm at tiny batches (norms.py)
     norms_prediction     which normalisation did worst at the smallest batch
                          which answer to a page's "Predict first" question the runs support,
@@ -58,6 +60,7 @@ from bsdemo.recipes.measurements import (
     simulated_device,
     throughput_verdict,
 )
+from bsdemo.recipes.noise import noise_prediction, noise_verdict
 from bsdemo.recipes.norms import norms_prediction, norms_verdict
 from bsdemo.recipes.predictions import (
     accumulation_prediction,
@@ -72,7 +75,7 @@ from bsdemo.recipes.predictions import (
 
 __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
            "accumulation_prediction", "doubling_trials", "finder_prediction",
-           "norms_prediction", "norms_verdict", "memory_prediction",
+           "noise_prediction", "noise_verdict", "norms_prediction", "norms_verdict", "memory_prediction",
            "accumulation_verdict", "best_lr_per_batch", "best_lr_verdict", "contention",
            "grid_cells", "lab_prediction", "layer_rows", "lab_verdict", "lr_prediction",
            "regimes_prediction", "throughput_prediction", "lr_grid", "lr_variants", "lr_verdict",

@@ -90,3 +90,19 @@ def test_norms_page_trains_the_grid_and_says_what_it_showed():
         verdict)
     judged = [m.value for m in [*at.success, *at.warning] if "You predicted" in m.value]
     assert len(judged) == 1
+
+
+def test_noise_page_measures_the_variance_and_both_noise_scales():
+    at = open_page("pages/noise.py", {"draws": "8", "batches": "1,8,64,512"})
+    at.radio(key="predict_noise").set_value("about 4× smaller").run()
+    at.button(key="noi_run").click().run()
+    run_until(at, lambda a: any("What your measurement shows" in m.value for m in a.markdown)
+              or bool(a.error), timeout=180)
+    assert not at.error
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert titles == ["Gradient variance against batch size", "How well a mini-batch points the way"]
+    tiles = {m.label: m.value for m in at.metric}
+    assert float(tiles["Variance slope (log-log)"]) < -0.5
+    assert float(tiles["B_simple, direct"]) > 1
+    judged = [m.value for m in [*at.success, *at.warning] if "You predicted" in m.value]
+    assert len(judged) == 1

@@ -59,7 +59,10 @@ def test_within_the_limits_each_kind_passes_and_the_finder_stops_at_the_server_c
     assert options["memory_budget_bytes"] == 1572864  # the pages' budgets may be whole floats
     _, cost = assess("accum_check", cfg, {"micro_batch": 32, "accum": 8}, SMALL, 60.0)
     assert cost.micro_batch == 256  # the one batch of k·b is a forward pass of its own
-    assert set(KINDS) == {"train", "sweep", "find", "accum_check"}
+    _, cost = assess("norms", RunConfig(epochs=1).validated()[0], {"batch_sizes": [2, 64]},
+                     SMALL, 60.0)  # at 10 epochs, 4 x 7,190 steps at batch 2: over max_steps
+    assert cost.micro_batch == 64
+    assert set(KINDS) == {"train", "sweep", "find", "accum_check", "norms", "noise"}
 
 
 @pytest.mark.parametrize("kind,options,field", [

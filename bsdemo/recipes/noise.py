@@ -1,0 +1,65 @@
+"""What a gradient-noise measurement shows (lesson 8), from its noise_result. Pure, unit-tested."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+SLOPE_TOLERANCE = 0.1  # a slope within this of −1 counts as "1/B"
+AGREE = 0.25  # the two B_simple estimates agree when within this share of the direct one
+
+
+def noise_prediction(result: dict[str, Any] | None) -> tuple[int, str] | None:
+    """What 4× the batch did to the variance, from the fitted slope (answers: about 4×
+    smaller, about 2× smaller, about the same), with the numbers."""
+    if not result or len(result.get("variances") or []) < 2:
+        return None
+    factor = 4 ** -result["variance_slope"]
+    index = 0 if factor >= 3 else 1 if factor >= 1.5 else 2
+    sizes, variances = result["batch_sizes"], result["variances"]
+    return index, (f"the variance fell from {variances[0]:.3g} at batch {sizes[0]} to "
+                   f"{variances[-1]:.3g} at batch {sizes[-1]}: a log-log slope of "
+                   f"{result['variance_slope']:.2f}, so 4× the batch divides it by {factor:.1f}")
+
+
+def noise_verdict(result: dict[str, Any] | None) -> str | None:
+    """The closing text of a finished measurement (Markdown), or None before it ends."""
+    if not result:
+        return None
+    s, sizes = result["variance_slope"], result["batch_sizes"]
+    n, last = result["train_samples"], sizes[-1]
+    parts = ["**What your measurement shows.**"]
+    if abs(s + 1) <= SLOPE_TOLERANCE:
+        parts.append(f"The gradient's variance fell as 1/B: a log-log slope of {s:.2f} from "
+                     f"batch {sizes[0]} to {last} (−1 is 1/B).")
+    else:
+        parts.append(f"The gradient's variance fell with a log-log slope of {s:.2f} from batch "
+                     f"{sizes[0]} to {last}, not the −1 of 1/B: with {result['draws']} draws per "
+                     "size the estimate is itself noisy; more draws narrow it.")
+    shrink = (n - last) / (n - 1)
+    if shrink < 0.9:
+        parts.append(f"Batches are drawn without replacement from N = {n:,} samples, so at batch "
+                     f"{last} the variance is only {shrink:.0%} of tr(Σ)/B: the factor "
+                     "(N − B)/(N − 1), which reaches zero at the full batch.")
+    direct, two = result["b_simple"], result["b_simple_two_batch"]
+    lo, hi = result["b_simple_range"]
+    lo2, hi2 = result["b_simple_two_batch_range"]
+    small, big = result["two_batch_sizes"]
+    if math.isfinite(two) and two > 0:
+        apart = abs(two - direct) / direct
+        agree = (f"within {apart:.0%} of each other" if apart <= AGREE
+                 else f"{apart:.0%} apart: the two-batch estimate needs more draws")
+        parts.append(f"The simple noise scale B_simple = tr(Σ)/|G|² is {direct:.0f} measured "
+                     f"directly (16–84 %: {lo:.0f}–{hi:.0f}) and {two:.0f} from batches {small} "
+                     f"and {big} alone ({lo2:.0f}–{hi2:.0f}), {agree}.")
+    else:
+        parts.append(f"The simple noise scale B_simple = tr(Σ)/|G|² is {direct:.0f} measured "
+                     f"directly (16–84 %: {lo:.0f}–{hi:.0f}); the two-batch estimate came out "
+                     "negative here, as it can with few draws when the noise dwarfs the signal.")
+    cos = result["cosines"]
+    parts.append(f"A mini-batch gradient's cosine to the full gradient rose from {cos[0]:.2f} at "
+                 f"batch {sizes[0]} to {cos[-1]:.2f} at batch {last}.")
+    parts.append(f"*Predicted* (McCandlish et al. 2018): well below B ≈ {direct:.0f} doubling the "
+                 "batch nearly halves the steps a target loss takes; well above it, a step is "
+                 "mostly signal already and more batch buys few steps.")
+    return " ".join(parts)
