@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from bsdemo import charts, recipes
+from bsdemo import charts, recipes, toy
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
@@ -10,6 +10,11 @@ from bsdemo.ui.links import PageLink, areas
 from bsdemo.ui.widgets import downloads, show_chart
 
 BATCH_SETS = ("1,4,16,64,256", "1,2,4,8,16,32,64,128,256,512", "1,8,64,512")
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def paths_chart_for(steps: int, lr: float):
+    return charts.paths_chart(toy.paths(lr=lr, steps=steps))
+
 
 lesson_header("noise")
 link = PageLink("noise")
@@ -65,6 +70,18 @@ def draw(snap) -> None:
 
 with results:
     sweeps.job_view("noi", draw)
+
+st.subheader("Noise you can see: SGD on a two-parameter problem")
+st.caption("Least squares y ≈ w·x + b on 256 points: the loss over (w, b) is drawn exactly, and "
+           "each path is real mini-batch SGD from one start with one learning rate, computed "
+           "here as you move the controls.")
+left, right = st.columns(2)
+steps = link.number(left, "Steps (every path)", 5, 400, 100, key="noi_path_steps")
+lr = link.choice(right, "Learning rate (every path)", (0.01, 0.02, 0.05, 0.1), 0.05,
+                 key="noi_path_lr", widget="select_slider", format_func=lambda v: f"{v:g}")
+surface = paths_chart_for(int(steps), float(lr))
+show_chart(surface, "noi_paths")
+st.markdown(recipes.paths_verdict(surface.table, int(steps)))
 
 st.markdown(
     "**Why.** A mini-batch gradient is the mean of B per-sample gradients. Averaging B "

@@ -9,6 +9,7 @@ the same on every page, and runs sharing a batch differ by marker and dash.
     sweeps.py  quantities against batch size (a sweep's points)
     tables.py  runs as rows
     grid.py    the batch x learning-rate heat map
+    paths.py   SGD paths over a two-parameter loss surface (bsdemo.toy)
 """
 
 from bsdemo.charts.curves import (
@@ -21,6 +22,7 @@ from bsdemo.charts.curves import (
     utilization_chart,
 )
 from bsdemo.charts.grid import lr_grid_chart
+from bsdemo.charts.paths import paths_chart
 from bsdemo.charts.style import (
     BATCH_PALETTE,
     OKABE_ITO,
@@ -51,6 +53,6 @@ __all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "C
            "batch_colour", "best_lr_per_batch", "comparison_table", "ema", "fit_legend", "projector",
            "for_people", "has_utilization", "labelled_loss_chart", "loss_chart", "lr_grid_chart",
            "memory_breakdown_chart", "memory_chart", "noise_charts", "norms_chart", "norms_table",
-           "run_label", "runs_table", "styles",
+           "paths_chart", "run_label", "runs_table", "styles",
            "sweep_epoch_time_chart", "sweep_step_time_chart", "sweep_throughput_chart",
            "sweep_utilisation_chart", "throughput_chart", "utilization_chart"]

@@ -60,7 +60,7 @@ from bsdemo.recipes.measurements import (
     simulated_device,
     throughput_verdict,
 )
-from bsdemo.recipes.noise import noise_prediction, noise_verdict
+from bsdemo.recipes.noise import noise_prediction, noise_verdict, paths_verdict
 from bsdemo.recipes.norms import norms_prediction, norms_verdict
 from bsdemo.recipes.predictions import (
     accumulation_prediction,
@@ -75,7 +75,8 @@ from bsdemo.recipes.predictions import (
 
 __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
            "accumulation_prediction", "doubling_trials", "finder_prediction",
-           "noise_prediction", "noise_verdict", "norms_prediction", "norms_verdict", "memory_prediction",
+           "noise_prediction", "noise_verdict", "norms_prediction", "norms_verdict",
+           "paths_verdict", "memory_prediction",
            "accumulation_verdict", "best_lr_per_batch", "best_lr_verdict", "contention",
            "grid_cells", "lab_prediction", "layer_rows", "lab_verdict", "lr_prediction",
            "regimes_prediction", "throughput_prediction", "lr_grid", "lr_variants", "lr_verdict",

@@ -63,3 +63,15 @@ def noise_verdict(result: dict[str, Any] | None) -> str | None:
                  "batch nearly halves the steps a target loss takes; well above it, a step is "
                  "mostly signal already and more batch buys few steps.")
     return " ".join(parts)
+
+
+def paths_verdict(rows: list[dict[str, Any]], steps: int) -> str:
+    """What the 2-D paths showed: distance walked and final loss, smallest batch against the
+    full batch (rows: charts.paths_chart's table, smallest batch first)."""
+    small, full = rows[0], rows[-1]
+    ratio = small["distance walked"] / full["distance walked"] if full["distance walked"] else 0
+    return (f"In the same {steps} steps, {small['path']} walked {small['distance walked']:g} "
+            f"through (w, b) — {ratio:.1f}× the {full['path']}'s {full['distance walked']:g} — "
+            f"and ended at loss {small['final loss']:g} against {full['final loss']:g}. Each "
+            "step's direction is the full gradient plus noise: the noise zig-zags the small "
+            "batch across the valley; the full batch follows the gradient itself.")

@@ -100,7 +100,8 @@ def test_noise_page_measures_the_variance_and_both_noise_scales():
               or bool(a.error), timeout=180)
     assert not at.error
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
-    assert titles == ["Gradient variance against batch size", "How well a mini-batch points the way"]
+    assert titles == ["Gradient variance against batch size", "How well a mini-batch points the way",
+                      "SGD paths on the whole loss surface"]  # the last drawn on every visit
     tiles = {m.label: m.value for m in at.metric}
     assert float(tiles["Variance slope (log-log)"]) < -0.5
     assert float(tiles["B_simple, direct"]) > 1

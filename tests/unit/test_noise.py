@@ -108,3 +108,28 @@ def test_cli_noise_ends_with_the_documented_result():
     assert {"variance_slope", "b_simple", "b_simple_two_batch", "batch_sizes",
             "variances"} <= set(end)
     assert end["batch_sizes"] == [1, 16, 128] and len(end["variances"]) == 3
+
+
+def test_the_two_parameter_paths_start_together_and_the_full_batch_is_gradient_descent():
+    from bsdemo import toy
+
+    result = toy.paths(steps=50, seed=3)
+    problem = toy.toy(3)
+    assert all(tuple(p[0]) == toy.START for p in result["paths"].values())
+    full = result["paths"][toy.N]
+    losses = [float(problem.loss(np.array(w), np.array(b))) for w, b in full]
+    assert all(b < a for a, b in zip(losses, losses[1:], strict=False))  # GD: every step lower
+    assert result["best_loss"] <= min(result["final_loss"].values())  # the minimum is the least
+    walked = {b: np.abs(np.diff(p, axis=0)).sum() for b, p in result["paths"].items()}
+    assert walked[1] > walked[toy.N]  # noise zig-zags the smallest batch
+
+
+def test_the_paths_text_quotes_the_paths():
+    from bsdemo import charts, toy
+
+    chart = charts.paths_chart(toy.paths(steps=100))
+    text = recipes.paths_verdict(chart.table, 100)
+    first, last = chart.table[0], chart.table[-1]
+    assert first["path"] == "batch 1" and last["path"] == "full batch"
+    assert f"batch 1 walked {first['distance walked']:g}" in text
+    assert f"the full batch's {last['distance walked']:g}" in text
