@@ -142,23 +142,31 @@ def _accum_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
     return checked
 
 
-MAX_NORM_BATCHES = 8
+MAX_LESSON_BATCHES = 8  # the batch sizes of a normalisation grid or a noise measurement
+
+
+def _increasing_batches(options: Mapping, default: list[int], fewest: int, smallest: int,
+                        why: str = "") -> list[int]:
+    """An increasing list of `fewest` to MAX_LESSON_BATCHES different batch sizes, each at least
+    `smallest`."""
+    sizes = options.get("batch_sizes", default)
+    if (not isinstance(sizes, (list, tuple)) or not fewest <= len(sizes) <= MAX_LESSON_BATCHES
+            or any(isinstance(b, bool) or not isinstance(b, int) or b < smallest for b in sizes)
+            or list(sizes) != sorted(set(sizes))):
+        raise ConfigError("batch_sizes", sizes, f"{fewest} to {MAX_LESSON_BATCHES} increasing "
+                                                f"whole numbers of at least {smallest}{why}")
+    return list(sizes)
 
 
 def _norms_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
-    sizes = options.get("batch_sizes", [2, 4, 8, 32, 128])
-    if (not isinstance(sizes, (list, tuple)) or not 1 <= len(sizes) <= MAX_NORM_BATCHES
-            or any(isinstance(b, bool) or not isinstance(b, int) or b < 2 for b in sizes)
-            or list(sizes) != sorted(set(sizes))):
-        raise ConfigError("batch_sizes", sizes, f"1 to {MAX_NORM_BATCHES} increasing whole "
-                                                "numbers of at least 2 (BatchNorm needs two)")
+    sizes = _increasing_batches(options, [2, 4, 8, 32, 128], 1, 2, " (BatchNorm needs two)")
     norms = options.get("norms", list(NORMS))
     if (not isinstance(norms, (list, tuple)) or not norms or len(set(norms)) != len(norms)
             or any(n not in NORMS for n in norms)):
         raise ConfigError("norms", norms, "different names from " + ", ".join(NORMS))
     if cfg.epochs is None:
         raise ConfigError("epochs", None, "an epoch budget: every cell trains the same epochs")
-    return {"batch_sizes": list(sizes), "norms": list(norms)}
+    return {"batch_sizes": sizes, "norms": list(norms)}
 
 
 def norms_configs(cfg: RunConfig, options: Mapping[str, Any]) -> list[RunConfig]:
@@ -173,13 +181,7 @@ NOISE_TWO_BATCH = (16, 512)  # the two-batch estimator's batch sizes
 
 
 def _noise_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
-    sizes = options.get("batch_sizes", [1, 4, 16, 64, 256])
-    if (not isinstance(sizes, (list, tuple)) or not 2 <= len(sizes) <= MAX_NORM_BATCHES
-            or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in sizes)
-            or list(sizes) != sorted(set(sizes))):
-        raise ConfigError("batch_sizes", sizes, f"2 to {MAX_NORM_BATCHES} increasing whole "
-                                                "numbers of at least 1")
-    return {"batch_sizes": list(sizes),
+    return {"batch_sizes": _increasing_batches(options, [1, 4, 16, 64, 256], 2, 1),
             "draws": _whole(options, "draws", 2, MAX_NOISE_DRAWS, default=32),
             "after_steps": _whole(options, "after_steps", 0, 100_000, default=0)}
 
