@@ -27,6 +27,7 @@ from bsdemo.engine.accumulation import accumulation_check
 from bsdemo.engine.finder import find_batch_size
 from bsdemo.engine.noise import noise_measure
 from bsdemo.engine.norms import norms_grid
+from bsdemo.engine.sharpness import sharpness_study
 from bsdemo.engine.sweep import sweep
 from bsdemo.engine.train import train
 from bsdemo.units import powers_of_two
@@ -225,11 +226,40 @@ def noise(seed: int) -> list[Claim]:
     ]
 
 
+SHARPNESS_PAGE = {"lr": 0.3, "epochs": None}  # pages/sharpness.py's defaults, digits MLP
+
+
+def sharpness(seed: int) -> list[Claim]:
+    """The page's default study: batch 16 against the full batch, lr 0.3, to training loss
+    0.01. Sharpness is claimed; the test-loss difference is reported with its sign per seed."""
+    t = time.perf_counter()
+    r = list(sharpness_study(RunConfig(seed=seed, **SHARPNESS_PAGE)))[-1]
+    wall = time.perf_counter() - t
+    small, large = r["runs"]
+    a, b = small["top_hessian_eigenvalue"], large["top_hessian_eigenvalue"]
+    text = recipes.sharpness_verdict(r) or ""
+    d_loss = large["test_loss"] - small["test_loss"]
+    d_acc = 100 * (small["test_accuracy"] - large["test_accuracy"])
+    return [
+        ("both runs reach training loss 0.01", small["reached_at"] is not None
+         and large["reached_at"] is not None, f"{small['reached_at']}/{large['reached_at']} steps"),
+        ("the full batch's minimum is >= 1.2x sharper (the page says so)",
+         b >= 1.2 * a and "found the sharper minimum" in text, f"{a:.2f} vs {b:.2f}"),
+        ("and its random-neighbourhood loss rise is larger",
+         large["neighbourhood_rise"] > small["neighbourhood_rise"],
+         f"{small['neighbourhood_rise']:.2g} vs {large['neighbourhood_rise']:.2g}"),
+        ("[sign only] full batch's test loss higher (+) than batch 16's", d_loss > 0,
+         f"{d_loss:+.4f}"),
+        ("[sign only] batch 16's test accuracy higher (+)", d_acc > 0, f"{d_acc:+.1f} pts"),
+        ("the default study takes <= 30 s on this CPU", wall <= 30, f"{wall:.1f} s"),
+    ]
+
+
 LESSONS: dict[str, Callable[[int], list[Claim]]] = {
     "training_lab": training_lab, "throughput": throughput, "memory": memory,
     "regimes": regimes, "lr_scaling": lr_scaling, "lr_scaling (warm-up)": lr_warmup,
     "accumulation": accumulation, "finder": finder, "norms": norms,
-    "noise": noise,
+    "noise": noise, "sharpness": sharpness,
 }
 
 

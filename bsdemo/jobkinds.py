@@ -32,7 +32,8 @@ from bsdemo.config import (
 from bsdemo.limits import Limits
 from bsdemo.units import real_number, whole_number
 
-RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end", "noise_result")  # a job's one result
+RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end", "noise_result",
+                "sharpness_result")  # a job's one result
 MAX_TIMED_STEPS = 2000  # a sweep point's timed steps, whatever its minimum duration asks
 MAX_SWEEP_POINTS = 64
 FIND_MAX_PROBES = 64  # two probes, halvings, a verification and a bisection: far fewer in practice
@@ -186,6 +187,48 @@ def _noise_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
             "after_steps": _whole(options, "after_steps", 0, 100_000, default=0)}
 
 
+SHARPNESS_REMEDIES = ("scale_lr", "warmup", "longer", "noise")
+HESSIAN_ITERS = 20  # power iterations for a solution's top Hessian eigenvalue
+TRACE_POINTS = 8  # sharpness trace: 8 to 16 points per run
+TRACE_ITERS = 2  # power iterations per trace point, warm-started from the last vector
+TRACE_SAMPLES = 512  # the trace's Hessian: this many training samples, drawn once
+HESSIAN_SAMPLES = 4096  # the Hessian is taken over the training set, or this many of its samples
+CHECKS_PER_EPOCH = 8  # a mini-batch run checks the whole training loss this often
+NEIGHBOURHOOD_RADIUS = 0.1  # random points this share of each weight row's norm away
+NEIGHBOURHOOD_DIRECTIONS = 8
+SLICE_POINTS = 41
+LONGER_FACTOR = 4  # "train longer": this many times the steps the target took
+WARMUP_SHARE = 0.1  # "warm-up": a linear ramp over this share of the step cap
+SHARPNESS_MAX_STEPS = 3000  # each run's default step cap
+
+
+def remedy_lr(lr: float, small: int, large: int, remedy: str | None) -> float:
+    """The lr of a sharpness run: scaled by sqrt(large / small) for scale_lr and warmup."""
+    return lr * math.sqrt(large / small) if remedy in ("scale_lr", "warmup") else lr
+
+
+def _sharpness_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+    sizes = _increasing_batches(options, [16, 4096], 2, 1)
+    if len(sizes) != 2:
+        raise ConfigError("batch_sizes", sizes, "two increasing batch sizes: a small and a large")
+    remedies = options.get("remedies", [])
+    if (not isinstance(remedies, (list, tuple)) or len(set(remedies)) != len(remedies)
+            or any(r not in SHARPNESS_REMEDIES for r in remedies)):
+        raise ConfigError("remedies", remedies, "different names from "
+                          + ", ".join(SHARPNESS_REMEDIES))
+    if cfg.optimizer != "sgd" or cfg.accumulation_steps != 1 or cfg.model == "transformer":
+        raise ConfigError("optimizer" if cfg.optimizer != "sgd" else "model" if
+                          cfg.model == "transformer" else "accumulation_steps",
+                          cfg.optimizer if cfg.optimizer != "sgd" else cfg.model if
+                          cfg.model == "transformer" else cfg.accumulation_steps,
+                          "plain SGD, no accumulation, on an MLP or CNN: the study's 2/lr "
+                          "and its Hessian are those of plain gradient steps on a classifier")
+    return {"batch_sizes": sizes,
+            "target_loss": _real(options, "target_loss", 1e-4, 2.0, default=0.01),
+            "max_steps": _whole(options, "max_steps", 10, 20_000, default=SHARPNESS_MAX_STEPS),
+            "remedies": list(remedies)}
+
+
 # ----- what each kind costs at most -----
 def _train_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     return Cost(min(cfg.batch_size, cfg.train_samples), min(cfg.effective_batch_size,
@@ -237,6 +280,19 @@ def _noise_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     return Cost(big.batch_size, big.batch_size, passes, wall_s, footprint.predict(big).device)
 
 
+def _sharpness_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+    runs = 2 + len(options["remedies"])
+    longer = LONGER_FACTOR - 1 if "longer" in options["remedies"] else 0
+    steps = options["max_steps"] * (runs + longer)
+    passes = steps * (2 + 2 * ("noise" in options["remedies"]))  # a step, its loss check
+    big = dataclasses.replace(cfg, batch_size=min(max(options["batch_sizes"]),
+                                                  cfg.train_samples), accumulation_steps=1)
+    chunk = max(big.batch_size, min(cfg.train_samples, NOISE_CHUNK))
+    # a Hessian-vector product keeps the backward graph for a second backward: twice a step's
+    return Cost(chunk, big.batch_size, passes, wall_s,
+                2 * footprint.predict(dataclasses.replace(big, batch_size=chunk)).device)
+
+
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("train", exclusive=False, options=(), cost=_train_cost, check=_no_options),
     Kind("sweep", exclusive=True, options=("batch_sizes", "warmup_steps", "timed_steps",
@@ -255,7 +311,21 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          check=_norms_options),
     Kind("noise", exclusive=False, options=("batch_sizes", "draws", "after_steps"),
          cost=_noise_cost, check=_noise_options),
+    Kind("sharpness", exclusive=False, options=("batch_sizes", "target_loss", "max_steps",
+                                                "remedies"),
+         cost=_sharpness_cost, check=_sharpness_options),
 )}
+
+
+def planned_points(kind: str, options: Mapping[str, Any]) -> int | None:
+    """How many point records (sweep points, grid cells, runs) a job of `kind` will send, where
+    known in advance."""
+    if kind == "sharpness":
+        return 2 + len(options.get("remedies", []))
+    if kind == "find":
+        return None
+    sizes = len(options.get("batch_sizes", [])) or None
+    return sizes * len(options.get("norms", NORMS)) if kind == "norms" and sizes else sizes
 
 
 def assess(kind: str, cfg: RunConfig, options: Mapping[str, Any] | None, limits: Limits,

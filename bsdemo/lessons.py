@@ -82,8 +82,18 @@ LESSONS = (
            "does accumulating 4 micro-batches of 32 train faster than one batch of 128? Does it "
            "need less memory?",
            ("faster", "about as fast (within 10%)", "slower")),
-    Lesson(7, "Generalisation gap", "Large batches can train lower but test higher: sharp vs "
-           "flat minima."),
+    Lesson(7, "Generalisation gap and sharpness", "Small and large batch to the same training "
+           "loss: how sharp each minimum is, and whether it tests worse.", "sharpness",
+           ":material/landscape:",
+           "train a small batch and the full batch from one start, with one learning rate, to "
+           "the same training loss, and measure how sharp each minimum is — the Hessian's top "
+           "eigenvalue, the loss a small random step away, the loss between the two — and "
+           "whether the sharper one tests worse. Large batches are often reported to generalise "
+           "worse (Keskar et al. 2017); here you see what your own runs show, and what the "
+           "remedies (scaling the lr, warm-up, longer training, added noise) do.",
+           "trained with the same lr to the same training loss, whose minimum will be sharper "
+           "(the larger top Hessian eigenvalue): batch 16's or the full batch's?",
+           ("the small batch's", "the large batch's", "about the same (within 20%)")),
     Lesson(8, "Gradient noise", "Gradient variance falls as 1/B; the noise scale predicts the "
            "critical batch.", "noise", ":material/grain:",
            "measure how noisy a mini-batch gradient is on your model: its variance against the "

@@ -104,6 +104,12 @@ SCENARIOS = {
         "After 300 steps": "after=300",
         "Finer batch sizes": "batches=1%2C2%2C4%2C8%2C16%2C32%2C64%2C128%2C256%2C512",
     },
+    "sharpness": {
+        "16 vs full (default)": "",
+        "Every remedy": "scale_lr=1&warmup=1&longer=1&noise=1",
+        "Large batch 512": "large=512",
+        "Smaller lr: 0.1": "lr=0.1",
+    },
     "norms": {
         "Digits MLP (default)": "",
         "Longer: 5 epochs": "epochs=5",

@@ -66,9 +66,9 @@ class JobFacts:
     start: dict[str, Any] | None = None  # the StartEvent as a dict, once the worker sent it
     latest: dict[str, Any] | None = None  # the newest step event (never downsampled away)
     end: dict[str, Any] | None = None
-    # sweep_point, find_probe and norms_result records
+    # sweep_point, find_probe, norms_result, noise_point and sharpness_run records
     points: list[dict[str, Any]] = field(default_factory=list)
-    result: dict[str, Any] | None = None  # sweep_end / find_result
+    result: dict[str, Any] | None = None  # the job's one result (jobkinds.RESULT_KINDS)
     submitted_at: float = 0.0
     started_at: float | None = None
     finished_at: float | None = None

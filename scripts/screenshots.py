@@ -42,6 +42,7 @@ PAGES = {
     "accumulation": ("Compare", r"equivalent"),
     "norms": ("Train the grid", r"^What your grid shows"),
     "noise": ("Measure the noise", r"^What your measurement shows"),
+    "sharpness": ("Train both to the target", r"^What your runs show"),
     "quiz": (None, None),
 }
 # a page another way: name -> (page, a preset's button to press first, the link's query); then the

@@ -10,6 +10,7 @@ the same on every page, and runs sharing a batch differ by marker and dash.
     tables.py  runs as rows
     grid.py    the batch x learning-rate heat map
     paths.py   SGD paths over a two-parameter loss surface (bsdemo.toy)
+    sharpness.py  a sharpness study: loss to the target, sharpness against 2/lr, the slice
 """
 
 from bsdemo.charts.curves import (
@@ -23,6 +24,7 @@ from bsdemo.charts.curves import (
 )
 from bsdemo.charts.grid import lr_grid_chart
 from bsdemo.charts.paths import paths_chart
+from bsdemo.charts.sharpness import sharpness_charts, sharpness_table
 from bsdemo.charts.style import (
     BATCH_PALETTE,
     OKABE_ITO,
@@ -53,6 +55,7 @@ __all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "C
            "batch_colour", "best_lr_per_batch", "comparison_table", "ema", "fit_legend", "projector",
            "for_people", "has_utilization", "labelled_loss_chart", "loss_chart", "lr_grid_chart",
            "memory_breakdown_chart", "memory_chart", "noise_charts", "norms_chart", "norms_table",
-           "paths_chart", "run_label", "runs_table", "styles",
+           "paths_chart", "run_label", "runs_table", "sharpness_charts", "sharpness_table",
+           "styles",
            "sweep_epoch_time_chart", "sweep_step_time_chart", "sweep_throughput_chart",
            "sweep_utilisation_chart", "throughput_chart", "utilization_chart"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bsdemo.cli.parser import given
 from bsdemo.config import MAX_BATCH_SIZE, NORMS, ConfigError, RunConfig
-from bsdemo.jobkinds import MAX_NOISE_DRAWS, MAX_TIMED_STEPS
+from bsdemo.jobkinds import MAX_NOISE_DRAWS, MAX_TIMED_STEPS, SHARPNESS_REMEDIES
 from bsdemo.lecture import lesson_plan, load_plan
 from bsdemo.presets import PRESETS
 from bsdemo.units import parse_batch_sizes, parse_bytes, real_number, whole_number
@@ -76,6 +76,24 @@ def _check_noise(args: argparse.Namespace) -> dict:
             "after_steps": _count("--after-steps", args.after_steps, 0, 100_000)}
 
 
+def _check_sharpness(args: argparse.Namespace) -> dict:
+    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
+    if len(sizes) != 2:
+        raise ConfigError("--batch-sizes", args.batch_sizes, "two increasing batch sizes: a "
+                          "small and a large")
+    if args.model == "transformer":
+        raise ConfigError("--model", args.model, "mlp or cnn: the study trains a classifier")
+    raw = given(args.remedies, "--remedies")
+    remedies = [] if raw is None else [r.strip() for r in raw.split(",")]
+    if len(set(remedies)) != len(remedies) or any(r not in SHARPNESS_REMEDIES for r in remedies):
+        raise ConfigError("--remedies", args.remedies, "different names from "
+                          + ", ".join(SHARPNESS_REMEDIES))
+    return {"batch_sizes": sizes,
+            "target_loss": _real("--target-loss", args.target_loss, 1e-4, 2.0),
+            "max_steps": _count("--max-steps", args.max_steps, 10, 20_000),
+            "remedies": remedies}
+
+
 def _check_warm(args: argparse.Namespace) -> dict:
     if args.plan is not None:
         runs = load_plan(Path(given(args.plan, "--plan")))
@@ -120,7 +138,7 @@ def _writable_folder(raw: str, flag: str) -> Path:
 
 CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "find": _check_find,
           "accum-check": _check_accum, "regimes": _check_regimes, "norms": _check_norms,
-          "noise": _check_noise,
+          "noise": _check_noise, "sharpness": _check_sharpness,
           "warm": _check_warm,
           "datasets": _check_datasets}
 

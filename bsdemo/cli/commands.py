@@ -188,6 +188,27 @@ def noise(cfg: RunConfig, args: argparse.Namespace, batch_sizes: list[int], draw
     return 0
 
 
+def sharpness(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
+    from bsdemo.engine.sharpness import sharpness_study  # imports torch
+
+    if not args.json:
+        print(f"{'run':<18} {'batch':>6} {'lr':>7} {'steps':>6} {'train loss':>11} "
+              f"{'test loss':>10} {'test acc':>9} {'top eigenvalue':>15} {'2/lr':>7}")
+    for event in sharpness_study(cfg, **options):
+        if args.json:
+            print(json.dumps(event), flush=True)
+        elif event["kind"] == "sharpness_run":
+            print(f"{event['label']:<18} {event['batch_size']:>6} {event['lr']:>7.3g} "
+                  f"{event['steps']:>6} {event['train_loss']:>11.4f} {event['test_loss']:>10.4f} "
+                  f"{event['test_accuracy']:>9.1%} {event['top_hessian_eigenvalue']:>15.3g} "
+                  f"{event['two_over_lr']:>7.3g}"
+                  + ("" if event["status"] == "completed" else f"  ({event['status']})"),
+                  flush=True)
+        else:
+            print(event["message"])
+    return 0
+
+
 def datasets(args: argparse.Namespace, cache: Path | None) -> int:
     from bsdemo import datasets
 

@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     train = _add_train(sub)
     for add in (_add_sweep, _add_find, _add_accum_check, _add_regimes, _add_norms, _add_noise,
-                _add_datasets, _add_warm):
+                _add_sharpness, _add_datasets, _add_warm):
         add(sub, train)
     return parser
 
@@ -181,6 +181,34 @@ def _add_noise(sub, train: argparse.ArgumentParser) -> None:
     _workload_flags(noise, train, size=True)
     noise.add_argument("--json", action="store_true",
                        help="noise_point lines, then the noise_result")
+
+
+SHARPNESS_LR = "0.3"  # the study's default lr (pages/sharpness.py's too)
+
+
+def _add_sharpness(sub, train: argparse.ArgumentParser) -> None:
+    study = sub.add_parser("sharpness", help="small vs large batch to the same training loss: "
+                                             "the generalisation gap and sharpness",
+                           description="Train a small and a large batch with plain SGD from one "
+                                       "initialisation until the training loss reaches "
+                                       "--target-loss; then train and test loss and accuracy, "
+                                       "the top Hessian eigenvalue, the loss rise in a random "
+                                       "neighbourhood, and the loss along the line between the "
+                                       "two solutions.")
+    study.add_argument("--batch-sizes", default="16,4096",
+                       help="the small and the large batch (default 16,4096; a batch past the "
+                            "training set is the full batch)")
+    study.add_argument("--target-loss", default="0.01",
+                       help="train each run until its training loss reaches this (default 0.01)")
+    study.add_argument("--max-steps", default="3000", help="step cap of each run (default 3000)")
+    study.add_argument("--remedies",
+                       help="comma-separated, each one more large-batch run: scale_lr (lr × "
+                            "√k), warmup (that lr after a ramp), longer (4× the steps), noise "
+                            "(small-batch gradient noise added); default none")
+    _workload_flags(study, train, size=True, leave_out=("optimizer",))
+    study.set_defaults(lr=SHARPNESS_LR)
+    study.add_argument("--json", action="store_true",
+                       help="one sharpness_run line per run, then the sharpness_result")
 
 
 def _add_datasets(sub, train: argparse.ArgumentParser) -> None:

@@ -23,6 +23,7 @@ from bsdemo.engine.flops import cpu_matmul_flops
 from bsdemo.engine.measure import device_info, limit_address_space, resolve_device
 from bsdemo.engine.noise import noise_measure
 from bsdemo.engine.norms import norms_grid
+from bsdemo.engine.sharpness import sharpness_study
 from bsdemo.engine.sweep import sweep
 from bsdemo.engine.train import is_out_of_memory, train
 from bsdemo.jobkinds import RESULT_KINDS, JobStopped
@@ -93,6 +94,8 @@ def _events(kind: str, cfg: RunConfig, options: dict, should_stop):
         yield from norms_grid(cfg, should_stop=should_stop, **options)
     elif kind == "noise":
         yield from noise_measure(cfg, should_stop=should_stop, **options)
+    elif kind == "sharpness":
+        yield from sharpness_study(cfg, should_stop=should_stop, **options)
     else:
         for event in train(cfg, should_stop=should_stop):
             yield event.to_dict()
@@ -144,6 +147,6 @@ def _measured_end(kind: str, result: dict | None, stopped: str | None) -> dict:
     if stopped is not None:
         return {"kind": "end", "status": "cancelled", "summary": {}, "message": stopped}
     name = {"sweep": "Sweep", "find": "Search", "accum_check": "Check", "norms": "Grid",
-            "noise": "Measurement"}[kind]
+            "noise": "Measurement", "sharpness": "Study"}[kind]
     return {"kind": "end", "status": "completed", "summary": {},
             "message": (result or {}).get("message") or f"{name} completed."}

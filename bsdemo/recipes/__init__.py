@@ -29,6 +29,9 @@ Training Lab.
     noise_prediction     what 4× the batch did to the gradient's variance
     norms_verdict        what a normalisation grid shows: BatchNorm at tiny batches (norms.py)
     norms_prediction     which normalisation did worst at the smallest batch
+    sharpness_verdict    what a sharpness study shows: which minimum is sharper, the gap in
+                         this run, the slice, 2/lr, each remedy (sharpness.py)
+    sharpness_prediction which of the two solutions was sharper
                          which answer to a page's "Predict first" question the runs support,
                          with the numbers that show it (predictions.py)
 """
@@ -72,11 +75,12 @@ from bsdemo.recipes.predictions import (
     regimes_prediction,
     throughput_prediction,
 )
+from bsdemo.recipes.sharpness import sharpness_prediction, sharpness_verdict
 
 __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
            "accumulation_prediction", "doubling_trials", "finder_prediction",
            "noise_prediction", "noise_verdict", "norms_prediction", "norms_verdict",
-           "paths_verdict", "memory_prediction",
+           "paths_verdict", "memory_prediction", "sharpness_prediction", "sharpness_verdict",
            "accumulation_verdict", "best_lr_per_batch", "best_lr_verdict", "contention",
            "grid_cells", "lab_prediction", "layer_rows", "lab_verdict", "lr_prediction",
            "regimes_prediction", "throughput_prediction", "lr_grid", "lr_variants", "lr_verdict",

@@ -363,7 +363,8 @@ class Scheduler:
             kind = event["kind"]
             if file_event(job, event):  # start, step, eval: filed as the CLI files them
                 continue
-            if kind in ("sweep_point", "find_probe", "norms_result", "noise_point"):
+            if kind in ("sweep_point", "find_probe", "norms_result", "noise_point",
+                        "sharpness_run"):
                 if len(job.points) < MAX_POINTS:
                     job.points.append(event)
             elif kind == "sweep_start":

@@ -13,6 +13,7 @@ import streamlit as st
 
 from bsdemo import lessonlinks
 from bsdemo.config import ConfigError, RunConfig
+from bsdemo.jobkinds import KINDS, planned_points
 from bsdemo.lessonlinks import workload_controls
 from bsdemo.plaintext import plain
 from bsdemo.presets import PRESETS
@@ -112,12 +113,14 @@ def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
             st.warning("That measurement is no longer held by the server; run it again.")
             return False
         if snap.status == "queued":
-            st.info(waiting_message(snap, "Measurement") + " Measurements run alone on the "
-                    "device, so they wait for other runs to finish.",
-                    icon=":material/hourglass_top:")
+            st.info(waiting_message(snap, "Measurement") + (
+                " Measurements run alone on the device, so they wait for other runs to finish."
+                if KINDS[snap.kind].exclusive else ""), icon=":material/hourglass_top:")
         elif snap.status == "running":
-            planned = len(snap.options.get("batch_sizes", [])) or None
-            st.info(f"Measuring alone on the device… {len(snap.points)} point(s) so far"
+            planned = planned_points(snap.kind, snap.options)
+            alone = KINDS[snap.kind].exclusive
+            st.info(f"{'Measuring alone on the device' if alone else 'Running'}… "
+                    f"{len(snap.points)} {'point' if alone else 'result'}(s) so far"
                     + (f" of {planned}" if planned else "") + ".")
         elif snap.status in ("failed", "oom"):
             st.error(plain(snap.end["message"]))

@@ -107,3 +107,24 @@ def test_noise_page_measures_the_variance_and_both_noise_scales():
     assert float(tiles["B_simple, direct"]) > 1
     judged = [m.value for m in [*at.success, *at.warning] if "You predicted" in m.value]
     assert len(judged) == 1
+
+
+def test_sharpness_page_trains_both_to_the_target_and_measures_each_minimum():
+    at = open_page("pages/sharpness.py", {"target": "0.05", "noise": "1"})
+    at.radio(key="predict_sharpness").set_value("the large batch's").run()
+    at.button(key="shp_run").click().run()
+    run_until(at, lambda a: any("What your runs show" in m.value for m in a.markdown)
+              or bool(a.error), timeout=240)
+    assert not at.error
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert titles == ["Training loss until the target", "Sharpness during training",
+                      "The loss between the two solutions"]
+    table = at.dataframe[0].value
+    assert list(table["run"]) == ["batch 16", "full batch (1,438)", "full batch + small-batch noise"]
+    assert (table["top eigenvalue"] > 0).all() and (table["train loss"] <= 0.05 + 1e-9).all()
+    verdict = next(m.value for m in at.markdown if "What your runs show" in m.value)
+    assert "trained to a training loss of 0.05" in verdict and "With added small-batch noise" in (
+        verdict)
+    judged = [m.value for m in [*at.success, *at.warning, *at.caption] if "runs" in m.value
+              and "top Hessian eigenvalue" in m.value]
+    assert len(judged) == 1

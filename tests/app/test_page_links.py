@@ -21,6 +21,8 @@ PAGES = {  # page -> a link's settings and the widget each lands in
     "pages/norms.py": ({"epochs": "3", "batches": "2,8,32"}, {"nrm_epochs": 3,
                                                               "nrm_batches": "2,8,32"}),
     "pages/noise.py": ({"draws": "16", "after": "100"}, {"noi_draws": 16, "noi_after": 100}),
+    "pages/sharpness.py": ({"small": "32", "lr": "0.1", "longer": "1"},
+                           {"shp_small": 32, "shp_lr": 0.1, "shp_longer": True}),
     "pages/finder.py": ({"margin": "0.2", "target": "512"}, {"find_margin": 0.2,
                                                             "find_target": 512}),
 }
@@ -71,7 +73,7 @@ def test_the_lab_keeps_its_own_link_and_adds_the_view():
 
 
 SCENARIO_PAGES = ["throughput", "memory", "finder", "regimes", "lr_scaling", "accumulation",
-                  "norms", "noise"]
+                  "norms", "noise", "sharpness"]
 
 
 @pytest.mark.parametrize("slug", SCENARIO_PAGES)
