@@ -24,6 +24,7 @@ import torch
 from bsdemo import recipes
 from bsdemo.config import RunConfig
 from bsdemo.engine.accumulation import accumulation_check
+from bsdemo.engine.critical import critical_batch
 from bsdemo.engine.finder import find_batch_size
 from bsdemo.engine.noise import noise_measure
 from bsdemo.engine.norms import norms_grid
@@ -226,6 +227,25 @@ def noise(seed: int) -> list[Claim]:
     ]
 
 
+def critical(seed: int) -> list[Claim]:
+    """The noise page's second study at its defaults: sqrt rule from batch 32 at lr 0.2, at most
+    0.8, to training loss 0.1, batches 1, 4, 16, 64, 256 and the full set."""
+    t = time.perf_counter()
+    r = list(critical_batch(RunConfig(seed=seed, lr=0.2)))[-1]
+    wall = time.perf_counter() - t
+    b_crit, b_simple = r["b_crit"], r["b_simple"]
+    return [
+        ("every batch reaches training loss 0.1", all(r["steps"]),
+         "/".join(str(s) for s in r["steps"])),
+        ("a critical batch is read off the curve", b_crit is not None,
+         f"{b_crit:.0f}" if b_crit else "none"),
+        ("critical batch / B_simple within 4x either way (same order)",
+         b_crit is not None and 0.25 <= b_crit / b_simple <= 4,
+         f"{b_crit:.0f}/{b_simple:.0f} = {b_crit / b_simple:.2f}" if b_crit else "–"),
+        ("the default study takes <= 30 s on this CPU", wall <= 30, f"{wall:.1f} s"),
+    ]
+
+
 SHARPNESS_PAGE = {"lr": 0.3, "epochs": None}  # pages/sharpness.py's defaults, digits MLP
 
 
@@ -259,7 +279,7 @@ LESSONS: dict[str, Callable[[int], list[Claim]]] = {
     "training_lab": training_lab, "throughput": throughput, "memory": memory,
     "regimes": regimes, "lr_scaling": lr_scaling, "lr_scaling (warm-up)": lr_warmup,
     "accumulation": accumulation, "finder": finder, "norms": norms,
-    "noise": noise, "sharpness": sharpness,
+    "noise": noise, "critical": critical, "sharpness": sharpness,
 }
 
 

@@ -33,7 +33,7 @@ from bsdemo.limits import Limits
 from bsdemo.units import real_number, whole_number
 
 RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end", "noise_result",
-                "sharpness_result")  # a job's one result
+                "sharpness_result", "critical_result")  # a job's one result
 MAX_TIMED_STEPS = 2000  # a sweep point's timed steps, whatever its minimum duration asks
 MAX_SWEEP_POINTS = 64
 FIND_MAX_PROBES = 64  # two probes, halvings, a verification and a bisection: far fewer in practice
@@ -202,9 +202,18 @@ WARMUP_SHARE = 0.1  # "warm-up": a linear ramp over this share of the step cap
 SHARPNESS_MAX_STEPS = 3000  # each run's default step cap
 
 
+LR_RULES = ("constant", "sqrt", "linear")
+
+
+def rule_lr(lr: float, reference: int, batch: int, rule: str) -> float:
+    """The lr for `batch` by a scaling rule from a reference batch's lr."""
+    k = batch / reference
+    return lr * {"constant": 1.0, "sqrt": math.sqrt(k), "linear": k}[rule]
+
+
 def remedy_lr(lr: float, small: int, large: int, remedy: str | None) -> float:
     """The lr of a sharpness run: scaled by sqrt(large / small) for scale_lr and warmup."""
-    return lr * math.sqrt(large / small) if remedy in ("scale_lr", "warmup") else lr
+    return rule_lr(lr, small, large, "sqrt" if remedy in ("scale_lr", "warmup") else "constant")
 
 
 def _sharpness_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
@@ -227,6 +236,32 @@ def _sharpness_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
             "target_loss": _real(options, "target_loss", 1e-4, 2.0, default=0.01),
             "max_steps": _whole(options, "max_steps", 10, 20_000, default=SHARPNESS_MAX_STEPS),
             "remedies": list(remedies)}
+
+
+CRITICAL_DRAWS = 32  # batch-1 gradients behind the critical-batch study's B_simple
+CRITICAL_MAX_EPOCHS = 250  # a run also stops after this many epochs (the full batch: steps)
+
+
+def critical_steps(max_steps: int, batch: int, train_samples: int) -> int:
+    """A critical-batch run's step cap: max_steps, or CRITICAL_MAX_EPOCHS epochs if fewer."""
+    return min(max_steps, CRITICAL_MAX_EPOCHS * max(1, train_samples // batch))
+
+
+def _critical_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+    rule = options.get("rule", "sqrt")
+    if rule not in LR_RULES:
+        raise ConfigError("rule", rule, "one of " + ", ".join(LR_RULES))
+    if cfg.optimizer != "sgd" or cfg.accumulation_steps != 1:
+        raise ConfigError("optimizer" if cfg.optimizer != "sgd" else "accumulation_steps",
+                          cfg.optimizer if cfg.optimizer != "sgd" else cfg.accumulation_steps,
+                          "plain SGD with no accumulation: a step is one batch's gradient")
+    return {"batch_sizes": _increasing_batches(options, [1, 4, 16, 64, 256, 4096], 2, 1),
+            "target_loss": _real(options, "target_loss", 1e-4, 5.0, default=0.1),
+            "rule": rule,
+            "reference_batch": _whole(options, "reference_batch", 1, 2**16, default=32),
+            "max_steps": _whole(options, "max_steps", 10, 100_000, default=20_000),
+            "lr_cap": None if options.get("lr_cap", 0.8) is None
+            else _real(options, "lr_cap", 1e-6, 100.0, default=0.8)}
 
 
 # ----- what each kind costs at most -----
@@ -293,6 +328,16 @@ def _sharpness_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
                 2 * footprint.predict(dataclasses.replace(big, batch_size=chunk)).device)
 
 
+def _critical_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+    sizes = [min(b, cfg.train_samples) for b in options["batch_sizes"]]
+    passes = CRITICAL_DRAWS + 1 + 2 * sum(critical_steps(options["max_steps"], b,
+                                                         cfg.train_samples) for b in sizes)
+    big = dataclasses.replace(cfg, batch_size=max(max(sizes), min(cfg.train_samples,
+                                                                  NOISE_CHUNK)),
+                              accumulation_steps=1)
+    return Cost(big.batch_size, max(sizes), passes, wall_s, footprint.predict(big).device)
+
+
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("train", exclusive=False, options=(), cost=_train_cost, check=_no_options),
     Kind("sweep", exclusive=True, options=("batch_sizes", "warmup_steps", "timed_steps",
@@ -314,6 +359,9 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("sharpness", exclusive=False, options=("batch_sizes", "target_loss", "max_steps",
                                                 "remedies"),
          cost=_sharpness_cost, check=_sharpness_options),
+    Kind("critical", exclusive=False, options=("batch_sizes", "target_loss", "rule",
+                                               "reference_batch", "max_steps", "lr_cap"),
+         cost=_critical_cost, check=_critical_options),
 )}
 
 

@@ -103,6 +103,7 @@ SCENARIOS = {
         "At initialisation (default)": "",
         "After 300 steps": "after=300",
         "Finer batch sizes": "batches=1%2C2%2C4%2C8%2C16%2C32%2C64%2C128%2C256%2C512",
+        "Linear lr rule": "rule=linear&ref_lr=0.1&cap=1.6",
     },
     "sharpness": {
         "16 vs full (default)": "",

@@ -1,8 +1,11 @@
 """Gradient noise: how the variance of a mini-batch gradient falls with the batch, and B_simple."""
 
+import dataclasses
+
 import streamlit as st
 
 from bsdemo import charts, recipes, toy
+from bsdemo.jobkinds import LR_RULES
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
@@ -10,6 +13,8 @@ from bsdemo.ui.links import PageLink, areas
 from bsdemo.ui.widgets import downloads, show_chart
 
 BATCH_SETS = ("1,4,16,64,256", "1,2,4,8,16,32,64,128,256,512", "1,8,64,512")
+CRITICAL_BATCHES = (1, 4, 16, 64, 256, 4096)  # 4096: the whole training set
+RULE_LABELS = {"constant": "the same lr for all", "sqrt": "× √(B/32)", "linear": "× B/32"}
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def paths_chart_for(steps: int, lr: float):
@@ -70,6 +75,53 @@ def draw(snap) -> None:
 
 with results:
     sweeps.job_view("noi", draw)
+
+st.subheader("What the noise buys: steps to a target loss, and the critical batch")
+st.caption("One run per batch size from the same initialisation, plain SGD, each until the loss "
+           "over the whole training set first reaches the target. The lr follows the rule you "
+           "pick, from the reference batch's lr — as a practitioner scales it, not tuned per "
+           "batch.")
+a, b, c, d = st.columns(4)
+rule = link.choice(a, "lr rule", LR_RULES, "sqrt", key="noi_rule",
+                   format_func=RULE_LABELS.get)
+ref_lr = link.choice(b, "lr at batch 32", (0.05, 0.1, 0.2, 0.3), 0.2, key="noi_ref_lr",
+                     format_func=lambda v: f"{v:g}")
+cap = link.choice(c, "…but never above", (0.4, 0.8, 1.6), 0.8, key="noi_cap",
+                  format_func=lambda v: f"{v:g}",
+                  help="Past 2/sharpness a step overshoots: a rule that grows the lr without "
+                       "bound makes the largest batches diverge.")
+target = link.choice(d, "Target training loss", (0.3, 0.1, 0.05), 0.1, key="noi_target",
+                     format_func=lambda v: f"{v:g}")
+sweeps.run_button("noc", "Train to the target at each batch", "critical",
+                  dataclasses.replace(cfg, optimizer="sgd", lr=float(ref_lr)),
+                  {"batch_sizes": list(CRITICAL_BATCHES), "target_loss": float(target),
+                   "rule": rule, "reference_batch": 32, "lr_cap": float(cap)})
+
+
+def draw_critical(snap) -> None:
+    r = snap.result
+    if r is None:
+        done = [p for p in snap.points if p.get("kind") == "critical_point"]
+        if done:
+            st.caption("So far: " + "; ".join(
+                f"batch {p['batch_size']}: {p['reached_at'] or p['status']}" for p in done))
+        return
+    chart = charts.critical_chart(r)
+    show_chart(chart, "noc_chart")
+    cols = st.columns(3)
+    cols[0].metric("Fewest steps (S_min)", f"{r['s_min']:,.0f}" if r["s_min"] else "–")
+    cols[1].metric("Critical batch", f"{r['b_crit']:.0f}" if r["b_crit"] else "–",
+                   help="Where the steps to the target are twice the fewest (log-log "
+                        "interpolation between the measured batches).")
+    cols[2].metric("B_simple at initialisation", f"{r['b_simple']:.0f}",
+                   help="tr(Σ)/|G|² from 32 batch-1 gradients at the runs' common start.")
+    verdict = recipes.critical_verdict(r)
+    if verdict:
+        st.markdown(verdict)
+    downloads("critical", "noc_dl", chart.table, chart)
+
+
+sweeps.job_view("noc", draw_critical)
 
 st.subheader("Noise you can see: SGD on a two-parameter problem")
 st.caption("Least squares y ≈ w·x + b on 256 points: the loss over (w, b) is drawn exactly, and "

@@ -47,6 +47,8 @@ PAGES = {
 }
 # a page another way: name -> (page, a preset's button to press first, the link's query); then the
 # page's own experiment
+# pages with a second experiment, run after the first: name -> (its button, what says it finished)
+SECOND = {"noise": ("Train to the target at each batch", r"^What your runs show")}
 VARIANTS = {
     "lr_scaling-warmup": ("lr_scaling", "Warm-up (Adam, k = 32)", ""),
     "lr_scaling-present": ("lr_scaling", None, "?present=1&hide=preset,size,grid_epochs"),
@@ -126,7 +128,9 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> tup
     if preset:
         page.get_by_role("button", name=preset, exact=True).click()
         settled(page)
-    if button:
+    for button, done in [(button, done)] + ([SECOND[route]] if route in SECOND else []):
+        if not button:
+            continue
         page.get_by_role("button", name=button, exact=True).first.click()
         if done.startswith("() =>"):
             page.wait_for_function(done, timeout=240_000)

@@ -39,6 +39,7 @@ from bsdemo.charts.style import (
 )
 from bsdemo.charts.sweeps import (
     BREAKDOWN,
+    critical_chart,
     memory_breakdown_chart,
     noise_charts,
     norms_chart,
@@ -52,7 +53,8 @@ from bsdemo.charts.tables import comparison_table, for_people, runs_table
 from bsdemo.recipes import best_lr_per_batch
 
 __all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "Chart",
-           "batch_colour", "best_lr_per_batch", "comparison_table", "ema", "fit_legend", "projector",
+           "batch_colour", "best_lr_per_batch", "critical_chart", "comparison_table", "ema",
+           "fit_legend", "projector",
            "for_people", "has_utilization", "labelled_loss_chart", "loss_chart", "lr_grid_chart",
            "memory_breakdown_chart", "memory_chart", "noise_charts", "norms_chart", "norms_table",
            "paths_chart", "run_label", "runs_table", "sharpness_charts", "sharpness_table",

@@ -9,7 +9,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from bsdemo.charts.style import OKABE_ITO, OOM_COLOUR, Chart, batch_colour, layout
+from bsdemo.charts.style import OKABE_ITO, OOM_COLOUR, Chart, batch_colour, fit_legend, layout
 from bsdemo.units import MIB
 
 BREAKDOWN = (("parameters", "Parameters"), ("gradients", "Gradients"),
@@ -24,12 +24,13 @@ def _log2_axis(fig: go.Figure, sizes: Sequence[int]) -> None:
                      title="Batch size (log2 scale)")
 
 
-def _vline(fig: go.Figure, x: float, text: str, colour: str) -> None:
+def _vline(fig: go.Figure, x: float, text: str, colour: str, side: str = "left") -> None:
     """A vertical marker on a log x-axis: the line takes data units, an annotation log10 units
-    (plotly's add_vline(annotation_text=...) mixes the two up on log axes)."""
+    (plotly's add_vline(annotation_text=...) mixes the two up on log axes). side: where the text
+    starts from the line ("left": it runs to the right of it)."""
     fig.add_vline(x=x, line=dict(color=colour, dash="dot"))
     fig.add_annotation(x=math.log10(x), y=1, yref="paper", text=text, showarrow=False,
-                       xanchor="left", yanchor="bottom", font=dict(size=11, color=colour))
+                       xanchor=side, yanchor="bottom", font=dict(size=11, color=colour))
 
 
 def _ok(points: Sequence[dict]) -> list[dict]:
@@ -275,3 +276,58 @@ def noise_charts(result: dict) -> tuple[Chart, Chart]:
         f"The cosine between a mini-batch gradient and the full gradient rises from "
         f"{result['cosines'][0]:.2f} at batch {sizes[0]} to {result['cosines'][-1]:.2f} at "
         f"batch {sizes[-1]}."), rows)
+
+
+def critical_chart(result: dict) -> Chart:
+    """Steps to the target loss against the batch (log-log): the measured runs, perfect scaling
+    through the smallest batch that arrived, McCandlish's S_min (1 + B_crit / B) through the
+    measured critical batch, and the critical batch and B_simple marked."""
+    sizes, steps = result["batch_sizes"], result["steps"]
+    arrived = [(b, s) for b, s in zip(sizes, steps, strict=True) if s]
+    fig = go.Figure()
+    if arrived:
+        xs, ys = zip(*arrived, strict=True)
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name="measured",
+                                 line=dict(color=OKABE_ITO[0]),
+                                 marker=dict(size=11, color=[batch_colour(b) for b in xs],
+                                             line=dict(width=1, color="#333333"))))
+        b0, s0 = arrived[0]
+        fig.add_trace(go.Scatter(x=sizes, y=[s0 * b0 / b for b in sizes], mode="lines",
+                                 name="perfect scaling: 2× the batch, ½ the steps",
+                                 line=dict(color="#666666", dash="dot")))
+    failed = [(b, status) for b, s, status in zip(sizes, steps, result["statuses"], strict=True)
+              if not s]
+    if failed:
+        top = max([s for s in steps if s] or [result["max_steps"]])
+        fig.add_trace(go.Scatter(x=[b for b, _ in failed], y=[top] * len(failed),
+                                 mode="markers+text", text=[status for _, status in failed],
+                                 textposition="bottom center", name="never reached the target",
+                                 marker=dict(symbol="x", size=13, color=OOM_COLOUR)))
+    s_min, b_crit, b_simple = result["s_min"], result["b_crit"], result["b_simple"]
+    if b_crit:
+        fig.add_trace(go.Scatter(x=sizes, y=[s_min * (1 + b_crit / b) for b in sizes],
+                                 mode="lines", name="S_min (1 + B_crit / B), McCandlish et al.",
+                                 line=dict(color=OKABE_ITO[6], dash="dash")))
+        # the smaller of the two labelled to the left of its line, the larger to the right
+        _vline(fig, b_crit, f"critical batch ≈ {b_crit:.0f} ", OKABE_ITO[2],
+               "right" if b_crit <= b_simple else "left")
+    if b_simple and sizes[0] <= b_simple <= sizes[-1]:
+        _vline(fig, b_simple, f" B_simple ≈ {b_simple:.0f}", OKABE_ITO[3],
+               "left" if not b_crit or b_crit <= b_simple else "right")
+    layout(fig, "Steps to the target loss against batch size", "Batch size (log2 scale)",
+           "Optimizer steps (log scale)",
+           subtitle=f"Training loss {result['target_loss']:g}; lr: {result['rule']} rule from "
+                    f"batch {result['reference_batch']} at {result['reference_lr']:g}"
+                    + (f", at most {result['lr_cap']:g}" if result.get("lr_cap") else ""))
+    fig.update_yaxes(type="log", dtick=1)
+    _log2_axis(fig, sizes)
+    fit_legend(fig)
+    rows = [{"batch": b, "lr": lr, "steps to target": s, "samples": s * b if s else None,
+             "ended": status} for b, lr, s, status in
+            zip(sizes, result["lrs"], steps, result["statuses"], strict=True)]
+    alt = (f"Optimizer steps to a training loss of {result['target_loss']:g} against batch size: "
+           + ", ".join(f"batch {b}: {s if s else 'not reached'}" for b, s in
+                       zip(sizes, steps, strict=True))
+           + (f". The critical batch is about {b_crit:.0f}" if b_crit else "")
+           + f"; B_simple at initialisation is about {b_simple:.0f}.")
+    return Chart(fig, alt, rows)

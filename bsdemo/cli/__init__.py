@@ -47,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
             return commands.regimes(cfg, args, **checked)
         if args.command == "noise":
             return commands.noise(cfg, args, **checked)
+        if args.command == "critical-batch":
+            return commands.critical(cfg, args, **checked)
         if args.command == "sharpness":
             return commands.sharpness(cfg, args, **checked)
         if args.command == "norms":

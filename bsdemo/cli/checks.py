@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bsdemo.cli.parser import given
 from bsdemo.config import MAX_BATCH_SIZE, NORMS, ConfigError, RunConfig
-from bsdemo.jobkinds import MAX_NOISE_DRAWS, MAX_TIMED_STEPS, SHARPNESS_REMEDIES
+from bsdemo.jobkinds import LR_RULES, MAX_NOISE_DRAWS, MAX_TIMED_STEPS, SHARPNESS_REMEDIES
 from bsdemo.lecture import lesson_plan, load_plan
 from bsdemo.presets import PRESETS
 from bsdemo.units import parse_batch_sizes, parse_bytes, real_number, whole_number
@@ -76,6 +76,24 @@ def _check_noise(args: argparse.Namespace) -> dict:
             "after_steps": _count("--after-steps", args.after_steps, 0, 100_000)}
 
 
+def _check_critical(args: argparse.Namespace) -> dict:
+    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
+    if len(sizes) < 2:
+        raise ConfigError("--batch-sizes", args.batch_sizes, "at least two batch sizes")
+    if args.rule not in LR_RULES:
+        raise ConfigError("--rule", args.rule, "one of " + ", ".join(LR_RULES))
+    if args.model == "transformer":
+        raise ConfigError("--model", args.model, "mlp or cnn: the study trains a classifier")
+    cap = given(args.lr_cap, "--lr-cap")
+    return {"batch_sizes": sizes,
+            "target_loss": _real("--target-loss", args.target_loss, 1e-4, 5.0),
+            "rule": args.rule,
+            "reference_batch": _count("--reference-batch", args.reference_batch, 1, 2**16),
+            "max_steps": _count("--max-steps", args.max_steps, 10, 100_000),
+            "lr_cap": None if cap.strip().lower() == "none"
+            else _real("--lr-cap", cap, 1e-6, 100.0)}
+
+
 def _check_sharpness(args: argparse.Namespace) -> dict:
     sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
     if len(sizes) != 2:
@@ -139,6 +157,7 @@ def _writable_folder(raw: str, flag: str) -> Path:
 CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "find": _check_find,
           "accum-check": _check_accum, "regimes": _check_regimes, "norms": _check_norms,
           "noise": _check_noise, "sharpness": _check_sharpness,
+          "critical-batch": _check_critical,
           "warm": _check_warm,
           "datasets": _check_datasets}
 

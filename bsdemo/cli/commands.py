@@ -188,6 +188,24 @@ def noise(cfg: RunConfig, args: argparse.Namespace, batch_sizes: list[int], draw
     return 0
 
 
+def critical(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
+    from bsdemo.engine.critical import critical_batch  # imports torch
+
+    if not args.json:
+        print(f"{'batch':>7} {'lr':>8} {'steps to target':>16} {'samples':>10}")
+    for event in critical_batch(cfg, **options):
+        if args.json:
+            print(json.dumps(event), flush=True)
+        elif event["kind"] == "critical_point":
+            steps = (f"{event['reached_at']:,}" if event["reached_at"] else
+                     f"{event['status']} at {event['steps']:,}")
+            print(f"{event['batch_size']:>7} {event['lr']:>8.4g} {steps:>16} "
+                  f"{_fmt(event['samples'], '{:,}'):>10}", flush=True)
+        else:
+            print(event["message"])
+    return 0
+
+
 def sharpness(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     from bsdemo.engine.sharpness import sharpness_study  # imports torch
 

@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     train = _add_train(sub)
     for add in (_add_sweep, _add_find, _add_accum_check, _add_regimes, _add_norms, _add_noise,
-                _add_sharpness, _add_datasets, _add_warm):
+                _add_critical, _add_sharpness, _add_datasets, _add_warm):
         add(sub, train)
     return parser
 
@@ -183,7 +183,34 @@ def _add_noise(sub, train: argparse.ArgumentParser) -> None:
                        help="noise_point lines, then the noise_result")
 
 
+CRITICAL_LR = "0.2"  # the reference batch's default lr (pages/noise.py's too)
 SHARPNESS_LR = "0.3"  # the study's default lr (pages/sharpness.py's too)
+
+
+def _add_critical(sub, train: argparse.ArgumentParser) -> None:
+    crit = sub.add_parser("critical-batch", help="steps to a target loss against the batch "
+                                                 "size, and the critical batch",
+                          description="For each batch size, train with plain SGD (lr by --rule "
+                                      "from the reference batch's --lr, at most --lr-cap) until "
+                                      "the training loss reaches --target-loss; the critical "
+                                      "batch, where the steps are twice the fewest, beside "
+                                      "B_simple at initialisation.")
+    crit.add_argument("--batch-sizes", default="1,4,16,64,256,4096",
+                      help="comma-separated, increasing (default 1,4,16,64,256,4096; a batch "
+                           "past the training set is the full batch)")
+    crit.add_argument("--target-loss", default="0.1", help="training loss to reach (default 0.1)")
+    crit.add_argument("--rule", default="sqrt", help="lr scaling: constant, sqrt or linear "
+                                                     "(default sqrt)")
+    crit.add_argument("--reference-batch", default="32",
+                      help="the batch --lr is for (default 32)")
+    crit.add_argument("--lr-cap", default="0.8", help="no run's lr above this (default 0.8; "
+                                                      "'none' for no cap)")
+    crit.add_argument("--max-steps", default="20000",
+                      help="step cap of each run (default 20000; at most 250 epochs)")
+    _workload_flags(crit, train, size=True, leave_out=("optimizer",))
+    crit.set_defaults(lr=CRITICAL_LR)
+    crit.add_argument("--json", action="store_true",
+                      help="one critical_point line per batch, then the critical_result")
 
 
 def _add_sharpness(sub, train: argparse.ArgumentParser) -> None:

@@ -37,7 +37,7 @@ from bsdemo.jobkinds import NOISE_CHUNK, NOISE_TWO_BATCH, JobStopped
 BOOTSTRAP = 400
 
 
-def _flat_grad(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
+def flat_grad(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
                chunk: int = NOISE_CHUNK) -> torch.Tensor:
     """The gradient of the mean loss over (x, y), flattened; in chunks for a large set."""
     model.zero_grad(set_to_none=True)
@@ -91,7 +91,7 @@ def noise_measure(cfg: RunConfig, batch_sizes: Sequence[int] = (1, 4, 16, 64, 25
     model, x, y = run.model, run.data.x_train, run.data.y_train
     n = len(y)
     model.eval()
-    full = _flat_grad(model, x, y)
+    full = flat_grad(model, x, y)
     g2 = float(full.pow(2).sum())
     gen = torch.Generator().manual_seed(cfg.seed + 7)
 
@@ -99,7 +99,7 @@ def noise_measure(cfg: RunConfig, batch_sizes: Sequence[int] = (1, 4, 16, 64, 25
         if should_stop is not None and should_stop():
             raise JobStopped("Stopped before it finished.")
         idx = torch.randperm(n, generator=gen)[:b].to(x.device)
-        return _flat_grad(model, x[idx], y[idx])
+        return flat_grad(model, x[idx], y[idx])
 
     sizes = sorted({min(b, n) for b in batch_sizes})
     per_size: dict[int, np.ndarray] = {}

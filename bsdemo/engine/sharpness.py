@@ -31,14 +31,12 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from bsdemo.config import RunConfig
 from bsdemo.engine.data import IGNORE
-from bsdemo.engine.train import DIVERGENCE_FACTOR as DIVERGED
+from bsdemo.engine.descent import Vector, descend, summed_loss
 from bsdemo.engine.train import evaluate, prepare
 from bsdemo.jobkinds import (
-    CHECKS_PER_EPOCH,
     HESSIAN_ITERS,
     HESSIAN_SAMPLES,
     LONGER_FACTOR,
@@ -49,11 +47,8 @@ from bsdemo.jobkinds import (
     TRACE_POINTS,
     TRACE_SAMPLES,
     WARMUP_SHARE,
-    JobStopped,
     remedy_lr,
 )
-
-Vector = list[torch.Tensor]  # one tensor per parameter
 
 
 def _dot(a: Vector, b: Vector) -> torch.Tensor:
@@ -79,13 +74,6 @@ def top_eigenvalue(hvp: Callable[[Vector], Vector], like: Vector, iters: int,
     return value, v
 
 
-def _summed_loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    logits = model(x)
-    if logits.dim() > 2:
-        logits, y = logits.flatten(0, 1), y.flatten()
-    return F.cross_entropy(logits, y, reduction="sum")
-
-
 def hessian_product(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor
                     ) -> Callable[[Vector], Vector]:
     """v -> H v, H the Hessian of the mean loss over (x, y) in the parameters at their present
@@ -93,7 +81,7 @@ def hessian_product(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor
     through it (double backward): build a new one after the parameters change."""
     params = [p for p in model.parameters() if p.requires_grad]
     count = int((y != IGNORE).sum())  # samples, or scored tokens
-    grads = torch.autograd.grad(_summed_loss(model, x, y) / count, params, create_graph=True)
+    grads = torch.autograd.grad(summed_loss(model, x, y) / count, params, create_graph=True)
 
     def product(v: Vector) -> Vector:
         return list(torch.autograd.grad(_dot(grads, v), params, retain_graph=True))
@@ -160,22 +148,16 @@ def run_to_target(cfg: RunConfig, batch: int, *, label: str, remedy: str | None,
                                       max_steps=max_steps))
     model, data = run.model, run.data
     x, y = data.x_train, data.y_train
-    n = len(y)
-    batch = min(batch, n)
+    batch = min(batch, len(y))
     lr = remedy_lr(cfg.lr, small_batch, batch, remedy)
     params = [p for p in model.parameters() if p.requires_grad]
-    batches = torch.Generator(device=x.device).manual_seed(cfg.seed)
     noise_draws = torch.Generator(device=x.device).manual_seed(cfg.seed + 11)
     probe = torch.Generator().manual_seed(cfg.seed + 5)
     sets = {iters: hessian_set(x, y, cfg.seed, samples) for iters, samples in
             ((TRACE_ITERS, TRACE_SAMPLES), (HESSIAN_ITERS, HESSIAN_SAMPLES))}
-    full = batch == n and cfg.norm != "batch"  # a full step's own loss is the training loss
-    check = 1 if full else max(1, n // (batch * CHECKS_PER_EPOCH))
-    warm = round(WARMUP_SHARE * max_steps) if remedy == "warmup" else 0
-    trace_every = 1  # doubled whenever the trace fills up, so it spans the whole run
-    curve, trace = [[0, evaluate(model, x, y)[0]]], []
-    vector, reached_at, stop_at = None, None, max_steps
-    step, step_lr, status = 0, lr, "completed"
+    trace: list[list[float]] = []
+    vector = None
+    every = 1  # the trace's spacing, doubled whenever it fills up, so it spans the whole run
 
     def sharpness(iters: int) -> float:
         nonlocal vector
@@ -185,64 +167,38 @@ def run_to_target(cfg: RunConfig, batch: int, *, label: str, remedy: str | None,
         model.train()
         return value
 
-    def reached(train_loss: float) -> bool:
-        """File the training loss at this step; whether the run stops here."""
-        nonlocal reached_at, stop_at, status
-        curve.append([step, train_loss])
-        if not math.isfinite(train_loss) or train_loss > DIVERGED * curve[0][1]:
-            status, stop_at = "diverged", step
-        elif reached_at is None and train_loss <= target_loss:
-            reached_at = step
-            stop_at = step * LONGER_FACTOR if remedy == "longer" else step
-        return step >= stop_at
+    def traced(step: int) -> None:
+        nonlocal trace, every
+        if step % every == 0:
+            trace.append([step, sharpness(TRACE_ITERS)])
+            if len(trace) >= 2 * TRACE_POINTS:
+                trace, every = trace[1::2], 2 * every
 
-    model.train()
-    while step < stop_at:
-        order = torch.randperm(n, generator=batches, device=x.device)
-        for idx in order.split(batch):
-            if len(idx) < batch:
-                break  # drop the ragged end: every step sees a batch of the same size
-            if should_stop is not None and should_stop():
-                raise JobStopped("Stopped before it finished.")
-            loss = _summed_loss(model, x[idx], y[idx]) / len(idx)
-            if full and step and reached(loss.item()):
-                break
-            step_lr = lr * min(1.0, (step + 1) / warm) if warm else lr
-            grads = torch.autograd.grad(loss, params)
-            if remedy == "noise":
-                grads = [g + d for g, d in zip(grads, _small_batch_noise(
-                    model, params, x, y, small_batch, noise_draws), strict=True)]
-            with torch.no_grad():
-                for p, g in zip(params, grads, strict=True):
-                    p.sub_(step_lr * g)
-            step += 1
-            if step % trace_every == 0:
-                trace.append([step, sharpness(TRACE_ITERS)])
-                if len(trace) >= 2 * TRACE_POINTS:
-                    trace, trace_every = trace[1::2], 2 * trace_every
-            if ((not full and step % check == 0 and reached(evaluate(model, x, y)[0]))
-                    or step >= stop_at):
-                break
-    if reached_at is None and status == "completed":
-        status = "capped"
+    done = descend(model, x, y, batch=batch, lr=lr, target_loss=target_loss,
+                   max_steps=max_steps, seed=cfg.seed, batch_stats=cfg.norm == "batch",
+                   warmup_steps=round(WARMUP_SHARE * max_steps) if remedy == "warmup" else 0,
+                   extend=LONGER_FACTOR if remedy == "longer" else 1,
+                   extra_gradient=(lambda: _small_batch_noise(model, params, x, y, small_batch,
+                                                              noise_draws))
+                   if remedy == "noise" else None,
+                   after_step=traced, should_stop=should_stop)
     model.eval()
     train_loss, train_acc = evaluate(model, x, y)
     test_loss, test_acc = evaluate(model, data.x_test, data.y_test)
     model.eval()
     top = rise = math.nan
-    if status != "diverged":
+    if done.status != "diverged":
         top = sharpness(HESSIAN_ITERS)
         rise = neighbourhood_rise(model, x, y, probe)
         model.eval()
     record = {"kind": "sharpness_run", "label": label, "remedy": remedy, "batch_size": batch,
-              "lr": lr, "warmup_steps": warm, "last_lr": step_lr, "steps": step, "reached_at": reached_at,
-              "status": status, "train_loss": train_loss, "test_loss": test_loss,
-              "train_accuracy": train_acc, "test_accuracy": test_acc,
+              "lr": lr, "warmup_steps": round(WARMUP_SHARE * max_steps) if remedy == "warmup"
+              else 0, "last_lr": done.last_lr, "steps": done.steps,
+              "reached_at": done.reached_at, "status": done.status, "train_loss": train_loss,
+              "test_loss": test_loss, "train_accuracy": train_acc, "test_accuracy": test_acc,
               "loss_gap": test_loss - train_loss, "accuracy_gap": train_acc - test_acc,
               "top_hessian_eigenvalue": top, "two_over_lr": 2 / lr,
-              "neighbourhood_rise": rise, "trace": trace,
-              "curve": curve[::max(1, len(curve) // 200)] + ([curve[-1]] if len(curve) > 200
-                                                              else [])}
+              "neighbourhood_rise": rise, "trace": trace, "curve": done.thinned()}
     return record, model, data
 
 
@@ -251,8 +207,8 @@ def _small_batch_noise(model, params, x, y, small: int, generator) -> Vector:
     covariance of one small batch's gradient."""
     pick = torch.randperm(len(y), generator=generator, device=x.device)[:2 * small]
     a, b = pick[:small], pick[small:]
-    g_a = torch.autograd.grad(_summed_loss(model, x[a], y[a]) / small, params)
-    g_b = torch.autograd.grad(_summed_loss(model, x[b], y[b]) / small, params)
+    g_a = torch.autograd.grad(summed_loss(model, x[a], y[a]) / small, params)
+    g_b = torch.autograd.grad(summed_loss(model, x[b], y[b]) / small, params)
     return [(u - v) / math.sqrt(2) for u, v in zip(g_a, g_b, strict=True)]
 
 

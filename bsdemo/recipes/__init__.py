@@ -27,6 +27,8 @@ Training Lab.
     memory_prediction, accumulation_prediction, finder_prediction
     noise_verdict        what a gradient-noise measurement shows: 1/B, B_simple two ways (noise.py)
     noise_prediction     what 4× the batch did to the gradient's variance
+    critical_verdict     steps to a target loss against the batch: the regimes, the critical
+                         batch beside B_simple (noise.py)
     norms_verdict        what a normalisation grid shows: BatchNorm at tiny batches (norms.py)
     norms_prediction     which normalisation did worst at the smallest batch
     sharpness_verdict    what a sharpness study shows: which minimum is sharper, the gap in
@@ -63,7 +65,12 @@ from bsdemo.recipes.measurements import (
     simulated_device,
     throughput_verdict,
 )
-from bsdemo.recipes.noise import noise_prediction, noise_verdict, paths_verdict
+from bsdemo.recipes.noise import (
+    critical_verdict,
+    noise_prediction,
+    noise_verdict,
+    paths_verdict,
+)
 from bsdemo.recipes.norms import norms_prediction, norms_verdict
 from bsdemo.recipes.predictions import (
     accumulation_prediction,
@@ -78,7 +85,7 @@ from bsdemo.recipes.predictions import (
 from bsdemo.recipes.sharpness import sharpness_prediction, sharpness_verdict
 
 __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
-           "accumulation_prediction", "doubling_trials", "finder_prediction",
+           "accumulation_prediction", "critical_verdict", "doubling_trials", "finder_prediction",
            "noise_prediction", "noise_verdict", "norms_prediction", "norms_verdict",
            "paths_verdict", "memory_prediction", "sharpness_prediction", "sharpness_verdict",
            "accumulation_verdict", "best_lr_per_batch", "best_lr_verdict", "contention",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -75,3 +76,59 @@ def paths_verdict(rows: list[dict[str, Any]], steps: int) -> str:
             f"and ended at loss {small['final loss']:g} against {full['final loss']:g}. Each "
             "step's direction is the full gradient plus noise: the noise zig-zags the small "
             "batch across the valley; the full batch follows the gradient itself.")
+
+
+PERFECT = 0.7  # steps falling by at least this share of the batch's growth count as "perfect"
+FLAT = 1.25  # steps falling by less than this for 4× the batch or more count as "no gain"
+
+
+def critical_verdict(result: dict[str, Any] | None) -> str | None:
+    """What steps-to-target against the batch shows: the regimes, the critical batch, and how
+    it compares with B_simple (Markdown), or None before the study ends."""
+    if not result:
+        return None
+    sizes, steps = result["batch_sizes"], result["steps"]
+    cap = f", at most {result['lr_cap']:g}" if result.get("lr_cap") else ""
+    parts = ["**What your runs show.**"]
+    failed = [f"batch {b:,} {status} (lr {lr:.3g})" for b, s, status, lr in
+              zip(sizes, steps, result["statuses"], result["lrs"], strict=True) if not s]
+    arrived = [(b, s) for b, s in zip(sizes, steps, strict=True) if s]
+    if len(arrived) < 2:
+        parts.append(f"Fewer than two batch sizes reached the training loss "
+                     f"{result['target_loss']:g}"
+                     + (f" ({'; '.join(failed)})" if failed else "")
+                     + ": raise the step cap, lower the lr, or choose an easier target.")
+        return " ".join(parts)
+    parts.append(f"With the lr by the {result['rule']} rule from batch "
+                 f"{result['reference_batch']} at {result['reference_lr']:g}{cap}, the steps "
+                 f"to a training loss of {result['target_loss']:g} went from "
+                 f"{arrived[0][1]:,} at batch {arrived[0][0]:,} to {arrived[-1][1]:,} at batch "
+                 f"{arrived[-1][0]:,}, fewest ({result['s_min']:,.0f}) at batch "
+                 f"{min(arrived, key=lambda p: p[1])[0]:,}.")
+    regimes = []
+    for (b0, s0), (b1, s1) in itertools.pairwise(arrived):
+        grow, fall = b1 / b0, s0 / s1
+        kind = ("perfect scaling or better" if fall >= grow else "near-perfect scaling"
+                if fall >= PERFECT * grow else "no gain" if fall < FLAT else
+                "diminishing returns")
+        regimes.append(f"{b0:,}→{b1:,}: {grow:.3g}× the batch, {fall:.1f}× fewer steps "
+                       f"({kind})" if fall >= 1 else f"{b0:,}→{b1:,}: {grow:.3g}× the batch, "
+                       f"{1 / fall:.1f}× more steps (no gain)")
+    parts.append("Batch by batch — " + "; ".join(regimes) + ".")
+    if failed:
+        parts.append("Never reached the target: " + "; ".join(failed) + ".")
+    b_crit, b_simple = result["b_crit"], result["b_simple"]
+    if b_crit:
+        parts.append(f"The steps are twice the fewest at batch ≈ {b_crit:.0f}: the **critical "
+                     f"batch**. Below it a bigger batch still saves many steps; above it each "
+                     f"doubling saves few, and mostly spends compute. B_simple measured at initialisation is "
+                     f"{b_simple:.0f}, {b_simple / b_crit:.1f}× the critical batch.")
+        parts.append("McCandlish et al. (2018) predict the two agree in order of magnitude, "
+                     "not exactly: B_simple here is measured at the start, while the noise "
+                     "scale grows as the loss falls, and each lr here follows a rule rather "
+                     "than being tuned per batch.")
+    else:
+        parts.append(f"No critical batch could be read off: the steps never fell from over "
+                     f"twice the fewest to under it between two measured batches. B_simple at "
+                     f"initialisation is {b_simple:.0f}.")
+    return " ".join(parts)

@@ -62,7 +62,8 @@ def test_within_the_limits_each_kind_passes_and_the_finder_stops_at_the_server_c
     _, cost = assess("norms", RunConfig(epochs=1).validated()[0], {"batch_sizes": [2, 64]},
                      SMALL, 60.0)  # at 10 epochs, 4 x 7,190 steps at batch 2: over max_steps
     assert cost.micro_batch == 64
-    assert set(KINDS) == {"train", "sweep", "find", "accum_check", "norms", "noise", "sharpness"}
+    assert set(KINDS) == {"train", "sweep", "find", "accum_check", "norms", "noise", "sharpness",
+                          "critical"}
 
 
 @pytest.mark.parametrize("kind,options,field", [

@@ -133,3 +133,92 @@ def test_the_paths_text_quotes_the_paths():
     assert first["path"] == "batch 1" and last["path"] == "full batch"
     assert f"batch 1 walked {first['distance walked']:g}" in text
     assert f"the full batch's {last['distance walked']:g}" in text
+
+
+def test_the_critical_batch_is_read_where_the_steps_are_twice_the_fewest():
+    from bsdemo.engine.critical import critical_from_steps
+
+    s_min, b_crit = 50, 40.0
+    sizes = [2 ** k for k in range(11)]
+    steps = [s_min * (1 + b_crit / b) for b in sizes]  # McCandlish et al.'s S(B), exactly
+    got_min, got_crit = critical_from_steps(sizes, steps)
+    assert got_min == pytest.approx(steps[-1])  # the fewest measured, at the largest batch
+    assert got_crit == pytest.approx(b_crit, rel=0.15)  # interpolated between 32 and 64
+    assert critical_from_steps([1, 4, 16], [None, None, None]) == (None, None)
+    assert critical_from_steps([1, 4, 16], [100, 90, 80])[1] is None  # never twice the fewest
+    # a batch that never reached the target is left out, not read as zero steps
+    assert critical_from_steps([1, 4, 16, 64], [800, 200, None, 90])[1] == pytest.approx(
+        4 * (64 / 4) ** ((np.log(200) - np.log(180)) / (np.log(200) - np.log(90))))
+
+
+def test_simple_noise_scale_over_every_sample_is_the_exact_population_value():
+    """With as many draws as samples (drawn without replacement) the batch-1 estimate of
+    tr(S) is exact: compare with per-sample gradients taken one by one."""
+    import torch
+
+    from bsdemo.engine.critical import simple_noise_scale
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 3))
+    x, y = torch.randn(40, 5), torch.randint(0, 3, (40,))
+
+    def grad(xs, ys):
+        model.zero_grad()
+        torch.nn.functional.cross_entropy(model(xs), ys).backward()
+        return torch.cat([p.grad.flatten() for p in model.parameters()])
+
+    full = grad(x, y)
+    per_sample = torch.stack([grad(x[i:i + 1], y[i:i + 1]) for i in range(40)])
+    exact = float((per_sample - full).pow(2).sum(1).mean() / full.pow(2).sum())
+    assert simple_noise_scale(model, x, y, draws=40, seed=0) == pytest.approx(exact, rel=1e-4)
+
+
+def test_the_critical_verdict_names_the_regimes_and_the_two_batches():
+    result = {"batch_sizes": [1, 4, 16, 64, 256, 1438], "steps": [2685, 440, 187, 94, 58, 76],
+              "lrs": [0.035, 0.071, 0.14, 0.28, 0.57, 0.8], "statuses": ["completed"] * 6,
+              "s_min": 58.0, "b_crit": 41.9, "b_simple": 82.4, "rule": "sqrt",
+              "reference_batch": 32, "reference_lr": 0.2, "lr_cap": 0.8, "target_loss": 0.1,
+              "train_samples": 1438, "max_steps": 20000}
+    text = recipes.critical_verdict(result)
+    assert "went from 2,685 at batch 1 to 76 at batch 1,438, fewest (58) at batch 256" in text
+    assert "1→4: 4× the batch, 6.1× fewer steps (perfect scaling or better)" in text
+    assert "64→256: 4× the batch, 1.6× fewer steps (diminishing returns)" in text
+    assert "256→1,438: 5.62× the batch, 1.3× more steps (no gain)" in text
+    assert "batch ≈ 42: the **critical batch**" in text and "is 82, 2.0× the critical" in text
+    failed = dict(result, steps=[2685, None, None, None, None, None],
+                  statuses=["completed"] + ["diverged"] * 5, b_crit=None, s_min=2685.0)
+    text = recipes.critical_verdict(failed)
+    assert "Fewer than two batch sizes reached" in text and "batch 4 diverged (lr 0.071)" in text
+
+
+def test_bsdemo_critical_batch_json_ends_with_the_result():
+    out = subprocess.run([sys.executable, "-m", "bsdemo", "critical-batch", "--batch-sizes",
+                          "8,64,4096", "--target-loss", "0.5", "--width", "32", "--depth", "1",
+                          "--json"], capture_output=True, text=True, timeout=scaled(180),
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [e["kind"] for e in lines] == ["critical_point"] * 3 + ["critical_result"]
+    end = lines[-1]
+    assert end["batch_sizes"] == [8, 64, end["train_samples"]]  # 4096: the full batch
+    assert all(s and s > 0 for s in end["steps"]) and end["b_simple"] > 0
+    assert end["lrs"][0] == pytest.approx(0.2 * (8 / 32) ** 0.5)  # the sqrt rule from 32 at 0.2
+    assert end["lrs"][-1] == 0.8  # capped
+    # S_min is the fewest steps measured
+    assert end["s_min"] == min(end["steps"])
+
+
+def test_the_critical_study_runs_as_a_job(scheduler):
+    from bsdemo.config import RunConfig as Config
+
+    job = scheduler.submit(Config(width=32, depth=1).validated()[0], owner="cat",
+                           kind="critical", options={"batch_sizes": [16, 256],
+                                                     "target_loss": 0.5})
+    snap = scheduler.wait(job, timeout=scaled(120))
+    assert snap.status == "completed", snap.end
+    assert [p["batch_size"] for p in snap.points] == [16, 256]
+    assert snap.result["kind"] == "critical_result"
+    with pytest.raises(ConfigError) as err:
+        scheduler.submit(Config().validated()[0], owner="cat", kind="critical",
+                         options={"rule": "cubic"})
+    assert err.value.field == "rule"
