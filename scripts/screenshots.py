@@ -120,7 +120,7 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> tup
     """The page after its default experiment, saved whole at `size`; returns the picture and
     its visual problems (visual_problems), checked at that size."""
     route, preset, query = VARIANTS.get(name, (name, None, ""))
-    button, done = PAGES[route]
+    experiments = [PAGES[route]] + ([SECOND[route]] if route in SECOND else [])
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
     page = context.new_page()
     page.goto(f"{url}/{route}{query}")
@@ -128,7 +128,7 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> tup
     if preset:
         page.get_by_role("button", name=preset, exact=True).click()
         settled(page)
-    for button, done in [(button, done)] + ([SECOND[route]] if route in SECOND else []):
+    for button, done in experiments:
         if not button:
             continue
         page.get_by_role("button", name=button, exact=True).first.click()
