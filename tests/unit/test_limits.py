@@ -242,3 +242,13 @@ print(after.status)
                          timeout=scaled(240))
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["oom", "False", "completed"]
+
+
+def test_a_jobs_planned_points_count_what_it_will_send():
+    from bsdemo.jobkinds import planned_points
+
+    assert planned_points("norms", {"batch_sizes": [2, 4, 8], "norms": ["batch", "layer"]}) == 6
+    assert planned_points("norms", {"batch_sizes": [2, 4]}) == 8  # every normalisation
+    assert planned_points("sweep", {"batch_sizes": [1, 2, 4]}) == 3
+    assert planned_points("sharpness", {"remedies": ["noise", "longer"]}) == 4
+    assert planned_points("find", {}) is None
