@@ -21,6 +21,7 @@ Prints a short table per part; exits 1 if a check fails. Record its output in be
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -131,6 +132,41 @@ def scheduler_part(device: str) -> None:
         sched.close()
 
 
+def lessons_part(device: str) -> None:
+    """Lessons 7-9's engines on the device: gradient noise, the critical batch, the sharpness
+    study's double backward (Hessian-vector products), the normalisation grid."""
+    from bsdemo.engine.critical import critical_batch
+    from bsdemo.engine.noise import noise_measure
+    from bsdemo.engine.norms import norms_grid
+    from bsdemo.engine.sharpness import sharpness_study
+
+    small = RunConfig(dataset="digits", model="mlp", width=64, depth=1, device=device)
+    print("\nlessons 7-9 on the device:")
+    t = time.perf_counter()
+    noise = list(noise_measure(small, [1, 16, 256], draws=8))[-1]
+    print(f"  noise: slope {noise['variance_slope']:.2f}, B_simple {noise['b_simple']:.0f} "
+          f"{check(-1.3 < noise['variance_slope'] < -0.7, 'noise slope')} "
+          f"({time.perf_counter() - t:.1f} s)")
+    t = time.perf_counter()
+    crit = list(critical_batch(dataclasses.replace(small, lr=0.2), [16, 256, 4096],
+                               target_loss=0.3))[-1]
+    print(f"  critical batch: steps {crit['steps']}, B_simple {crit['b_simple']:.0f} "
+          f"{check(all(crit['steps']), 'critical steps')} ({time.perf_counter() - t:.1f} s)")
+    t = time.perf_counter()
+    study = list(sharpness_study(dataclasses.replace(small, lr=0.3), target_loss=0.05,
+                                 remedies=["noise"]))[-1]
+    tops = [r["top_hessian_eigenvalue"] for r in study["runs"]]
+    print(f"  sharpness: top eigenvalues {', '.join(f'{v:.3g}' for v in tops)} "
+          f"{check(all(v > 0 for v in tops), 'sharpness eigenvalues')} "
+          f"({time.perf_counter() - t:.1f} s)")
+    t = time.perf_counter()
+    cells = [c for c in norms_grid(dataclasses.replace(small, epochs=1), [2, 32],
+                                   ["batch", "group"]) if c["kind"] == "norms_result"]
+    print(f"  norms: {len(cells)} cells, BatchNorm at 2 changed by batch-mates "
+          f"{cells[0]['partner_changed']:.0%} {check(len(cells) == 4, 'norms grid')} "
+          f"({time.perf_counter() - t:.1f} s)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", default="8GiB")
@@ -211,6 +247,7 @@ def main() -> int:
         print(f"  mlp/digits batch {b:>4}: bare {bare:>12,.0f}  engine {eng:>12,.0f}  "
               f"ratio {eng / bare:.3f}")
 
+    lessons_part(device)
     footprint_part(device, dry)
     scheduler_part(device)
 

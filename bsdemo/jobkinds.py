@@ -211,9 +211,15 @@ def rule_lr(lr: float, reference: int, batch: int, rule: str) -> float:
     return lr * {"constant": 1.0, "sqrt": math.sqrt(k), "linear": k}[rule]
 
 
+REMEDY_LR_CAP = 0.8  # the scaled lr of the remedies, at most (√90 × 0.3 = 2.8 diverges)
+
+
 def remedy_lr(lr: float, small: int, large: int, remedy: str | None) -> float:
-    """The lr of a sharpness run: scaled by sqrt(large / small) for scale_lr and warmup."""
-    return rule_lr(lr, small, large, "sqrt" if remedy in ("scale_lr", "warmup") else "constant")
+    """The lr of a sharpness run: for scale_lr and warmup, scaled by sqrt(large / small) up to
+    REMEDY_LR_CAP (never below lr itself)."""
+    if remedy not in ("scale_lr", "warmup"):
+        return lr
+    return max(lr, min(rule_lr(lr, small, large, "sqrt"), REMEDY_LR_CAP))
 
 
 def _sharpness_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:

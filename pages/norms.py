@@ -66,4 +66,11 @@ st.markdown(
     "evaluation BatchNorm uses running averages gathered in training instead, so the model it "
     "trained is not quite the model it tests. GroupNorm (groups of features) and LayerNorm (all "
     "features) normalise one sample at a time: the batch size never enters.")
+st.markdown(
+    "**And accumulation does not help.** Accumulating 16 micro-batches of 2 gives the optimizer "
+    "the gradient of 32 samples, but BatchNorm still normalises each forward pass over its own "
+    "2: its statistics are per micro-batch. The accumulation page's BatchNorm switch measures "
+    "the difference this makes; with GroupNorm or LayerNorm accumulation is exact again.")
+st.page_link("pages/accumulation.py", label="Open Gradient accumulation (its BatchNorm switch)",
+             icon=":material/layers:", query_params={"bn": "1"})
 link.finish()

@@ -5,7 +5,13 @@ import dataclasses
 import streamlit as st
 
 from bsdemo import charts, recipes
-from bsdemo.jobkinds import LONGER_FACTOR, SHARPNESS_MAX_STEPS, SHARPNESS_REMEDIES, WARMUP_SHARE
+from bsdemo.jobkinds import (
+    LONGER_FACTOR,
+    REMEDY_LR_CAP,
+    SHARPNESS_MAX_STEPS,
+    SHARPNESS_REMEDIES,
+    WARMUP_SHARE,
+)
 from bsdemo.lessonlinks import workload, workload_controls
 from bsdemo.presets import PRESETS, SCENARIOS
 from bsdemo.ui import sweeps
@@ -18,11 +24,12 @@ LARGE = (256, 512, 4096)  # 4096: the whole training set of every preset the stu
 LRS = (0.05, 0.1, 0.2, 0.3, 0.5)
 TARGETS = (0.05, 0.02, 0.01, 0.005)
 PRESETS_OFFERED = ("digits-mlp", "digits-cnn", "synthetic-mlp", "moons-mlp", "spirals-mlp")
-REMEDY_LABELS = {"scale_lr": "lr × √k", "warmup": "Warm-up to lr × √k",
+REMEDY_LABELS = {"scale_lr": f"lr × √k (≤ {REMEDY_LR_CAP:g})", "warmup": "Warm-up to it",
                  "longer": f"Train {LONGER_FACTOR}× longer", "noise": "Add small-batch noise"}
 REMEDY_HELP = {
-    "scale_lr": "The large batch's lr times √k, k = large / small (Krizhevsky 2014; Hoffer et al. "
-                "2017). Past 2/(its starting sharpness) it diverges.",
+    "scale_lr": f"The large batch's lr times √k, k = large / small (Krizhevsky 2014; Hoffer et "
+                f"al. 2017), at most {REMEDY_LR_CAP:g}: at k = 90 the rule asks for 2.8, and "
+                "past 2 / (the starting sharpness) a step diverges.",
     "warmup": f"The same scaled lr, reached by a linear ramp over the first "
               f"{round(WARMUP_SHARE * SHARPNESS_MAX_STEPS)} steps (Goyal et al. 2017).",
     "longer": f"Keep training past the target, to {LONGER_FACTOR}× the steps it needed (Hoffer "

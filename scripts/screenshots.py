@@ -51,6 +51,7 @@ PAGES = {
 SECOND = {"noise": ("Train to the target at each batch", r"^What your runs show")}
 VARIANTS = {
     "lr_scaling-warmup": ("lr_scaling", "Warm-up (Adam, k = 32)", ""),
+    "sharpness-remedies": ("sharpness", "Every remedy", ""),
     "lr_scaling-present": ("lr_scaling", None, "?present=1&hide=preset,size,grid_epochs"),
     "training_lab-present": ("training_lab", None, "?present=1&hide=seed,advanced"),
 }

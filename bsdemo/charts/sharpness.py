@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from bsdemo.charts.style import DASHES, OKABE_ITO, Chart, batch_colour, fit_legend, layout
 from bsdemo.jobkinds import LONGER_FACTOR
 
-REMEDY_LABELS = {None: "", "scale_lr": " + lr × √k", "warmup": " + warm-up to lr × √k",
+REMEDY_LABELS = {None: "", "scale_lr": " + scaled lr", "warmup": " + warm-up, scaled lr",
                  "longer": f" + {LONGER_FACTOR}× longer", "noise": " + small-batch noise"}
 
 
@@ -22,12 +22,18 @@ def run_name(run: dict[str, Any], samples: int | None = None) -> str:
             else f"full batch ({run['batch_size']:,})")
 
 
-def _style(index: int, run: dict[str, Any]) -> dict[str, Any]:
-    """The two plain runs in their batch colours; each remedy run in its own colour and dash."""
+def _style(index: int, run: dict[str, Any], plain: Sequence[int] = ()) -> dict[str, Any]:
+    """The two plain runs in their batch colours; each remedy run (index 2, 3, ...) in a colour
+    of its own, none of the plain runs' (their batches: `plain`), and a dash."""
     if run["remedy"] is None:
         return {"color": batch_colour(run["batch_size"]), "dash": "solid"}
-    return {"color": OKABE_ITO[(index + 2) % len(OKABE_ITO)],
-            "dash": DASHES[1 + index % (len(DASHES) - 1)]}
+    taken = {batch_colour(b) for b in plain}
+    free = [c for c in OKABE_ITO if c not in taken]
+    return {"color": free[(index - 2) % len(free)], "dash": DASHES[1 + index % (len(DASHES) - 1)]}
+
+
+def _plain(runs: Sequence[dict[str, Any]]) -> list[int]:
+    return [r["batch_size"] for r in runs if r["remedy"] is None]
 
 
 def loss_curves(runs: Sequence[dict[str, Any]], target: float, samples: int | None) -> Chart:
@@ -35,7 +41,7 @@ def loss_curves(runs: Sequence[dict[str, Any]], target: float, samples: int | No
     for i, run in enumerate(runs):
         steps, losses = zip(*run["curve"], strict=True) if run["curve"] else ((), ())
         fig.add_trace(go.Scatter(x=steps, y=losses, mode="lines", name=run_name(run, samples),
-                                 line=_style(i, run)))
+                                 line=_style(i, run, _plain(runs))))
     fig.add_hline(y=target, line=dict(color="#444444", dash="dot", width=1),
                   annotation_text=f"target {target:g}", annotation_position="top right")
     layout(fig, "Training loss until the target", "Optimizer steps",
@@ -51,8 +57,8 @@ def loss_curves(runs: Sequence[dict[str, Any]], target: float, samples: int | No
                             for r in runs])
 
 
-def trace_chart(runs: Sequence[dict[str, Any]], samples: int | None, trace_samples: int
-                ) -> Chart:
+def trace_chart(runs: Sequence[dict[str, Any]], samples: int | None, trace_samples: int,
+                hessian_samples: int) -> Chart:
     fig = go.Figure()
     drawn = []
     for i, run in enumerate(runs):
@@ -61,8 +67,16 @@ def trace_chart(runs: Sequence[dict[str, Any]], samples: int | None, trace_sampl
         steps, values = zip(*run["trace"], strict=True)
         drawn += values
         fig.add_trace(go.Scatter(x=steps, y=values, mode="lines+markers",
-                                 name=run_name(run, samples), line=_style(i, run),
-                                 marker=dict(size=6)))
+                                 name=run_name(run, samples), line=_style(i, run, _plain(runs)),
+                                 marker=dict(size=6), legendgroup=str(i)))
+        if run["top_hessian_eigenvalue"] == run["top_hessian_eigenvalue"]:  # not NaN
+            drawn.append(run["top_hessian_eigenvalue"])
+            fig.add_trace(go.Scatter(x=[run["steps"]], y=[run["top_hessian_eigenvalue"]],
+                                     mode="markers", showlegend=False, legendgroup=str(i),
+                                     name=f"{run_name(run, samples)}: at the solution",
+                                     marker=dict(symbol="star", size=14,
+                                                 color=_style(i, run, _plain(runs))["color"],
+                                                 line=dict(width=1, color="#111111"))))
     top = max(drawn, default=1.0)
     for lr in sorted({r["lr"] for r in runs if r["trace"]}):
         if 2 / lr <= 3 * top:  # a 2/lr far above every trace would squash them flat
@@ -70,7 +84,8 @@ def trace_chart(runs: Sequence[dict[str, Any]], samples: int | None, trace_sampl
                           annotation_text=f"2/lr = {2 / lr:.3g} (lr {lr:.3g})",
                           annotation_position="top right")
     layout(fig, "Sharpness during training", "Optimizer steps", "Top Hessian eigenvalue",
-           subtitle=f"Power iteration on {trace_samples:,} training samples; dashed: 2/lr")
+           subtitle=f"Power iteration on {trace_samples:,} training samples; ★ at the solution, "
+                    f"on {hessian_samples:,}; dashed: 2/lr")
     fit_legend(fig)
     ends = [f"{run_name(r, samples)} {r['trace'][-1][1]:.3g}" for r in runs if r["trace"]]
     alt = ("The top Hessian eigenvalue against optimizer steps for each run, with 2/lr dashed; "
@@ -117,6 +132,6 @@ def sharpness_charts(result: dict[str, Any]) -> tuple[Chart, Chart, Chart]:
     runs, samples = result["runs"], result["train_samples"]
     plain = [r for r in runs if r["remedy"] is None]
     return (loss_curves(runs, result["target_loss"], samples),
-            trace_chart(runs, samples, result["trace_samples"]),
+            trace_chart(runs, samples, result["trace_samples"], result["hessian_samples"]),
             slice_chart(result["slice"], run_name(plain[0], samples),
                         run_name(plain[1], samples)))

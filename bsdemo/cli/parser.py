@@ -230,8 +230,8 @@ def _add_sharpness(sub, train: argparse.ArgumentParser) -> None:
     study.add_argument("--max-steps", default="3000", help="step cap of each run (default 3000)")
     study.add_argument("--remedies",
                        help="comma-separated, each one more large-batch run: scale_lr (lr × "
-                            "√k), warmup (that lr after a ramp), longer (4× the steps), noise "
-                            "(small-batch gradient noise added); default none")
+                            "√k, at most 0.8), warmup (that lr after a ramp), longer (4× the "
+                            "steps), noise (small-batch gradient noise added); default none")
     _workload_flags(study, train, size=True, leave_out=("optimizer",))
     study.set_defaults(lr=SHARPNESS_LR)
     study.add_argument("--json", action="store_true",

@@ -91,6 +91,4 @@ def norms_verdict(cells: Sequence[dict[str, Any]], model: str = "mlp") -> str | 
                          f"updates: without normalisation it reached {last['test_accuracy']:.1%} "
                          f"against {peak['test_accuracy']:.1%} at batch {peak['batch_size']}. "
                          "That fall is too few steps, not normalisation.")
-    parts.append("Accumulation does not rescue BatchNorm: its statistics are those of each "
-                 "micro-batch, so 16 micro-batches of 2 normalise like batch 2.")
     return " ".join(parts)

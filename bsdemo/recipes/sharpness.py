@@ -10,7 +10,7 @@ from typing import Any
 SHARPER = 1.2  # a top eigenvalue this many times the other's counts as sharper
 SAME_LOSS = 0.1  # test losses within this share of each other count as the same
 SAME_POINTS = 0.5  # test accuracies within this many points count as the same
-REMEDY_NAMES = {"scale_lr": "the lr scaled by √k", "warmup": "the scaled lr after a warm-up",
+REMEDY_NAMES = {"scale_lr": "the lr scaled by √k", "warmup": "that lr after a warm-up",
                 "longer": "training longer", "noise": "added small-batch noise"}
 
 
@@ -103,11 +103,13 @@ def sharpness_verdict(result: dict[str, Any] | None) -> str | None:
                      f"{b:.3g}.")
     late_s, late_l = settled(small["trace"]), settled(large["trace"])
     if late_s is not None and late_l is not None:
-        parts.append(f"Over the second half of training {l_name}'s traced sharpness was "
-                     f"{late_l:.3g} (median), against 2/lr = {large['two_over_lr']:.3g}, and "
-                     f"{s_name}'s {late_s:.3g}: plain gradient descent cannot stay stable along "
-                     "a direction sharper than 2/lr, and a small batch's noise throws it out of "
-                     "valleys narrower than the noise.")
+        parts.append(f"Over the second half of training {l_name}'s sharpness, traced on "
+                     f"{result.get('trace_samples', 512):,} samples, was {late_l:.3g} (median) "
+                     f"against 2/lr = {large['two_over_lr']:.3g}, and {s_name}'s {late_s:.3g}: "
+                     "plain gradient descent cannot stay stable along a direction sharper than "
+                     "2/lr, and a small batch's noise throws it out of valleys narrower than the "
+                     "noise. (A Hessian over fewer samples has a larger top eigenvalue, so the "
+                     "trace runs above the values at the solutions.)")
     gap_s, gap_l = small["loss_gap"], large["loss_gap"]
     acc_s, acc_l = 100 * small["test_accuracy"], 100 * large["test_accuracy"]
     close = abs(large["test_loss"] - small["test_loss"]) <= SAME_LOSS * small["test_loss"]
@@ -133,23 +135,22 @@ def sharpness_verdict(result: dict[str, Any] | None) -> str | None:
                         else "stays as low as at its ends (no barrier); ")
                      + f"half that distance past {s_name}'s end it is {before:.3g}, past "
                      f"{l_name}'s {after:.3g}.")
-    for run in result["runs"]:
-        if run["remedy"] is not None:
-            parts.append(remedy_text(run, large))
-    return " ".join(parts)
+    remedies = [remedy_text(run) for run in result["runs"] if run["remedy"] is not None]
+    text = " ".join(parts)
+    if remedies:
+        text += (f"\n\n**What each remedy did to the large batch** (without one: test loss "
+                 f"{large['test_loss']:.3g}, test minus train {gap_l:.3g}, top eigenvalue "
+                 f"{large['top_hessian_eigenvalue']:.3g}):\n" + "\n".join(f"- {r}" for r in remedies))
+    return text
 
 
-def remedy_text(run: dict[str, Any], plain: dict[str, Any]) -> str:
-    """What one remedy's run did against the plain large batch."""
-    name = REMEDY_NAMES[run["remedy"]]
+def remedy_text(run: dict[str, Any]) -> str:
+    """What one remedy's run ended with (a Markdown list item's text)."""
+    name = f"**{REMEDY_NAMES[run['remedy']].capitalize()}** (lr {run['lr']:.3g}"
     if run["status"] == "diverged":
-        return (f"With {name} (lr {run['lr']:.3g}) the large batch diverged: its sharpness at "
-                f"the start was already above 2/lr = {run['two_over_lr']:.3g}.")
+        return (f"{name}): diverged — its sharpness at the start was already above 2/lr = "
+                f"{run['two_over_lr']:.3g}.")
     if run["reached_at"] is None:
-        return (f"With {name} the large batch did not reach the target in {run['steps']:,} "
-                "steps.")
-    return (f"With {name} (lr {run['lr']:.3g}, {run['steps']:,} steps) the large batch's test "
-            f"loss was {run['test_loss']:.3g} against {plain['test_loss']:.3g} without it (test "
-            f"minus train {run['loss_gap']:.3g} against {plain['loss_gap']:.3g}), its top "
-            f"eigenvalue {run['top_hessian_eigenvalue']:.3g} against "
-            f"{plain['top_hessian_eigenvalue']:.3g}.")
+        return f"{name}): did not reach the target in {run['steps']:,} steps."
+    return (f"{name}, {run['steps']:,} steps): test loss {run['test_loss']:.3g}, test minus "
+            f"train {run['loss_gap']:.3g}, top eigenvalue {run['top_hessian_eigenvalue']:.3g}.")

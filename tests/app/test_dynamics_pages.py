@@ -123,7 +123,7 @@ def test_sharpness_page_trains_both_to_the_target_and_measures_each_minimum():
     assert list(table["run"]) == ["batch 16", "full batch (1,438)", "full batch + small-batch noise"]
     assert (table["top eigenvalue"] > 0).all() and (table["train loss"] <= 0.05 + 1e-9).all()
     verdict = next(m.value for m in at.markdown if "What your runs show" in m.value)
-    assert "trained to a training loss of 0.05" in verdict and "With added small-batch noise" in (
+    assert "trained to a training loss of 0.05" in verdict and "- **Added small-batch noise**" in (
         verdict)
     judged = [m.value for m in [*at.success, *at.warning, *at.caption] if "runs" in m.value
               and "top Hessian eigenvalue" in m.value]

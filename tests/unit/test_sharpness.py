@@ -117,11 +117,13 @@ def test_rescaling_a_relu_layer_leaves_the_filter_normalised_rise_unchanged():
     assert scaled_rise == pytest.approx(plain, rel=1e-3)
 
 
-def test_remedy_lr_scales_by_the_square_root_of_the_batch_ratio():
+def test_remedy_lr_scales_by_the_square_root_of_the_batch_ratio_up_to_a_cap():
     assert remedy_lr(0.1, 16, 1024, None) == 0.1
     assert remedy_lr(0.1, 16, 1024, "longer") == 0.1
-    assert remedy_lr(0.1, 16, 1024, "scale_lr") == pytest.approx(0.8)
-    assert remedy_lr(0.1, 16, 1024, "warmup") == pytest.approx(0.8)
+    assert remedy_lr(0.05, 16, 1024, "scale_lr") == pytest.approx(0.4)
+    assert remedy_lr(0.05, 16, 1024, "warmup") == pytest.approx(0.4)
+    assert remedy_lr(0.3, 16, 1438, "scale_lr") == 0.8  # not √90 × 0.3 = 2.8: that diverges
+    assert remedy_lr(1.0, 16, 1438, "scale_lr") == 1.0  # a remedy never lowers the lr
 
 
 @pytest.mark.parametrize("options, field", [
@@ -223,8 +225,8 @@ def test_the_verdict_names_the_sharper_minimum_and_the_gap_from_the_numbers():
     text = recipes.sharpness_verdict(r)
     assert "The full batch (1,438) found the sharper minimum:** its top Hessian eigenvalue is 4 " \
         "against 0.5 (8.0×)" in text
-    assert ("Over the second half of training the full batch (1,438)'s traced sharpness was 4.4 "
-            "(median), against 2/lr = 6.67, and batch 16's 1") in text
+    assert ("Over the second half of training the full batch (1,438)'s sharpness, traced on 512 "
+            "samples, was 4.4 (median) against 2/lr = 6.67, and batch 16's 1") in text
     assert "In this run batch 16 generalised better: test loss 0.05 against 0.07" in text
     assert "rises by 0.003 between them (a barrier)" in text and "past the full batch" in text
     assert recipes.sharpness_prediction(r) == (
@@ -261,6 +263,21 @@ def test_each_remedy_is_reported_against_the_plain_large_batch():
                      two_over_lr=2 / 2.8, top_hessian_eigenvalue=float("nan")),
                 _run(1438, "noise", test_loss=0.062, loss_gap=0.052, top_hessian_eigenvalue=0.6))
     text = recipes.sharpness_verdict(r)
-    assert "With the lr scaled by √k (lr 2.8) the large batch diverged" in text
-    assert "With added small-batch noise (lr 0.3, 300 steps) the large batch's test loss was " \
-        "0.062 against 0.07 without it" in text
+    assert "(without one: test loss 0.07, test minus train 0.06, top eigenvalue 1):\n" in text
+    assert "\n- **The lr scaled by √k** (lr 2.8): diverged" in text
+    assert ("\n- **Added small-batch noise** (lr 0.3, 300 steps): test loss 0.062, test minus "
+            "train 0.052, top eigenvalue 0.6.") in text
+
+
+def test_every_run_of_a_study_has_its_own_colour_and_the_charts_their_alt_text():
+    from bsdemo import charts
+
+    r = _result(_run(16), _run(1438), *(_run(1438, remedy) for remedy in
+                                        ("scale_lr", "warmup", "longer", "noise")))
+    curves, trace, cut = charts.sharpness_charts(r)
+    colours = [t.line.color for t in curves.figure.data]
+    assert len(colours) == 6 and len(set(colours)) == 6
+    assert [t.name for t in curves.figure.data][:2] == ["batch 16", "full batch (1,438)"]
+    assert all(c.alt for c in (curves, trace, cut)) and len(cut.table) == 5
+    stars = [t for t in trace.figure.data if t.marker.symbol == "star"]
+    assert len(stars) == 6 and stars[0].y[0] == 1.0  # each run's eigenvalue at its solution
