@@ -33,7 +33,7 @@ from bsdemo.limits import Limits
 from bsdemo.units import real_number, whole_number
 
 RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end", "noise_result",
-                "sharpness_result", "critical_result")  # a job's one result
+                "sharpness_result", "critical_result", "fit_batch_end")  # a job's one result
 MAX_TIMED_STEPS = 2000  # a sweep point's timed steps, whatever its minimum duration asks
 MAX_SWEEP_POINTS = 64
 FIND_MAX_PROBES = 64  # two probes, halvings, a verification and a bisection: far fewer in practice
@@ -245,6 +245,8 @@ def _sharpness_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
 
 
 CRITICAL_DRAWS = 32  # batch-1 gradients behind the critical-batch study's B_simple
+# lesson 10's ways to fit a bigger batch (bsdemo.engine.fitbatch; fp16 needs CUDA)
+FIT_TECHNIQUES = ("fp32", "bf16", "fp16", "checkpointing", "bf16+checkpointing", "accumulation")
 CRITICAL_MAX_EPOCHS = 250  # a run also stops after this many epochs (the full batch: steps)
 
 
@@ -268,6 +270,26 @@ def _critical_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
             "max_steps": _whole(options, "max_steps", 10, 100_000, default=20_000),
             "lr_cap": None if options.get("lr_cap", 0.8) is None
             else _real(options, "lr_cap", 1e-6, 100.0, default=0.8)}
+
+
+FIT_PROBES = (8, 64)  # the two batches each technique's memory line is fitted through
+FIT_TIMED_STEPS = 3  # steps timed at a technique's largest batch (their median)
+FIT_BUDGET_STEPS = 100  # steps of the loss comparison
+FIT_BUDGET_BATCH = 64
+
+
+def _fit_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+    budget = _budget(options)
+    if budget is None:
+        raise ConfigError("memory_budget_bytes", None, "a memory budget in bytes")
+    names = options.get("techniques")
+    if names is not None and (not isinstance(names, (list, tuple)) or not names
+                              or len(set(names)) != len(names)
+                              or any(t not in FIT_TECHNIQUES for t in names)):
+        raise ConfigError("techniques", names, "different names from " + ", ".join(FIT_TECHNIQUES))
+    return {"memory_budget_bytes": budget, "techniques": list(names) if names else None,
+            "accumulation": _whole(options, "accumulation", 2, 64, default=4),
+            "max_batch": limits.max_batch_size}
 
 
 # ----- what each kind costs at most -----
@@ -344,6 +366,18 @@ def _critical_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     return Cost(big.batch_size, max(sizes), passes, wall_s, footprint.predict(big).device)
 
 
+def _fit_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+    techniques = len(options["techniques"] or FIT_TECHNIQUES)
+    largest = options["max_batch"]
+    verify = max(1, math.ceil(math.log2(largest))) + 1
+    passes = techniques * (len(FIT_PROBES) + verify + FIT_TIMED_STEPS * options["accumulation"]
+                           + FIT_BUDGET_STEPS)
+    big = dataclasses.replace(cfg, batch_size=min(largest, cfg.train_samples),
+                              accumulation_steps=1)
+    return Cost(largest, largest * options["accumulation"], passes, wall_s,
+                min(options["memory_budget_bytes"], footprint.predict(big).device))
+
+
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("train", exclusive=False, options=(), cost=_train_cost, check=_no_options),
     Kind("sweep", exclusive=True, options=("batch_sizes", "warmup_steps", "timed_steps",
@@ -368,6 +402,10 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("critical", exclusive=False, options=("batch_sizes", "target_loss", "rule",
                                                "reference_batch", "max_steps", "lr_cap"),
          cost=_critical_cost, check=_critical_options),
+    # a measurement of speed as well as memory: alone on the device
+    Kind("fit_batch", exclusive=True, options=("memory_budget_bytes", "techniques",
+                                               "accumulation", "max_batch"),
+         cost=_fit_cost, check=_fit_options),
 )}
 
 
@@ -378,6 +416,8 @@ def planned_points(kind: str, options: Mapping[str, Any]) -> int | None:
         return 2 + len(options.get("remedies", []))
     if kind == "find":
         return None
+    if kind == "fit_batch":
+        return len(options.get("techniques") or FIT_TECHNIQUES)
     sizes = len(options.get("batch_sizes", [])) or None
     return sizes * len(options.get("norms", NORMS)) if kind == "norms" and sizes else sizes
 

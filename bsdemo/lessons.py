@@ -113,8 +113,15 @@ LESSONS = (
            "batch-mates do?",
            ("BatchNorm", "another one (none, GroupNorm or LayerNorm)",
             "none of them: all within 3 points")),
-    Lesson(10, "Scaling out and saving memory", "Mixed precision, checkpointing, data and model "
-           "parallelism."),
+    Lesson(10, "Fitting a bigger batch", "Mixed precision, checkpointing and accumulation under "
+           "one memory budget, measured.", "fit_batch", ":material/compress:",
+           "measure, under one memory budget, how large a batch each technique lets a training "
+           "step fit and how fast it then runs: plain fp32, mixed precision (autocast to bf16; "
+           "fp16 with a gradient scaler on a GPU), gradient checkpointing, both, and gradient "
+           "accumulation — and check that none of them changed the result.",
+           "under the same memory budget, which fits the largest single batch: mixed precision "
+           "(bf16), gradient checkpointing, or both together?",
+           ("bf16 autocast", "gradient checkpointing", "both together")),
     Lesson(11, "Find your batch size", "Choosing a batch size: start at 32, grow while "
            "throughput rises and memory allows.", "finder", ":material/search:",
            "choose a batch size the way practitioners do — as large as throughput rewards and "

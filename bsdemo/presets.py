@@ -105,6 +105,11 @@ SCENARIOS = {
         "Finer batch sizes": "batches=1%2C2%2C4%2C8%2C16%2C32%2C64%2C128%2C256%2C512",
         "Linear lr rule": "rule=linear&ref_lr=0.1&cap=1.6",
     },
+    "fit_batch": {
+        "Digits MLP (default)": "",
+        "Deep MLP (size L)": "size=L",
+        "Tiny Transformer": "preset=arithmetic-transformer",
+    },
     "sharpness": {
         "16 vs full (default)": "",
         "Every remedy": "scale_lr=1&warmup=1&longer=1&noise=1",

@@ -43,6 +43,7 @@ PAGES = {
     "norms": ("Train the grid", r"^What your grid shows"),
     "noise": ("Measure the noise", r"^What your measurement shows"),
     "sharpness": ("Train both to the target", r"^What your runs show"),
+    "fit_batch": ("Fit the biggest batch", r"^What your measurement shows"),
     "quiz": (None, None),
 }
 # a page another way: name -> (page, a preset's button to press first, the link's query); then the

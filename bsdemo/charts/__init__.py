@@ -11,6 +11,7 @@ the same on every page, and runs sharing a batch differ by marker and dash.
     grid.py    the batch x learning-rate heat map
     paths.py   SGD paths over a two-parameter loss surface (bsdemo.toy)
     sharpness.py  a sharpness study: loss to the target, sharpness against 2/lr, the slice
+    fitbatch.py   the largest batch each technique fits under a memory budget
 """
 
 from bsdemo.charts.curves import (
@@ -22,6 +23,7 @@ from bsdemo.charts.curves import (
     throughput_chart,
     utilization_chart,
 )
+from bsdemo.charts.fitbatch import fit_chart
 from bsdemo.charts.grid import lr_grid_chart
 from bsdemo.charts.paths import paths_chart
 from bsdemo.charts.sharpness import sharpness_charts, sharpness_table
@@ -53,7 +55,7 @@ from bsdemo.charts.tables import comparison_table, for_people, runs_table
 from bsdemo.recipes import best_lr_per_batch
 
 __all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "Chart",
-           "batch_colour", "best_lr_per_batch", "critical_chart", "comparison_table", "ema",
+           "batch_colour", "best_lr_per_batch", "critical_chart", "fit_chart", "comparison_table", "ema",
            "fit_legend", "projector",
            "for_people", "has_utilization", "labelled_loss_chart", "loss_chart", "lr_grid_chart",
            "memory_breakdown_chart", "memory_chart", "noise_charts", "norms_chart", "norms_table",

@@ -10,7 +10,13 @@ from pathlib import Path
 
 from bsdemo.cli.parser import given
 from bsdemo.config import MAX_BATCH_SIZE, NORMS, ConfigError, RunConfig
-from bsdemo.jobkinds import LR_RULES, MAX_NOISE_DRAWS, MAX_TIMED_STEPS, SHARPNESS_REMEDIES
+from bsdemo.jobkinds import (
+    FIT_TECHNIQUES,
+    LR_RULES,
+    MAX_NOISE_DRAWS,
+    MAX_TIMED_STEPS,
+    SHARPNESS_REMEDIES,
+)
 from bsdemo.lecture import lesson_plan, load_plan
 from bsdemo.presets import PRESETS
 from bsdemo.units import parse_batch_sizes, parse_bytes, real_number, whole_number
@@ -94,6 +100,19 @@ def _check_critical(args: argparse.Namespace) -> dict:
             else _real("--lr-cap", cap, 1e-6, 100.0)}
 
 
+def _check_fit_batch(args: argparse.Namespace) -> dict:
+    budget = given(args.memory_budget, "--memory-budget")
+    raw = given(args.techniques, "--techniques")
+    names = None if raw is None else [t.strip() for t in raw.split(",")]
+    if names is not None and (len(set(names)) != len(names)
+                              or any(t not in FIT_TECHNIQUES for t in names)):
+        raise ConfigError("--techniques", raw, "different names from "
+                          + ", ".join(FIT_TECHNIQUES))
+    return {"memory_budget_bytes": parse_bytes(budget, "--memory-budget"),
+            "techniques": names,
+            "accumulation": _count("--accum", args.accum, 2, 64)}
+
+
 def _check_sharpness(args: argparse.Namespace) -> dict:
     sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
     if len(sizes) != 2:
@@ -157,7 +176,7 @@ def _writable_folder(raw: str, flag: str) -> Path:
 CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "find": _check_find,
           "accum-check": _check_accum, "regimes": _check_regimes, "norms": _check_norms,
           "noise": _check_noise, "sharpness": _check_sharpness,
-          "critical-batch": _check_critical,
+          "critical-batch": _check_critical, "fit-batch": _check_fit_batch,
           "warm": _check_warm,
           "datasets": _check_datasets}
 

@@ -188,6 +188,26 @@ def noise(cfg: RunConfig, args: argparse.Namespace, batch_sizes: list[int], draw
     return 0
 
 
+def fit_batch(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
+    from bsdemo.engine.fitbatch import fit_batch  # imports torch
+
+    for i, event in enumerate(fit_batch(cfg, **options)):  # a budget too small raises first
+        if i == 0 and not args.json:
+            print(f"{'technique':<20} {'largest batch':>14} {'effective':>10} {'samples/s':>11} "
+                  f"{'peak memory':>12} {'loss after':>11} {'vs fp32':>9}")
+        if args.json:
+            print(json.dumps(event), flush=True)
+        elif event["kind"] == "fit_batch_result":
+            print(f"{event['technique']:<20} {event['max_batch_size']:>14,} "
+                  f"{event['effective_batch_size']:>10,} "
+                  f"{_fmt(event['samples_per_sec'], '{:,.0f}'):>11} "
+                  f"{_fmt(event['peak_memory_bytes'], format_bytes):>12} "
+                  f"{event['loss_after']:>11.4f} {event['loss_vs_fp32']:>+9.4f}", flush=True)
+        else:
+            print(event["message"])
+    return 0
+
+
 def critical(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     from bsdemo.engine.critical import critical_batch  # imports torch
 

@@ -31,7 +31,8 @@ FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student 
     "noise": "noise",
 }
 FIELD_FLAGS = {v: "--" + k.replace("_", "-") for k, v in FLAGS.items()} | {
-    "memory_budget": "--memory-budget", "size": "--size", "micro_batch": "--micro-batch"}
+    "memory_budget": "--memory-budget", "size": "--size", "micro_batch": "--micro-batch",
+    "memory_budget_bytes": "--memory-budget", "techniques": "--techniques"}
 ERROR_CHARS = 200  # an error is one line of at most this many characters
 
 
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     train = _add_train(sub)
     for add in (_add_sweep, _add_find, _add_accum_check, _add_regimes, _add_norms, _add_noise,
-                _add_critical, _add_sharpness, _add_datasets, _add_warm):
+                _add_critical, _add_sharpness, _add_fit_batch, _add_datasets, _add_warm):
         add(sub, train)
     return parser
 
@@ -236,6 +237,28 @@ def _add_sharpness(sub, train: argparse.ArgumentParser) -> None:
     study.set_defaults(lr=SHARPNESS_LR)
     study.add_argument("--json", action="store_true",
                        help="one sharpness_run line per run, then the sharpness_result")
+
+
+def _add_fit_batch(sub, train: argparse.ArgumentParser) -> None:
+    fit = sub.add_parser("fit-batch", help="the largest batch each technique fits under a memory "
+                                           "budget, and its samples/s",
+                         description="Per technique (fp32, bf16 autocast, fp16 with a gradient "
+                                     "scaler on CUDA, gradient checkpointing, both, "
+                                     "accumulation): memory at two batches, the largest batch "
+                                     "under --memory-budget, verified by a real step, its "
+                                     "samples/s, and the training loss after a fixed budget "
+                                     "against fp32's.")
+    fit.add_argument("--memory-budget", default="8MiB",
+                     help="pretend the device has this much memory (default 8MiB; on the CPU "
+                          "the budget applies to accounted memory)")
+    fit.add_argument("--techniques", help="comma-separated from fp32, bf16, fp16 (CUDA), "
+                                          "checkpointing, bf16+checkpointing, accumulation "
+                                          "(default: all this device runs)")
+    fit.add_argument("--accum", default="4", help="accumulation's micro-batches per step "
+                                                  "(default 4)")
+    _workload_flags(fit, train, size=True)
+    fit.add_argument("--json", action="store_true",
+                     help="one fit_batch_result line per technique, then the fit_batch_end")
 
 
 def _add_datasets(sub, train: argparse.ArgumentParser) -> None:

@@ -20,6 +20,7 @@ from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.accumulation import accumulation_check
 from bsdemo.engine.critical import critical_batch
 from bsdemo.engine.finder import find_batch_size
+from bsdemo.engine.fitbatch import fit_batch
 from bsdemo.engine.flops import cpu_matmul_flops
 from bsdemo.engine.measure import device_info, limit_address_space, resolve_device
 from bsdemo.engine.noise import noise_measure
@@ -99,6 +100,8 @@ def _events(kind: str, cfg: RunConfig, options: dict, should_stop):
         yield from sharpness_study(cfg, should_stop=should_stop, **options)
     elif kind == "critical":
         yield from critical_batch(cfg, should_stop=should_stop, **options)
+    elif kind == "fit_batch":
+        yield from fit_batch(cfg, should_stop=should_stop, **options)
     else:
         for event in train(cfg, should_stop=should_stop):
             yield event.to_dict()
@@ -150,6 +153,7 @@ def _measured_end(kind: str, result: dict | None, stopped: str | None) -> dict:
     if stopped is not None:
         return {"kind": "end", "status": "cancelled", "summary": {}, "message": stopped}
     name = {"sweep": "Sweep", "find": "Search", "accum_check": "Check", "norms": "Grid",
-            "noise": "Measurement", "sharpness": "Study", "critical": "Study"}[kind]
+            "noise": "Measurement", "sharpness": "Study", "critical": "Study",
+            "fit_batch": "Measurement"}[kind]
     return {"kind": "end", "status": "completed", "summary": {},
             "message": (result or {}).get("message") or f"{name} completed."}

@@ -27,6 +27,8 @@ Training Lab.
     memory_prediction, accumulation_prediction, finder_prediction
     noise_verdict        what a gradient-noise measurement shows: 1/B, B_simple two ways (noise.py)
     noise_prediction     what 4× the batch did to the gradient's variance
+    fit_verdict          what fitting a bigger batch measured: each technique against fp32 in
+                         batch, speed and result (fitbatch.py); fit_prediction: which fitted most
     critical_verdict     steps to a target loss against the batch: the regimes, the critical
                          batch beside B_simple (noise.py)
     norms_verdict        what a normalisation grid shows: BatchNorm at tiny batches (norms.py)
@@ -54,6 +56,7 @@ from bsdemo.recipes.comparisons import (
     regime_label,
     regimes_verdict,
 )
+from bsdemo.recipes.fitbatch import fit_prediction, fit_verdict
 from bsdemo.recipes.lab import lab_verdict
 from bsdemo.recipes.measurements import (
     CONTENDED,
@@ -85,7 +88,8 @@ from bsdemo.recipes.predictions import (
 from bsdemo.recipes.sharpness import sharpness_prediction, sharpness_verdict
 
 __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
-           "accumulation_prediction", "critical_verdict", "doubling_trials", "finder_prediction",
+           "accumulation_prediction", "critical_verdict", "doubling_trials", "fit_prediction",
+           "fit_verdict", "finder_prediction",
            "noise_prediction", "noise_verdict", "norms_prediction", "norms_verdict",
            "paths_verdict", "memory_prediction", "sharpness_prediction", "sharpness_verdict",
            "accumulation_verdict", "best_lr_per_batch", "best_lr_verdict", "contention",

@@ -364,7 +364,7 @@ class Scheduler:
             if file_event(job, event):  # start, step, eval: filed as the CLI files them
                 continue
             if kind in ("sweep_point", "find_probe", "norms_result", "noise_point",
-                        "sharpness_run", "critical_point"):
+                        "sharpness_run", "critical_point", "fit_batch_result"):
                 if len(job.points) < MAX_POINTS:
                     job.points.append(event)
             elif kind == "sweep_start":

@@ -76,3 +76,23 @@ def test_the_finders_default_on_a_cpu_has_something_to_find():
     run_until(at, lambda a: bool(a.success) or bool(a.error))
     batch = int(at.success[0].value.split("Use batch ")[1].split(".")[0].split()[0])
     assert 32 <= batch < 1438 // 2 and batch in list(at.dataframe[0].value["batch size"])
+
+
+def test_fit_batch_page_measures_each_technique_under_the_budget():
+    at = open_page("pages/fit_batch.py")
+    at.radio(key="predict_fit_batch").set_value("both together").run()
+    at.button(key="fit_run").click().run()
+    run_until(at, lambda a: any("What your measurement shows" in m.value for m in a.markdown)
+              or bool(a.error), timeout=300)
+    assert not at.error
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert spec["layout"]["title"]["text"] == "The largest batch that fits, by technique"
+    table = at.dataframe[0].value
+    assert list(table["technique"]) == ["fp32", "bf16", "checkpointing", "bf16+checkpointing",
+                                        "accumulation"]  # fp16 needs CUDA
+    assert (table["largest batch"] > 0).all()
+    verdict = next(m.value for m in at.markdown if "What your measurement shows" in m.value)
+    assert "plain fp32 fits batch" in verdict and "Accumulation reaches an effective batch" in (
+        verdict)
+    judged = [m.value for m in [*at.success, *at.warning] if "You predicted" in m.value]
+    assert len(judged) == 1

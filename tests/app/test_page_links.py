@@ -22,6 +22,7 @@ PAGES = {  # page -> a link's settings and the widget each lands in
                                                               "nrm_batches": "2,8,32"}),
     "pages/noise.py": ({"draws": "16", "after": "100", "rule": "linear", "cap": "1.6"},
                        {"noi_draws": 16, "noi_after": 100, "noi_rule": "linear", "noi_cap": 1.6}),
+    "pages/fit_batch.py": ({"accum": "8", "size": "L"}, {"fit_accum": 8, "fit_size": "L"}),
     "pages/sharpness.py": ({"small": "32", "lr": "0.1", "longer": "1"},
                            {"shp_small": 32, "shp_lr": 0.1, "shp_longer": True}),
     "pages/finder.py": ({"margin": "0.2", "target": "512"}, {"find_margin": 0.2,
@@ -74,7 +75,7 @@ def test_the_lab_keeps_its_own_link_and_adds_the_view():
 
 
 SCENARIO_PAGES = ["throughput", "memory", "finder", "regimes", "lr_scaling", "accumulation",
-                  "norms", "noise", "sharpness"]
+                  "norms", "noise", "sharpness", "fit_batch"]
 
 
 @pytest.mark.parametrize("slug", SCENARIO_PAGES)

@@ -1,0 +1,62 @@
+"""Lesson 10's chart: the largest batch each technique fits under one memory budget, with the
+samples per second it reached there."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from bsdemo.charts.style import OKABE_ITO, Chart, layout
+from bsdemo.units import format_bytes
+
+COLOURS = {"fp32": OKABE_ITO[0], "bf16": OKABE_ITO[1], "fp16": OKABE_ITO[3],
+           "checkpointing": OKABE_ITO[2], "bf16+checkpointing": OKABE_ITO[6],
+           "accumulation": OKABE_ITO[4]}
+
+
+def fit_chart(results: Sequence[dict[str, Any]], budget: int) -> Chart:
+    """Horizontal bars: each technique's largest (effective) batch under the budget, labelled
+    with its samples/s; accumulation's micro-batch drawn inside its effective batch."""
+    names = [r["technique"] for r in results]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(
+        y=names, x=[r["effective_batch_size"] for r in results], orientation="h",
+        name="largest batch (effective)", marker_color=[COLOURS[n] for n in names],
+        text=[f"{r['effective_batch_size']:,} · {r['samples_per_sec']:,.0f} samples/s"
+              if r["samples_per_sec"] else "did not fit" for r in results],
+        textposition="auto", insidetextanchor="start"))
+    micro = [r for r in results if r.get("accumulation_steps", 1) > 1]
+    if micro:
+        fig.add_trace(go.Bar(y=[r["technique"] for r in micro],
+                             x=[r["max_batch_size"] for r in micro], orientation="h",
+                             name="its micro-batch (what memory holds)",
+                             marker=dict(color="rgba(0,0,0,0)",
+                                         line=dict(color="#111111", width=2))))
+    layout(fig, "The largest batch that fits, by technique", "Batch size (samples per step)",
+           "", subtitle=f"Memory budget {format_bytes(budget)}; each batch verified by a real "
+                        "step")
+    fig.update_layout(barmode="overlay", hovermode="closest", showlegend=bool(micro),
+                      height=120 + 48 * len(results))
+    fig.update_yaxes(autorange="reversed")
+    base = next((r for r in results if r["technique"] == "fp32"), None)
+    alt = "Largest batch under the budget: " + "; ".join(
+        f"{r['technique']} {r['effective_batch_size']:,}" for r in results) + (
+        f" (fp32: {base['max_batch_size']:,})." if base else ".")
+    return Chart(fig, alt, fit_table(results))
+
+
+def fit_table(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    base = next((r for r in results if r["technique"] == "fp32"), None)
+    return [{"technique": r["technique"], "largest batch": r["max_batch_size"],
+             "effective batch": r["effective_batch_size"],
+             "samples/s": r["samples_per_sec"],
+             "× fp32 samples/s": (r["samples_per_sec"] / base["samples_per_sec"]
+                                  if base and base["samples_per_sec"] and r["samples_per_sec"]
+                                  else None),
+             "bytes per sample": r["bytes_per_sample"],
+             "fixed MiB": r["fixed_bytes"] / 2**20,
+             "peak MiB": (r["peak_memory_bytes"] or 0) / 2**20,
+             "loss after budget": r["loss_after"], "loss − fp32's": r["loss_vs_fp32"]}
+            for r in results]

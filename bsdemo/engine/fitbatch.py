@@ -1,0 +1,263 @@
+"""Fitting a bigger batch (lesson 10): under one memory budget, the largest batch each technique
+lets a training step fit, and the samples per second it reaches — measured, not estimated.
+
+Techniques (TECHNIQUES; `available` says which run on a device):
+- fp32: the model as it is.
+- bf16: the forward pass under autocast to bfloat16 (CPU and CUDA): activations are saved in
+  half the bytes; parameters, gradients and optimizer state stay fp32.
+- fp16: autocast to float16 with a gradient scaler (CUDA only).
+- checkpointing: each block's forward is run again in the backward (torch.utils.checkpoint,
+  non-reentrant): only each block's input is kept, plus one block's activations at a time.
+- bf16+checkpointing: both.
+- accumulation: k micro-batches of the largest fp32 batch per optimizer step: the effective
+  batch grows k times at the micro-batch's memory (and time per sample).
+
+A step's memory: on CUDA the allocator's peak; elsewhere the accounted bytes (parameters,
+gradients, optimizer state, and the activations autograd saves, counted with saved-tensor hooks;
+for checkpointing, what is saved outside the blocks, each block's input, and the largest block's
+own activations, which is what the backward holds while it recomputes that block). Each
+technique's memory is measured at two probe batches and fitted M(B) = M0 + m·B; the largest
+batch under the budget is predicted, then verified by a real step (halved until it fits).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+from bsdemo.config import ConfigError, RunConfig
+from bsdemo.engine.memory import SavedActivations, tensor_bytes
+from bsdemo.engine.train import check_budget, prepare
+from bsdemo.footprint import expected_optimizer_state_bytes
+from bsdemo.jobkinds import (
+    FIT_BUDGET_BATCH,
+    FIT_BUDGET_STEPS,
+    FIT_PROBES,
+    FIT_TECHNIQUES,
+    FIT_TIMED_STEPS,
+    JobStopped,
+)
+
+TECHNIQUES = FIT_TECHNIQUES
+
+
+def available(device: torch.device) -> list[str]:
+    """The techniques this device runs: fp16 needs CUDA."""
+    return [t for t in TECHNIQUES if t != "fp16" or device.type == "cuda"]
+
+
+def segments(model: torch.nn.Module) -> tuple[Callable, list[torch.nn.Module], Callable]:
+    """(stem, blocks, head) with model(x) == head(blocks[-1](...blocks[0](stem(x)))): the
+    pieces checkpointing recomputes (the MLP's hidden layers, the CNN's conv blocks, the
+    Transformer's blocks)."""
+    if hasattr(model, "net"):  # MLP: Flatten, depth x (Linear, norm, ReLU), Linear
+        layers = list(model.net)
+        blocks = [torch.nn.Sequential(*layers[i:i + 3]) for i in range(1, len(layers) - 1, 3)]
+        return layers[0], blocks, layers[-1]
+    if hasattr(model, "features"):  # CNN: conv blocks, then Flatten + Linear
+        blocks, current = [], []
+        for layer in model.features:
+            if isinstance(layer, torch.nn.Conv2d) and current:
+                blocks.append(torch.nn.Sequential(*current))
+                current = []
+            current.append(layer)
+        blocks.append(torch.nn.Sequential(*current))
+        return (lambda x: x), blocks, model.head
+
+    def stem(idx):  # TinyTransformer: token + position embeddings
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        return model.tokens(idx) + model.positions(pos)
+
+    return stem, list(model.blocks), lambda x: model.head(model.ln(x))
+
+
+def _loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    if logits.dim() > 2:
+        logits, y = logits.flatten(0, 1), y.flatten()
+    return F.cross_entropy(logits.float(), y)
+
+
+class Stepper:
+    """One training step of a technique on a batch, with its memory (accounted, or the CUDA
+    allocator's peak) and its time."""
+
+    def __init__(self, cfg: RunConfig):
+        self.run = prepare(cfg)
+        self.model, self.device = self.run.model, self.run.device
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        param_bytes = tensor_bytes(self.params)
+        self.fixed = 2 * param_bytes + expected_optimizer_state_bytes(cfg.optimizer, param_bytes)
+        self.stem, self.blocks, self.head = segments(self.model)
+        self.scaler = (torch.amp.GradScaler("cuda") if self.device.type == "cuda" else None)
+
+    def _autocast(self, technique: str):
+        if technique.startswith("bf16"):
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        if technique == "fp16":
+            return torch.autocast("cuda", dtype=torch.float16)
+        return contextlib.nullcontext()
+
+    def _forward(self, x: torch.Tensor, technique: str) -> torch.Tensor:
+        if "checkpointing" not in technique:
+            return self.model(x)
+        h = self.stem(x)
+        for block in self.blocks:
+            h = checkpoint(block, h, use_reentrant=False)
+        return self.head(h)
+
+    def _per_block(self, x: torch.Tensor, technique: str) -> tuple[list[int], int]:
+        """(the bytes each block saves when it runs normally, the bytes of all block inputs):
+        a checkpoint keeps only its block's input, and the backward holds one block's own
+        activations at a time while it recomputes it."""
+        saved_by_block, inputs = [], 0
+        with torch.no_grad():
+            h = self.stem(x)
+        for block in self.blocks:
+            inputs += h.numel() * h.element_size()
+            h = h.detach().requires_grad_(h.is_floating_point())
+            with self._autocast(technique), SavedActivations(self.params) as saved:
+                out = block(h)
+            saved_by_block.append(saved.bytes)
+            h = out.detach()
+        return saved_by_block, inputs
+
+    def _checkpointed_bytes(self, x: torch.Tensor, technique: str) -> int:
+        """What a checkpointed step holds: a plain forward's saved bytes, less the blocks' own
+        activations, plus every block's input and the largest block's activations. (Counted
+        from a plain forward: the saved-tensor hooks cannot be trusted to see inside a
+        checkpoint, or not to.) On the CPU only; not part of the step's time."""
+        with self._autocast(technique), SavedActivations(self.params) as plain:
+            self.model(x)
+        per_block, inputs = self._per_block(x, technique)
+        return plain.bytes - sum(per_block) + inputs + max(per_block)
+
+    def step(self, batch: int, technique: str, accumulation: int = 1) -> tuple[int, float, float]:
+        """(peak bytes, seconds, loss) of one optimizer step of `accumulation` micro-batches."""
+        x, y = self.run.data.x_train, self.run.data.y_train
+        idx = torch.arange(batch, device=x.device) % len(y)
+        cuda = self.device.type == "cuda"
+        checkpointed = "checkpointing" in technique
+        held = self._checkpointed_bytes(x[idx], technique) if checkpointed and not cuda else 0
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        start = time.perf_counter()
+        total = 0.0
+        self.model.zero_grad(set_to_none=True)
+        for _ in range(accumulation):
+            with self._autocast(technique), SavedActivations(self.params) as saved:
+                loss = _loss(self._forward(x[idx], technique), y[idx]) / accumulation
+            if not checkpointed:
+                held = max(held, saved.bytes)
+            if technique == "fp16":
+                self.scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            total += loss.item()
+        if cuda:
+            torch.cuda.synchronize()
+        seconds = time.perf_counter() - start
+        self.model.zero_grad(set_to_none=True)
+        peak = torch.cuda.max_memory_allocated() if cuda else self.fixed + held
+        return int(peak), seconds, total
+
+
+def loss_after(cfg: RunConfig, technique: str, steps: int, batch: int,
+               accumulation: int = 4) -> float:
+    """The training loss (fp32, whole set) after `steps` plain-SGD steps of `batch` samples from
+    the seed's initialisation, each step taken with the technique (accumulation: `accumulation`
+    micro-batches making up the same batch): what mixed precision or accumulation did to the
+    result."""
+    stepper = Stepper(cfg)
+    model, params = stepper.model, stepper.params
+    x, y = stepper.run.data.x_train, stepper.run.data.y_train
+    order = torch.Generator(device=x.device).manual_seed(cfg.seed)
+    base = "fp32" if technique == "accumulation" else technique
+    parts = accumulation if technique == "accumulation" else 1
+    optimizer = torch.optim.SGD(params, lr=cfg.lr)
+    for _ in range(steps):
+        idx = torch.randperm(len(y), generator=order, device=x.device)[:batch]
+        optimizer.zero_grad(set_to_none=True)
+        for chunk in idx.chunk(parts):
+            with stepper._autocast(base):
+                loss = _loss(stepper._forward(x[chunk], base), y[chunk]) * len(chunk) / len(idx)
+            (stepper.scaler.scale(loss) if base == "fp16" else loss).backward()
+        if base == "fp16":  # unscale, and skip a step whose gradients overflowed
+            stepper.scaler.step(optimizer)
+            stepper.scaler.update()
+        else:
+            optimizer.step()
+    with torch.no_grad():
+        model.eval()
+        return _loss(model(x), y).item()
+
+
+def _fit(points: Sequence[tuple[int, int]]) -> tuple[float, float]:
+    (b0, m0), (b1, m1) = points
+    slope = (m1 - m0) / (b1 - b0)
+    return m0 - slope * b0, slope
+
+
+def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str] | None = None,
+              accumulation: int = 4, max_batch: int = 65536,
+              budget_steps: int = FIT_BUDGET_STEPS, budget_batch: int = FIT_BUDGET_BATCH,
+              should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+    """One fit_batch_result per technique, then the fit_batch_end. Each result also carries the
+    training loss after `budget_steps` steps of `budget_batch` from the same start with that
+    technique, and its difference from fp32's."""
+    stepper = Stepper(cfg)
+    check_budget(stepper.run, memory_budget_bytes)  # the model alone must fit
+    names = list(techniques or available(stepper.device))
+    missing = [t for t in names if t not in available(stepper.device)]
+    if missing:
+        raise ConfigError("techniques", missing[0], "fp16 needs a CUDA device; bf16 runs here")
+    n = len(stepper.run.data.y_train)
+    reference = loss_after(cfg, "fp32", budget_steps, budget_batch, accumulation)
+    results = {}
+    for name in names:
+        if should_stop is not None and should_stop():
+            raise JobStopped("Stopped before it finished.")
+        base = "fp32" if name == "accumulation" else name
+        if base in results:
+            line = results[base]["fit"]
+        else:
+            line = _fit([(b, stepper.step(b, base)[0]) for b in FIT_PROBES])
+        m0, slope = line
+        predicted = max(1, min(max_batch, math.floor((memory_budget_bytes - m0) / slope)
+                               if slope > 0 else max_batch))
+        batch, peak = predicted, None
+        while batch >= 1:  # verify with a real step; halve until it fits
+            peak, _, _ = stepper.step(batch, base)
+            if peak <= memory_budget_bytes:
+                break
+            batch //= 2
+        if batch < 1:
+            record = {"kind": "fit_batch_result", "technique": name, "max_batch_size": 0,
+                      "effective_batch_size": 0, "samples_per_sec": None,
+                      "peak_memory_bytes": peak, "predicted_max": predicted,
+                      "fixed_bytes": round(m0), "bytes_per_sample": slope}
+        else:
+            k = accumulation if name == "accumulation" else 1
+            times = sorted(stepper.step(batch, base, k)[1] for _ in range(FIT_TIMED_STEPS))
+            record = {"kind": "fit_batch_result", "technique": name, "max_batch_size": batch,
+                      "effective_batch_size": batch * k, "accumulation_steps": k,
+                      "samples_per_sec": batch * k / times[len(times) // 2],
+                      "peak_memory_bytes": peak, "predicted_max": predicted,
+                      "fixed_bytes": round(m0), "bytes_per_sample": slope}
+        after = (reference if name == "fp32"
+                 else loss_after(cfg, name, budget_steps, budget_batch, accumulation))
+        record |= {"loss_after": after, "loss_vs_fp32": after - reference,
+                   "budget_steps": budget_steps, "budget_batch": budget_batch}
+        results[name] = record | {"fit": line}
+        yield record
+    yield {"kind": "fit_batch_end", "techniques": names, "train_samples": n,
+           "memory_budget_bytes": memory_budget_bytes,
+           "message": "Largest batch under the budget: " + ", ".join(
+               f"{name} {results[name]['max_batch_size']}" for name in names) + "."}

@@ -1,0 +1,75 @@
+"""What the fit-a-bigger-batch measurement shows (lesson 10), from its fit_batch_result records:
+how much larger a batch each technique fits than fp32, at what speed, and whether it changed the
+result. Pure functions, unit-tested."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bsdemo.units import format_bytes
+
+SLOWER = 0.8  # a technique below this share of fp32's samples/s counts as "slower"
+SAME_LOSS = 0.01  # a training-loss difference under this counts as "the same result"
+
+
+def fit_prediction(results: Sequence[dict[str, Any]]) -> tuple[int, str] | None:
+    """Which technique fitted the largest single batch (answers: bf16 autocast, gradient
+    checkpointing, both together), with the numbers; accumulation is not a single batch."""
+    by = {r["technique"]: r["max_batch_size"] for r in results}
+    options = [t for t in ("bf16", "checkpointing", "bf16+checkpointing") if t in by]
+    if len(options) < 3:
+        return None
+    best = max(options, key=lambda t: by[t])
+    return options.index(best), ", ".join(f"{t} {by[t]:,}" for t in options)
+
+
+def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> str | None:
+    """The closing text (Markdown) of a finished measurement, or None without an fp32 run."""
+    by = {r["technique"]: r for r in results}
+    base = by.get("fp32")
+    if base is None or not base["max_batch_size"]:
+        return None
+    parts = [f"**What your measurement shows.** Under {format_bytes(budget)}, plain fp32 fits "
+             f"batch {base['max_batch_size']:,} ({base['bytes_per_sample']:,.0f} bytes of "
+             f"activations a sample on top of {format_bytes(base['fixed_bytes'])} for the "
+             f"model, its gradients and optimizer state) at {base['samples_per_sec']:,.0f} "
+             "samples/s."]
+    for name in ("bf16", "fp16", "checkpointing", "bf16+checkpointing"):
+        r = by.get(name)
+        if r is None or not r["max_batch_size"]:
+            continue
+        grow = r["max_batch_size"] / base["max_batch_size"]
+        speed = r["samples_per_sec"] / base["samples_per_sec"]
+        text = (f"{name} fits {r['max_batch_size']:,} ({grow:.1f}× fp32's) at "
+                f"{r['samples_per_sec']:,.0f} samples/s ({speed:.2f}× fp32's)")
+        if name in ("bf16", "fp16"):
+            text += (f": {r['bytes_per_sample']:,.0f} bytes a sample instead of "
+                     f"{base['bytes_per_sample']:,.0f}")
+            if speed < SLOWER and device == "cpu":
+                text += (" — this CPU has no fast half-precision arithmetic, so here mixed "
+                         "precision buys memory with time; on a GPU with tensor cores it buys "
+                         "both")
+        elif "checkpointing" in name and speed < 1:
+            text += (f" — the recomputed forward passes cost {1 / speed - 1:.0%} more time a "
+                     "sample")
+        parts.append(text + ".")
+    acc = by.get("accumulation")
+    if acc and acc["max_batch_size"]:
+        parts.append(f"Accumulation reaches an effective batch of "
+                     f"{acc['effective_batch_size']:,} ({acc['accumulation_steps']} "
+                     f"micro-batches of {acc['max_batch_size']:,}) at fp32's memory: the batch "
+                     "the optimizer sees is not limited by memory at all, only by time.")
+    changed = [(r["technique"], r["loss_vs_fp32"]) for r in results
+               if r["technique"] != "fp32" and abs(r["loss_vs_fp32"]) >= SAME_LOSS]
+    steps, batch = base["budget_steps"], base["budget_batch"]
+    if changed:
+        parts.append(f"After {steps} steps at batch {batch} from the same start, the training "
+                     "loss differed from fp32's: " + ", ".join(
+                         f"{t} by {d:+.3f}" for t, d in changed) + " — check before you trust "
+                     "it.")
+    else:
+        parts.append(f"After {steps} steps at batch {batch} from the same start, every "
+                     f"technique's training loss is within {SAME_LOSS} of fp32's "
+                     f"({base['loss_after']:.4f}): none of them changed the result here.")
+    return " ".join(parts)
