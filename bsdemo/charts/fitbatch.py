@@ -24,6 +24,7 @@ def fit_chart(results: Sequence[dict[str, Any]], budget: int) -> Chart:
     fig.add_trace(go.Bar(
         y=names, x=[r["effective_batch_size"] for r in results], orientation="h",
         name="largest batch (effective)", marker_color=[COLOURS[n] for n in names],
+        showlegend=False,
         text=[f"{r['effective_batch_size']:,} · {r['samples_per_sec']:,.0f} samples/s"
               if r["samples_per_sec"] else "did not fit" for r in results],
         textposition="auto", insidetextanchor="start"))
@@ -48,15 +49,10 @@ def fit_chart(results: Sequence[dict[str, Any]], budget: int) -> Chart:
 
 
 def fit_table(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    base = next((r for r in results if r["technique"] == "fp32"), None)
     return [{"technique": r["technique"], "largest batch": r["max_batch_size"],
              "effective batch": r["effective_batch_size"],
              "samples/s": r["samples_per_sec"],
-             "× fp32 samples/s": (r["samples_per_sec"] / base["samples_per_sec"]
-                                  if base and base["samples_per_sec"] and r["samples_per_sec"]
-                                  else None),
              "bytes per sample": r["bytes_per_sample"],
-             "fixed MiB": r["fixed_bytes"] / 2**20,
              "peak MiB": (r["peak_memory_bytes"] or 0) / 2**20,
              "loss after budget": r["loss_after"], "loss − fp32's": r["loss_vs_fp32"]}
             for r in results]

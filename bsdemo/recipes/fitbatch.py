@@ -9,6 +9,8 @@ from typing import Any
 
 from bsdemo.units import format_bytes
 
+NAMES = {"bf16": "bf16 autocast", "fp16": "fp16 with a gradient scaler",
+         "checkpointing": "Gradient checkpointing", "bf16+checkpointing": "bf16 with checkpointing"}
 SLOWER = 0.8  # a technique below this share of fp32's samples/s counts as "slower"
 SAME_LOSS = 0.01  # a training-loss difference under this counts as "the same result"
 
@@ -41,7 +43,7 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
             continue
         grow = r["max_batch_size"] / base["max_batch_size"]
         speed = r["samples_per_sec"] / base["samples_per_sec"]
-        text = (f"{name} fits {r['max_batch_size']:,} ({grow:.1f}× fp32's) at "
+        text = (f"{NAMES[name]} fits {r['max_batch_size']:,} ({grow:.1f}× fp32's) at "
                 f"{r['samples_per_sec']:,.0f} samples/s ({speed:.2f}× fp32's)")
         if name in ("bf16", "fp16"):
             text += (f": {r['bytes_per_sample']:,.0f} bytes a sample instead of "
@@ -50,9 +52,11 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
                 text += (" — this CPU has no fast half-precision arithmetic, so here mixed "
                          "precision buys memory with time; on a GPU with tensor cores it buys "
                          "both")
-        elif "checkpointing" in name and speed < 1:
+        elif name == "checkpointing" and speed < 1:
             text += (f" — the recomputed forward passes cost {1 / speed - 1:.0%} more time a "
                      "sample")
+        elif speed < SLOWER and device == "cpu":
+            text += " — mostly bf16's slow arithmetic on this CPU, plus the recomputation"
         parts.append(text + ".")
     acc = by.get("accumulation")
     if acc and acc["max_batch_size"]:

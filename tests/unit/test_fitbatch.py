@@ -131,7 +131,8 @@ def test_the_verdict_and_prediction_come_from_the_measurement():
             _result("accumulation", 2000, 3376, 19000, k=4)]
     text = fit_verdict(rows, 8 * 2**20, "cpu")
     assert "plain fp32 fits batch 2,000 (3,376 bytes of activations a sample" in text
-    assert "bf16 fits 4,000 (2.0× fp32's) at 1,500 samples/s (0.08× fp32's)" in text
+    assert "bf16 autocast fits 4,000 (2.0× fp32's) at 1,500 samples/s (0.08× fp32's)" in text
+    assert "bf16 with checkpointing fits 5,000" in text and "mostly bf16's slow" in text
     assert "no fast half-precision arithmetic" in text
     assert "the recomputed forward passes cost 12% more time a sample" in text
     assert "effective batch of 8,000 (4 micro-batches of 2,000)" in text
