@@ -105,10 +105,10 @@ SCENARIOS = {
         "Finer batch sizes": "batches=1%2C2%2C4%2C8%2C16%2C32%2C64%2C128%2C256%2C512",
         "Linear lr rule": "rule=linear&ref_lr=0.1&cap=1.6",
     },
-    "fit_batch": {
-        "Digits MLP (default)": "",
-        "Deep MLP (size L)": "size=L",
-        "Tiny Transformer": "preset=arithmetic-transformer",
+    "fit_batch": {  # the budget's default follows the model, so these keep the model
+        "4 micro-batches (default)": "",
+        "Accumulate 8": "accum=8",
+        "Accumulate 2": "accum=2",
     },
     "sharpness": {
         "16 vs full (default)": "",

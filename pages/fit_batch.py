@@ -66,6 +66,8 @@ st.markdown(
     "*Accumulation* never holds more than one micro-batch: the optimizer sees k of them as one "
     "batch, at the micro-batch's memory and k times its time.")
 st.info("Still to come on this page: data parallelism across real processes (gradients averaged "
-        "by all-reduce) and a two-stage pipeline — the ways to go past one device.",
+        "by all-reduce) and a two-stage pipeline — the ways to go past one device. The first "
+        "already runs in a terminal: `python -m bsdemo ddp-check --processes 2` starts a "
+        "torch.distributed group and compares it with one process.",
         icon=":material/construction:")
 link.finish()

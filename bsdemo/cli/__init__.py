@@ -47,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
             return commands.regimes(cfg, args, **checked)
         if args.command == "noise":
             return commands.noise(cfg, args, **checked)
+        if args.command == "ddp-check":
+            return commands.ddp_check(cfg, args, **checked)
         if args.command == "fit-batch":
             return commands.fit_batch(cfg, args, **checked)
         if args.command == "critical-batch":

@@ -113,6 +113,13 @@ def _check_fit_batch(args: argparse.Namespace) -> dict:
             "accumulation": _count("--accum", args.accum, 2, 64)}
 
 
+def _check_ddp(args: argparse.Namespace) -> dict:
+    if args.model == "transformer":
+        raise ConfigError("--model", args.model, "mlp or cnn: the check trains a classifier")
+    return {"processes": _count("--processes", args.processes, 1, 8),
+            "steps": _count("--steps", args.steps, 1, 1000)}
+
+
 def _check_sharpness(args: argparse.Namespace) -> dict:
     sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
     if len(sizes) != 2:
@@ -177,6 +184,7 @@ CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "find": _check_find,
           "accum-check": _check_accum, "regimes": _check_regimes, "norms": _check_norms,
           "noise": _check_noise, "sharpness": _check_sharpness,
           "critical-batch": _check_critical, "fit-batch": _check_fit_batch,
+          "ddp-check": _check_ddp,
           "warm": _check_warm,
           "datasets": _check_datasets}
 

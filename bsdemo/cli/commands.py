@@ -188,6 +188,21 @@ def noise(cfg: RunConfig, args: argparse.Namespace, batch_sizes: list[int], draw
     return 0
 
 
+def ddp_check(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
+    from bsdemo.engine.ddp import ddp_check as check  # imports torch
+
+    r = check(cfg, **options)
+    if args.json:
+        print(json.dumps(r))
+        return 0
+    print(r["message"])
+    print(f"equivalent to one process: {'yes' if r['equivalent'] else 'NO'} (max |Δparam| "
+          f"{r['max_abs_param_diff']:.2g}); samples/s {r['samples_per_sec']:,.0f} with "
+          f"{r['processes']} processes, {r['single_process_samples_per_sec']:,.0f} in one; "
+          f"scaling efficiency {r['scaling_efficiency']:.0%}")
+    return 0
+
+
 def fit_batch(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     from bsdemo.engine.fitbatch import fit_batch  # imports torch
 

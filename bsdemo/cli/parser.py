@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     train = _add_train(sub)
     for add in (_add_sweep, _add_find, _add_accum_check, _add_regimes, _add_norms, _add_noise,
-                _add_critical, _add_sharpness, _add_fit_batch, _add_datasets, _add_warm):
+                _add_critical, _add_sharpness, _add_fit_batch, _add_ddp, _add_datasets,
+                _add_warm):
         add(sub, train)
     return parser
 
@@ -259,6 +260,22 @@ def _add_fit_batch(sub, train: argparse.ArgumentParser) -> None:
     _workload_flags(fit, train, size=True)
     fit.add_argument("--json", action="store_true",
                      help="one fit_batch_result line per technique, then the fit_batch_end")
+
+
+def _add_ddp(sub, train: argparse.ArgumentParser) -> None:
+    ddp = sub.add_parser("ddp-check", help="data parallelism for real: a torch.distributed "
+                                           "group against one process",
+                         description="Start --processes processes in a gloo process group, "
+                                     "each computing the gradient of its share of one global "
+                                     "batch, averaged by all-reduce; then the same steps in "
+                                     "one process with the whole batch: the parameter "
+                                     "difference, compute against all-reduce time, and the "
+                                     "scaling efficiency.")
+    ddp.add_argument("--processes", default="2", help="processes in the group (default 2)")
+    ddp.add_argument("--steps", default="5", help="optimizer steps compared (default 5)")
+    ddp.add_argument("--batch-size", default="32", help="each process's batch (default 32)")
+    _workload_flags(ddp, train, size=True, leave_out=("device", "optimizer"))
+    ddp.add_argument("--json", action="store_true", help="the ddp_check record as JSON")
 
 
 def _add_datasets(sub, train: argparse.ArgumentParser) -> None:
