@@ -111,7 +111,7 @@ def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
     results = context.Queue()
     with tempfile.TemporaryDirectory(prefix="bsdemo-ddp-") as folder:
         init = f"file://{os.path.join(folder, 'rendezvous')}"
-        members = [context.Process(target=_member, daemon=True,
+        members = [context.Process(target=_member, daemon=True, name=f"bsdemo-ddp-{rank}",
                                    args=(rank, processes, init, dataclasses.asdict(cfg), steps,
                                          results)) for rank in range(processes)]
         for member in members:
