@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from bsdemo.config import RunConfig
+from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.descent import summed_loss
 from bsdemo.engine.train import prepare
 from bsdemo.jobkinds import JobStopped
@@ -107,6 +107,10 @@ def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
     """Train `steps` data-parallel steps in a group of `processes`, and the same steps in one
     process; the ddp_check record."""
     cfg = dataclasses.replace(cfg.validated()[0], accumulation_steps=1, device="cpu")
+    if cfg.batch_size * processes > cfg.train_samples:  # every shard must be a full one
+        raise ConfigError("batch_size", cfg.batch_size,
+                          f"at most {cfg.train_samples // processes} with {processes} processes: "
+                          f"the global batch must fit the {cfg.train_samples:,} training samples")
     context = mp.get_context("spawn")
     results = context.Queue()
     with tempfile.TemporaryDirectory(prefix="bsdemo-ddp-") as folder:

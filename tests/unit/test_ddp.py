@@ -33,6 +33,13 @@ def test_bsdemo_ddp_check_matches_one_process_with_the_global_batch():
         r["single_process_step_s"] / (r["compute_s"] + r["allreduce_s"]) / 2)
 
 
+def test_a_global_batch_past_the_training_set_is_refused_before_any_process_starts():
+    out = subprocess.run([sys.executable, "-m", "bsdemo", "ddp-check", "--batch-size", "1024"],
+                         capture_output=True, text=True, timeout=scaled(120), cwd=ROOT)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "--batch-size" in out.stderr and "719" in out.stderr
+
+
 def test_a_stopped_check_leaves_no_process_behind():
     from bsdemo.engine.ddp import ddp_check
 
