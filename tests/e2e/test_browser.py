@@ -208,7 +208,9 @@ FOCUSED_KEY = """() => { const wrap = document.activeElement.closest('[class*="s
 
 
 def test_the_keyboard_reaches_every_lab_control_and_run_in_page_order(server, browser):
-    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    # a context of its own: no cookie from an earlier test, whose run the lab would restore
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
     page.goto(f"{server}/training_lab")
     page.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
     settled(page)
@@ -225,7 +227,7 @@ def test_the_keyboard_reaches_every_lab_control_and_run_in_page_order(server, br
     assert [k for k in order if k in wanted] == wanted, order
     page.keyboard.press("Enter")  # Run, from the keyboard alone
     page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=120_000)
-    page.close()
+    context.close()
 
 
 def settled(page) -> None:
