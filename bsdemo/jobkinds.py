@@ -33,7 +33,7 @@ from bsdemo.limits import Limits
 from bsdemo.units import real_number, whole_number
 
 RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end", "noise_result",
-                "sharpness_result", "critical_result", "fit_batch_end")  # a job's one result
+                "sharpness_result", "critical_result", "fit_batch_end", "ddp_check")  # a job's one result
 MAX_TIMED_STEPS = 2000  # a sweep point's timed steps, whatever its minimum duration asks
 MAX_SWEEP_POINTS = 64
 FIND_MAX_PROBES = 64  # two probes, halvings, a verification and a bisection: far fewer in practice
@@ -292,6 +292,26 @@ def _fit_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
             "max_batch": limits.max_batch_size}
 
 
+DDP_MAX_PROCESSES = 4  # a data-parallel job's group: more than a class's server should spare
+DDP_MAX_STEPS = 200
+
+
+def check_global_batch(cfg: RunConfig, processes: int) -> None:
+    """A ConfigError unless every process's shard of the global batch is a full one."""
+    if cfg.batch_size * processes > cfg.train_samples:
+        raise ConfigError("batch_size", cfg.batch_size,
+                          f"at most {cfg.train_samples // processes} with {processes} processes: "
+                          f"the global batch must fit the {cfg.train_samples:,} training samples")
+
+
+def _ddp_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+    if cfg.model == "transformer":
+        raise ConfigError("model", cfg.model, "mlp or cnn: the check trains a classifier")
+    processes = _whole(options, "processes", 1, DDP_MAX_PROCESSES, default=2)
+    check_global_batch(cfg, processes)
+    return {"processes": processes, "steps": _whole(options, "steps", 1, DDP_MAX_STEPS, default=5)}
+
+
 # ----- what each kind costs at most -----
 def _train_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     return Cost(min(cfg.batch_size, cfg.train_samples), min(cfg.effective_batch_size,
@@ -378,6 +398,15 @@ def _fit_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
                 min(options["memory_budget_bytes"], footprint.predict(big).device))
 
 
+def _ddp_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+    world = options["processes"]
+    single = dataclasses.replace(cfg, batch_size=cfg.batch_size * world, accumulation_steps=1)
+    # every member holds a model and its shard's activations; then one process the global batch
+    return Cost(single.batch_size, single.batch_size, options["steps"] * (world + 1), wall_s,
+                max(world * footprint.predict(dataclasses.replace(single, batch_size=cfg.batch_size)
+                                              ).device, footprint.predict(single).device))
+
+
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("train", exclusive=False, options=(), cost=_train_cost, check=_no_options),
     Kind("sweep", exclusive=True, options=("batch_sizes", "warmup_steps", "timed_steps",
@@ -406,6 +435,9 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("fit_batch", exclusive=True, options=("memory_budget_bytes", "techniques",
                                                "accumulation", "max_batch"),
          cost=_fit_cost, check=_fit_options),
+    # its own process group (bsdemo.engine.group): all the cores, so alone on the machine
+    Kind("ddp", exclusive=True, options=("processes", "steps"), cost=_ddp_cost,
+         check=_ddp_options),
 )}
 
 

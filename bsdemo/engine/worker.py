@@ -19,6 +19,7 @@ import torch
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.accumulation import accumulation_check
 from bsdemo.engine.critical import critical_batch
+from bsdemo.engine.ddp import ddp_check
 from bsdemo.engine.finder import find_batch_size
 from bsdemo.engine.fitbatch import fit_batch
 from bsdemo.engine.flops import cpu_matmul_flops
@@ -102,6 +103,8 @@ def _events(kind: str, cfg: RunConfig, options: dict, should_stop):
         yield from critical_batch(cfg, should_stop=should_stop, **options)
     elif kind == "fit_batch":
         yield from fit_batch(cfg, should_stop=should_stop, **options)
+    elif kind == "ddp":
+        yield ddp_check(cfg, should_stop=should_stop, **options)
     else:
         for event in train(cfg, should_stop=should_stop):
             yield event.to_dict()
@@ -154,6 +157,6 @@ def _measured_end(kind: str, result: dict | None, stopped: str | None) -> dict:
         return {"kind": "end", "status": "cancelled", "summary": {}, "message": stopped}
     name = {"sweep": "Sweep", "find": "Search", "accum_check": "Check", "norms": "Grid",
             "noise": "Measurement", "sharpness": "Study", "critical": "Study",
-            "fit_batch": "Measurement"}[kind]
+            "fit_batch": "Measurement", "ddp": "Check"}[kind]
     return {"kind": "end", "status": "completed", "summary": {},
             "message": (result or {}).get("message") or f"{name} completed."}

@@ -4,16 +4,15 @@ process, the timing split, the CLI contract, and no process left behind when sto
 from __future__ import annotations
 
 import json
-import multiprocessing
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from bsdemo.config import RunConfig
+from bsdemo.config import ConfigError, RunConfig
 from bsdemo.jobkinds import JobStopped
-from tests.timeouts import scaled
+from tests.timeouts import scaled, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,13 +39,61 @@ def test_a_global_batch_past_the_training_set_is_refused_before_any_process_star
     assert out.stderr.count("\n") == 1 and "--batch-size" in out.stderr and "719" in out.stderr
 
 
+def _group_members() -> list[int]:
+    """Process ids of every live group member on this machine (bsdemo.engine.group)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if b"bsdemo.engine.group" in argv:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
 def test_a_stopped_check_leaves_no_process_behind():
     from bsdemo.engine.ddp import ddp_check
 
-    before = {p.pid for p in multiprocessing.active_children()}  # e.g. a scheduler's workers
+    started = []
+
+    def stop():  # stop once the group is up
+        started.extend(_group_members())
+        return len(started) >= 2
+
     with pytest.raises(JobStopped):
-        ddp_check(RunConfig(width=32, depth=1), processes=2, steps=1000,
-                  should_stop=lambda: True)
-    left = [p for p in multiprocessing.active_children() if p.pid not in before]
-    assert left == [] and not any(p.name.startswith("bsdemo-ddp") for p in
-                                  multiprocessing.active_children())
+        ddp_check(RunConfig(width=32, depth=1), processes=2, steps=1000, should_stop=stop)
+    assert len(set(started)) >= 2  # it was stopped with its members running
+    assert not set(started) & set(_group_members())  # and none is left
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_the_data_parallel_job_runs_under_the_scheduler_and_stop_ends_its_processes(scheduler):
+    job = scheduler.submit(RunConfig(width=32, depth=1, batch_size=16), owner="dana", kind="ddp",
+                           options={"processes": 2, "steps": 2})
+    snap = scheduler.wait(job, timeout=scaled(180))
+    assert snap.status == "completed", snap.end
+    assert snap.result["kind"] == "ddp_check" and snap.result["equivalent"]
+    assert snap.result["global_batch_size"] == 32
+
+    long = scheduler.submit(RunConfig(width=32, depth=1, batch_size=16), owner="dana",
+                            kind="ddp", options={"processes": 2, "steps": 200})
+    members = wait_for(lambda: len(_group_members()) >= 2 and _group_members(), timeout=120)
+    assert scheduler.cancel(long, "dana")
+    snap = scheduler.wait(long, timeout=scaled(60))
+    assert snap.status == "cancelled"
+    wait_for(lambda: not set(members) & set(_group_members()), timeout=30)
+    # the worker goes on: the next job runs
+    again = scheduler.submit(RunConfig(epochs=None, max_steps=2), owner="dana")
+    assert scheduler.wait(again, timeout=scaled(60)).status == "completed"
+
+
+def test_a_data_parallel_job_past_the_limits_is_refused_at_submit(scheduler):
+    for options, field in (({"processes": 5}, "processes"), ({"steps": 0}, "steps")):
+        with pytest.raises(ConfigError) as info:
+            scheduler.submit(RunConfig(width=32, depth=1), owner="dana", kind="ddp", options=options)
+        assert info.value.field == field
+    with pytest.raises(ConfigError) as info:
+        scheduler.submit(RunConfig(batch_size=1024), owner="dana", kind="ddp", options={})
+    assert info.value.field == "batch_size" and "719" in str(info.value)

@@ -40,6 +40,8 @@ SMALL = Limits(max_batch_size=256, max_effective_batch_size=1024, max_steps=5000
     ("accum_check", RunConfig(), {"micro_batch": 128, "accum": 4}, "max_batch_size"),
     ("accum_check", RunConfig(), {"micro_batch": 1, "accum": 200, "steps": 100}, "max_steps"),
     ("find", RunConfig(), {"target_effective_batch": 4096}, "max_effective_batch_size"),
+    # the single process that checks the group trains the global batch: 2 x 200 in one pass
+    ("ddp", RunConfig(batch_size=200), {"processes": 2}, "max_batch_size"),
 ])
 def test_every_kind_is_held_to_the_same_limits(kind, cfg, options, limit):
     cfg, _ = cfg.validated()
@@ -63,7 +65,7 @@ def test_within_the_limits_each_kind_passes_and_the_finder_stops_at_the_server_c
                      SMALL, 60.0)  # at 10 epochs, 4 x 7,190 steps at batch 2: over max_steps
     assert cost.micro_batch == 64
     assert set(KINDS) == {"train", "sweep", "find", "accum_check", "norms", "noise", "sharpness",
-                          "critical", "fit_batch"}
+                          "critical", "fit_batch", "ddp"}
 
 
 @pytest.mark.parametrize("kind,options,field", [

@@ -1,0 +1,127 @@
+"""A torch.distributed process group of fresh processes, started from anywhere — the CLI or a
+scheduler worker (a daemonic process, which multiprocessing forbids to have children of its own).
+
+Each member is `python -m bsdemo.engine.group SPEC`: a new interpreter that reads its rank, the
+group's size, the rendezvous file and the target function from SPEC, runs
+`target(rank, world, **arguments)` and writes what it returns to its own result file. The
+launcher polls the members; when the caller says stop, or one member fails, it kills them all.
+On Linux every member also dies with its launcher (PR_SET_PDEATHSIG), so a worker killed outright
+leaves no member behind. Results travel as pickles in a private temporary folder that only this
+launcher and its own members write.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bsdemo.jobkinds import JobStopped
+
+POLL_S = 0.1
+JOIN_S = 30.0  # a killed member is reaped within this
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+
+
+def member_threads(world: int) -> int:
+    """Each member's share of this machine's cores."""
+    return max(1, (os.cpu_count() or 1) // world)
+
+
+def run_group(target: str, world: int, arguments: dict[str, Any],
+              should_stop: Callable[[], bool] | None = None,
+              threads: int | None = None) -> list[Any]:
+    """Run `target` ("module:function") in `world` new processes of one gloo group; what each
+    rank returned, by rank. Raises JobStopped when stopped and RuntimeError when a member fails;
+    every member has exited (or been killed) when this returns or raises."""
+    threads = threads or member_threads(world)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    with tempfile.TemporaryDirectory(prefix="bsdemo-group-") as folder:
+        members = []
+        try:
+            for rank in range(world):
+                spec = Path(folder) / f"spec-{rank}.json"
+                spec.write_text(json.dumps({
+                    "target": target, "rank": rank, "world": world, "threads": threads,
+                    "init": f"file://{Path(folder) / 'rendezvous'}", "arguments": arguments,
+                    "result": str(Path(folder) / f"result-{rank}.pickle")}))
+                with open(Path(folder) / f"stderr-{rank}.txt", "wb") as stderr:
+                    members.append(subprocess.Popen(
+                        [sys.executable, "-m", "bsdemo.engine.group", str(spec)], env=env,
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+                        preexec_fn=_die_with_parent if sys.platform == "linux" else None))
+            _wait(members, should_stop, Path(folder))
+            return [_result(Path(folder) / f"result-{rank}.pickle") for rank in range(world)]
+        finally:
+            _end(members)
+
+
+def _wait(members: list[subprocess.Popen], should_stop, folder: Path) -> None:
+    """Until every member has exited; raises (and the caller kills the rest) when one fails or
+    the caller says stop."""
+    while True:
+        codes = [m.poll() for m in members]
+        failed = next((i for i, code in enumerate(codes) if code not in (None, 0)), None)
+        if failed is not None:
+            lines = (folder / f"stderr-{failed}.txt").read_text(errors="replace").strip()
+            raise RuntimeError(f"process {failed} of the group exited with code {codes[failed]}: "
+                               f"{lines.splitlines()[-1][:300] if lines else 'no message'}")
+        if all(code == 0 for code in codes):
+            return
+        if should_stop is not None and should_stop():
+            raise JobStopped("Stopped before it finished.")
+        time.sleep(POLL_S)
+
+
+def _end(members: list[subprocess.Popen]) -> None:
+    """Kill and reap every member still running."""
+    for m in members:
+        if m.poll() is None:
+            m.kill()
+    for m in members:
+        m.wait(timeout=JOIN_S)
+
+
+def _result(path: Path) -> Any:
+    with open(path, "rb") as f:
+        return pickle.load(f)  # written by this launcher's own member, in its private folder
+
+
+def _member(spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(spec["threads"])
+    module, name = spec["target"].split(":")
+    target = getattr(importlib.import_module(module), name)
+    dist.init_process_group("gloo", init_method=spec["init"], rank=spec["rank"],
+                            world_size=spec["world"])
+    try:
+        result = target(spec["rank"], spec["world"], **spec["arguments"])
+    finally:
+        dist.destroy_process_group()
+    partial = spec["result"] + ".part"
+    with open(partial, "wb") as f:
+        pickle.dump(result, f)
+    os.replace(partial, spec["result"])
+
+
+if __name__ == "__main__":
+    _member(sys.argv[1])
