@@ -33,7 +33,8 @@ from bsdemo.limits import Limits
 from bsdemo.units import real_number, whole_number
 
 RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end", "noise_result",
-                "sharpness_result", "critical_result", "fit_batch_end", "ddp_check")  # a job's one result
+                "sharpness_result", "critical_result", "fit_batch_end", "ddp_check",
+                "pipeline_check")  # a job's one result
 MAX_TIMED_STEPS = 2000  # a sweep point's timed steps, whatever its minimum duration asks
 MAX_SWEEP_POINTS = 64
 FIND_MAX_PROBES = 64  # two probes, halvings, a verification and a bisection: far fewer in practice
@@ -312,6 +313,30 @@ def _ddp_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
     return {"processes": processes, "steps": _whole(options, "steps", 1, DDP_MAX_STEPS, default=5)}
 
 
+PIPELINE_STAGES = 2
+PIPELINE_MAX_MICRO_BATCHES = 16
+
+
+def check_pipeline(cfg: RunConfig, micro_batches: int) -> None:
+    """A ConfigError unless cfg is an MLP with a hidden layer per stage and its batch splits
+    into `micro_batches` equal micro-batches."""
+    if cfg.model != "mlp":
+        raise ConfigError("model", cfg.model, "mlp: the pipeline cuts the MLP's layers in two")
+    if cfg.depth < PIPELINE_STAGES:
+        raise ConfigError("depth", cfg.depth, f"at least {PIPELINE_STAGES} hidden layers: one "
+                                              "per stage")
+    if cfg.batch_size % micro_batches or cfg.batch_size > cfg.train_samples:
+        raise ConfigError("batch_size", cfg.batch_size,
+                          f"a multiple of the {micro_batches} micro-batches, at most "
+                          f"{cfg.train_samples:,} (the training set)")
+
+
+def _pipeline_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+    micro = _whole(options, "micro_batches", 1, PIPELINE_MAX_MICRO_BATCHES, default=4)
+    check_pipeline(cfg, micro)
+    return {"micro_batches": micro, "steps": _whole(options, "steps", 1, DDP_MAX_STEPS, default=5)}
+
+
 # ----- what each kind costs at most -----
 def _train_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     return Cost(min(cfg.batch_size, cfg.train_samples), min(cfg.effective_batch_size,
@@ -407,6 +432,13 @@ def _ddp_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
                                               ).device, footprint.predict(single).device))
 
 
+def _pipeline_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+    whole = dataclasses.replace(cfg, accumulation_steps=1)
+    # each stage holds half the model, and every micro-batch's activations until the backward
+    return Cost(cfg.batch_size, cfg.batch_size, options["steps"] * (options["micro_batches"] + 1),
+                wall_s, 2 * footprint.predict(whole).device)
+
+
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("train", exclusive=False, options=(), cost=_train_cost, check=_no_options),
     Kind("sweep", exclusive=True, options=("batch_sizes", "warmup_steps", "timed_steps",
@@ -438,6 +470,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     # its own process group (bsdemo.engine.group): all the cores, so alone on the machine
     Kind("ddp", exclusive=True, options=("processes", "steps"), cost=_ddp_cost,
          check=_ddp_options),
+    Kind("pipeline", exclusive=True, options=("micro_batches", "steps"), cost=_pipeline_cost,
+         check=_pipeline_options),
 )}
 
 

@@ -8,14 +8,17 @@ import functools
 import os
 from pathlib import Path
 
-from bsdemo.cli.parser import given
+from bsdemo.cli.parser import FIELD_FLAGS, config_from_args, given
 from bsdemo.config import MAX_BATCH_SIZE, NORMS, ConfigError, RunConfig
 from bsdemo.jobkinds import (
     FIT_TECHNIQUES,
     LR_RULES,
     MAX_NOISE_DRAWS,
     MAX_TIMED_STEPS,
+    PIPELINE_MAX_MICRO_BATCHES,
     SHARPNESS_REMEDIES,
+    check_global_batch,
+    check_pipeline,
 )
 from bsdemo.lecture import lesson_plan, load_plan
 from bsdemo.presets import PRESETS
@@ -116,8 +119,23 @@ def _check_fit_batch(args: argparse.Namespace) -> dict:
 def _check_ddp(args: argparse.Namespace) -> dict:
     if args.model == "transformer":
         raise ConfigError("--model", args.model, "mlp or cnn: the check trains a classifier")
-    return {"processes": _count("--processes", args.processes, 1, 8),
-            "steps": _count("--steps", args.steps, 1, 1000)}
+    processes = _count("--processes", args.processes, 1, 8)
+    _as_flags(check_global_batch, config_from_args(args)[0], processes)
+    return {"processes": processes, "steps": _count("--steps", args.steps, 1, 1000)}
+
+
+def _check_pipeline(args: argparse.Namespace) -> dict:
+    micro = _count("--micro-batches", args.micro_batches, 1, PIPELINE_MAX_MICRO_BATCHES)
+    _as_flags(check_pipeline, config_from_args(args)[0], micro)
+    return {"micro_batches": micro, "steps": _count("--steps", args.steps, 1, 1000)}
+
+
+def _as_flags(check, *arguments) -> None:
+    """check(*arguments), its ConfigError naming the flag rather than the field."""
+    try:
+        check(*arguments)
+    except ConfigError as exc:
+        raise ConfigError(FIELD_FLAGS.get(exc.field, exc.field), exc.value, exc.allowed) from None
 
 
 def _check_sharpness(args: argparse.Namespace) -> dict:
@@ -184,7 +202,7 @@ CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "find": _check_find,
           "accum-check": _check_accum, "regimes": _check_regimes, "norms": _check_norms,
           "noise": _check_noise, "sharpness": _check_sharpness,
           "critical-batch": _check_critical, "fit-batch": _check_fit_batch,
-          "ddp-check": _check_ddp,
+          "ddp-check": _check_ddp, "pipeline-check": _check_pipeline,
           "warm": _check_warm,
           "datasets": _check_datasets}
 

@@ -203,6 +203,27 @@ def ddp_check(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     return 0
 
 
+def pipeline_check(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
+    from bsdemo.engine.pipeline import pipeline_check as check  # imports torch
+
+    r = check(cfg, **options)
+    if args.json:
+        print(json.dumps(r))
+        return 0
+    print(r["message"])
+    for s in range(r["stages"]):
+        print(f"stage {s}: parameters {format_bytes(r['stage_parameter_bytes'][s])}, activations "
+              f"held {format_bytes(r['stage_activation_bytes'][s])}; per micro-batch forward "
+              f"{r['stage_forward_s'][s] * 1e3:.2f} ms, backward "
+              f"{r['stage_backward_s'][s] * 1e3:.2f} ms")
+    print(f"one process: parameters {format_bytes(r['single_parameter_bytes'])}, activations held "
+          f"{format_bytes(r['single_activation_bytes'])}; transfer of one micro-batch's "
+          f"activations ({format_bytes(r['transfer_bytes'])}) {r['transfer_s'] * 1e3:.3f} ms; "
+          f"step {r['step_s'] * 1e3:.1f} ms in the pipeline, {r['single_process_step_s'] * 1e3:.1f} "
+          f"ms in one process; bubble {r['bubble']:.0%} (GPipe's ideal {r['ideal_bubble']:.0%})")
+    return 0
+
+
 def fit_batch(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     from bsdemo.engine.fitbatch import fit_batch  # imports torch
 

@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     train = _add_train(sub)
     for add in (_add_sweep, _add_find, _add_accum_check, _add_regimes, _add_norms, _add_noise,
-                _add_critical, _add_sharpness, _add_fit_batch, _add_ddp, _add_datasets,
+                _add_critical, _add_sharpness, _add_fit_batch, _add_ddp, _add_pipeline, _add_datasets,
                 _add_warm):
         add(sub, train)
     return parser
@@ -276,6 +276,23 @@ def _add_ddp(sub, train: argparse.ArgumentParser) -> None:
     ddp.add_argument("--batch-size", default="32", help="each process's batch (default 32)")
     _workload_flags(ddp, train, size=True, leave_out=("device", "optimizer"))
     ddp.add_argument("--json", action="store_true", help="the ddp_check record as JSON")
+
+
+def _add_pipeline(sub, train: argparse.ArgumentParser) -> None:
+    pipe = sub.add_parser("pipeline-check", help="model parallelism shown: the MLP in two "
+                                                 "stages on two processes (GPipe)",
+                          description="Cut the MLP's layers into two stages, one per process "
+                                      "of a gloo group, and train with a GPipe schedule: "
+                                      "micro-batches forward through stage 0, their "
+                                      "activations sent to stage 1, gradients sent back. "
+                                      "Reports each stage's memory, forward/backward times, "
+                                      "the activation transfer, the idle bubble, and the "
+                                      "parameter difference against one process.")
+    pipe.add_argument("--micro-batches", default="4", help="micro-batches per step (default 4)")
+    pipe.add_argument("--steps", default="5", help="optimizer steps compared (default 5)")
+    pipe.add_argument("--batch-size", default="64", help="the batch of a step (default 64)")
+    _workload_flags(pipe, train, size=True, leave_out=("device", "optimizer", "model"))
+    pipe.add_argument("--json", action="store_true", help="the pipeline_check record as JSON")
 
 
 def _add_datasets(sub, train: argparse.ArgumentParser) -> None:

@@ -32,13 +32,13 @@ from bsdemo.jobkinds import check_global_batch
 EQUIVALENT = 1e-5  # largest parameter difference that counts as float32 rounding
 
 
-def _batches(n: int, global_batch: int, steps: int, seed: int) -> list[torch.Tensor]:
+def step_batches(n: int, global_batch: int, steps: int, seed: int) -> list[torch.Tensor]:
     """The sample indices of each step's global batch: one fixed draw every process shares."""
     order = torch.Generator().manual_seed(seed + 3)
     return [torch.randperm(n, generator=order)[:global_batch] for _ in range(steps)]
 
 
-def _flat(model: torch.nn.Module) -> torch.Tensor:
+def flat_parameters(model: torch.nn.Module) -> torch.Tensor:
     return torch.cat([p.detach().flatten() for p in model.parameters()])
 
 
@@ -51,7 +51,7 @@ def member(rank: int, world: int, settings: dict, steps: int) -> dict:
     params = [p for p in model.parameters() if p.requires_grad]
     global_batch = cfg.batch_size * world
     compute, reduce = [], []
-    for idx in _batches(len(y), global_batch, steps, cfg.seed):
+    for idx in step_batches(len(y), global_batch, steps, cfg.seed):
         shard = idx[rank * cfg.batch_size:(rank + 1) * cfg.batch_size]
         t0 = time.perf_counter()
         loss = summed_loss(model, x[shard], y[shard]) / len(shard)
@@ -69,7 +69,7 @@ def member(rank: int, world: int, settings: dict, steps: int) -> dict:
         compute.append(t1 - t0)
         reduce.append(t2 - t1)
     dist.barrier()
-    return {"params": _flat(model).numpy().copy() if rank == 0 else None,
+    return {"params": flat_parameters(model).numpy().copy() if rank == 0 else None,
             "compute_s": statistics.median(compute), "allreduce_s": statistics.median(reduce)}
 
 
@@ -79,14 +79,14 @@ def _single(cfg: RunConfig, world: int, steps: int) -> tuple[torch.Tensor, float
     model, x, y = run.model, run.data.x_train, run.data.y_train
     params = [p for p in model.parameters() if p.requires_grad]
     times = []
-    for idx in _batches(len(y), cfg.batch_size * world, steps, cfg.seed):
+    for idx in step_batches(len(y), cfg.batch_size * world, steps, cfg.seed):
         t0 = time.perf_counter()
         grads = torch.autograd.grad(summed_loss(model, x[idx], y[idx]) / len(idx), params)
         with torch.no_grad():
             for p, g in zip(params, grads, strict=True):
                 p.sub_(cfg.lr * g)
         times.append(time.perf_counter() - t0)
-    return _flat(model), statistics.median(times)
+    return flat_parameters(model), statistics.median(times)
 
 
 def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,

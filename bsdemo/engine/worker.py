@@ -26,6 +26,7 @@ from bsdemo.engine.flops import cpu_matmul_flops
 from bsdemo.engine.measure import device_info, limit_address_space, resolve_device
 from bsdemo.engine.noise import noise_measure
 from bsdemo.engine.norms import norms_grid
+from bsdemo.engine.pipeline import pipeline_check
 from bsdemo.engine.sharpness import sharpness_study
 from bsdemo.engine.sweep import sweep
 from bsdemo.engine.train import is_out_of_memory, train
@@ -105,6 +106,8 @@ def _events(kind: str, cfg: RunConfig, options: dict, should_stop):
         yield from fit_batch(cfg, should_stop=should_stop, **options)
     elif kind == "ddp":
         yield ddp_check(cfg, should_stop=should_stop, **options)
+    elif kind == "pipeline":
+        yield pipeline_check(cfg, should_stop=should_stop, **options)
     else:
         for event in train(cfg, should_stop=should_stop):
             yield event.to_dict()
@@ -157,6 +160,6 @@ def _measured_end(kind: str, result: dict | None, stopped: str | None) -> dict:
         return {"kind": "end", "status": "cancelled", "summary": {}, "message": stopped}
     name = {"sweep": "Sweep", "find": "Search", "accum_check": "Check", "norms": "Grid",
             "noise": "Measurement", "sharpness": "Study", "critical": "Study",
-            "fit_batch": "Measurement", "ddp": "Check"}[kind]
+            "fit_batch": "Measurement", "ddp": "Check", "pipeline": "Check"}[kind]
     return {"kind": "end", "status": "completed", "summary": {},
             "message": (result or {}).get("message") or f"{name} completed."}

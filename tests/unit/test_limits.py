@@ -65,7 +65,8 @@ def test_within_the_limits_each_kind_passes_and_the_finder_stops_at_the_server_c
                      SMALL, 60.0)  # at 10 epochs, 4 x 7,190 steps at batch 2: over max_steps
     assert cost.micro_batch == 64
     assert set(KINDS) == {"train", "sweep", "find", "accum_check", "norms", "noise", "sharpness",
-                          "critical", "fit_batch", "ddp"}
+                          "critical", "fit_batch", "ddp",
+                          "pipeline"}
 
 
 @pytest.mark.parametrize("kind,options,field", [

@@ -1,0 +1,237 @@
+"""Model parallelism, shown at small scale (lesson 10): the MLP cut into two stages on two
+processes of a gloo group, trained with a GPipe schedule.
+
+Every step splits the batch into micro-batches. Stage 0 runs the forward pass of each and sends
+its activations to stage 1, which finishes the forward pass and the loss; after the last forward
+pass, stage 1 runs each micro-batch's backward pass (last first) and sends the gradient of its
+input back to stage 0, which finishes the backward pass. Then both take the same SGD step. The
+check measures:
+
+- each stage's memory: its parameters, and the bytes autograd saved for the backward while every
+  micro-batch was in flight (a saved-tensors hook counts them, each storage once);
+- each stage's forward and backward time per micro-batch, and the transfer of one micro-batch's
+  activations between the processes (a ping-pong, halved);
+- the step's wall time, set against the same steps in one process with the whole model;
+- the parameters after the steps against that one process's (equal up to float32 rounding).
+
+`gpipe_schedule` draws the idle "bubble" from the measured stage times. On two CPU processes of
+one machine this is a demonstration of the mechanism, not a speed-up: the stages share the cores
+and memory a real pipeline would spread over devices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+from bsdemo.config import RunConfig
+from bsdemo.engine.ddp import EQUIVALENT, flat_parameters, step_batches
+from bsdemo.engine.group import member_threads, run_group
+from bsdemo.engine.memory import tensor_bytes
+from bsdemo.engine.train import prepare
+from bsdemo.jobkinds import PIPELINE_STAGES as STAGES
+from bsdemo.jobkinds import check_pipeline
+
+PING_ROUNDS = 10
+
+
+class SavedBytes:
+    """Bytes autograd saves for the backward pass while active, each storage counted once."""
+
+    def __init__(self):
+        self.storages: dict[int, int] = {}
+
+    @property
+    def total(self) -> int:
+        return sum(self.storages.values())
+
+    def _pack(self, tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        self.storages[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    def __enter__(self) -> SavedBytes:
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._hooks.__exit__(*exc)
+
+
+def split_stages(model: nn.Module) -> list[nn.Sequential]:
+    """The MLP's layers in two halves: the first hidden layers, and the rest with the head."""
+    layers = list(model.net)  # Flatten, then (Linear, norm, ReLU) per hidden layer, then Linear
+    per_layer = 3
+    hidden = (len(layers) - 2) // per_layer
+    cut = 1 + per_layer * math.ceil(hidden / 2)
+    return [nn.Sequential(*layers[:cut]), nn.Sequential(*layers[cut:])]
+
+
+def member(rank: int, world: int, settings: dict, steps: int, micro_batches: int) -> dict:
+    """One stage's process (bsdemo.engine.group runs it)."""
+    cfg = RunConfig(**settings)
+    run = prepare(cfg)
+    stage = split_stages(run.model)[rank]
+    params = [p for p in stage.parameters() if p.requires_grad]
+    x, y = run.data.x_train, run.data.y_train
+    forward, backward, step_s, saved = [], [], [], 0
+    for idx in step_batches(len(y), cfg.batch_size, steps, cfg.seed):
+        chunks = idx.split(math.ceil(len(idx) / micro_batches))
+        dist.barrier()  # both stages start the step together: its wall time is the pipeline's
+        t_step = time.perf_counter()
+        held = []
+        with SavedBytes() as counter:
+            for c in chunks:
+                if rank == 0:
+                    t0 = time.perf_counter()
+                    out = stage(x[c])
+                    forward.append(time.perf_counter() - t0)
+                    dist.send(out.detach().contiguous(), 1)
+                    held.append(out)
+                else:
+                    inp = torch.empty(len(c), cfg.width)
+                    dist.recv(inp, 0)
+                    inp.requires_grad_()
+                    t0 = time.perf_counter()
+                    loss = F.cross_entropy(stage(inp), y[c], reduction="sum") / len(idx)
+                    forward.append(time.perf_counter() - t0)
+                    held.append((inp, loss))
+        saved = max(saved, counter.total)
+        for i in reversed(range(len(chunks))):
+            if rank == 1:
+                inp, loss = held[i]
+                t0 = time.perf_counter()
+                loss.backward()
+                backward.append(time.perf_counter() - t0)
+                dist.send(inp.grad.contiguous(), 0)
+            else:
+                grad = torch.empty_like(held[i])
+                dist.recv(grad, 1)
+                t0 = time.perf_counter()
+                held[i].backward(grad)
+                backward.append(time.perf_counter() - t0)
+        with torch.no_grad():
+            for p in params:
+                p.sub_(cfg.lr * p.grad)
+                p.grad = None
+        dist.barrier()
+        step_s.append(time.perf_counter() - t_step)
+    transfer = _ping(rank, (math.ceil(cfg.batch_size / micro_batches), cfg.width))
+    return {"params": flat_parameters(stage).numpy().copy(), "parameter_bytes": tensor_bytes(params),
+            "saved_activation_bytes": saved, "forward_s": statistics.median(forward),
+            "backward_s": statistics.median(backward), "step_s": statistics.median(step_s),
+            "transfer_s": transfer}
+
+
+def _ping(rank: int, shape: tuple[int, int]) -> float:
+    """One micro-batch's activations sent from stage 0 to stage 1: half the median round trip."""
+    buffer = torch.zeros(shape)
+    rounds = []
+    for _ in range(PING_ROUNDS):
+        t0 = time.perf_counter()
+        if rank == 0:
+            dist.send(buffer, 1)
+            dist.recv(buffer, 1)
+        else:
+            dist.recv(buffer, 0)
+            dist.send(buffer, 0)
+        rounds.append(time.perf_counter() - t0)
+    return statistics.median(rounds) / 2
+
+
+def _single(cfg: RunConfig, steps: int) -> tuple[torch.Tensor, float, int]:
+    """The same steps with the whole model in this process: (parameters, median step s, bytes
+    saved for the backward)."""
+    run = prepare(cfg)
+    model, x, y = run.model, run.data.x_train, run.data.y_train
+    params = [p for p in model.parameters() if p.requires_grad]
+    times, saved = [], 0
+    for idx in step_batches(len(y), cfg.batch_size, steps, cfg.seed):
+        t0 = time.perf_counter()
+        with SavedBytes() as counter:
+            loss = F.cross_entropy(model(x[idx]), y[idx])
+        saved = max(saved, counter.total)
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for p, g in zip(params, grads, strict=True):
+                p.sub_(cfg.lr * g)
+        times.append(time.perf_counter() - t0)
+    return flat_parameters(model), statistics.median(times), saved
+
+
+def gpipe_schedule(forward: list[float], backward: list[float], transfer: float,
+                   micro_batches: int) -> dict[str, Any]:
+    """When each stage works on each micro-batch under GPipe, from per-micro-batch stage times
+    (forward[s], backward[s]) and one transfer's time: the blocks, the step's length and the
+    share of it the stages sit idle (the bubble)."""
+    stages = len(forward)
+    blocks, done = [], {}
+    free = [0.0] * stages
+    for m in range(micro_batches):  # forward: stage s takes micro-batch m after stage s-1 sent it
+        for s in range(stages):
+            ready = done[("F", s - 1, m)] + transfer if s else 0.0
+            start = max(free[s], ready)
+            done[("F", s, m)] = free[s] = start + forward[s]
+            blocks.append({"stage": s, "pass": "forward", "micro_batch": m, "start": start,
+                           "end": free[s]})
+    for m in reversed(range(micro_batches)):  # backward: the last stage first, last micro-batch first
+        for s in reversed(range(stages)):
+            ready = done[("B", s + 1, m)] + transfer if s < stages - 1 else 0.0
+            start = max(free[s], ready)
+            done[("B", s, m)] = free[s] = start + backward[s]
+            blocks.append({"stage": s, "pass": "backward", "micro_batch": m, "start": start,
+                           "end": free[s]})
+    length = max(free)
+    busy = micro_batches * (sum(forward) + sum(backward))
+    return {"blocks": blocks, "step_s": length, "bubble": 1 - busy / (stages * length),
+            "ideal_bubble": (stages - 1) / (micro_batches + stages - 1)}
+
+
+def pipeline_check(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,
+                   should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Train `steps` pipelined steps on two stage processes and the same steps in one process;
+    the pipeline_check record."""
+    cfg = dataclasses.replace(cfg.validated()[0], accumulation_steps=1, device="cpu")
+    check_pipeline(cfg, micro_batches)
+    reports = run_group("bsdemo.engine.pipeline:member", STAGES,
+                        {"settings": dataclasses.asdict(cfg), "steps": steps,
+                         "micro_batches": micro_batches}, should_stop)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(member_threads(STAGES) * STAGES)  # the cores the group had
+    try:
+        single, single_s, single_saved = _single(cfg, steps)
+    finally:
+        torch.set_num_threads(threads)
+    piped = torch.cat([torch.from_numpy(r["params"]) for r in reports])
+    diff = float((piped - single).abs().max())
+    transfer = max(r["transfer_s"] for r in reports)
+    schedule = gpipe_schedule([r["forward_s"] for r in reports],
+                              [r["backward_s"] for r in reports], transfer, micro_batches)
+    step_s = max(r["step_s"] for r in reports)
+    return {"kind": "pipeline_check", "stages": STAGES, "micro_batches": micro_batches,
+            "batch_size": cfg.batch_size, "steps": steps, "max_abs_param_diff": diff,
+            "equivalent": diff <= EQUIVALENT,
+            "stage_parameter_bytes": [r["parameter_bytes"] for r in reports],
+            "stage_activation_bytes": [r["saved_activation_bytes"] for r in reports],
+            "single_parameter_bytes": sum(r["parameter_bytes"] for r in reports),
+            "single_activation_bytes": single_saved,
+            "stage_forward_s": [r["forward_s"] for r in reports],
+            "stage_backward_s": [r["backward_s"] for r in reports],
+            "transfer_s": transfer,
+            "transfer_bytes": math.ceil(cfg.batch_size / micro_batches) * cfg.width * 4,
+            "step_s": step_s, "single_process_step_s": single_s,
+            "schedule": schedule["blocks"], "schedule_step_s": schedule["step_s"],
+            "bubble": schedule["bubble"], "ideal_bubble": schedule["ideal_bubble"],
+            "message": f"Two stages, {micro_batches} micro-batches of batch {cfg.batch_size}: "
+                       f"parameters after {steps} steps differ from one process's by at most "
+                       f"{diff:.2g}; the stages sat idle {schedule['bubble']:.0%} of a step."}
