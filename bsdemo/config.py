@@ -22,11 +22,15 @@ DATASETS = ("digits", "synthetic", "spirals", "moons", "circles", "xor", "blobs"
 IMAGE_DATASETS = ("digits", "synthetic", *REAL_SPLITS)  # the ones a CNN can take
 TOY_DATASETS = ("spirals", "moons", "circles", "xor", "blobs")
 SEQUENCE_DATASETS = ("arithmetic",)  # character-level: the Transformer's, and only its
-MODELS = ("mlp", "cnn", "transformer")
+MODELS = ("mlp", "cnn", "transformer", "lstm", "gan")
+GAN_DATASETS = ("digits", "mnist", "fashion")  # one-channel images a small MLP GAN can draw
+GAN_LATENT = 16  # the generator's input: this many standard normal numbers
 SIZES = {  # workload size presets: (width, depth); XL makes a large GPU reach OOM in seconds
     "mlp": {"S": (256, 3), "M": (1024, 3), "L": (2048, 4), "XL": (4096, 6)},
     "cnn": {"S": (16, 2), "M": (32, 3), "L": (64, 3), "XL": (128, 4)},
     "transformer": {"S": (64, 2), "M": (128, 4), "L": (256, 6), "XL": (512, 8)},
+    "lstm": {"S": (64, 1), "M": (128, 2), "L": (256, 2), "XL": (512, 3)},
+    "gan": {"S": (64, 1), "M": (128, 2), "L": (256, 2), "XL": (1024, 3)},
 }
 TRANSFORMER_HEADS = 4
 NORMS = ("none", "batch", "group", "layer")
@@ -45,10 +49,10 @@ VIEW_PARAMS = ("present", "hide")  # a link's view switches, not settings (bsdem
 @dataclass(frozen=True)
 class RunConfig:
     dataset: str = "digits"  # one of DATASETS; the 2-D toy sets and synthetic images are generated
-    model: str = "mlp"  # "mlp", "cnn" (image datasets) or "transformer" (the arithmetic task)
+    model: str = "mlp"  # "mlp", "cnn" (images), "transformer" (arithmetic), "lstm" (either), "gan"
     norm: str = "none"  # normalisation after each hidden layer; "batch" depends on the batch
-    width: int = 256  # MLP hidden units per layer / CNN channels of the first conv
-    depth: int = 3  # MLP hidden layers / CNN conv blocks
+    width: int = 256  # MLP/LSTM hidden units per layer / CNN channels of the first conv
+    depth: int = 3  # MLP hidden layers / CNN conv blocks / LSTM layers
     batch_size: int = 32  # micro-batch: samples per forward/backward pass
     lr: float = 0.05  # peak learning rate, reached after warmup_steps
     accumulation_steps: int = 1  # micro-batches summed into one optimizer step
@@ -113,10 +117,18 @@ class RunConfig:
         if self.model == "cnn" and self.dataset not in IMAGE_DATASETS:
             raise ConfigError("dataset", self.dataset,
                               f"an image dataset for the CNN: {', '.join(IMAGE_DATASETS)}")
-        if (self.model == "transformer") != (self.dataset in SEQUENCE_DATASETS):
-            raise ConfigError("dataset" if self.model == "transformer" else "model",
-                              self.dataset if self.model == "transformer" else self.model,
-                              "the transformer with the arithmetic dataset (and only it)")
+        if self.model == "transformer" and self.dataset not in SEQUENCE_DATASETS:
+            raise ConfigError("dataset", self.dataset, "arithmetic for the transformer")
+        if self.model == "lstm" and self.dataset not in (*IMAGE_DATASETS, *SEQUENCE_DATASETS):
+            raise ConfigError("dataset", self.dataset, "an image dataset (read row by row) or "
+                                                       "arithmetic for the LSTM: "
+                                                       + ", ".join((*IMAGE_DATASETS,
+                                                                    *SEQUENCE_DATASETS)))
+        if self.model == "gan" and self.dataset not in GAN_DATASETS:
+            raise ConfigError("dataset", self.dataset,
+                              "a one-channel image dataset for the GAN: " + ", ".join(GAN_DATASETS))
+        if self.dataset in SEQUENCE_DATASETS and self.model not in ("transformer", "lstm"):
+            raise ConfigError("model", self.model, "transformer or lstm for the arithmetic task")
         if self.model == "transformer" and self.width % TRANSFORMER_HEADS:
             raise ConfigError("width", self.width,
                               f"a multiple of {TRANSFORMER_HEADS} for the transformer's heads")

@@ -51,6 +51,7 @@ class StepEvent(_Event):
     memory_reserved_bytes: int | None  # held by the caching allocator (CUDA/MPS); None on CPU
     peak_memory_bytes: int | None  # peak during this step (counter reset every step)
     utilization_pct: float | None = None  # NVML: share of time a kernel ran (GPU only)
+    generator_loss: float | None = None  # a GAN's generator loss (`loss` is its discriminator's)
 
 
 @dataclass
@@ -62,8 +63,10 @@ class EvalEvent(_Event):
     wall_time_s: float
     train_loss: float
     train_accuracy: float
-    test_loss: float
-    test_accuracy: float
+    test_loss: float  # a GAN: its discriminator's loss on the split's real images and as many
+    test_accuracy: float  # generated ones, and the share of those it calls right
+    frechet_distance: float | None = None  # a GAN: generated vs test images (lower is better)
+    samples: list[list[float]] | None = None  # a GAN: a grid of generated images, pixels in [0, 1]
 
 
 @dataclass

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bsdemo.config import IMAGE_DATASETS, TRANSFORMER_HEADS, RunConfig
+from bsdemo.config import GAN_LATENT, IMAGE_DATASETS, TRANSFORMER_HEADS, RunConfig
 
 F32, I64 = 4, 8
 EVAL_CHUNK = 1024  # samples per no-grad forward when evaluating (the engine evaluates in these)
@@ -112,6 +112,10 @@ def _walk(cfg: RunConfig) -> tuple[int, list[int], int]:
         return _transformer(cfg.width, cfg.depth)
     classes = n_classes(cfg)
     shape = input_shape(cfg)
+    if cfg.model == "lstm":
+        return _lstm(cfg.width, cfg.depth, shape, classes)
+    if cfg.model == "gan":
+        return _gan(cfg.width, cfg.depth, shape)
     if cfg.model == "mlp":
         return _mlp(cfg, shape, classes)
     return _cnn(cfg, shape, classes)
@@ -189,3 +193,46 @@ def _transformer(width: int, depth: int) -> tuple[int, list[int], int]:
         ]
     saved += [F32 * t * c, F32 * 2 * t, F32 * t * c]  # final LayerNorm's input, stats, output
     return params, saved + _loss(v, t), I64 * t + LOSS_PER_BATCH  # + position ids
+
+
+def _lstm(width: int, depth: int, shape: tuple[int, ...], classes: int) -> tuple[int, list[int], int]:
+    """bsdemo.engine.models.LSTM: per layer and time step the sigmoid gates (3H), the tanh
+    candidate (H), tanh of the cell (H) and the hidden state (H, the next step's input), and the
+    cell state of every step but the last (saved by f * c). A layer's last hidden state is saved
+    only where the head reads it (the last layer of a classifier); the stacked outputs a layer
+    hands on are a tensor of their own."""
+    tokens = len(shape) == 1
+    steps = shape[0] if tokens else shape[1]
+    features = width if tokens else shape[0] * shape[-1]
+    h = F32 * width
+    params = (classes * width if tokens else 0) + width * classes + classes
+    saved = [I64 * steps, F32 * steps * width] if tokens else [F32 * steps * features]
+    for i in range(depth):
+        params += (features if i == 0 else width) * 4 * width + 4 * width + width * 4 * width
+        last = i == depth - 1
+        saved += steps * [3 * h, h, h] + (steps - 1) * [h] + (steps - (0 if last and not tokens
+                                                                       else 1)) * [h]
+        if tokens or not last:
+            saved.append(steps * h)  # the stacked outputs: the next layer's (or head's) input
+    return params, saved + _loss(classes, steps if tokens else 1), LOSS_PER_BATCH
+
+
+def _gan(width: int, depth: int, shape: tuple[int, ...]) -> tuple[int, list[int], int]:
+    """bsdemo.engine.models.GAN's training loss: the generator's pass (latent input, its ReLU
+    outputs, the tanh image), then three passes of the discriminator — real images (rescaled: a
+    tensor of their own), generated images detached, and generated images through the
+    discriminator's fixed parameters. The first two save each hidden layer's pre-activation
+    (LeakyReLU's input) and output (the next layer's input); the fixed pass saves only the
+    pre-activations, since a product with a fixed weight needs no input to differentiate the
+    weight. Each pass saves its softplus input (one number per sample)."""
+    pixels = 1
+    for d in shape:
+        pixels *= d
+    sizes_g = [GAN_LATENT] + [width] * depth + [pixels]
+    sizes_d = [pixels] + [width] * depth + [1]
+    params = sum(a * b + b for a, b in zip(sizes_g, sizes_g[1:], strict=False))
+    params += sum(a * b + b for a, b in zip(sizes_d, sizes_d[1:], strict=False))
+    h = F32 * width
+    saved = [F32 * GAN_LATENT] + depth * [h] + [F32 * pixels]  # generator
+    saved += [F32 * pixels] + 2 * depth * [h, h] + depth * [h] + 3 * [F32]  # discriminator
+    return params, saved, 0

@@ -24,6 +24,7 @@ from bsdemo import footprint
 from bsdemo.config import (
     MAX_ACCUMULATION_STEPS,
     MAX_SAMPLES,
+    MODELS,
     NORMS,
     TEST_FRACTION,
     ConfigError,
@@ -69,6 +70,20 @@ class Kind:
     options: tuple[str, ...]  # the option names its engine function takes
     cost: Callable[[RunConfig, dict[str, Any], float], Cost]  # (cfg, checked options, wall_s)
     check: Callable[[RunConfig, dict[str, Any], Limits], dict[str, Any]]  # -> checked options
+    models: tuple[str, ...] = MODELS  # the models its engine function can take
+    why: str = ""  # why only those
+
+
+GRADIENT_MODELS = tuple(m for m in MODELS if m != "gan")  # one loss, one labelled sample each
+PLAIN_MODELS = ("mlp", "cnn")  # plain gradient steps on a classifier, Hessians affordable
+
+
+def check_model(kind: str, cfg: RunConfig) -> None:
+    """A ConfigError unless a job of `kind` can take cfg's model."""
+    spec = KINDS[kind]
+    if cfg.model not in spec.models:
+        names = ", ".join(spec.models[:-1]) + " or " if len(spec.models) > 1 else ""
+        raise ConfigError("model", cfg.model, f"{names}{spec.models[-1]}{spec.why}")
 
 
 # ----- option checks (the server's copy of the engine functions' argument rules) -----
@@ -232,13 +247,12 @@ def _sharpness_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
             or any(r not in SHARPNESS_REMEDIES for r in remedies)):
         raise ConfigError("remedies", remedies, "different names from "
                           + ", ".join(SHARPNESS_REMEDIES))
-    if cfg.optimizer != "sgd" or cfg.accumulation_steps != 1 or cfg.model == "transformer":
-        raise ConfigError("optimizer" if cfg.optimizer != "sgd" else "model" if
-                          cfg.model == "transformer" else "accumulation_steps",
-                          cfg.optimizer if cfg.optimizer != "sgd" else cfg.model if
-                          cfg.model == "transformer" else cfg.accumulation_steps,
-                          "plain SGD, no accumulation, on an MLP or CNN: the study's 2/lr "
-                          "and its Hessian are those of plain gradient steps on a classifier")
+    if cfg.optimizer != "sgd":
+        raise ConfigError("optimizer", cfg.optimizer, "sgd: the study's 2/lr and its Hessian are "
+                                                      "those of plain gradient steps")
+    if cfg.accumulation_steps != 1:
+        raise ConfigError("accumulation_steps", cfg.accumulation_steps,
+                          "1: the study's batches are whole batches")
     return {"batch_sizes": sizes,
             "target_loss": _real(options, "target_loss", 1e-4, 2.0, default=0.01),
             "max_steps": _whole(options, "max_steps", 10, 20_000, default=SHARPNESS_MAX_STEPS),
@@ -306,8 +320,6 @@ def check_global_batch(cfg: RunConfig, processes: int) -> None:
 
 
 def _ddp_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
-    if cfg.model == "transformer":
-        raise ConfigError("model", cfg.model, "mlp or cnn: the check trains a classifier")
     processes = _whole(options, "processes", 1, DDP_MAX_PROCESSES, default=2)
     check_global_batch(cfg, processes)
     return {"processes": processes, "steps": _whole(options, "steps", 1, DDP_MAX_STEPS, default=5)}
@@ -451,27 +463,33 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          cost=_find_cost, check=_find_options),
     Kind("accum_check", exclusive=True, options=("micro_batch", "accum", "steps", "unscaled_loss",
                                                  "variable_length"),
-         cost=_accum_cost, check=_accum_options),
+         cost=_accum_cost, check=_accum_options, models=GRADIENT_MODELS,
+         why=": a GAN's micro-batches draw their own latent points"),
     # accuracy, not speed: it may share the device with other runs
     Kind("norms", exclusive=False, options=("batch_sizes", "norms"), cost=_norms_cost,
-         check=_norms_options),
+         check=_norms_options, models=PLAIN_MODELS,
+         why=": the models with a normalisation layer"),
     Kind("noise", exclusive=False, options=("batch_sizes", "draws", "after_steps"),
-         cost=_noise_cost, check=_noise_options),
+         cost=_noise_cost, check=_noise_options, models=GRADIENT_MODELS,
+         why=": the gradient noise of one loss"),
     Kind("sharpness", exclusive=False, options=("batch_sizes", "target_loss", "max_steps",
                                                 "remedies"),
-         cost=_sharpness_cost, check=_sharpness_options),
+         cost=_sharpness_cost, check=_sharpness_options, models=PLAIN_MODELS,
+         why=": the study's Hessian is of plain gradient steps on a classifier"),
     Kind("critical", exclusive=False, options=("batch_sizes", "target_loss", "rule",
                                                "reference_batch", "max_steps", "lr_cap"),
-         cost=_critical_cost, check=_critical_options),
+         cost=_critical_cost, check=_critical_options, models=PLAIN_MODELS,
+         why=": the study trains a classifier"),
     # a measurement of speed as well as memory: alone on the device
     Kind("fit_batch", exclusive=True, options=("memory_budget_bytes", "techniques",
                                                "accumulation", "max_batch"),
-         cost=_fit_cost, check=_fit_options),
+         cost=_fit_cost, check=_fit_options, models=("mlp", "cnn", "transformer"),
+         why=": models cut into blocks to checkpoint"),
     # its own process group (bsdemo.engine.group): all the cores, so alone on the machine
     Kind("ddp", exclusive=True, options=("processes", "steps"), cost=_ddp_cost,
-         check=_ddp_options),
+         check=_ddp_options, models=PLAIN_MODELS, why=": the check trains a classifier"),
     Kind("pipeline", exclusive=True, options=("micro_batches", "steps"), cost=_pipeline_cost,
-         check=_pipeline_options),
+         check=_pipeline_options, models=("mlp",), why=": the pipeline cuts the MLP's layers"),
 )}
 
 
@@ -500,6 +518,7 @@ def assess(kind: str, cfg: RunConfig, options: Mapping[str, Any] | None, limits:
     if unknown:
         raise ConfigError(unknown[0], options[unknown[0]],
                           f"the options of a {kind} job: " + (", ".join(spec.options) or "none"))
+    check_model(kind, cfg)
     checked = spec.check(cfg, options, limits)
     cost = spec.cost(cfg, checked, wall_s)
     limits.check(cost)

@@ -48,6 +48,17 @@ PRESETS = {p.name: p for p in (
     Preset("arithmetic-transformer", "Character arithmetic · tiny Transformer",
            {"dataset": "arithmetic", "model": "transformer", "width": 64, "depth": 2,
             "samples": 8000, "optimizer": "adamw", "lr": 0.003}),
+    Preset("digits-lstm", "Handwritten digits, read row by row · LSTM",
+           {"dataset": "digits", "model": "lstm", "width": 64, "depth": 1, "optimizer": "adam",
+            "lr": 0.01}),
+    Preset("arithmetic-lstm", "Character arithmetic · LSTM",
+           {"dataset": "arithmetic", "model": "lstm", "width": 128, "depth": 1, "samples": 8000,
+            "optimizer": "adam", "lr": 0.01}),
+    # a GAN needs more steps than a classifier: 30 epochs at batch 32 is ~1,350 updates (~7 s)
+    Preset("digits-gan", "Handwritten digits (8×8) · GAN", {"dataset": "digits", "model": "gan",
+                                                           "width": 128, "depth": 2,
+                                                           "optimizer": "adam", "lr": 0.001,
+                                                           "epochs": 30}),
 )}
 
 

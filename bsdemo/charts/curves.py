@@ -93,6 +93,13 @@ def loss_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: fl
                                      legendgroup=group, showlegend=False))
         ex, train, test = _eval_traces(fig, snap, style, label, x_field, log)
         drawn += [(xs, main), (ex, train), (ex, test)]
+        gx, gen = _xy(snap.steps[x_field], snap.steps.get("generator_loss", []), log)
+        if any(g is not None for g in gen):  # a GAN: its generator's loss beside the discriminator's
+            gen = ema(gen, smoothing) if smoothing > 0 else gen
+            fig.add_trace(go.Scatter(x=gx, y=gen, mode="lines", name=f"{label} · generator",
+                                     line=dict(color=style.colour, width=1.5, dash="dot"),
+                                     legendgroup=group))
+            drawn.append((gx, gen))
         ends.append((snap, *_last(xs, raw), style))
         table += [{"run": label, x_title: x, "train loss": a, "test loss": b,
                    "test accuracy": acc} for x, a, b, acc in zip(

@@ -18,6 +18,7 @@ from bsdemo.jobkinds import (
     PIPELINE_MAX_MICRO_BATCHES,
     SHARPNESS_REMEDIES,
     check_global_batch,
+    check_model,
     check_pipeline,
 )
 from bsdemo.lecture import lesson_plan, load_plan
@@ -91,8 +92,6 @@ def _check_critical(args: argparse.Namespace) -> dict:
         raise ConfigError("--batch-sizes", args.batch_sizes, "at least two batch sizes")
     if args.rule not in LR_RULES:
         raise ConfigError("--rule", args.rule, "one of " + ", ".join(LR_RULES))
-    if args.model == "transformer":
-        raise ConfigError("--model", args.model, "mlp or cnn: the study trains a classifier")
     cap = given(args.lr_cap, "--lr-cap")
     return {"batch_sizes": sizes,
             "target_loss": _real("--target-loss", args.target_loss, 1e-4, 5.0),
@@ -117,8 +116,6 @@ def _check_fit_batch(args: argparse.Namespace) -> dict:
 
 
 def _check_ddp(args: argparse.Namespace) -> dict:
-    if args.model == "transformer":
-        raise ConfigError("--model", args.model, "mlp or cnn: the check trains a classifier")
     processes = _count("--processes", args.processes, 1, 8)
     _as_flags(check_global_batch, config_from_args(args)[0], processes)
     return {"processes": processes, "steps": _count("--steps", args.steps, 1, 1000)}
@@ -143,8 +140,6 @@ def _check_sharpness(args: argparse.Namespace) -> dict:
     if len(sizes) != 2:
         raise ConfigError("--batch-sizes", args.batch_sizes, "two increasing batch sizes: a "
                           "small and a large")
-    if args.model == "transformer":
-        raise ConfigError("--model", args.model, "mlp or cnn: the study trains a classifier")
     raw = given(args.remedies, "--remedies")
     remedies = [] if raw is None else [r.strip() for r in raw.split(",")]
     if len(set(remedies)) != len(remedies) or any(r not in SHARPNESS_REMEDIES for r in remedies):
@@ -196,6 +191,18 @@ def _writable_folder(raw: str, flag: str) -> Path:
     if not ok:
         raise ConfigError(flag, raw, "a folder this user can create and write in")
     return folder
+
+
+COMMAND_KINDS = {"sweep": "sweep", "find": "find", "accum-check": "accum_check",
+                 "norms": "norms", "noise": "noise", "sharpness": "sharpness",
+                 "critical-batch": "critical", "fit-batch": "fit_batch", "ddp-check": "ddp",
+                 "pipeline-check": "pipeline"}  # the job kind each measuring command runs
+
+
+def check_command_model(command: str, cfg: RunConfig) -> None:
+    """A ConfigError naming --model unless the command's job kind can take cfg's model."""
+    if command in COMMAND_KINDS:
+        _as_flags(check_model, COMMAND_KINDS[command], cfg)
 
 
 CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "find": _check_find,

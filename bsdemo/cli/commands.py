@@ -354,6 +354,11 @@ def _print_summary(end) -> None:
              f" ({s.get('memory_source')})"),
             ("final train loss", _fmt(s.get("final_train_loss"), "{:.4f}")),
             ("test accuracy", _fmt(s.get("test_accuracy"), "{:.2%}")), ("device", s.get("device"))]
+    if s.get("frechet_distance") is not None:  # a GAN: its loss and accuracy are the discriminator's
+        rows[5:7] = [("discriminator loss", _fmt(s.get("final_train_loss"), "{:.4f}")),
+                     ("discriminator right", _fmt(s.get("test_accuracy"), "{:.2%}")),
+                     ("Fréchet distance", f"{s['frechet_distance']:.3g} (real images "
+                                          f"{_fmt(s.get('frechet_reference'), '{:.2g}')})")]
     for name, value in rows:
         print(f"  {name:<20} {value}")
 

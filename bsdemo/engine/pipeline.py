@@ -8,7 +8,8 @@ input back to stage 0, which finishes the backward pass. Then both take the same
 check measures:
 
 - each stage's memory: its parameters, and the bytes autograd saved for the backward while every
-  micro-batch was in flight (a saved-tensors hook counts them, each storage once);
+  micro-batch was in flight (counted as the engine's memory accounting counts them: each storage
+  once, parameters apart);
 - each stage's forward and backward time per micro-batch, and the transfer of one micro-batch's
   activations between the processes (a ping-pong, halved);
 - the step's wall time, set against the same steps in one process with the whole model;
@@ -36,36 +37,12 @@ from torch import nn
 from bsdemo.config import RunConfig
 from bsdemo.engine.ddp import EQUIVALENT, flat_parameters, step_batches
 from bsdemo.engine.group import member_threads, run_group
-from bsdemo.engine.memory import tensor_bytes
+from bsdemo.engine.memory import SavedActivations, tensor_bytes
 from bsdemo.engine.train import prepare
 from bsdemo.jobkinds import PIPELINE_STAGES as STAGES
 from bsdemo.jobkinds import check_pipeline
 
 PING_ROUNDS = 10
-
-
-class SavedBytes:
-    """Bytes autograd saves for the backward pass while active, each storage counted once."""
-
-    def __init__(self):
-        self.storages: dict[int, int] = {}
-
-    @property
-    def total(self) -> int:
-        return sum(self.storages.values())
-
-    def _pack(self, tensor: torch.Tensor) -> torch.Tensor:
-        storage = tensor.untyped_storage()
-        self.storages[storage.data_ptr()] = storage.nbytes()
-        return tensor
-
-    def __enter__(self) -> SavedBytes:
-        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
-        self._hooks.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._hooks.__exit__(*exc)
 
 
 def split_stages(model: nn.Module) -> list[nn.Sequential]:
@@ -90,7 +67,7 @@ def member(rank: int, world: int, settings: dict, steps: int, micro_batches: int
         dist.barrier()  # both stages start the step together: its wall time is the pipeline's
         t_step = time.perf_counter()
         held = []
-        with SavedBytes() as counter:
+        with SavedActivations(params) as counter:
             for c in chunks:
                 if rank == 0:
                     t0 = time.perf_counter()
@@ -106,7 +83,7 @@ def member(rank: int, world: int, settings: dict, steps: int, micro_batches: int
                     loss = F.cross_entropy(stage(inp), y[c], reduction="sum") / len(idx)
                     forward.append(time.perf_counter() - t0)
                     held.append((inp, loss))
-        saved = max(saved, counter.total)
+        saved = max(saved, counter.bytes)
         for i in reversed(range(len(chunks))):
             if rank == 1:
                 inp, loss = held[i]
@@ -158,9 +135,9 @@ def _single(cfg: RunConfig, steps: int) -> tuple[torch.Tensor, float, int]:
     times, saved = [], 0
     for idx in step_batches(len(y), cfg.batch_size, steps, cfg.seed):
         t0 = time.perf_counter()
-        with SavedBytes() as counter:
+        with SavedActivations(params) as counter:
             loss = F.cross_entropy(model(x[idx]), y[idx])
-        saved = max(saved, counter.total)
+        saved = max(saved, counter.bytes)
         grads = torch.autograd.grad(loss, params)
         with torch.no_grad():
             for p, g in zip(params, grads, strict=True):

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.data import IGNORE, Dataset, epoch_batches, load_dataset
+from bsdemo.engine.gan import gan_evaluation, reference_distance
 from bsdemo.engine.measure import NvmlSampler, device_info, resolve_device, synchronize
 from bsdemo.engine.memory import (
     MemoryBook,
@@ -31,7 +32,7 @@ from bsdemo.engine.memory import (
     set_cuda_budget,
     tensor_bytes,
 )
-from bsdemo.engine.models import build_model, make_optimizer
+from bsdemo.engine.models import GAN, build_model, make_optimizer
 from bsdemo.events import EndEvent, EvalEvent, StartEvent, StepEvent
 from bsdemo.footprint import EVAL_CHUNK, expected_optimizer_state_bytes
 from bsdemo.units import format_bytes
@@ -53,6 +54,11 @@ def micro_loss(model: torch.nn.Module, xb: torch.Tensor, yb: torch.Tensor,
 
     mean x (b / effective) = sum / effective; a whole batch skips the extra multiply (hot path).
     """
+    if isinstance(model, GAN):  # both players' losses, each moving only its own player
+        d_loss, g_loss = model.losses(xb)
+        model.parts.append((d_loss.detach(), g_loss.detach(), len(yb)))
+        loss = d_loss + g_loss
+        return loss if len(yb) == effective else loss * (len(yb) / effective)
     logits = model(xb)
     if logits.dim() > 2:  # a sequence model: (B, T, V) logits against (B, T) targets
         logits, yb_flat = logits.flatten(0, 1), yb.flatten()
@@ -100,6 +106,8 @@ def prepare(cfg: RunConfig) -> Prepared:
     data = load_dataset(cfg, device)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg, data.input_shape, data.n_classes).to(device)
+    if isinstance(model, GAN):
+        model.fit_range(data.x_train)
     return Prepared(cfg, notices, device, data, model, make_optimizer(cfg, model.parameters()))
 
 
@@ -177,6 +185,7 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
     time_limit, eval_interval = cfg.time_limit_s, cfg.eval_interval
     x_train, y_train = run.data.x_train, run.data.y_train
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
+    gan = isinstance(model, GAN)
     current_lr = None
     done = False
     if evaluations:
@@ -227,6 +236,9 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
                 return
             allocated, reserved, peak = book.after_step(step_need)
             nvml = sampler.latest() if on_device else None
+            generator_loss = None
+            if gan:  # the step's loss is the discriminator's; the generator's beside it
+                loss_value, generator_loss = _players(model, n_eff)
             tally.time(n_eff, step_time)
             epoch_done = epoch + (batch_index + 1) / (last_index + 1)
             yield StepEvent(step=tally.step, epoch=epoch_done, samples_seen=tally.samples_seen,
@@ -234,7 +246,8 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
                             lr=current_lr, step_time_s=step_time, samples_per_sec=n_eff / step_time,
                             memory_allocated_bytes=allocated, memory_reserved_bytes=reserved,
                             peak_memory_bytes=peak,
-                            utilization_pct=nvml["utilization_pct"] if nvml else None)
+                            utilization_pct=nvml["utilization_pct"] if nvml else None,
+                            generator_loss=generator_loss)
             done = max_steps is not None and tally.step >= max_steps
             if evaluations and ((eval_interval and tally.step % eval_interval == 0) or (
                     not eval_interval and batch_index == last_index) or done):
@@ -246,6 +259,14 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
     if evaluations and tally.last["step"] != tally.step:  # a budget that did not end on an eval
         yield _evaluation(run, tally, tally.epochs())
     yield _completed(summary())
+
+
+def _players(model: GAN, n_eff: int) -> tuple[float, float]:
+    """(discriminator, generator) mean loss over the step's micro-batches, weighted by size."""
+    parts, model.parts = model.parts, []
+    d = sum(p[0] * p[2] for p in parts) / n_eff
+    g = sum(p[1] * p[2] for p in parts) / n_eff
+    return d.item(), g.item()
 
 
 def _time_capped(run: Prepared, tally: _Tally, summary: Callable[[], dict],
@@ -261,6 +282,9 @@ def _time_capped(run: Prepared, tally: _Tally, summary: Callable[[], dict],
 
 def _completed(s: dict) -> EndEvent:
     accuracy = f"; test accuracy {s['test_accuracy']:.1%}" if s["test_accuracy"] is not None else ""
+    if s.get("frechet_distance") is not None:  # a GAN: how close its images came to real ones
+        accuracy = (f"; Fréchet distance {s['frechet_distance']:.3g} to real test images (real "
+                    f"training images: {s['frechet_reference']:.2g})")
     return EndEvent("completed", f"Completed {s['steps']} steps ({s['epochs']:.3g} epochs) in "
                     f"{s['wall_time_s']:.2f} s; median {s['samples_per_sec'] or 0:,.0f} "
                     f"samples/s{accuracy}.", s)
@@ -310,6 +334,7 @@ class _Tally:
     eval_time: float = 0.0
     t_origin: float = field(default_factory=time.perf_counter)
     rss_start: int | None = field(default_factory=process_rss)  # the process, before training
+    reference: float | None = None  # a GAN's Fréchet distance of real images (bsdemo.engine.gan)
     last: dict = field(default_factory=lambda: dict.fromkeys(
         ("step", "train_loss", "train_accuracy", "test_loss", "test_accuracy")))
 
@@ -346,14 +371,24 @@ class _Tally:
 def _evaluation(run: Prepared, tally: _Tally, epoch_done: float) -> EvalEvent:
     """Loss and accuracy over both splits, timed apart from training."""
     t = time.perf_counter()
-    train_loss, train_acc = evaluate(run.model, run.data.x_train, run.data.y_train)
-    test_loss, test_acc = evaluate(run.model, run.data.x_test, run.data.y_test)
+    extra = {}
+    if isinstance(run.model, GAN):  # the discriminator's calls, the Fréchet distance, samples
+        extra = gan_evaluation(run.model, run.data, run.cfg.dataset)
+        train_loss, train_acc, test_loss, test_acc = (extra.pop(k) for k in (
+            "train_loss", "train_accuracy", "test_loss", "test_accuracy"))
+        if tally.reference is None:
+            tally.reference = reference_distance(run.data, run.cfg.dataset)
+    else:
+        train_loss, train_acc = evaluate(run.model, run.data.x_train, run.data.y_train)
+        test_loss, test_acc = evaluate(run.model, run.data.x_test, run.data.y_test)
     tally.eval_time += time.perf_counter() - t
     tally.last.update(step=tally.step, train_loss=train_loss, train_accuracy=train_acc,
                       test_loss=test_loss, test_accuracy=test_acc)
+    tally.last["frechet_distance"] = extra.get("frechet_distance")
     return EvalEvent(step=tally.step, epoch=epoch_done, samples_seen=tally.samples_seen,
                      wall_time_s=tally.wall_time(), train_loss=train_loss,
-                     train_accuracy=train_acc, test_loss=test_loss, test_accuracy=test_acc)
+                     train_accuracy=train_acc, test_loss=test_loss, test_accuracy=test_acc,
+                     **extra)
 
 
 def _summary(cfg: RunConfig, tally: _Tally, book: MemoryBook, device_name: str) -> dict:
@@ -373,6 +408,8 @@ def _summary(cfg: RunConfig, tally: _Tally, book: MemoryBook, device_name: str) 
             "first_step_loss": tally.first_loss, "peak_step_loss": tally.peak_loss,
             "final_train_accuracy": last["train_accuracy"], "test_loss": last["test_loss"],
             "test_accuracy": last["test_accuracy"], "evaluated_at_step": last["step"],
+            "frechet_distance": last.get("frechet_distance"),
+            "frechet_reference": tally.reference,
             "device": device_name, "warmup_steps_excluded": steady.start,
             # beside accounted memory: what the whole process held (a CPU's only real figure)
             "process_rss_bytes": process_rss(), "process_rss_start_bytes": tally.rss_start}

@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl
 import streamlit as st
 
 from bsdemo import charts, export
+from bsdemo.charts.gan import frechet_chart, is_gan, samples_chart
 from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, ConfigError, RunConfig, config_from_query, parse_run_id
 from bsdemo.plaintext import plain
 from bsdemo.presets import LAB_SCENARIOS, PRESETS, preset_of
@@ -61,6 +62,8 @@ def _apply_preset() -> None:
     defaults = RunConfig()
     for name in ("width", "depth", "samples", "noise", "optimizer", "lr"):
         st.session_state[f"w_{name}"] = preset.settings.get(name, getattr(defaults, name))
+    if "epochs" in preset.settings:  # a preset that needs its own budget (the GAN) sets it
+        st.session_state["w_epochs"] = preset.settings["epochs"]
 
 
 def init_from_url() -> str | None:
@@ -130,8 +133,8 @@ def settings_form() -> RunConfig:
     with st.container(key="lab_advanced"), st.expander("Advanced"):  # keyed: hideable
         a, b, c = st.columns(3)
         a.selectbox("Normalisation", NORMS, key="w_norm")
-        a.number_input("Width (MLP units / CNN channels)", 1, 4096, key="w_width")
-        a.number_input("Depth (hidden layers / conv blocks)", 1, 16, key="w_depth")
+        a.number_input("Width (units / CNN channels)", 1, 4096, key="w_width")
+        a.number_input("Depth (hidden layers / conv blocks / LSTM layers)", 1, 16, key="w_depth")
         b.number_input("Warm-up steps (linear lr ramp)", 0, 10_000_000, key="w_warmup_steps")
         b.number_input("Max optimizer steps (0 = none)", 0, 10_000_000, key="w_max_steps")
         b.number_input("Evaluate every N steps (0 = each epoch)", 0, 10_000_000,
@@ -285,6 +288,19 @@ def _charts(shown: list[JobSnapshot]) -> None:
         else:
             st.caption("GPU utilisation appears here when the run is on an NVIDIA GPU "
                        "(read from NVML).")
+    gans = [snap for snap in shown if is_gan(snap)]
+    if gans:
+        left, right = st.columns(2)
+        with left:
+            show_chart(samples_chart(gans[-1]), "gan_samples")
+        with right:
+            show_chart(frechet_chart(gans, x_axis), "gan_frechet")
+        st.caption("A GAN has two players. The loss chart shows the discriminator's loss "
+                   "(evaluated: on the training or test images against as many generated ones) "
+                   "and, dotted, the generator's, −log D(G(z)); the accuracy is the "
+                   "discriminator's share of right calls, so 50 % means the generator fools it "
+                   "half the time. Both update together in every step. The Fréchet distance "
+                   "says how far the generated images are from real ones — lower is better.")
 
 
 
@@ -326,7 +342,16 @@ def _tiles(snap: JobSnapshot) -> None:
     cols = st.columns(5)
     cols[0].metric("Optimizer steps", f"{latest.get('step', 0):,}" + (f" / {planned:,}" if planned else ""))
     cols[1].metric("Step loss", f"{latest['loss']:.4f}" if "loss" in latest else "–")
-    cols[2].metric("Test accuracy", f"{evals['test_accuracy'][-1]:.1%}" if evals["test_accuracy"] else "–")
+    if is_gan(snap):
+        distances = [d for d in evals.get("frechet_distance", []) if d is not None]
+        reference = snap.summary.get("frechet_reference")
+        cols[2].metric("Fréchet distance", f"{distances[-1]:.3g}" if distances else "–",
+                       help="Generated against real test images, lower is better"
+                            + (f"; real training images score {reference:.2g}." if reference
+                               else "."))
+    else:
+        cols[2].metric("Test accuracy", f"{evals['test_accuracy'][-1]:.1%}"
+                       if evals["test_accuracy"] else "–")
     # live: the median of the steps so far; once ended, the run's own summary (full batches)
     final = snap.summary.get("samples_per_sec")
     rate = final if final is not None else statistics.median(rates) if rates else None

@@ -52,6 +52,23 @@ def test_transformer_prediction(shape):
     assert fp.peak == s["peak_memory_bytes"]
 
 
+@pytest.mark.parametrize("model,dataset", [("lstm", "digits"), ("lstm", "synthetic"),
+                                           ("lstm", "arithmetic"), ("gan", "digits")])
+@pytest.mark.parametrize("shape", [(16, 1), (24, 3)])
+def test_lstm_and_gan_prediction(model, dataset, shape):
+    """The LSTM on an image read row by row and on the characters, and the GAN's two players:
+    to the byte."""
+    cfg = RunConfig(dataset=dataset, model=model, width=shape[0], depth=shape[1], batch_size=4,
+                    samples=200, epochs=None, max_steps=1, optimizer="momentum")
+    s = one_step(cfg)
+    fp, breakdown = predict(cfg), s["memory_breakdown"]
+    assert (fp.parameters, fp.optimizer_state) == (breakdown["parameters"],
+                                                   breakdown["optimizer_state"])
+    assert fp.activations == breakdown["activations"]
+    assert fp.workspace == breakdown["workspace"]
+    assert fp.peak == s["peak_memory_bytes"]
+
+
 @pytest.mark.parametrize("optimizer,factor", [("sgd", 0), ("momentum", 1), ("adam", 2),
                                               ("adamw", 2)])
 def test_optimizer_state_by_optimizer(optimizer, factor):
