@@ -21,6 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from bsdemo import footprint
+from bsdemo.architectures import (
+    ARCHITECTURES,
+    DEFAULT_BATCHES,
+    DEFAULT_SECONDS,
+    MAX_SECONDS,
+    run_config,
+)
 from bsdemo.config import (
     MAX_ACCUMULATION_STEPS,
     MAX_SAMPLES,
@@ -35,7 +42,7 @@ from bsdemo.units import real_number, whole_number
 
 RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end", "noise_result",
                 "sharpness_result", "critical_result", "fit_batch_end", "ddp_check",
-                "pipeline_check")  # a job's one result
+                "pipeline_check", "architectures_end")  # a job's one result
 MAX_TIMED_STEPS = 2000  # a sweep point's timed steps, whatever its minimum duration asks
 MAX_SWEEP_POINTS = 64
 FIND_MAX_PROBES = 64  # two probes, halvings, a verification and a bisection: far fewer in practice
@@ -349,6 +356,17 @@ def _pipeline_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
     return {"micro_batches": micro, "steps": _whole(options, "steps", 1, DDP_MAX_STEPS, default=5)}
 
 
+def _architectures_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+    names = options.get("architectures", list(ARCHITECTURES))
+    if (not isinstance(names, (list, tuple)) or not names or len(set(names)) != len(names)
+            or any(n not in ARCHITECTURES for n in names)):
+        raise ConfigError("architectures", names, "different names from "
+                          + ", ".join(ARCHITECTURES))
+    return {"architectures": list(names),
+            "batch_sizes": _increasing_batches(options, list(DEFAULT_BATCHES), 2, 1),
+            "seconds": _real(options, "seconds", 0.5, MAX_SECONDS, default=DEFAULT_SECONDS)}
+
+
 # ----- what each kind costs at most -----
 def _train_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     return Cost(min(cfg.batch_size, cfg.train_samples), min(cfg.effective_batch_size,
@@ -451,6 +469,14 @@ def _pipeline_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
                 wall_s, 2 * footprint.predict(whole).device)
 
 
+def _architectures_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+    runs = [run_config(cfg, a, b, options["seconds"]).validated()[0]
+            for a in options["architectures"] for b in options["batch_sizes"]]
+    return Cost(max(r.batch_size for r in runs), max(r.batch_size for r in runs),
+                sum(r.planned_steps for r in runs), wall_s,
+                max(footprint.predict(r).device for r in runs))
+
+
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("train", exclusive=False, options=(), cost=_train_cost, check=_no_options),
     Kind("sweep", exclusive=True, options=("batch_sizes", "warmup_steps", "timed_steps",
@@ -490,6 +516,10 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          check=_ddp_options, models=PLAIN_MODELS, why=": the check trains a classifier"),
     Kind("pipeline", exclusive=True, options=("micro_batches", "steps"), cost=_pipeline_cost,
          check=_pipeline_options, models=("mlp",), why=": the pipeline cuts the MLP's layers"),
+    # speed is one of its three measurements: alone on the device. Each architecture brings its
+    # own preset; the page's workload gives only the seed and the device.
+    Kind("architectures", exclusive=True, options=("architectures", "batch_sizes", "seconds"),
+         cost=_architectures_cost, check=_architectures_options),
 )}
 
 
@@ -502,6 +532,8 @@ def planned_points(kind: str, options: Mapping[str, Any]) -> int | None:
         return None
     if kind == "fit_batch":
         return len(options.get("techniques") or FIT_TECHNIQUES)
+    if kind == "architectures":
+        return len(options.get("architectures", [])) * len(options.get("batch_sizes", []))
     sizes = len(options.get("batch_sizes", [])) or None
     return sizes * len(options.get("norms", NORMS)) if kind == "norms" and sizes else sizes
 

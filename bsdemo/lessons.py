@@ -122,10 +122,12 @@ LESSONS = (
            "under the same memory budget, which fits the largest single batch: mixed precision "
            "(bf16), gradient checkpointing, or both together?",
            ("bf16 autocast", "gradient checkpointing", "both together")),
-    Lesson(11, "Find your batch size", "Choosing a batch size: start at 32, grow while "
-           "throughput rises and memory allows.", "finder", ":material/search:",
+    Lesson(11, "Choosing a batch size", "Start at 32, grow while throughput rises and memory "
+           "allows; each architecture's range, measured here.", "finder", ":material/search:",
            "choose a batch size the way practitioners do — as large as throughput rewards and "
-           "memory allows — measured on this device, never guessed.",
+           "memory allows — measured on this device, never guessed; then see where a CNN, a "
+           "Transformer, an LSTM and a GAN land on this machine against the rules of thumb "
+           "(CNNs 32–256, Transformers into the thousands, RNNs 16–64, GANs 32–128).",
            "how many trial runs does it take to find the largest batch that fits, if you double "
            "the batch from 1 until it fails?",
            ("1 to 3", "4 to 8", "9 or more")),

@@ -1,16 +1,20 @@
-"""Find your batch size: predict from a few probes, verify with a real step."""
+"""Choosing a batch size: predict from a few probes and verify with a real step; then each
+architecture's batch range, measured here, beside the rule of thumb."""
 
 import streamlit as st
 
-from bsdemo import recipes
+from bsdemo import charts, recipes
+from bsdemo.architectures import ARCHITECTURES, DEFAULT_SECONDS
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink, areas
-from bsdemo.ui.widgets import downloads, show_table
+from bsdemo.ui.widgets import downloads, show_chart, show_table
 from bsdemo.units import format_bytes
 
 MARGINS = [round(0.05 * i, 2) for i in range(11)]  # 0%, 5%, … 50% of memory kept free
+ARCH_BATCH_SETS = ("8,32,128,512", "4,16,64,256", "16,64,256,1024")
+ARCH_SECONDS = (1.5, DEFAULT_SECONDS, 5.0, 10.0)
 
 lesson_header("finder")
 link = PageLink("finder")
@@ -67,4 +71,45 @@ def draw(snap) -> None:
 
 with results:
     sweeps.job_view("find", draw)
+
+st.subheader("Each architecture's batch size, measured here")
+st.caption("A CNN, a tiny Transformer, an LSTM and a GAN, each from its own preset, trained at "
+           "each batch size for the same few seconds — the budget you really have is time — "
+           "with the lr scaled by √(B/32) from the preset's lr at batch 32 (the Transformer "
+           "warms up over its first 10 steps). Each run gives samples/s, peak memory and the "
+           "quality it reached. The page's dataset and model above do not apply here; its seed "
+           "and device do.")
+a, b = st.columns(2)
+arch_batches = link.choice(a, "Batch sizes", ARCH_BATCH_SETS, ARCH_BATCH_SETS[0],
+                           key="find_arch_batches")
+seconds = link.choice(b, "Training seconds per run", ARCH_SECONDS, DEFAULT_SECONDS,
+                      key="find_arch_seconds", format_func=lambda v: f"{v:g} s",
+                      help=f"{len(ARCHITECTURES)} architectures × the batch sizes runs, each this "
+                           "long plus its evaluations.")
+sweeps.run_button("arch", "Measure each architecture", "architectures", cfg,
+                  {"architectures": list(ARCHITECTURES),
+                   "batch_sizes": [int(b) for b in arch_batches.split(",")],
+                   "seconds": float(seconds)})
+
+
+def draw_architectures(snap) -> None:
+    points = [p for p in snap.points if p.get("kind") == "architecture_point"]
+    if not points:
+        return
+    figures = charts.architecture_charts(points, snap.options["seconds"])
+    for pair in (("speed", "memory"), ("accuracy", "frechet")):
+        for column, name in zip(st.columns(2), pair, strict=True):
+            with column:
+                show_chart(figures[name], f"arch_{name}")
+    summaries = [p for p in snap.points if p.get("kind") == "architecture_summary"]
+    if summaries:
+        show_table(charts.architecture_table(summaries), "arch_table")
+    if snap.done:
+        verdict = recipes.architecture_verdict(summaries, snap.options["seconds"])
+        if verdict:
+            st.markdown(verdict)
+        downloads("architectures", "arch_dl", points, figures["speed"])
+
+
+sweeps.job_view("arch", draw_architectures)
 link.finish()

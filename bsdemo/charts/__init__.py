@@ -12,8 +12,11 @@ the same on every page, and runs sharing a batch differ by marker and dash.
     paths.py   SGD paths over a two-parameter loss surface (bsdemo.toy)
     sharpness.py  a sharpness study: loss to the target, sharpness against 2/lr, the slice
     fitbatch.py   the largest batch each technique fits under a memory budget
+    architectures.py  each architecture's samples/s, memory and quality against the batch
+    gan.py        a GAN run's generated images and Fréchet distance (the Training Lab)
 """
 
+from bsdemo.charts.architectures import architecture_charts, architecture_table
 from bsdemo.charts.curves import (
     has_utilization,
     labelled_loss_chart,
@@ -55,6 +58,7 @@ from bsdemo.charts.tables import comparison_table, for_people, runs_table
 from bsdemo.recipes import best_lr_per_batch
 
 __all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "Chart",
+           "architecture_charts", "architecture_table",
            "batch_colour", "best_lr_per_batch", "critical_chart", "fit_chart", "comparison_table", "ema",
            "fit_legend", "projector",
            "for_people", "has_utilization", "labelled_loss_chart", "loss_chart", "lr_grid_chart",

@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
             return commands.noise(cfg, args, **checked)
         if args.command == "ddp-check":
             return commands.ddp_check(cfg, args, **checked)
+        if args.command == "architectures":
+            return commands.architectures(cfg, args, **checked)
         if args.command == "pipeline-check":
             return commands.pipeline_check(cfg, args, **checked)
         if args.command == "fit-batch":

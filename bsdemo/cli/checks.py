@@ -8,6 +8,7 @@ import functools
 import os
 from pathlib import Path
 
+from bsdemo.architectures import ARCHITECTURES, MAX_SECONDS
 from bsdemo.cli.parser import FIELD_FLAGS, config_from_args, given
 from bsdemo.config import MAX_BATCH_SIZE, NORMS, ConfigError, RunConfig
 from bsdemo.jobkinds import (
@@ -127,6 +128,18 @@ def _check_pipeline(args: argparse.Namespace) -> dict:
     return {"micro_batches": micro, "steps": _count("--steps", args.steps, 1, 1000)}
 
 
+def _check_architectures(args: argparse.Namespace) -> dict:
+    names = [n.strip() for n in given(args.architectures, "--architectures").split(",")]
+    if len(set(names)) != len(names) or any(n not in ARCHITECTURES for n in names):
+        raise ConfigError("--architectures", args.architectures,
+                          "different names from " + ", ".join(ARCHITECTURES))
+    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
+    if len(sizes) < 2 or sizes != sorted(set(sizes)):
+        raise ConfigError("--batch-sizes", args.batch_sizes, "at least two increasing batch sizes")
+    return {"architectures": names, "batch_sizes": sizes,
+            "seconds": _real("--seconds", args.seconds, 0.5, MAX_SECONDS)}
+
+
 def _as_flags(check, *arguments) -> None:
     """check(*arguments), its ConfigError naming the flag rather than the field."""
     try:
@@ -196,7 +209,8 @@ def _writable_folder(raw: str, flag: str) -> Path:
 COMMAND_KINDS = {"sweep": "sweep", "find": "find", "accum-check": "accum_check",
                  "norms": "norms", "noise": "noise", "sharpness": "sharpness",
                  "critical-batch": "critical", "fit-batch": "fit_batch", "ddp-check": "ddp",
-                 "pipeline-check": "pipeline"}  # the job kind each measuring command runs
+                 "pipeline-check": "pipeline", "architectures": "architectures"}
+# (the job kind each measuring command runs)
 
 
 def check_command_model(command: str, cfg: RunConfig) -> None:
@@ -210,6 +224,7 @@ CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "find": _check_find,
           "noise": _check_noise, "sharpness": _check_sharpness,
           "critical-batch": _check_critical, "fit-batch": _check_fit_batch,
           "ddp-check": _check_ddp, "pipeline-check": _check_pipeline,
+          "architectures": _check_architectures,
           "warm": _check_warm,
           "datasets": _check_datasets}
 

@@ -203,6 +203,31 @@ def ddp_check(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     return 0
 
 
+def architectures(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
+    from bsdemo.engine.architectures import architecture_sweep  # imports torch
+
+    if not args.json:
+        print(f"{'architecture':<14} {'batch':>6} {'steps':>7} {'samples/s':>10} {'peak memory':>12} "
+              f"{'quality':>16}")
+    for event in architecture_sweep(cfg, **options):
+        if args.json:
+            print(json.dumps(event), flush=True)
+        elif event["kind"] == "architecture_point":
+            quality = ("–" if event["quality"] is None else f"FD {event['quality']:.3g}"
+                       if event["architecture"] == "gan" else f"acc {event['quality']:.1%}")
+            print(f"{event['architecture']:<14} {event['batch_size']:>6} "
+                  f"{_fmt(event['steps'], '{:,}'):>7} {_fmt(event['samples_per_sec'], '{:,.0f}'):>10} "
+                  f"{_fmt(event['peak_memory_bytes'], format_bytes):>12} {quality:>16}", flush=True)
+        elif event["kind"] == "architecture_summary" and event.get("range"):
+            lo, hi = event["range"]
+            span = str(lo) if lo == hi else f"{lo}–{hi}"
+            print(f"  {event['label']}: measured {span} against the rule's {event['rule_text']} "
+                  f"({event['agreement']}). {event['why']}", flush=True)
+        elif event["kind"] == "architectures_end":
+            print(event["message"])
+    return 0
+
+
 def pipeline_check(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     from bsdemo.engine.pipeline import pipeline_check as check  # imports torch
 

@@ -10,6 +10,7 @@ import argparse
 import re
 from typing import NoReturn
 
+from bsdemo.architectures import ARCHITECTURES, DEFAULT_BATCHES, DEFAULT_SECONDS
 from bsdemo.config import (
     DATASETS,
     DEVICES,
@@ -56,8 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     train = _add_train(sub)
     for add in (_add_sweep, _add_find, _add_accum_check, _add_regimes, _add_norms, _add_noise,
-                _add_critical, _add_sharpness, _add_fit_batch, _add_ddp, _add_pipeline, _add_datasets,
-                _add_warm):
+                _add_critical, _add_sharpness, _add_fit_batch, _add_ddp, _add_pipeline,
+                _add_architectures, _add_datasets, _add_warm):
         add(sub, train)
     return parser
 
@@ -276,6 +277,28 @@ def _add_ddp(sub, train: argparse.ArgumentParser) -> None:
     ddp.add_argument("--batch-size", default="32", help="each process's batch (default 32)")
     _workload_flags(ddp, train, size=True, leave_out=("device", "optimizer"))
     ddp.add_argument("--json", action="store_true", help="the ddp_check record as JSON")
+
+
+def _add_architectures(sub, train: argparse.ArgumentParser) -> None:
+    arch = sub.add_parser("architectures", help="each architecture's batch range on this "
+                                                "machine, against the rule of thumb",
+                          description="Train each architecture (cnn, transformer, lstm, gan; "
+                                      "each from its own preset) at each batch size for the same "
+                                      "seconds, the lr scaled by the square root of B/32: "
+                                      "samples/s, peak memory and quality per run, then each "
+                                      "architecture's measured range beside the rule of thumb.")
+    arch.add_argument("--architectures", default=",".join(ARCHITECTURES),
+                      help=f"comma-separated from {', '.join(ARCHITECTURES)} (default all)")
+    arch.add_argument("--batch-sizes", default=",".join(map(str, DEFAULT_BATCHES)),
+                      help="increasing batch sizes (default "
+                           f"{','.join(map(str, DEFAULT_BATCHES))})")
+    arch.add_argument("--seconds", default=f"{DEFAULT_SECONDS:g}",
+                      help=f"training seconds per run (default {DEFAULT_SECONDS:g})")
+    arch.add_argument("--seed", default="0", help="model init and shuffling (default 0)")
+    arch.add_argument("--device", help=train._option_string_actions["--device"].help)
+    arch.add_argument("--json", action="store_true", help="one architecture_point line per run, "
+                                                          "an architecture_summary per "
+                                                          "architecture, then architectures_end")
 
 
 def _add_pipeline(sub, train: argparse.ArgumentParser) -> None:

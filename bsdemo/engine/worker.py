@@ -18,6 +18,7 @@ import torch
 
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.accumulation import accumulation_check
+from bsdemo.engine.architectures import architecture_sweep
 from bsdemo.engine.critical import critical_batch
 from bsdemo.engine.ddp import ddp_check
 from bsdemo.engine.finder import find_batch_size
@@ -108,6 +109,8 @@ def _events(kind: str, cfg: RunConfig, options: dict, should_stop):
         yield ddp_check(cfg, should_stop=should_stop, **options)
     elif kind == "pipeline":
         yield pipeline_check(cfg, should_stop=should_stop, **options)
+    elif kind == "architectures":
+        yield from architecture_sweep(cfg, should_stop=should_stop, **options)
     else:
         for event in train(cfg, should_stop=should_stop):
             yield event.to_dict()
@@ -160,6 +163,6 @@ def _measured_end(kind: str, result: dict | None, stopped: str | None) -> dict:
         return {"kind": "end", "status": "cancelled", "summary": {}, "message": stopped}
     name = {"sweep": "Sweep", "find": "Search", "accum_check": "Check", "norms": "Grid",
             "noise": "Measurement", "sharpness": "Study", "critical": "Study",
-            "fit_batch": "Measurement", "ddp": "Check", "pipeline": "Check"}[kind]
+            "fit_batch": "Measurement", "ddp": "Check", "pipeline": "Check", "architectures": "Study"}[kind]
     return {"kind": "end", "status": "completed", "summary": {},
             "message": (result or {}).get("message") or f"{name} completed."}

@@ -38,8 +38,11 @@ Training Lab.
     sharpness_prediction which of the two solutions was sharper
                          which answer to a page's "Predict first" question the runs support,
                          with the numbers that show it (predictions.py)
+    architecture_verdict each architecture's measured batch range beside the rule of thumb, and
+                         why they differ (architectures.py)
 """
 
+from bsdemo.recipes.architectures import architecture_verdict
 from bsdemo.recipes.comparisons import (
     GRID_BATCHES,
     GRID_LRS,
@@ -88,7 +91,8 @@ from bsdemo.recipes.predictions import (
 from bsdemo.recipes.sharpness import sharpness_prediction, sharpness_verdict
 
 __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
-           "accumulation_prediction", "critical_verdict", "doubling_trials", "fit_prediction",
+           "accumulation_prediction", "architecture_verdict", "critical_verdict", "doubling_trials",
+           "fit_prediction",
            "fit_verdict", "finder_prediction",
            "noise_prediction", "noise_verdict", "norms_prediction", "norms_verdict",
            "paths_verdict", "memory_prediction", "sharpness_prediction", "sharpness_verdict",

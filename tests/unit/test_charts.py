@@ -21,14 +21,14 @@ def fake_snapshot(job_id=1, batch_size=32, accum=1, n=20, memory_source="account
                    memory_allocated_bytes=1000, memory_reserved_bytes=None,
                    peak_memory_bytes=2 * 2**20, utilization_pct=None)
         for f in STEP_FIELDS:
-            steps[f].append(row[f])
+            steps[f].append(row.get(f))  # a field this run has not (a GAN's): None
     evals = {f: [] for f in EVAL_FIELDS}
     for i in (0, n):
         row = dict(step=i, epoch=i / 10, samples_seen=i * batch_size, wall_time_s=i * 0.01,
                    train_loss=2.3 - i * 0.1, train_accuracy=0.5, test_loss=2.4 - i * 0.1,
                    test_accuracy=0.5)
         for f in EVAL_FIELDS:
-            evals[f].append(row[f])
+            evals[f].append(row.get(f))
     return JobSnapshot(id=job_id, owner="o", status="completed", config=cfg, queue_position=None,
                        start={"memory_source": memory_source}, steps=steps, evals=evals,
                        latest=None, end={"summary": {"steps": n, "samples_per_sec": 3210.0,

@@ -66,7 +66,7 @@ def test_within_the_limits_each_kind_passes_and_the_finder_stops_at_the_server_c
     assert cost.micro_batch == 64
     assert set(KINDS) == {"train", "sweep", "find", "accum_check", "norms", "noise", "sharpness",
                           "critical", "fit_batch", "ddp",
-                          "pipeline"}
+                          "pipeline", "architectures"}
 
 
 @pytest.mark.parametrize("kind,options,field", [

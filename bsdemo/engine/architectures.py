@@ -1,0 +1,55 @@
+"""Lesson 11's architecture study: each architecture trained at each batch size for a fixed
+budget (bsdemo.architectures says which runs, and reads them); one architecture_point per run,
+an architecture_summary per architecture, then architectures_end."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from bsdemo.architectures import ARCHITECTURES, DEFAULT_SECONDS, analyse, run_config
+from bsdemo.config import RunConfig
+from bsdemo.engine.train import train
+from bsdemo.jobkinds import JobStopped
+
+
+def architecture_point(cfg: RunConfig, architecture: str, batch: int, seconds: float,
+                       should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Train one architecture at one batch for `seconds`; its samples/s, peak memory and
+    quality at the end of the budget."""
+    run_cfg = run_config(cfg, architecture, batch, seconds)
+    end = None
+    for event in train(run_cfg, should_stop=should_stop):
+        if event.kind == "end":
+            end = event
+    s = end.summary
+    if end.status == "cancelled" and not s.get("time_capped"):
+        raise JobStopped(end.message)
+    return {"kind": "architecture_point", "architecture": architecture, "batch_size": batch,
+            "lr": run_cfg.lr, "warmup_steps": run_cfg.warmup_steps, "seconds": seconds,
+            # the time budget ending the run is the plan, not a stop
+            "status": "completed" if s.get("time_capped") else end.status,
+            "steps": s.get("steps"), "epochs": s.get("epochs"),
+            "samples_per_sec": s.get("samples_per_sec"),
+            "peak_memory_bytes": s.get("peak_memory_bytes"),
+            "memory_source": s.get("memory_source"),
+            "quality": s.get(ARCHITECTURES[architecture].quality),
+            "test_accuracy": s.get("test_accuracy"),
+            "frechet_reference": s.get("frechet_reference"), "message": end.message}
+
+
+def architecture_sweep(cfg: RunConfig, architectures: Sequence[str], batch_sizes: Sequence[int],
+                       seconds: float = DEFAULT_SECONDS,
+                       should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+    for name in architectures:
+        points = []
+        for batch in batch_sizes:
+            if should_stop is not None and should_stop():
+                raise JobStopped("Stopped before it finished.")
+            points.append(architecture_point(cfg, name, batch, seconds, should_stop))
+            yield points[-1]
+        yield analyse(name, points)
+    yield {"kind": "architectures_end", "architectures": list(architectures),
+           "batch_sizes": list(batch_sizes), "seconds": seconds,
+           "message": f"Trained {len(architectures)} architectures at {len(batch_sizes)} batch "
+                      f"sizes each, {seconds:g} s of training per run, the lr scaled by √(B/32)."}
