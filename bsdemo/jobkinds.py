@@ -40,6 +40,9 @@ from bsdemo.config import (
 from bsdemo.limits import Limits
 from bsdemo.units import real_number, whole_number
 
+POINT_KINDS = ("sweep_point", "find_probe", "norms_result", "noise_point", "sharpness_run",
+               "critical_point", "fit_batch_result", "architecture_point",
+               "architecture_summary")  # a job's records kept in order as they come
 RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end", "noise_result",
                 "sharpness_result", "critical_result", "fit_batch_end", "ddp_check",
                 "pipeline_check", "architectures_end")  # a job's one result
@@ -532,8 +535,8 @@ def planned_points(kind: str, options: Mapping[str, Any]) -> int | None:
         return None
     if kind == "fit_batch":
         return len(options.get("techniques") or FIT_TECHNIQUES)
-    if kind == "architectures":
-        return len(options.get("architectures", [])) * len(options.get("batch_sizes", []))
+    if kind == "architectures":  # a run per batch, then each architecture's summary
+        return len(options.get("architectures", [])) * (len(options.get("batch_sizes", [])) + 1)
     sizes = len(options.get("batch_sizes", [])) or None
     return sizes * len(options.get("norms", NORMS)) if kind == "norms" and sizes else sizes
 

@@ -1,5 +1,9 @@
 """Fitting a bigger batch: mixed precision, gradient checkpointing and accumulation, measured
-under one memory budget."""
+under one memory budget; then past one device: data parallelism in a real process group, and a
+two-stage pipeline."""
+
+import dataclasses
+import os
 
 import streamlit as st
 
@@ -8,7 +12,7 @@ from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink, areas
-from bsdemo.ui.widgets import downloads, show_chart
+from bsdemo.ui.widgets import downloads, show_chart, show_table
 from bsdemo.units import format_bytes
 
 lesson_header("fit_batch")
@@ -65,9 +69,83 @@ st.markdown(
     "input and recomputes the block's forward pass during the backward: memory for time. "
     "*Accumulation* never holds more than one micro-batch: the optimizer sees k of them as one "
     "batch, at the micro-batch's memory and k times its time.")
-st.info("Still to come on this page: data parallelism across real processes (gradients averaged "
-        "by all-reduce) and a two-stage pipeline — the ways to go past one device. The first "
-        "already runs in a terminal: `python -m bsdemo ddp-check --processes 2` starts a "
-        "torch.distributed group and compares it with one process.",
-        icon=":material/construction:")
+st.subheader("Past one device: data parallelism, for real")
+st.caption("A torch.distributed process group (gloo) of real processes: each computes the "
+           "gradient of its share of one global batch, an all-reduce averages them, and every "
+           "process takes the same step. The same steps then run in one process with the whole "
+           "batch, from the same start. Global batch = per-process batch × processes.")
+a, b, c = st.columns(3)
+processes = link.choice(a, "Processes", (1, 2, 3, 4), 2, key="fit_ddp_processes",
+                        widget="select_slider",
+                        help="This machine has " + str(os.cpu_count() or 1) + " cores; the "
+                             "processes share them.")
+per_process = link.choice(b, "Batch per process", (16, 32, 64, 128, 256), 64,
+                          key="fit_ddp_batch", widget="select_slider")
+ddp_steps = link.choice(c, "Steps compared", (3, 5, 10, 20), 5, key="fit_ddp_steps")
+if cfg.model not in ("mlp", "cnn"):
+    st.caption("The data-parallel check trains an MLP or a CNN: pick one of those above.")
+sweeps.run_button("ddp", "Run the process group", "ddp",
+                  dataclasses.replace(cfg, batch_size=int(per_process)),
+                  {"processes": int(processes), "steps": int(ddp_steps)})
+
+
+def draw_ddp(snap) -> None:
+    r = snap.result
+    if r is None:
+        return
+    show_chart(charts.ddp_chart(r), "ddp_chart")
+    cols = st.columns(3)
+    cols[0].metric("Largest parameter difference", f"{r['max_abs_param_diff']:.2g}",
+                   help="Against one process with the whole global batch, after the same steps; "
+                        "float32 rounding is about 1e-7 of a parameter's size.")
+    cols[1].metric("All-reduce share of a step", f"{r['allreduce_s'] / r['step_s']:.0%}")
+    cols[2].metric("Scaling efficiency", f"{r['scaling_efficiency']:.0%}",
+                   help="One process's time for the global batch ÷ (the group's step time × "
+                        "processes). 100 % = perfect scaling.")
+    st.markdown(recipes.ddp_verdict(r))
+    st.markdown("**What a cluster of 8 GPUs would add — *predicted*, not measured:** the "
+                "all-reduce of this model's gradients over a ring, at each link's published "
+                "peak bandwidth (latency and protocol overhead come on top).")
+    show_table(recipes.cluster_prediction(r), "ddp_cluster")
+    if not cpu:
+        st.caption("This server has one GPU: NCCL, the GPU backend, needs a GPU per process, so "
+                   "the group ran gloo on the CPU. With two or more GPUs each process would hold "
+                   "the model on its own GPU and the all-reduce would cross NVLink or PCIe.")
+    downloads("fit_ddp", "ddp_dl", [r], None)
+
+
+sweeps.job_view("ddp", draw_ddp)
+
+st.subheader("Past one device's memory: a two-stage pipeline (model parallelism, shown)")
+st.caption("The MLP cut in two, one half per process: micro-batches flow forward through stage "
+           "0, their activations are sent to stage 1, and the gradients come back the same way "
+           "(GPipe). A small-scale demonstration of the mechanism: both stages share this "
+           "machine.")
+a, b = st.columns(2)
+micro = link.choice(a, "Micro-batches per step", (1, 2, 4, 8), 4, key="fit_pipe_micro",
+                    widget="select_slider")
+pipe_batch = link.choice(b, "Batch per step", (64, 128, 256), 128, key="fit_pipe_batch",
+                         widget="select_slider")
+pipe_cfg = dataclasses.replace(cfg, batch_size=int(pipe_batch))
+if cfg.model != "mlp" or cfg.depth < 2:
+    st.caption("The pipeline cuts an MLP with at least two hidden layers: pick an MLP preset "
+               "above.")
+sweeps.run_button("pipe", "Run the pipeline", "pipeline", pipe_cfg,
+                  {"micro_batches": int(micro), "steps": 5})
+
+
+def draw_pipeline(snap) -> None:
+    r = snap.result
+    if r is None:
+        return
+    left, right = st.columns([3, 2])
+    with left:
+        show_chart(charts.pipeline_chart(r), "pipe_chart")
+    with right:
+        show_chart(charts.pipeline_memory_chart(r), "pipe_memory")
+    st.markdown(recipes.pipeline_verdict(r))
+    downloads("fit_pipeline", "pipe_dl", [{k: v for k, v in r.items() if k != "schedule"}], None)
+
+
+sweeps.job_view("pipe", draw_pipeline)
 link.finish()

@@ -14,6 +14,7 @@ the same on every page, and runs sharing a batch differ by marker and dash.
     fitbatch.py   the largest batch each technique fits under a memory budget
     architectures.py  each architecture's samples/s, memory and quality against the batch
     gan.py        a GAN run's generated images and Fréchet distance (the Training Lab)
+    parallel.py   a data-parallel step against one process's; a pipeline's bubble and memory
 """
 
 from bsdemo.charts.architectures import architecture_charts, architecture_table
@@ -28,6 +29,7 @@ from bsdemo.charts.curves import (
 )
 from bsdemo.charts.fitbatch import fit_chart
 from bsdemo.charts.grid import lr_grid_chart
+from bsdemo.charts.parallel import ddp_chart, pipeline_chart, pipeline_memory_chart
 from bsdemo.charts.paths import paths_chart
 from bsdemo.charts.sharpness import sharpness_charts, sharpness_table
 from bsdemo.charts.style import (
@@ -58,7 +60,8 @@ from bsdemo.charts.tables import comparison_table, for_people, runs_table
 from bsdemo.recipes import best_lr_per_batch
 
 __all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "Chart",
-           "architecture_charts", "architecture_table",
+           "architecture_charts", "architecture_table", "ddp_chart", "pipeline_chart",
+           "pipeline_memory_chart",
            "batch_colour", "best_lr_per_batch", "critical_chart", "fit_chart", "comparison_table", "ema",
            "fit_legend", "projector",
            "for_people", "has_utilization", "labelled_loss_chart", "loss_chart", "lr_grid_chart",

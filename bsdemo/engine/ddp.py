@@ -112,6 +112,7 @@ def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
     return {"kind": "ddp_check", "processes": processes, "backend": "gloo",
             "per_process_batch_size": cfg.batch_size, "global_batch_size": global_batch,
             "steps": steps, "max_abs_param_diff": diff, "equivalent": diff <= EQUIVALENT,
+            "gradient_bytes": single.numel() * single.element_size(),  # what each all-reduce sums
             "compute_s": compute, "allreduce_s": allreduce, "step_s": step_s,
             "single_process_step_s": single_s,
             "samples_per_sec": global_batch / step_s,

@@ -40,6 +40,9 @@ Training Lab.
                          with the numbers that show it (predictions.py)
     architecture_verdict each architecture's measured batch range beside the rule of thumb, and
                          why they differ (architectures.py)
+    ddp_verdict, pipeline_verdict, cluster_prediction
+                         a data-parallel check and a pipeline in words; a cluster's all-reduce
+                         predicted from published link bandwidths (parallel.py)
 """
 
 from bsdemo.recipes.architectures import architecture_verdict
@@ -78,6 +81,7 @@ from bsdemo.recipes.noise import (
     paths_verdict,
 )
 from bsdemo.recipes.norms import norms_prediction, norms_verdict
+from bsdemo.recipes.parallel import cluster_prediction, ddp_verdict, pipeline_verdict
 from bsdemo.recipes.predictions import (
     accumulation_prediction,
     doubling_trials,
@@ -92,6 +96,7 @@ from bsdemo.recipes.sharpness import sharpness_prediction, sharpness_verdict
 
 __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
            "accumulation_prediction", "architecture_verdict", "critical_verdict", "doubling_trials",
+           "cluster_prediction", "ddp_verdict", "pipeline_verdict",
            "fit_prediction",
            "fit_verdict", "finder_prediction",
            "noise_prediction", "noise_verdict", "norms_prediction", "norms_verdict",

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from bsdemo.config import ConfigError, RunConfig
-from bsdemo.jobkinds import RESULT_KINDS, Cost
+from bsdemo.jobkinds import POINT_KINDS, RESULT_KINDS, Cost
 from bsdemo.limits import MAX_WORKERS, Limits, default_threads
 from bsdemo.runs import ACTIVE, EVAL_FIELDS, STEP_FIELDS, JobSnapshot, Series, file_event
 from bsdemo.scheduler import admission
@@ -363,8 +363,7 @@ class Scheduler:
             kind = event["kind"]
             if file_event(job, event):  # start, step, eval: filed as the CLI files them
                 continue
-            if kind in ("sweep_point", "find_probe", "norms_result", "noise_point",
-                        "sharpness_run", "critical_point", "fit_batch_result"):
+            if kind in POINT_KINDS:
                 if len(job.points) < MAX_POINTS:
                     job.points.append(event)
             elif kind == "sweep_start":

@@ -96,3 +96,47 @@ def test_fit_batch_page_measures_each_technique_under_the_budget():
         verdict)
     judged = [m.value for m in [*at.success, *at.warning] if "You predicted" in m.value]
     assert len(judged) == 1
+
+
+def test_fit_batch_page_runs_a_process_group_and_a_pipeline():
+    """Lesson 10 past one device: real gloo processes under the scheduler, then two stages."""
+    at = open_page("pages/fit_batch.py")
+    at.select_slider(key="fit_ddp_batch").set_value(16).run()
+    at.selectbox(key="fit_ddp_steps").set_value(3).run()
+    at.button(key="ddp_run").click().run()
+    run_until(at, lambda a: any("scaling efficiency of" in m.value for m in a.markdown)
+              or bool(a.error), timeout=300)
+    assert not at.error
+    tiles = {m.label: m.value for m in at.metric}
+    assert float(tiles["Largest parameter difference"]) < 1e-5
+    assert tiles["Scaling efficiency"].endswith("%")
+    verdict = next(m.value for m in at.markdown if "scaling efficiency of" in m.value)
+    assert "2 processes × batch 16 = global batch 32" in verdict and "up to float32" in verdict
+    cluster = [t for t in at.dataframe if "predicted all-reduce ms" in t.value.columns]
+    assert cluster and (cluster[0].value["predicted all-reduce ms"] > 0).all()
+
+    at.select_slider(key="fit_pipe_batch").set_value(64).run()
+    at.button(key="pipe_run").click().run()
+    run_until(at, lambda a: any("Each stage held at most" in m.value for m in a.markdown)
+              or bool(a.error), timeout=300)
+    assert not at.error
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert any(t.startswith("A pipelined step: the stages idle") for t in titles)
+    assert "Memory per process" in titles
+
+
+def test_finder_page_measures_each_architecture_against_the_rule_of_thumb():
+    at = open_page("pages/finder.py")
+    at.selectbox(key="find_arch_batches").set_value("4,16,64,256").run()
+    at.selectbox(key="find_arch_seconds").set_value(1.5).run()
+    at.button(key="arch_run").click().run()
+    run_until(at, lambda a: any("landed where the rule of thumb puts them" in m.value
+                                for m in a.markdown) or bool(a.error), timeout=600)
+    assert not at.error
+    table = next(t.value for t in at.dataframe if "rule of thumb" in t.value.columns)
+    assert list(table["architecture"]) == ["CNN", "Transformer", "LSTM (an RNN)", "GAN"]
+    assert set(table["agreement"]) <= {"agrees", "overlaps", "disagrees"}
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert {"Samples/s against the batch", "Peak memory against the batch",
+            "Test accuracy at the end of the budget",
+            "GAN: Fréchet distance at the end of the budget"} <= set(titles)

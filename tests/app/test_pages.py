@@ -163,3 +163,31 @@ def test_a_lab_scenario_sets_every_control():
     assert at.session_state["w_epochs"] == 10 and at.session_state["w_accumulation_steps"] == 1
     text = " ".join(m.value for m in at.markdown)
     assert "**256**" in text and "**6** updates per epoch" in text
+
+
+def test_the_lab_trains_a_gan_and_shows_its_images_and_frechet_distance():
+    at = open_lab()
+    at.selectbox(key="w_preset").set_value("digits-gan").run()
+    assert at.number_input(key="w_epochs").value == 30  # the GAN's preset sets its own budget
+    at.number_input(key="w_epochs").set_value(2).run()
+    at.button(key="run").click().run()
+    run_until(at, lambda a: bool(a.success), timeout=180)
+    assert "Fréchet distance" in at.success[0].value
+    tiles = {m.label: m.value for m in at.metric}
+    assert float(tiles["Fréchet distance"]) > 0 and "Test accuracy" not in tiles
+    specs = {json.loads(c.proto.spec)["layout"]["title"]["text"]: json.loads(c.proto.spec)
+             for c in at.get("plotly_chart")}
+    grid = next(s for t, s in specs.items() if t.startswith("Generated images at step"))
+    assert len(grid["data"][0]["z"]) == 4 * 9 + 1  # 4 images of 8 px, a line after each, a border
+    assert "Fréchet distance to real test images" in specs
+    loss = specs["Loss"]
+    assert any((t.get("name") or "").endswith("· generator") for t in loss["data"])
+
+
+def test_the_lab_trains_an_lstm():
+    at = open_lab()
+    at.selectbox(key="w_preset").set_value("digits-lstm").run()
+    at.button(key="run").click().run()
+    run_until(at, lambda a: bool(a.success), timeout=180)
+    tiles = {m.label: m.value for m in at.metric}
+    assert float(tiles["Test accuracy"].rstrip("%")) > 50  # 10 classes: chance is 10 %

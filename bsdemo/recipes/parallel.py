@@ -1,0 +1,66 @@
+"""What lesson 10's runs past one device show (pure, unit-tested): a data-parallel check against
+one process, what a cluster would add (predicted from published link bandwidths, labelled so),
+and a two-stage pipeline's memory split and bubble."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bsdemo.units import format_bytes
+
+# Published peak bandwidth per GPU and direction, bytes/s: what a ring all-reduce can use at most
+LINKS = {"NVLink 4 (H100 SXM)": 450e9, "PCIe 4.0 ×16": 32e9, "100 Gb/s Ethernet": 12.5e9}
+
+
+def ring_allreduce_s(gradient_bytes: int, devices: int, bandwidth: float) -> float:
+    """A ring all-reduce sends and receives 2(N−1)/N of the gradient per device: its time at a
+    link's peak bandwidth (a lower bound: latency and protocol overhead come on top)."""
+    return 2 * (devices - 1) / devices * gradient_bytes / bandwidth
+
+
+def cluster_prediction(r: dict[str, Any], devices: int = 8) -> list[dict[str, Any]]:
+    """Predicted all-reduce time per step of this model's gradient on `devices` GPUs over each
+    published link, beside the compute this machine measured per process."""
+    return [{"link (published peak)": name, "GPUs": devices,
+             "predicted all-reduce ms": ring_allreduce_s(r["gradient_bytes"], devices, bw) * 1e3}
+            for name, bw in LINKS.items()]
+
+
+def ddp_verdict(r: dict[str, Any]) -> str:
+    """The closing text (Markdown) of a data-parallel check."""
+    same = ("the same parameters as one process with the whole batch, up to float32 rounding"
+            if r["equivalent"] else "parameters that differ from one process's by more than "
+            "float32 rounding — check the shards")
+    share = r["allreduce_s"] / r["step_s"]
+    speed = r["samples_per_sec"] / r["single_process_samples_per_sec"]
+    return (f"**{r['processes']} processes × batch {r['per_process_batch_size']} = global batch "
+            f"{r['global_batch_size']}.** After {r['steps']} steps they hold {same} (largest "
+            f"difference {r['max_abs_param_diff']:.2g}): averaging the shards' gradients is the "
+            f"gradient of the whole batch. A step took {r['step_s'] * 1e3:.1f} ms, "
+            f"{share:.0%} of it the all-reduce of {format_bytes(r['gradient_bytes'])} of "
+            f"gradients; one process took {r['single_process_step_s'] * 1e3:.1f} ms for the "
+            f"whole batch. So the group ran at {speed:.2f}× one process's samples/s: a scaling "
+            f"efficiency of {r['scaling_efficiency']:.0%}. Here the processes share one "
+            "machine's cores and talk through its memory; on separate GPUs each brings its own "
+            "compute, and the all-reduce crosses a link instead — the table below predicts that "
+            "part.")
+
+
+def pipeline_verdict(r: dict[str, Any]) -> str:
+    """The closing text (Markdown) of a pipeline check."""
+    most = max(p + a for p, a in zip(r["stage_parameter_bytes"], r["stage_activation_bytes"],
+                                      strict=True))
+    whole = r["single_parameter_bytes"] + r["single_activation_bytes"]
+    same = ("the same parameters as one process, up to float32 rounding" if r["equivalent"]
+            else "parameters that differ from one process's by more than float32 rounding")
+    return (f"**Each stage held at most {format_bytes(most)}, against {format_bytes(whole)} for "
+            f"the whole model in one process** ({most / whole:.0%}): that is why a model too big "
+            f"for one device is cut into stages. The two stages reached {same} (largest difference "
+            f"{r['max_abs_param_diff']:.2g}). Sending one micro-batch's activations "
+            f"({format_bytes(r['transfer_bytes'])}) took {r['transfer_s'] * 1e3:.3f} ms. The cost "
+            f"is the bubble: with {r['micro_batches']} micro-batches the stages sat idle "
+            f"{r['bubble']:.0%} of a step (GPipe's (S−1)/(M+S−1) for equal stages is "
+            f"{r['ideal_bubble']:.0%}) — more micro-batches shrink it. On one CPU the stages "
+            f"share the cores, so the pipelined step ({r['step_s'] * 1e3:.1f} ms) is no faster "
+            f"than one process ({r['single_process_step_s'] * 1e3:.1f} ms): this is the "
+            "mechanism at small scale, not a speed-up.")
