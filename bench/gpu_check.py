@@ -12,7 +12,10 @@
    (admission assumes bsdemo.scheduler.CUDA_CONTEXT_BYTES per worker);
 7. the scheduler's worker on this device: no address-space ceiling on CUDA (the driver reserves
    more than it uses; on the CPU there is one), a sweep ended by the whole job's time cap, a
-   Stop of an accumulation check between steps, and a normal run after both.
+   Stop of an accumulation check between steps, and a normal run after both;
+8. lessons 7-9's engines, and lessons 10-11's: every fit-a-bigger-batch technique (fp16 with a
+   gradient scaler on CUDA only), the LSTM and GAN, the architecture study, and the gloo
+   process groups (data parallel, pipeline) on the host's CPU.
 Prints a short table per part; exits 1 if a check fails. Record its output in bench/RESULTS.md.
 
     python bench/gpu_check.py [--budget 8GiB] [--model mlp --size XL]
@@ -167,6 +170,58 @@ def lessons_part(device: str) -> None:
           f"({time.perf_counter() - t:.1f} s)")
 
 
+def systems_part(device: str) -> None:
+    """Lessons 10-11 on the device: every fit-a-bigger-batch technique (fp16 with a gradient
+    scaler is CUDA's only), the LSTM and the GAN training (footprint against the allocator), the
+    architecture study, and the CPU process groups (gloo) started from this machine."""
+    from bsdemo.engine.architectures import architecture_sweep
+    from bsdemo.engine.ddp import ddp_check
+    from bsdemo.engine.fitbatch import fit_batch
+    from bsdemo.engine.pipeline import pipeline_check
+    from bsdemo.footprint import predict
+
+    print("\nlessons 10-11 on the device:")
+    t = time.perf_counter()
+    cnn = RunConfig(dataset="digits", model="cnn", width=32, depth=3, device=device)
+    rows = [r for r in fit_batch(cnn, memory_budget_bytes=64 * 2**20, max_batch=4096,
+                                 budget_steps=20) if r["kind"] == "fit_batch_result"]
+    for r in rows:
+        print(f"  fit {r['technique']:<19} largest {r['max_batch_size']:>6} "
+              f"{r['samples_per_sec'] or 0:>12,.0f} samples/s  loss vs fp32 {r['loss_vs_fp32']:+.4f}")
+    names = {r["technique"] for r in rows}
+    print(f"  techniques {check(('fp16' in names) == (device == 'cuda'), 'fp16 on cuda only')} "
+          f"({time.perf_counter() - t:.1f} s)")
+    for model, extra in (("lstm", {"optimizer": "adam", "lr": 0.01}),
+                         ("gan", {"optimizer": "adam", "lr": 0.001})):
+        t = time.perf_counter()
+        cfg = RunConfig(dataset="digits", model=model, width=128, depth=2, batch_size=256,
+                        epochs=5, device=device, **extra)
+        end = list(train(cfg))[-1]
+        s = end.summary
+        predicted = predict(cfg).peak
+        quality = (f"FD {s['frechet_distance']:.3g}" if model == "gan"
+                   else f"acc {s['test_accuracy']:.1%}")
+        print(f"  {model}: {end.status}, {s['samples_per_sec'] or 0:,.0f} samples/s, peak "
+              f"{format_bytes(s['peak_memory_bytes'] or 0)} (predicted {format_bytes(predicted)}), "
+              f"{quality} {check(end.status == 'completed', model + ' run')} "
+              f"({time.perf_counter() - t:.1f} s)")
+    t = time.perf_counter()
+    records = list(architecture_sweep(RunConfig(device=device), ["cnn", "gan"], [32, 512],
+                                      seconds=1.0))
+    summaries = [r for r in records if r["kind"] == "architecture_summary"]
+    print("  architectures: " + "; ".join(f"{s['label']} {s['range']} ({s['agreement']})"
+                                          for s in summaries)
+          + f" {check(len(summaries) == 2, 'architecture study')} ({time.perf_counter() - t:.1f} s)")
+    t = time.perf_counter()
+    small = RunConfig(dataset="digits", model="mlp", width=128, depth=2, batch_size=32)
+    ddp = ddp_check(small, processes=2, steps=3)
+    pipe = pipeline_check(dataclasses.replace(small, batch_size=64), micro_batches=4, steps=3)
+    print(f"  gloo groups on this host's CPU: ddp diff {ddp['max_abs_param_diff']:.2g}, pipeline "
+          f"diff {pipe['max_abs_param_diff']:.2g}, bubble {pipe['bubble']:.0%} "
+          f"{check(ddp['equivalent'] and pipe['equivalent'], 'process groups')} "
+          f"({time.perf_counter() - t:.1f} s)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", default="8GiB")
@@ -248,6 +303,7 @@ def main() -> int:
               f"ratio {eng / bare:.3f}")
 
     lessons_part(device)
+    systems_part(device)
     footprint_part(device, dry)
     scheduler_part(device)
 
