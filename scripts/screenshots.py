@@ -48,13 +48,20 @@ PAGES = {
 }
 # a page another way: name -> (page, a preset's button to press first, the link's query); then the
 # page's own experiment
-# pages with a second experiment, run after the first: name -> (its button, what says it finished)
-SECOND = {"noise": ("Train to the target at each batch", r"^What your runs show")}
+# pages with more experiments, run after the first: name -> [(its button, what says it finished)]
+SECOND = {"noise": [("Train to the target at each batch", r"^What your runs show")],
+          "fit_batch": [("Run the process group", r"scaling efficiency of"),
+                        ("Run the pipeline", r"^Each stage held at most")],
+          "finder": [("Measure each architecture", r"landed where the rule of thumb")]}
 VARIANTS = {
     "lr_scaling-warmup": ("lr_scaling", "Warm-up (Adam, k = 32)", ""),
     "sharpness-remedies": ("sharpness", "Every remedy", ""),
     "lr_scaling-present": ("lr_scaling", None, "?present=1&hide=preset,size,grid_epochs"),
     "training_lab-present": ("training_lab", None, "?present=1&hide=seed,advanced"),
+    "training_lab-gan": ("training_lab", None, "?dataset=digits&model=gan&width=128&depth=2"
+                                                "&optimizer=adam&lr=0.001&epochs=30"),
+    "training_lab-lstm": ("training_lab", None, "?model=lstm&width=64&depth=1&optimizer=adam"
+                                                 "&lr=0.01"),
 }
 
 
@@ -122,7 +129,7 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> tup
     """The page after its default experiment, saved whole at `size`; returns the picture and
     its visual problems (visual_problems), checked at that size."""
     route, preset, query = VARIANTS.get(name, (name, None, ""))
-    experiments = [PAGES[route]] + ([SECOND[route]] if route in SECOND else [])
+    experiments = [PAGES[route], *SECOND.get(route, [])]
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
     page = context.new_page()
     page.goto(f"{url}/{route}{query}")

@@ -35,6 +35,7 @@ from torch.utils.checkpoint import checkpoint
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.memory import SavedActivations, tensor_bytes
 from bsdemo.engine.train import check_budget, prepare
+from bsdemo.fits import linear_fit
 from bsdemo.footprint import expected_optimizer_state_bytes
 from bsdemo.jobkinds import (
     FIT_BUDGET_BATCH,
@@ -138,13 +139,17 @@ class Stepper:
         per_block, inputs = self._per_block(x, technique)
         return plain.bytes - sum(per_block) + inputs + max(per_block)
 
-    def step(self, batch: int, technique: str, accumulation: int = 1) -> tuple[int, float, float]:
-        """(peak bytes, seconds, loss) of one optimizer step of `accumulation` micro-batches."""
+    def step(self, batch: int, technique: str, accumulation: int = 1,
+             memory: bool = True) -> tuple[int | None, float, float]:
+        """(peak bytes, seconds, loss) of one optimizer step of `accumulation` micro-batches;
+        memory=False (a timed step) leaves the peak uncounted (None on the CPU)."""
         x, y = self.run.data.x_train, self.run.data.y_train
         idx = torch.arange(batch, device=x.device) % len(y)
         cuda = self.device.type == "cuda"
         checkpointed = "checkpointing" in technique
-        held = self._checkpointed_bytes(x[idx], technique) if checkpointed and not cuda else 0
+        # counted from its parts with a forward of its own: only when the peak is wanted
+        held = (self._checkpointed_bytes(x[idx], technique)
+                if checkpointed and not cuda and memory else 0)
         if cuda:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
@@ -165,8 +170,8 @@ class Stepper:
             torch.cuda.synchronize()
         seconds = time.perf_counter() - start
         self.model.zero_grad(set_to_none=True)
-        peak = torch.cuda.max_memory_allocated() if cuda else self.fixed + held
-        return int(peak), seconds, total
+        peak = torch.cuda.max_memory_allocated() if cuda else self.fixed + held if memory else None
+        return peak if peak is None else int(peak), seconds, total
 
 
 def loss_after(cfg: RunConfig, technique: str, steps: int, batch: int,
@@ -199,12 +204,6 @@ def loss_after(cfg: RunConfig, technique: str, steps: int, batch: int,
         return _loss(model(x), y).item()
 
 
-def _fit(points: Sequence[tuple[int, int]]) -> tuple[float, float]:
-    (b0, m0), (b1, m1) = points
-    slope = (m1 - m0) / (b1 - b0)
-    return m0 - slope * b0, slope
-
-
 def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str] | None = None,
               accumulation: int = 4, max_batch: int = 65536,
               budget_steps: int = FIT_BUDGET_STEPS, budget_batch: int = FIT_BUDGET_BATCH,
@@ -228,7 +227,8 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
         if base in results:
             line = results[base]["fit"]
         else:
-            line = _fit([(b, stepper.step(b, base)[0]) for b in FIT_PROBES])
+            fit = linear_fit(FIT_PROBES, [stepper.step(b, base)[0] for b in FIT_PROBES])
+            line = (fit.intercept, fit.slope)
         m0, slope = line
         predicted = max(1, min(max_batch, math.floor((memory_budget_bytes - m0) / slope)
                                if slope > 0 else max_batch))
@@ -245,7 +245,8 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
                       "fixed_bytes": round(m0), "bytes_per_sample": slope}
         else:
             k = accumulation if name == "accumulation" else 1
-            times = sorted(stepper.step(batch, base, k)[1] for _ in range(FIT_TIMED_STEPS))
+            times = sorted(stepper.step(batch, base, k, memory=False)[1]
+                           for _ in range(FIT_TIMED_STEPS))
             record = {"kind": "fit_batch_result", "technique": name, "max_batch_size": batch,
                       "effective_batch_size": batch * k, "accumulation_steps": k,
                       "samples_per_sec": batch * k / times[len(times) // 2],

@@ -174,9 +174,10 @@ def run_to_target(cfg: RunConfig, batch: int, *, label: str, remedy: str | None,
             if len(trace) >= 2 * TRACE_POINTS:
                 trace, every = trace[1::2], 2 * every
 
+    warmup_steps = round(WARMUP_SHARE * max_steps) if remedy == "warmup" else 0
     done = descend(model, x, y, batch=batch, lr=lr, target_loss=target_loss,
                    max_steps=max_steps, seed=cfg.seed, batch_stats=cfg.norm == "batch",
-                   warmup_steps=round(WARMUP_SHARE * max_steps) if remedy == "warmup" else 0,
+                   warmup_steps=warmup_steps,
                    extend=LONGER_FACTOR if remedy == "longer" else 1,
                    extra_gradient=(lambda: _small_batch_noise(model, params, x, y, small_batch,
                                                               noise_draws))
@@ -192,8 +193,7 @@ def run_to_target(cfg: RunConfig, batch: int, *, label: str, remedy: str | None,
         rise = neighbourhood_rise(model, x, y, probe)
         model.eval()
     record = {"kind": "sharpness_run", "label": label, "remedy": remedy, "batch_size": batch,
-              "lr": lr, "warmup_steps": round(WARMUP_SHARE * max_steps) if remedy == "warmup"
-              else 0, "last_lr": done.last_lr, "steps": done.steps,
+              "lr": lr, "warmup_steps": warmup_steps, "last_lr": done.last_lr, "steps": done.steps,
               "reached_at": done.reached_at, "status": done.status, "train_loss": train_loss,
               "test_loss": test_loss, "train_accuracy": train_acc, "test_accuracy": test_acc,
               "loss_gap": test_loss - train_loss, "accuracy_gap": train_acc - test_acc,
