@@ -105,7 +105,7 @@ def draw_architectures(snap) -> None:
     if summaries:
         show_table(charts.architecture_table(summaries), "arch_table")
     if snap.done:
-        verdict = recipes.architecture_verdict(summaries, snap.options["seconds"])
+        verdict = recipes.architecture_verdict(summaries, snap.options["seconds"], points)
         if verdict:
             st.markdown(verdict)
         downloads("architectures", "arch_dl", points, figures["speed"])

@@ -52,7 +52,7 @@ PAGES = {
 SECOND = {"noise": [("Train to the target at each batch", r"^What your runs show")],
           "fit_batch": [("Run the process group", r"scaling efficiency of"),
                         ("Run the pipeline", r"^Each stage held at most")],
-          "finder": [("Measure each architecture", r"landed where the rule of thumb")]}
+          "finder": [("Measure each architecture", r"architectures meets the rule of thumb")]}
 VARIANTS = {
     "lr_scaling-warmup": ("lr_scaling", "Warm-up (Adam, k = 32)", ""),
     "sharpness-remedies": ("sharpness", "Every remedy", ""),

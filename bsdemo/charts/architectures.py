@@ -71,12 +71,12 @@ def _fmt(metric: str, value: float) -> str:
 
 
 def architecture_table(summaries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rule of thumb beside what this machine measured, one row per architecture."""
+    """The rule of thumb beside what this machine measured, one row per architecture (the
+    reasons are the verdict's, under the table)."""
     return [{"architecture": s["label"], "rule of thumb": s["rule_text"],
              "measured here": (f"{s['range'][0]}–{s['range'][1]}" if s["range"][0] != s["range"][1]
                                else str(s["range"][0])) if s.get("range") else "–",
              "agreement": s.get("agreement") or "–",
              "throughput knee": s.get("knee"),
              "memory per sample": format_bytes(s["memory_per_sample_bytes"])
-             if s.get("memory_per_sample_bytes") else "–",
-             "why": s.get("why", "")} for s in summaries]
+             if s.get("memory_per_sample_bytes") else "–"} for s in summaries]

@@ -13,10 +13,12 @@ from bsdemo.units import MIB
 def runs_table(runs: Sequence[JobSnapshot]) -> list[dict[str, Any]]:
     """One row per run: its settings and the measured summary (blank until measured)."""
     rows = []
+    gans = any(snap.config.get("model") == "gan" for snap in runs)
     for snap in runs:
         cfg, summary = snap.config, snap.summary
         latest = snap.latest or {}
         peak = summary.get("peak_memory_bytes")
+        gan = cfg.get("model") == "gan"  # its accuracy is its discriminator's: not shown here
         rows.append({
             "run": snap.id, "status": snap.status,
             "workload": f"{cfg['dataset']} · {cfg['model']}",
@@ -27,7 +29,8 @@ def runs_table(runs: Sequence[JobSnapshot]) -> list[dict[str, Any]]:
             "steps": summary.get("steps", latest.get("step")),
             "samples/s": summary.get("samples_per_sec"),  # the median of steady steps
             "peak memory (MiB)": peak / MIB if peak else None,
-            "test accuracy": summary.get("test_accuracy"),
+            "test accuracy": None if gan else summary.get("test_accuracy"),
+            **({"Fréchet distance": summary.get("frechet_distance")} if gans else {}),
             "shared device": snap.shared_device})
     return rows
 
@@ -56,6 +59,7 @@ SHORT = {  # a column's header as a table shows it, where the full name would no
     "weight updates": "updates", "wall time (s)": "seconds", "peak memory (MiB)": "peak MiB",
     "train accuracy (%)": "train acc. %", "test accuracy (%)": "test acc. %",
     "effective batch": "eff. batch", "micro-batch × accumulation": "micro × accum",
+    "Fréchet distance": "Fréchet d.",
 }
 
 
@@ -77,7 +81,7 @@ def for_people(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], di
             label, scale, digits, fmt = f"{name} (%)", 100.0, 1, "%.1f"
         elif name.startswith("samples/s") or name in ("steps", "weight updates"):
             digits, fmt = 0, "localized"
-        elif "(MiB)" in name or "(s)" in name or name.endswith("loss"):
+        elif "(MiB)" in name or "(s)" in name or name.endswith("loss") or name.startswith("Fréchet"):
             digits, fmt = 2, "%.2f"
         for out, row in zip(shown, rows, strict=True):
             value = row.get(name)

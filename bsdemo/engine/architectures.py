@@ -9,6 +9,7 @@ from typing import Any
 
 from bsdemo.architectures import ARCHITECTURES, DEFAULT_SECONDS, analyse, run_config
 from bsdemo.config import RunConfig
+from bsdemo.engine.measure import HostLoad
 from bsdemo.engine.train import train
 from bsdemo.jobkinds import JobStopped
 
@@ -19,6 +20,7 @@ def architecture_point(cfg: RunConfig, architecture: str, batch: int, seconds: f
     quality at the end of the budget."""
     run_cfg = run_config(cfg, architecture, batch, seconds)
     end = None
+    load = HostLoad()  # what else used the CPU meanwhile: a time budget shares it
     for event in train(run_cfg, should_stop=should_stop):
         if event.kind == "end":
             end = event
@@ -35,7 +37,9 @@ def architecture_point(cfg: RunConfig, architecture: str, batch: int, seconds: f
             "memory_source": s.get("memory_source"),
             "quality": s.get(ARCHITECTURES[architecture].quality),
             "test_accuracy": s.get("test_accuracy"),
-            "frechet_reference": s.get("frechet_reference"), "message": end.message}
+            "frechet_reference": s.get("frechet_reference"),
+            "others_cpu_share": load.others_share() if run_cfg.device != "cuda" else None,
+            "message": end.message}
 
 
 def architecture_sweep(cfg: RunConfig, architectures: Sequence[str], batch_sizes: Sequence[int],

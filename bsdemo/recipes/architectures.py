@@ -6,12 +6,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bsdemo.recipes.measurements import CONTENDED, contention
+
 WORDS = {"agrees": "inside the rule of thumb", "overlaps": "overlaps the rule of thumb",
          "disagrees": "outside the rule of thumb"}
 
 
-def architecture_verdict(summaries: Sequence[dict[str, Any]], seconds: float) -> str | None:
-    """The closing text (Markdown): a line per architecture, from its own numbers."""
+def architecture_verdict(summaries: Sequence[dict[str, Any]], seconds: float,
+                         points: Sequence[dict[str, Any]] = ()) -> str | None:
+    """The closing text (Markdown): a line per architecture, from its own numbers, and the load
+    the runs shared the CPU with (a time budget buys fewer steps under load)."""
     measured = [s for s in summaries if s.get("range")]
     if not measured:
         return None
@@ -19,15 +23,20 @@ def architecture_verdict(summaries: Sequence[dict[str, Any]], seconds: float) ->
     for s in measured:
         lo, hi = s["range"]
         span = f"batch {lo}" if lo == hi else f"batches {lo}–{hi}"
+        why = s["why"][:1].upper() + s["why"][1:]
         lines.append(f"- **{s['label']}**: {span} ({WORDS[s['agreement']]}, {s['rule_text']}). "
-                     f"{s['why']}".rstrip())
+                     f"{why}".rstrip())
     agree = sum(s["agreement"] != "disagrees" for s in measured)
-    return (f"**On this machine, with {seconds:g} s of training per run,** {agree} of "
-            f"{len(measured)} architectures landed where the rule of thumb puts them. A measured "
+    busy = contention(points)
+    load = (f"\n\n*Other processes used {busy:.0%} of this machine's CPU time while these runs "
+            "trained: each run's seconds bought fewer steps than on a quiet machine, and a rerun "
+            "may land differently.*" if busy is not None and busy > CONTENDED else "")
+    return (f"**On this machine, with {seconds:g} s of training per run,** the measured range "
+            f"of {agree} of {len(measured)} architectures meets the rule of thumb's. A measured "
             "range is the batches that trained as well as the best one (within 2 accuracy points, "
             "or 25 % of the best Fréchet distance) at ≥ 50 % of the best samples/s:\n\n"
             + "\n".join(lines)
             + "\n\nThe rules of thumb come from GPUs and long training: a GPU needs larger batches "
               "to fill, and a longer budget lets larger batches catch up on the updates they "
               "skip. Here the budget and the device are yours — run it again with more seconds, "
-              "or on a GPU, and see the range move.")
+              "or on a GPU, and see the range move." + load)

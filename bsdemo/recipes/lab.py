@@ -23,15 +23,21 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
     s, b = new.summary, new.effective_batch
     acc = s.get("test_accuracy")
     rate = s.get("samples_per_sec")
+    if s.get("frechet_distance") is not None:  # a GAN: how real its images looked
+        reached = (f", and its images reached a Fréchet distance of {s['frechet_distance']:.3g} "
+                   f"to real test digits (real training digits score "
+                   f"{s['frechet_reference']:.2g})")
+    else:
+        reached = f", and reached {acc:.1%} test accuracy" if acc is not None else ""
     text = (f"**What your runs show.** Run #{new.id} at batch {b} made {s['steps']:,} optimizer "
             f"steps ({s.get('epochs', 0):.3g} epochs) in {s.get('wall_time_s', 0):.2f} s"
-            + (f", a median {rate:,.0f} samples/s" if rate else "")
-            + (f", and reached {acc:.1%} test accuracy" if acc is not None else "") + "."
+            + (f", a median {rate:,.0f} samples/s" if rate else "") + reached + "."
             + ENDED.get(new.ending, f" It {new.status}."))
     if new.shared_device:
         text += " Another run shared the device meanwhile, so its speed was shared too."
     alike = [r for r in done if r.status == "completed" and r.ending != "time_cap"
-             and r.config["epochs"] == new.config["epochs"] and r.config["lr"] == new.config["lr"]]
+             and r.config["epochs"] == new.config["epochs"] and r.config["lr"] == new.config["lr"]
+             and r.config["model"] == new.config["model"]]
     small = min(alike, key=lambda r: r.effective_batch, default=None)
     large = max(alike, key=lambda r: r.effective_batch, default=None)
     if small is None or small.effective_batch == large.effective_batch:
@@ -44,7 +50,10 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
         text += (f" and processed {ls['samples_per_sec'] / ss['samples_per_sec']:.1f}× the "
                  "samples per second")
     text += "."
-    if ss.get("test_accuracy") is not None and ls.get("test_accuracy") is not None:
+    if ss.get("frechet_distance") is not None and ls.get("frechet_distance") is not None:
+        text += (f" Its images reached a Fréchet distance of {ls['frechet_distance']:.3g} "
+                 f"against {ss['frechet_distance']:.3g} (lower is more like real digits).")
+    elif ss.get("test_accuracy") is not None and ls.get("test_accuracy") is not None:
         gap = (ss["test_accuracy"] - ls["test_accuracy"]) * 100
         if gap > 2:
             text += (f" After the same epochs and learning rate it reached "

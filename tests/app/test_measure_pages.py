@@ -130,7 +130,7 @@ def test_finder_page_measures_each_architecture_against_the_rule_of_thumb():
     at.selectbox(key="find_arch_batches").set_value("4,16,64,256").run()
     at.selectbox(key="find_arch_seconds").set_value(1.5).run()
     at.button(key="arch_run").click().run()
-    run_until(at, lambda a: any("landed where the rule of thumb puts them" in m.value
+    run_until(at, lambda a: any("of 4 architectures meets the rule of thumb" in m.value
                                 for m in a.markdown) or bool(a.error), timeout=600)
     assert not at.error
     table = next(t.value for t in at.dataframe if "rule of thumb" in t.value.columns)

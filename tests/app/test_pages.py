@@ -182,6 +182,8 @@ def test_the_lab_trains_a_gan_and_shows_its_images_and_frechet_distance():
     assert "Fréchet distance to real test images" in specs
     loss = specs["Loss"]
     assert any((t.get("name") or "").endswith("· generator") for t in loss["data"])
+    verdict = next(m.value for m in at.markdown if m.value.startswith("**What your runs show"))
+    assert "Fréchet distance of" in verdict and "test accuracy" not in verdict
 
 
 def test_the_lab_trains_an_lstm():

@@ -59,7 +59,10 @@ def test_a_gan_reads_lower_frechet_distance_as_better_and_a_range_outside_the_ru
     # neither 8 nor 16 reaches half the best samples/s: the best quality's batch stands alone
     assert s["range"] == [8, 8] and s["agreement"] == "disagrees"  # the rule says 32–128
     verdict = architecture_verdict([s], 2.5)
-    assert "0 of 1 architectures" in verdict and "**GAN**: batch 8 (outside the rule" in verdict
+    assert "of 0 of 1 architectures meets" in verdict and "**GAN**: batch 8 (outside the rule" in verdict
+    assert "Other processes" not in verdict
+    loaded = architecture_verdict([s], 2.5, [{**p, "others_cpu_share": 0.5} for p in points])
+    assert "Other processes used 50% of this machine's CPU time" in loaded
 
 
 def test_no_completed_run_gives_no_range():
