@@ -54,7 +54,7 @@ class Architecture:
 ARCHITECTURES = {a.name: a for a in (
     Architecture("cnn", "CNN", "digits-cnn", (32, 256), "32–256"),
     Architecture("transformer", "Transformer", "arithmetic-transformer", (256, 4096),
-                 "hundreds to thousands, with lr scaling and warm-up", warmup=True,
+                 "into the thousands, with warm-up", warmup=True,
                  samples=4000),
     Architecture("lstm", "LSTM (an RNN)", "digits-lstm", (16, 64), "16–64"),
     Architecture("gan", "GAN", "digits-gan", (32, 128), "32–128"),

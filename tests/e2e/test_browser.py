@@ -308,7 +308,7 @@ def test_a_link_cannot_put_links_or_images_into_the_page(server, browser, value)
 
 @pytest.mark.parametrize("name", ["", "training_lab", "throughput", "memory", "finder", "regimes",
                                   "lr_scaling", "accumulation", "norms", "noise", "sharpness", "fit_batch",
-                                  "quiz"])
+                                  "quiz", "training_lab-gan"])
 def test_every_page_after_its_default_experiment_reads_cleanly(server, browser, tmp_path, name):
     """At both sizes, after the page's default experiment: no chart text over another, no table
     with columns cut off, no exception box. The screenshots stay in the test's temporary
