@@ -5,9 +5,9 @@ Each member is `python -m bsdemo.engine.group SPEC`: a new interpreter that read
 group's size, the rendezvous file and the target function from SPEC, runs
 `target(rank, world, **arguments)` and writes what it returns to its own result file. The
 launcher polls the members; when the caller says stop, or one member fails, it kills them all.
-On Linux every member also dies with its launcher (PR_SET_PDEATHSIG), so a worker killed outright
-leaves no member behind. Results travel as pickles in a private temporary folder that only this
-launcher and its own members write.
+On Linux every member also dies with its launcher (PR_SET_PDEATHSIG, set by the member as it
+starts), so a worker killed outright leaves no member behind. Results travel as pickles in a
+private temporary folder that only this launcher and its own members write.
 """
 
 from __future__ import annotations
@@ -31,10 +31,16 @@ POLL_S = 0.1
 JOIN_S = 30.0  # a killed member is reaped within this
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    import ctypes
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this process when its parent dies (Linux), and exit now if the
+    parent is already gone. Set by the member itself: a preexec_fn is unsafe in a launcher that
+    has threads (every worker has its queue's)."""
+    if sys.platform == "linux":
+        import ctypes
 
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def member_threads(world: int) -> int:
@@ -59,13 +65,13 @@ def run_group(target: str, world: int, arguments: dict[str, Any],
                 spec = Path(folder) / f"spec-{rank}.json"
                 spec.write_text(json.dumps({
                     "target": target, "rank": rank, "world": world, "threads": threads,
+                    "parent": os.getpid(),
                     "init": f"file://{Path(folder) / 'rendezvous'}", "arguments": arguments,
                     "result": str(Path(folder) / f"result-{rank}.pickle")}))
                 with open(Path(folder) / f"stderr-{rank}.txt", "wb") as stderr:
                     members.append(subprocess.Popen(
                         [sys.executable, "-m", "bsdemo.engine.group", str(spec)], env=env,
-                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-                        preexec_fn=_die_with_parent if sys.platform == "linux" else None))
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr))
             _wait(members, should_stop, Path(folder))
             return [_result(Path(folder) / f"result-{rank}.pickle") for rank in range(world)]
         finally:
@@ -105,6 +111,7 @@ def _result(path: Path) -> Any:
 
 def _member(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
+    _die_with(spec["parent"])
     import torch
     import torch.distributed as dist
 

@@ -97,3 +97,19 @@ def test_a_data_parallel_job_past_the_limits_is_refused_at_submit(scheduler):
     with pytest.raises(ConfigError) as info:
         scheduler.submit(RunConfig(batch_size=1024), owner="dana", kind="ddp", options={})
     assert info.value.field == "batch_size" and "719" in str(info.value)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
+def test_members_die_with_a_launcher_killed_outright():
+    """A worker killed with SIGKILL runs no cleanup: the kernel ends its group's members."""
+    code = ("from bsdemo.config import RunConfig\nfrom bsdemo.engine.ddp import ddp_check\n"
+            "ddp_check(RunConfig(width=32, depth=1), processes=2, steps=100000)\n")
+    before = set(_group_members())
+    launcher = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
+    try:
+        members = wait_for(lambda: len(set(_group_members()) - before) >= 2
+                           and set(_group_members()) - before, timeout=120)
+    finally:
+        launcher.kill()
+        launcher.wait()
+    wait_for(lambda: not members & set(_group_members()), timeout=30)
