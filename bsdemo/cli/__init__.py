@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from bsdemo.cli import commands
-from bsdemo.cli.checks import CHECKS, check_command_model
+from bsdemo.cli.checks import CHECKS, check_command_config
 from bsdemo.cli.parser import FIELD_FLAGS, build_parser, config_from_args, one_line
 from bsdemo.config import ConfigError, clip
 from bsdemo.limits import default_threads
@@ -28,8 +28,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:  # every flag, and the thread setting, before torch is imported
         cfg, notices = config_from_args(args)
-        check_command_model(args.command, cfg)
         checked = CHECKS[args.command](args)
+        check_command_config(args.command, cfg, checked)
         threads = default_threads(1) if args.command != "datasets" else None
     except ConfigError as exc:
         return _fail(args.command, exc)

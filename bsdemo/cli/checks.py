@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from bsdemo.architectures import ARCHITECTURES, MAX_SECONDS
-from bsdemo.cli.parser import FIELD_FLAGS, config_from_args, given
+from bsdemo.cli.parser import given
 from bsdemo.config import MAX_BATCH_SIZE, NORMS, ConfigError, RunConfig
 from bsdemo.jobkinds import (
     FIT_TECHNIQUES,
@@ -117,15 +117,14 @@ def _check_fit_batch(args: argparse.Namespace) -> dict:
 
 
 def _check_ddp(args: argparse.Namespace) -> dict:
-    processes = _count("--processes", args.processes, 1, 8)
-    _as_flags(check_global_batch, config_from_args(args)[0], processes)
-    return {"processes": processes, "steps": _count("--steps", args.steps, 1, 1000)}
+    return {"processes": _count("--processes", args.processes, 1, 8),
+            "steps": _count("--steps", args.steps, 1, 1000)}
 
 
 def _check_pipeline(args: argparse.Namespace) -> dict:
-    micro = _count("--micro-batches", args.micro_batches, 1, PIPELINE_MAX_MICRO_BATCHES)
-    _as_flags(check_pipeline, config_from_args(args)[0], micro)
-    return {"micro_batches": micro, "steps": _count("--steps", args.steps, 1, 1000)}
+    return {"micro_batches": _count("--micro-batches", args.micro_batches, 1,
+                                    PIPELINE_MAX_MICRO_BATCHES),
+            "steps": _count("--steps", args.steps, 1, 1000)}
 
 
 def _check_architectures(args: argparse.Namespace) -> dict:
@@ -138,14 +137,6 @@ def _check_architectures(args: argparse.Namespace) -> dict:
         raise ConfigError("--batch-sizes", args.batch_sizes, "at least two increasing batch sizes")
     return {"architectures": names, "batch_sizes": sizes,
             "seconds": _real("--seconds", args.seconds, 0.5, MAX_SECONDS)}
-
-
-def _as_flags(check, *arguments) -> None:
-    """check(*arguments), its ConfigError naming the flag rather than the field."""
-    try:
-        check(*arguments)
-    except ConfigError as exc:
-        raise ConfigError(FIELD_FLAGS.get(exc.field, exc.field), exc.value, exc.allowed) from None
 
 
 def _check_sharpness(args: argparse.Namespace) -> dict:
@@ -213,10 +204,15 @@ COMMAND_KINDS = {"sweep": "sweep", "find": "find", "accum-check": "accum_check",
 # (the job kind each measuring command runs)
 
 
-def check_command_model(command: str, cfg: RunConfig) -> None:
-    """A ConfigError naming --model unless the command's job kind can take cfg's model."""
+def check_command_config(command: str, cfg: RunConfig, checked: dict) -> None:
+    """The checks that need the config beside the flags (a ConfigError names the field; the
+    CLI prints its flag): the job kind's models, and a process group's batch."""
     if command in COMMAND_KINDS:
-        _as_flags(check_model, COMMAND_KINDS[command], cfg)
+        check_model(COMMAND_KINDS[command], cfg)
+    if command == "ddp-check":
+        check_global_batch(cfg, checked["processes"])
+    elif command == "pipeline-check":
+        check_pipeline(cfg, checked["micro_batches"])
 
 
 CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "find": _check_find,

@@ -14,6 +14,7 @@ them too; they have exited, or been killed, when the check returns or raises: no
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import statistics
 import time
@@ -25,7 +26,8 @@ import torch.distributed as dist
 
 from bsdemo.config import RunConfig
 from bsdemo.engine.descent import summed_loss
-from bsdemo.engine.group import member_threads, run_group
+from bsdemo.engine.group import group_cores, run_group
+from bsdemo.engine.memory import SavedActivations
 from bsdemo.engine.train import prepare
 from bsdemo.jobkinds import check_global_batch
 
@@ -73,20 +75,31 @@ def member(rank: int, world: int, settings: dict, steps: int) -> dict:
             "compute_s": statistics.median(compute), "allreduce_s": statistics.median(reduce)}
 
 
-def _single(cfg: RunConfig, world: int, steps: int) -> tuple[torch.Tensor, float]:
-    """The same steps in this process with the whole global batch: (parameters, median s)."""
+def one_process(cfg: RunConfig, global_batch: int, steps: int,
+                cores: int) -> tuple[torch.Tensor, float, int]:
+    """A group's steps in this process with the whole global batch, on the group's `cores`:
+    (parameters, median step seconds, bytes saved for the backward — counted in the first step
+    only, so the hooks stay off the other steps)."""
     run = prepare(cfg)
     model, x, y = run.model, run.data.x_train, run.data.y_train
     params = [p for p in model.parameters() if p.requires_grad]
-    times = []
-    for idx in step_batches(len(y), cfg.batch_size * world, steps, cfg.seed):
-        t0 = time.perf_counter()
-        grads = torch.autograd.grad(summed_loss(model, x[idx], y[idx]) / len(idx), params)
-        with torch.no_grad():
-            for p, g in zip(params, grads, strict=True):
-                p.sub_(cfg.lr * g)
-        times.append(time.perf_counter() - t0)
-    return flat_parameters(model), statistics.median(times)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(cores)
+    try:
+        times, saved = [], 0
+        for i, idx in enumerate(step_batches(len(y), global_batch, steps, cfg.seed)):
+            t0 = time.perf_counter()
+            with SavedActivations(params) if i == 0 else contextlib.nullcontext() as counter:
+                loss = summed_loss(model, x[idx], y[idx]) / len(idx)
+            saved = counter.bytes if i == 0 else saved
+            grads = torch.autograd.grad(loss, params)
+            with torch.no_grad():
+                for p, g in zip(params, grads, strict=True):
+                    p.sub_(cfg.lr * g)
+            times.append(time.perf_counter() - t0)
+    finally:
+        torch.set_num_threads(threads)
+    return flat_parameters(model), statistics.median(times), saved
 
 
 def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
@@ -100,12 +113,8 @@ def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
     ddp_params = torch.from_numpy(reports[0]["params"])
     compute = max(r["compute_s"] for r in reports)  # a step waits for the slowest process
     allreduce = max(r["allreduce_s"] for r in reports)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(member_threads(processes) * processes)  # the cores the group had
-    try:
-        single, single_s = _single(cfg, processes, steps)
-    finally:
-        torch.set_num_threads(threads)
+    single, single_s, _ = one_process(cfg, cfg.batch_size * processes, steps,
+                                      group_cores(processes))
     diff = float((ddp_params - single).abs().max())
     global_batch = cfg.batch_size * processes
     step_s = compute + allreduce

@@ -22,6 +22,7 @@ and memory a real pipeline would spread over devices.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import statistics
@@ -35,8 +36,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from bsdemo.config import RunConfig
-from bsdemo.engine.ddp import EQUIVALENT, flat_parameters, step_batches
-from bsdemo.engine.group import member_threads, run_group
+from bsdemo.engine.ddp import EQUIVALENT, flat_parameters, one_process, step_batches
+from bsdemo.engine.group import group_cores, run_group
 from bsdemo.engine.memory import SavedActivations, tensor_bytes
 from bsdemo.engine.train import prepare
 from bsdemo.jobkinds import PIPELINE_STAGES as STAGES
@@ -62,12 +63,13 @@ def member(rank: int, world: int, settings: dict, steps: int, micro_batches: int
     params = [p for p in stage.parameters() if p.requires_grad]
     x, y = run.data.x_train, run.data.y_train
     forward, backward, step_s, saved = [], [], [], 0
-    for idx in step_batches(len(y), cfg.batch_size, steps, cfg.seed):
+    for i, idx in enumerate(step_batches(len(y), cfg.batch_size, steps, cfg.seed)):
         chunks = idx.split(math.ceil(len(idx) / micro_batches))
         dist.barrier()  # both stages start the step together: its wall time is the pipeline's
         t_step = time.perf_counter()
         held = []
-        with SavedActivations(params) as counter:
+        # what is held is the same every step: counted in the first, the hooks off the others
+        with SavedActivations(params) if i == 0 else contextlib.nullcontext() as counter:
             for c in chunks:
                 if rank == 0:
                     t0 = time.perf_counter()
@@ -83,19 +85,19 @@ def member(rank: int, world: int, settings: dict, steps: int, micro_batches: int
                     loss = F.cross_entropy(stage(inp), y[c], reduction="sum") / len(idx)
                     forward.append(time.perf_counter() - t0)
                     held.append((inp, loss))
-        saved = max(saved, counter.bytes)
-        for i in reversed(range(len(chunks))):
+        saved = counter.bytes if i == 0 else saved
+        for m in reversed(range(len(chunks))):
             if rank == 1:
-                inp, loss = held[i]
+                inp, loss = held[m]
                 t0 = time.perf_counter()
                 loss.backward()
                 backward.append(time.perf_counter() - t0)
                 dist.send(inp.grad.contiguous(), 0)
             else:
-                grad = torch.empty_like(held[i])
+                grad = torch.empty_like(held[m])
                 dist.recv(grad, 1)
                 t0 = time.perf_counter()
-                held[i].backward(grad)
+                held[m].backward(grad)
                 backward.append(time.perf_counter() - t0)
         with torch.no_grad():
             for p in params:
@@ -124,26 +126,6 @@ def _ping(rank: int, shape: tuple[int, int]) -> float:
             dist.send(buffer, 0)
         rounds.append(time.perf_counter() - t0)
     return statistics.median(rounds) / 2
-
-
-def _single(cfg: RunConfig, steps: int) -> tuple[torch.Tensor, float, int]:
-    """The same steps with the whole model in this process: (parameters, median step s, bytes
-    saved for the backward)."""
-    run = prepare(cfg)
-    model, x, y = run.model, run.data.x_train, run.data.y_train
-    params = [p for p in model.parameters() if p.requires_grad]
-    times, saved = [], 0
-    for idx in step_batches(len(y), cfg.batch_size, steps, cfg.seed):
-        t0 = time.perf_counter()
-        with SavedActivations(params) as counter:
-            loss = F.cross_entropy(model(x[idx]), y[idx])
-        saved = max(saved, counter.bytes)
-        grads = torch.autograd.grad(loss, params)
-        with torch.no_grad():
-            for p, g in zip(params, grads, strict=True):
-                p.sub_(cfg.lr * g)
-        times.append(time.perf_counter() - t0)
-    return flat_parameters(model), statistics.median(times), saved
 
 
 def gpipe_schedule(forward: list[float], backward: list[float], transfer: float,
@@ -183,12 +165,8 @@ def pipeline_check(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,
     reports = run_group("bsdemo.engine.pipeline:member", STAGES,
                         {"settings": dataclasses.asdict(cfg), "steps": steps,
                          "micro_batches": micro_batches}, should_stop)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(member_threads(STAGES) * STAGES)  # the cores the group had
-    try:
-        single, single_s, single_saved = _single(cfg, steps)
-    finally:
-        torch.set_num_threads(threads)
+    single, single_s, single_saved = one_process(cfg, cfg.batch_size, steps,
+                                                 group_cores(STAGES))
     piped = torch.cat([torch.from_numpy(r["params"]) for r in reports])
     diff = float((piped - single).abs().max())
     transfer = max(r["transfer_s"] for r in reports)
