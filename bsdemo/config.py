@@ -65,7 +65,7 @@ class RunConfig:
     eval_interval: int = 0  # optimizer steps between train/test evaluations; 0 = once per epoch
     samples: int = 4000  # dataset size (train + test) for generated datasets; digits is fixed
     noise: float = 0.1  # label-free input noise of the 2-D toy sets (std, in data units)
-    time_limit_s: float | None = None  # wall-clock cap on training (evaluations excluded)
+    time_limit_s: float | None = None  # wall-clock cap on the whole run (setup, evaluations in)
 
     # ----- derived quantities (pure arithmetic, shown before Run) -----
     @property
@@ -162,7 +162,30 @@ class RunConfig:
             notices.append(f"Effective batch {cfg.effective_batch_size} is larger than the "
                            f"{n_train} training samples; accumulation steps clamped to {k}.")
             cfg = dataclasses.replace(cfg, accumulation_steps=k)
+        if cfg.batch_norm_1d and cfg.batch_size < 2:
+            raise ConfigError("batch_size", cfg.batch_size, "at least 2 with BatchNorm (norm "
+                              "batch): it normalises each feature over the batch, and one sample "
+                              "has no spread")
+        if cfg.drops_lone_sample:
+            notices.append("With BatchNorm, the one sample left over at the end of each epoch "
+                           f"({n_train:,} training samples in batches of {cfg.batch_size}) is "
+                           "dropped: a batch of one sample has no spread to normalise by.")
         return cfg, notices
+
+    @property
+    def batch_norm_1d(self) -> bool:
+        """Whether the model normalises features over the batch alone (the MLP with BatchNorm:
+        a one-sample batch cannot train). The CNN's BatchNorm also averages over positions."""
+        return self.model == "mlp" and self.norm == "batch"
+
+    @property
+    def drops_lone_sample(self) -> bool:
+        """Whether each epoch's last micro-batch would hold one sample on a BatchNorm MLP (the
+        engine then leaves that sample out of the epoch)."""
+        if not self.batch_norm_1d:
+            return False
+        last = self.train_samples % self.effective_batch_size or self.effective_batch_size
+        return (last % self.batch_size or self.batch_size) == 1
 
     # ----- string form (query parameters, CLI) -----
     def to_params(self) -> dict[str, str]:
@@ -215,7 +238,7 @@ def parse_run_id(raw: Any) -> int | None:
     if isinstance(raw, (list, tuple)):
         raw = raw[-1] if raw else ""
     text = str(raw or "")[:40].partition(".")[0]
-    if not text or len(text) > 9 or any(c not in "0123456789" for c in text):
+    if not text or len(text) > 12 or any(c not in "0123456789" for c in text):
         return None
     return int(text)
 

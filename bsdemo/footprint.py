@@ -78,6 +78,20 @@ def predict(cfg: RunConfig) -> Footprint:
                      evaluation=chunk * sum(largest_two), micro_batch=micro)
 
 
+def step_flops_bound(cfg: RunConfig, effective_batch: int | None = None) -> float:
+    """A lower bound on the FLOPs of one optimizer step of a validated cfg: each weight outside
+    an embedding table is multiplied at least once per sample going forward (2 FLOPs: a multiply
+    and an add) and once more for its own gradient (2 FLOPs). Convolutions, sequences and the
+    input gradients only add to it; embedding tables are looked up, not multiplied.
+    effective_batch: the step's samples (default: cfg's effective batch, at most its training set)."""
+    params = _walk(cfg)[0]
+    if cfg.model == "transformer":
+        params -= (VOCAB_SIZE + SEQUENCE_LENGTH) * cfg.width  # token and position tables
+    elif cfg.model == "lstm" and cfg.dataset == "arithmetic":
+        params -= n_classes(cfg) * cfg.width  # its token table
+    return 4.0 * params * (effective_batch or min(cfg.effective_batch_size, cfg.train_samples))
+
+
 def expected_optimizer_state_bytes(optimizer: str, param_bytes: int) -> int:
     """State the optimizer will allocate at its first step: momentum 1x, Adam/AdamW 2x the
     parameters (their per-parameter step counters are a few bytes and left out)."""

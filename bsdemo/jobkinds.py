@@ -161,6 +161,9 @@ def _accum_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
                "steps": _whole(options, "steps", 1, 1000, default=5),
                "unscaled_loss": _flag(options, "unscaled_loss"),
                "variable_length": _flag(options, "variable_length")}
+    if cfg.batch_norm_1d and checked["micro_batch"] < 2:
+        raise ConfigError("micro_batch", checked["micro_batch"],
+                          "at least 2 with BatchNorm: it normalises over the micro-batch")
     big = accumulation_config(cfg, checked["variable_length"])
     if checked["micro_batch"] * checked["accum"] > big.train_samples:
         raise ConfigError("micro_batch", checked["micro_batch"],

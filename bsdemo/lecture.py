@@ -13,6 +13,8 @@ Pure Python: checked before torch is imported, every problem named with its run 
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -26,12 +28,52 @@ MAX_RUNS = 50  # a lecture's worth; more is a typo or a different tool
 LAB_PATHS = ("", "/", "/training_lab", "training_lab")
 
 
+MAX_PLAN_BYTES = 1 << 20  # a plan lists at most MAX_RUNS links: far less than this
+MAX_PLAN_DEPTH = 32  # brackets and braces nested in a plan, at most (TOML's parser recurses)
+
+
+def _read_plan(path: Path) -> dict:
+    """A plan file's TOML: a regular file of at most MAX_PLAN_BYTES (never a device, a FIFO or
+    /dev/zero), nested at most MAX_PLAN_DEPTH deep; anything else is a ConfigError."""
+    where = "--plan"  # the flag that named the file
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the open
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise ConfigError(where, str(path), "a regular file (not a device, pipe or folder)")
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                raw = f.read(MAX_PLAN_BYTES + 1)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise ConfigError(where, clip(str(exc)), "a readable TOML file") from None
+    if len(raw) > MAX_PLAN_BYTES:
+        raise ConfigError(where, f"more than {MAX_PLAN_BYTES:,} bytes",
+                          f"a plan file of at most {MAX_PLAN_BYTES:,} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(where, "bytes that are not UTF-8", "a UTF-8 TOML file") from None
+    depth = deepest = 0
+    for ch in text:  # a bound, not a parse: brackets inside strings count too (harmlessly)
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(depth - 1, 0)
+    if deepest > MAX_PLAN_DEPTH:
+        raise ConfigError(where, f"{deepest} levels of nesting",
+                          f"a TOML file nested at most {MAX_PLAN_DEPTH} deep")
+    try:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise ConfigError(where, clip(str(exc)), "a readable TOML file") from None
+
+
 def load_plan(path: Path) -> list[tuple[str, RunConfig]]:
     """(title, validated config) of every run of the plan file at path, in its order."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"plan {path.name}", clip(str(exc)), "a readable TOML file") from None
+    data = _read_plan(path)
     runs = data.get("run")
     if not isinstance(runs, list) or not runs or len(runs) > MAX_RUNS:
         raise ConfigError(f"plan {path.name}", f"{len(runs) if isinstance(runs, list) else 0} "

@@ -34,6 +34,9 @@ class Limits:
     # (Streamlit sees the proxy's), hence the generous default: raise it for such a class.
     max_active_per_address: int = 24
     unattended_grace_s: float = 60.0  # a run nobody polls for this long is cancelled
+    # a job still running this long after its time cap or its Stop is ended by killing its
+    # worker process (and replacing it): the cap needs no cooperation from the job
+    stop_grace_s: float = 5.0
     # memory admission: a run starts beside others only if all their predicted peaks fit
     memory_margin: float = 0.10  # share of the device's memory kept free (allocator slack)
     device_memory: int | None = None  # bytes to share out; None = the device's own total

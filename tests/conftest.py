@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 
 import pytest
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from bsdemo.scheduler import Scheduler
 from tests.timeouts import SCALE, scaled
+
+# Hypothesis keeps its examples outside the checkout: a test run leaves the tree as it found it
+set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "bsdemo-hypothesis"))
+settings.register_profile("bsdemo", database=None if os.environ.get("CI") else settings().database)
+settings.load_profile("bsdemo")
 
 
 def pytest_collection_modifyitems(items):

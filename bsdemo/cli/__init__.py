@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     try:  # every flag, and the thread setting, before torch is imported
         cfg, notices = config_from_args(args)
         checked = CHECKS[args.command](args)
-        check_command_config(args.command, cfg, checked)
+        check_command_config(args.command, cfg, checked, args)
         threads = default_threads(1) if args.command != "datasets" else None
     except ConfigError as exc:
         return _fail(args.command, exc)

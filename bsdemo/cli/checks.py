@@ -11,6 +11,7 @@ from pathlib import Path
 from bsdemo.architectures import ARCHITECTURES, MAX_SECONDS
 from bsdemo.cli.parser import given
 from bsdemo.config import MAX_BATCH_SIZE, NORMS, ConfigError, RunConfig
+from bsdemo.devices import check_device
 from bsdemo.jobkinds import (
     FIT_TECHNIQUES,
     LR_RULES,
@@ -18,6 +19,7 @@ from bsdemo.jobkinds import (
     MAX_TIMED_STEPS,
     PIPELINE_MAX_MICRO_BATCHES,
     SHARPNESS_REMEDIES,
+    accumulation_config,
     check_global_batch,
     check_model,
     check_pipeline,
@@ -204,11 +206,22 @@ COMMAND_KINDS = {"sweep": "sweep", "find": "find", "accum-check": "accum_check",
 # (the job kind each measuring command runs)
 
 
-def check_command_config(command: str, cfg: RunConfig, checked: dict) -> None:
+def check_command_config(command: str, cfg: RunConfig, checked: dict,
+                         args: argparse.Namespace | None = None) -> None:
     """The checks that need the config beside the flags (a ConfigError names the field; the
     CLI prints its flag): the job kind's models, and a process group's batch."""
+    check_device(cfg.device)
     if command in COMMAND_KINDS:
         check_model(COMMAND_KINDS[command], cfg)
+    if command == "accum-check":
+        big = accumulation_config(cfg, bool(getattr(args, "variable_length", False)))
+        if checked["micro"] * checked["k"] > big.train_samples:
+            raise ConfigError("--micro-batch", checked["micro"],
+                              f"--micro-batch × --accum at most the {big.train_samples:,} training "
+                              f"samples (got {checked['micro']} × {checked['k']})")
+        if cfg.batch_norm_1d and checked["micro"] < 2:
+            raise ConfigError("--micro-batch", checked["micro"], "at least 2 with --norm batch: "
+                              "BatchNorm normalises over the micro-batch")
     if command == "ddp-check":
         check_global_batch(cfg, checked["processes"])
     elif command == "pipeline-check":

@@ -182,11 +182,12 @@ def _toy_2d(name: str, n: int, noise: float) -> tuple[torch.Tensor, torch.Tensor
 
 
 def epoch_batches(n: int, effective_batch_size: int, generator: torch.Generator,
-                  device: torch.device):
+                  device: torch.device, drop_last_one: bool = False):
     """Index tensors of one shuffled epoch, effective_batch_size each (the last may be partial).
 
     The permutation is drawn on the device; a step's micro-batches are consecutive slices of its
     effective batch, so k micro-batches of b hold exactly the samples of one batch of k*b.
+    drop_last_one: leave the permutation's last sample out (RunConfig.drops_lone_sample).
     """
     perm = torch.randperm(n, generator=generator, device=device)
-    return perm.split(effective_batch_size)
+    return (perm[:-1] if drop_last_one else perm).split(effective_batch_size)

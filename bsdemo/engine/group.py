@@ -7,7 +7,8 @@ group's size, the rendezvous file and the target function from SPEC, runs
 launcher polls the members; when the caller says stop, or one member fails, it kills them all.
 On Linux every member also dies with its launcher (PR_SET_PDEATHSIG, set by the member as it
 starts), so a worker killed outright leaves no member behind. Results travel as pickles in a
-private temporary folder that only this launcher and its own members write.
+private temporary folder that only this launcher and its own members write; a launcher killed
+outright leaves it, and the next launcher (or the pool replacing that worker) removes it.
 """
 
 from __future__ import annotations
@@ -16,31 +17,18 @@ import importlib
 import json
 import os
 import pickle
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bsdemo.jobkinds import JobStopped
+from bsdemo.lifetime import die_with, group_folder, remove_orphan_folders
 
 POLL_S = 0.1
 JOIN_S = 30.0  # a killed member is reaped within this
-
-
-def _die_with(parent: int) -> None:
-    """Have the kernel kill this process when its parent dies (Linux), and exit now if the
-    parent is already gone. Set by the member itself: a preexec_fn is unsafe in a launcher that
-    has threads (every worker has its queue's)."""
-    if sys.platform == "linux":
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os._exit(1)
 
 
 def member_threads(world: int) -> int:
@@ -63,7 +51,8 @@ def run_group(target: str, world: int, arguments: dict[str, Any],
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
-    with tempfile.TemporaryDirectory(prefix="bsdemo-group-") as folder:
+    remove_orphan_folders()  # those of launchers killed outright (a worker over its time cap)
+    with group_folder() as folder:
         members = []
         try:
             for rank in range(world):
@@ -116,7 +105,7 @@ def _result(path: Path) -> Any:
 
 def _member(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
-    _die_with(spec["parent"])
+    die_with(spec["parent"])
     import torch
     import torch.distributed as dist
 

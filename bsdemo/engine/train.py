@@ -143,6 +143,7 @@ def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
     memory_budget_bytes caps memory: on CUDA the allocator itself (a real OOM), elsewhere the
     accounted memory (a *simulated* OOM).
     """
+    began = time.perf_counter()  # the time cap counts from here: data, model, evaluations too
     run = prepared or prepare(cfg)
     meter = MemoryMeter(run.device)
     info = device_info(run.device)
@@ -162,22 +163,32 @@ def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
         memory_source=meter.source)
     sampler = NvmlSampler(run.device)
     try:
-        yield from _loop(run, meter, sampler, info, should_stop, evaluations, memory_budget_bytes)
+        yield from _loop(run, meter, sampler, info, should_stop, evaluations, memory_budget_bytes,
+                         began)
     finally:
         sampler.close()
         if memory_budget_bytes is not None and run.device.type == "cuda":
             set_cuda_budget(run.device, None)
 
 
+class _Interrupted(Exception):
+    """Stop or the time cap came between two micro-batches of one optimizer step."""
+
+
 def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, should_stop,
-          evaluations: bool, budget: int | None) -> Iterator:
+          evaluations: bool, budget: int | None, began: float) -> Iterator:
     """One optimizer step per effective batch, epoch after epoch, until the budget ends the run,
-    or Stop, the time cap, divergence or an out-of-memory does."""
+    or Stop, the time cap, divergence or an out-of-memory does.
+
+    Stop and the time cap are checked before every step and between the micro-batches of one
+    (an accumulated step can take minutes); the cap is on the whole run's time, its setup and
+    evaluations included, so the run ends on its own before the scheduler would end its worker.
+    """
     cfg, device, model, optimizer = run.cfg, run.device, run.model, run.optimizer
     book = MemoryBook([p for p in model.parameters() if p.requires_grad], cfg.optimizer, meter,
                       budget)
     n_train = len(run.data.y_train)
-    tally = _Tally(n_train, full_size=min(cfg.effective_batch_size, n_train))
+    tally = _Tally(n_train, full_size=min(cfg.effective_batch_size, n_train), began=began)
     summary = functools.partial(_summary, cfg, tally, book, info.get("name", device.type))
     # locals, not attribute look-ups, on the per-step path (it runs 10^5 times at batch 1)
     accounting, on_device = book.accounting, book.on_device
@@ -188,17 +199,31 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
     gan = isinstance(model, GAN)
     current_lr = None
     done = False
+
+    def interrupted() -> str | None:
+        """Why the run must end now: "stop", "cap", or None."""
+        if should_stop is not None and should_stop():
+            return "stop"
+        if time_limit is not None and time.perf_counter() - began + tally.last_eval_s >= time_limit:
+            return "cap"  # a final evaluation as long as the last one must fit in the cap too
+        return None
+
+    # checked between micro-batches only when a step has several (not on batch 1's hot path)
+    between = interrupted if cfg.accumulation_steps > 1 else None
     if evaluations:
         yield _evaluation(run, tally, 0.0)
     tally.restart_clock()  # training time starts now: the first evaluation is not in it
     for epoch in range(cfg.epochs) if cfg.epochs is not None else itertools.count():
-        batches = epoch_batches(n_train, cfg.effective_batch_size, generator, device)
+        batches = epoch_batches(n_train, cfg.effective_batch_size, generator, device,
+                                cfg.drops_lone_sample)
         last_index = len(batches) - 1
         for batch_index, idx in enumerate(batches):
-            if should_stop is not None and should_stop():
+            why = interrupted() if tally.step else (
+                "stop" if should_stop is not None and should_stop() else None)
+            if why == "stop":
                 yield EndEvent("cancelled", f"Stopped after {tally.step} steps.", summary())
                 return
-            if time_limit is not None and tally.step and tally.wall_time() >= time_limit:
+            if why == "cap":
                 yield from _time_capped(run, tally, summary, evaluations)
                 return
             if tally.step < warmup_steps or current_lr is None:  # after warm-up: a bare hot path
@@ -208,12 +233,14 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
             if on_device:
                 book.begin_step()
             t0 = time.perf_counter()
-            oom = None
+            oom = why = None
             try:
                 loss_value, step_need = _optimizer_step(model, optimizer, x_train, y_train, idx,
-                                                        batch_size, book, accounting)
+                                                        batch_size, book, accounting, between)
                 if on_device:
                     synchronize(device)
+            except _Interrupted as exc:
+                why = str(exc)
             except (RuntimeError, MemoryError) as exc:  # CUDA's OOM is a RuntimeError too
                 if not is_out_of_memory(exc):
                     raise
@@ -222,6 +249,14 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
                        isinstance(exc, SimulatedOutOfMemoryError))
             if oom is not None:  # recovered outside the except block: the step's frames are gone
                 yield _out_of_memory(run, book, *oom, summary)
+                return
+            if why is not None:  # the unfinished step is dropped: its gradients never applied
+                optimizer.zero_grad(set_to_none=True)
+                if why == "cap":
+                    yield from _time_capped(run, tally, summary, evaluations)
+                else:
+                    yield EndEvent("cancelled", f"Stopped after {tally.step} steps, in the middle "
+                                   "of the next one.", summary())
                 return
             t_end = time.perf_counter()
             step_time = t_end - t0
@@ -274,7 +309,7 @@ def _time_capped(run: Prepared, tally: _Tally, summary: Callable[[], dict],
     """The end of a run at its time cap: the result is what it reached (evaluated, if the last
     step was not)."""
     cap = run.cfg.time_limit_s
-    if evaluations and tally.last["step"] != tally.step:
+    if evaluations and tally.step and tally.last["step"] != tally.step:
         yield _evaluation(run, tally, tally.epochs())
     yield EndEvent("cancelled", f"Stopped at the time cap of {cap:g} s after {tally.step} steps "
                    f"({tally.epochs():.3g} epochs).", summary() | {"time_capped": True})
@@ -292,18 +327,22 @@ def _completed(s: dict) -> EndEvent:
 
 def _optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                     x_train: torch.Tensor, y_train: torch.Tensor, idx: torch.Tensor,
-                    batch_size: int, book: MemoryBook, accounting: bool) -> tuple[float, int]:
+                    batch_size: int, book: MemoryBook, accounting: bool,
+                    interrupted: Callable[[], str | None] | None = None) -> tuple[float, int]:
     """One optimizer step over the effective batch `idx`, in micro-batches of batch_size.
 
     Returns (the effective batch's mean loss, the step's accounted need for activations and
     workspace: its largest micro-batch's, 0 unless accounting). The hot path: the loss's .item()
-    is the step's one device sync.
+    is the step's one device sync. `interrupted` is asked before every micro-batch but the
+    first; a reason from it raises _Interrupted (the step is not applied).
     """
     n_eff = len(idx)
     optimizer.zero_grad(set_to_none=True)
     loss_sum = None
     step_need = 0
-    for micro in idx.split(batch_size) if n_eff > batch_size else (idx,):
+    for i, micro in enumerate(idx.split(batch_size) if n_eff > batch_size else (idx,)):
+        if i and interrupted is not None and (why := interrupted()):
+            raise _Interrupted(why)
         xb, yb = x_train[micro], y_train[micro]
         size = len(micro)
         if size in book.activations:
@@ -332,8 +371,10 @@ class _Tally:
     rates: list[float] = field(default_factory=list)
     step_times: list[float] = field(default_factory=list)
     eval_time: float = 0.0
+    last_eval_s: float = 0.0  # how long the latest evaluation took
     t_origin: float = field(default_factory=time.perf_counter)
     rss_start: int | None = field(default_factory=process_rss)  # the process, before training
+    began: float = field(default_factory=time.perf_counter)  # the time cap's clock (set by train)
     reference: float | None = None  # a GAN's Fréchet distance of real images (bsdemo.engine.gan)
     last: dict = field(default_factory=lambda: dict.fromkeys(
         ("step", "train_loss", "train_accuracy", "test_loss", "test_accuracy")))
@@ -381,7 +422,8 @@ def _evaluation(run: Prepared, tally: _Tally, epoch_done: float) -> EvalEvent:
     else:
         train_loss, train_acc = evaluate(run.model, run.data.x_train, run.data.y_train)
         test_loss, test_acc = evaluate(run.model, run.data.x_test, run.data.y_test)
-    tally.eval_time += time.perf_counter() - t
+    tally.last_eval_s = time.perf_counter() - t
+    tally.eval_time += tally.last_eval_s
     tally.last.update(step=tally.step, train_loss=train_loss, train_accuracy=train_acc,
                       test_loss=test_loss, test_accuracy=test_acc)
     tally.last["frechet_distance"] = extra.get("frechet_distance")
@@ -402,6 +444,8 @@ def _summary(cfg: RunConfig, tally: _Tally, book: MemoryBook, device_name: str) 
             "step_time_s": statistics.median(tally.step_times[steady]) if tally.step_times
             else None,
             "wall_time_s": wall, "peak_memory_bytes": book.peak or None,
+            # the time cap's clock: the whole run, its setup and evaluations included
+            "run_time_s": time.perf_counter() - tally.began,
             # what the caller got over the whole run: every step, warm-up and pauses included
             "wall_samples_per_sec": tally.samples_seen / wall if tally.step and wall > 0 else None,
             "memory_source": book.meter.source, "final_train_loss": last["train_loss"],

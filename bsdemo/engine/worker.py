@@ -23,7 +23,7 @@ from bsdemo.engine.critical import critical_batch
 from bsdemo.engine.ddp import ddp_check
 from bsdemo.engine.finder import find_batch_size
 from bsdemo.engine.fitbatch import fit_batch
-from bsdemo.engine.flops import cpu_matmul_flops
+from bsdemo.engine.flops import device_peak_flops
 from bsdemo.engine.measure import device_info, limit_address_space, resolve_device
 from bsdemo.engine.noise import noise_measure
 from bsdemo.engine.norms import norms_grid
@@ -32,6 +32,7 @@ from bsdemo.engine.sharpness import sharpness_study
 from bsdemo.engine.sweep import sweep
 from bsdemo.engine.train import is_out_of_memory, train
 from bsdemo.jobkinds import RESULT_KINDS, JobStopped
+from bsdemo.lifetime import die_with
 
 FLUSH_INTERVAL_S = 0.05  # step events are batched: one queue message per 50 ms, not per step
 
@@ -44,19 +45,25 @@ def main(index: int, tasks, results, cancel, threads: int, memory: tuple = (None
     slack), so a run the memory model underestimates ends as an out-of-memory result instead of
     taking the host down.
     """
+    parent = mp.parent_process()
+    if parent is not None:
+        die_with(parent.pid)  # a server killed outright takes its workers with it
+    # a full results pipe nobody reads must not keep this process from exiting
+    results.cancel_join_thread()
     torch.set_num_threads(threads)
     # warm-up: first use of the optimizer, autograd and the digits data costs ~1 s once
     for _ in train(RunConfig(epochs=None, max_steps=2)):
         pass
     info = device_info(resolve_device("auto"))
-    if info["type"] == "cpu":
-        cpu_matmul_flops()  # the peak's first probe, while this worker is idle
     device_memory, margin = memory
     share = device_memory or info.get("total_memory_bytes")
     info["memory_ceiling_bytes"] = (limit_address_space(int(share * (1 - margin)))
                                     if info["type"] == "cpu" and share else None)
+    # the peak (on the CPU its first probe, while this worker is idle): admission bounds the
+    # time of a job's largest step by it. The higher of the fp32 and TF32 peaks, so the bound
+    # stays a lower bound whatever math mode a model runs in.
+    info["peak_flops"] = device_peak_flops(info, ["matmuls", "convolutions"])[0]
     results.put(("hello", index, info))
-    parent = mp.parent_process()
     while True:
         try:
             task = tasks.get(timeout=1.0)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from bsdemo import jobkinds
+from bsdemo import footprint, jobkinds
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.jobkinds import Cost
 from bsdemo.limits import Limits
@@ -25,6 +25,24 @@ from bsdemo.units import format_bytes
 # 0.3-0.6 GiB on current GPUs and drivers): kept out of what admission shares among runs
 CUDA_CONTEXT_BYTES = 512 * 2**20
 MAX_COMPARISON = 64  # runs in one comparison
+# kinds whose cost bound's largest batch is a ceiling they search under, not a step they surely
+# run (the finder, fit-batch: memory stops them far below it), and the architecture study (each
+# architecture's own small preset): their largest step is not known before they run
+EXCLUSIVE_WAIT = "a measurement has the device to itself until it ends"
+MEASUREMENTS = {"sweep": "throughput sweep", "find": "batch-size search",
+                "accum_check": "gradient-accumulation check",
+                "fit_batch": "fit-a-bigger-batch measurement", "ddp": "data-parallel check",
+                "pipeline": "pipeline check", "architectures": "architecture study"}
+
+
+def exclusive_wait(running: list[Job]) -> str:
+    """What a run waits for behind the measurement that has the device: named by its kind."""
+    kind = next((j.kind for j in running if j.exclusive), None)
+    return f"a {MEASUREMENTS[kind]} has the device to itself until it ends" if kind in MEASUREMENTS \
+        else EXCLUSIVE_WAIT
+
+
+UNBOUNDED_STEP_KINDS = ("find", "fit_batch", "architectures")
 
 
 class ActiveRunError(RuntimeError):
@@ -34,11 +52,13 @@ class ActiveRunError(RuntimeError):
 
 # ----- what may be queued -----
 def checked(cfg: RunConfig, kind: str, options: dict[str, Any] | None,
-            limits: Limits) -> tuple[RunConfig, dict, Cost]:
+            limits: Limits, device: dict[str, Any] | None = None) -> tuple[RunConfig, dict, Cost]:
     """(validated cfg with its time cap, checked options, cost bound), or ConfigError.
 
     A training run's cap is its own, at most max_wall_s (its engine ends it there and says so);
-    any other kind's cap is max_wall_s for the whole job, kept by its worker."""
+    any other kind's cap is max_wall_s for the whole job, kept by its worker. With the workers'
+    device known, a job whose largest step cannot finish within its cap is refused
+    (check_step_time)."""
     cfg, _ = cfg.validated()
     limit = limits.max_wall_s
     if kind == "train":
@@ -47,10 +67,37 @@ def checked(cfg: RunConfig, kind: str, options: dict[str, Any] | None,
     else:
         cfg, wall = dataclasses.replace(cfg, time_limit_s=None), limit
     options, cost = jobkinds.assess(kind, cfg, options, limits, wall)
+    if kind not in UNBOUNDED_STEP_KINDS:
+        check_step_time(cfg, cost, device)
     return cfg, options, cost
 
 
-def comparison(cfgs: list[RunConfig], limits: Limits) -> list[tuple[RunConfig, dict, Cost]]:
+def check_step_time(cfg: RunConfig, cost: Cost, device: dict[str, Any] | None) -> None:
+    """A ConfigError when one optimizer step of the job's largest batch needs more time than its
+    whole cap even at the device's peak (footprint.step_flops_bound: a lower bound on the work,
+    over the best speed this device showed): it could never finish a step, only hold a worker.
+    It names the setting that makes the step large."""
+    peak = (device or {}).get("peak_flops")
+    if not peak or not cost.wall_s:
+        return
+    work = footprint.step_flops_bound(cfg, cost.effective_batch)
+    least = work / peak
+    if least <= cost.wall_s:
+        return
+    if cfg.accumulation_steps > 1 and cost.effective_batch == cfg.effective_batch_size:
+        name, value = "accumulation_steps", cfg.accumulation_steps
+        lower = "accumulation_steps or batch_size"
+    else:
+        name, value, lower = "batch_size", cfg.batch_size, "batch_size"
+    raise ConfigError(name, value, (
+        f"a job whose largest step can finish within its time cap of {cost.wall_s:g} s: one "
+        f"step of {cost.effective_batch:,} samples needs at least {work / 1e9:,.0f} GFLOP, and "
+        f"this {(device or {}).get('type', 'device').upper()} peaks at {peak / 1e9:,.0f} GFLOP/s, "
+        f"so a step takes at least {least:,.0f} s: lower {lower}, width or depth"))
+
+
+def comparison(cfgs: list[RunConfig], limits: Limits,
+               device: dict[str, Any] | None = None) -> list[tuple[RunConfig, dict, Cost]]:
     """A comparison's runs, checked as one job: their steps add up, and so do their time caps
     (runs without one share what max_wall_s leaves). Raises ConfigError."""
     if not 1 <= len(cfgs) <= MAX_COMPARISON:
@@ -66,7 +113,7 @@ def comparison(cfgs: list[RunConfig], limits: Limits) -> list[tuple[RunConfig, d
                           "limit max_wall_s)")
     valid = [dataclasses.replace(c, time_limit_s=min(c.time_limit_s, limit)
                                  if c.time_limit_s else share) for c in valid]
-    runs = [checked(c, "train", None, limits) for c in valid]
+    runs = [checked(c, "train", None, limits, device) for c in valid]
     costs = [cost for *_, cost in runs]
     limits.check(Cost(max(c.micro_batch for c in costs), max(c.effective_batch for c in costs),
                       sum(c.steps for c in costs), sum(c.wall_s for c in costs),
@@ -138,7 +185,7 @@ def blocker(job: Job, running: int, exclusive: int, held: int, free_workers: int
     """Why job cannot start beside `running` jobs (`exclusive` of them measurements, holding
     `held` bytes) with `free_workers` of `workers` idle, or None."""
     if exclusive:
-        return "a measurement (sweep or finder) has the device to itself until it ends"
+        return EXCLUSIVE_WAIT
     if job.exclusive and running:
         return f"a measurement needs the device to itself: waiting for {running} run(s) to end"
     if not free_workers:

@@ -29,6 +29,16 @@ from bsdemo.scheduler.stored import StoreLink, serve
 from bsdemo.store import RunStore
 
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
+ID_EPOCH = 1_767_225_600  # 2026-01-01 UTC: job ids count from here
+IDS_PER_SECOND = 100  # job ids a server may issue per second of its life and stay unique
+
+
+def first_job_id(now: float | None = None) -> int:
+    """The first job id of a scheduler started now: a hundred per second since ID_EPOCH, so a
+    restarted server never hands out an id an earlier one did (a link to an old run says it is
+    gone instead of showing somebody else's) unless the earlier one issued more than 100 a second
+    over its whole life, which the submit limits forbid."""
+    return max(1, int(((now if now is not None else time.time()) - ID_EPOCH) * IDS_PER_SECOND))
 
 
 class Scheduler:
@@ -46,7 +56,7 @@ class Scheduler:
         self._jobs: dict[int, Job] = {}
         self._queue: collections.deque[int] = collections.deque()
         self._finished: collections.deque[int] = collections.deque()
-        self._next_id = 1
+        self._next_id = first_job_id()
         self._max_points = max_points
         self._keep_finished = keep_finished
         self._device_info: dict[str, Any] | None = None
@@ -72,10 +82,11 @@ class Scheduler:
         limits first. Raises ConfigError (invalid, or over a limit) or ActiveRunError (a sharing
         limit: not now).
         """
-        cfg, options, cost = admission.checked(cfg, kind, options, self.limits)
+        cfg, options, cost = admission.checked(cfg, kind, options, self.limits,
+                                               self._device_info)
         stored = None
         if kind == "train" and not fresh:
-            stored = self._stored.find(cfg, self._device_info)
+            stored = self._stored.find(cfg, self._device_info, settle=True)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the scheduler is shut down")
@@ -100,8 +111,8 @@ class Scheduler:
         are (unless `fresh`). With several workers the others may run side by side, and are
         then marked shared_device.
         """
-        runs = admission.comparison(cfgs, self.limits)
-        stored = [None if fresh else self._stored.find(cfg, self._device_info)
+        runs = admission.comparison(cfgs, self.limits, self._device_info)
+        stored = [None if fresh else self._stored.find(cfg, self._device_info, settle=True)
                   for cfg, _, _ in runs]
         with self._lock:
             if self._closed:
@@ -165,6 +176,8 @@ class Scheduler:
                                    "message": "Cancelled before it started.", "summary": {}})
             else:
                 job.cancel_requested = True
+                if job.kill_at_stop is None:
+                    job.kill_at_stop = time.monotonic() + self.limits.stop_grace_s
                 self._pool.stop(job.worker, job_id)
             return True
 
@@ -222,6 +235,16 @@ class Scheduler:
         return self._stored.error
 
     @property
+    def store_notice(self) -> str | None:
+        """What the run store's state is, when it is not simply working (for the sidebar)."""
+        store = self._stored.store
+        return store.notice if store is not None else None
+
+    def flush_store(self, timeout: float = 30.0) -> bool:
+        """Wait for the run store's pending writes (tests and shutdown)."""
+        return self._stored.flush(timeout)
+
+    @property
     def restarts(self) -> int:
         """Workers replaced after dying."""
         return self._pool.restarts
@@ -253,6 +276,8 @@ class Scheduler:
                 return
             self._closed = True
         self._pool.close()
+        if self.store is not None:
+            self._stored.flush(timeout=10)  # the last finished runs are kept
 
     # ----- dispatch -----
     def _running(self) -> list[Job]:
@@ -291,6 +316,10 @@ class Scheduler:
                                              sum(j.exclusive for j in running),
                                              sum(j.claim() for j in running), len(free), usable)
             if head.wait_reason is not None:
+                if head.wait_reason == admission.EXCLUSIVE_WAIT:
+                    head.wait_reason = admission.exclusive_wait(running)
+                elif not free and not running and self._pool.starting():
+                    head.wait_reason = "the training worker is starting"
                 return
             if not running:
                 head.notice = admission.alone_notice(head, usable) or head.notice
@@ -299,6 +328,8 @@ class Scheduler:
     def _start(self, job: Job, worker: Worker, beside: list[Job]) -> None:
         """Give job to a free worker, beside the running jobs. Caller holds the lock."""
         job.worker, job.status, job.started_at = worker.index, "running", time.time()
+        if job.wall_s:
+            job.kill_at_cap = time.monotonic() + job.wall_s + self.limits.stop_grace_s
         if beside:
             for j in [*beside, job]:
                 j.shared_device = True
@@ -347,6 +378,7 @@ class Scheduler:
                     self._handle(message)
                 self._reap_dead_workers()
                 self._reap_unattended()
+                self._end_overdue()
                 self._dispatch()
 
     def _handle(self, message: tuple) -> None:
@@ -382,6 +414,32 @@ class Scheduler:
             if job.status in ACTIVE and not job.unattended and now - job.last_seen > grace:
                 job.unattended = True
                 self.cancel(job.id)
+
+    def _end_overdue(self) -> None:
+        """The cap that needs no cooperation: a job still running its grace period after its
+        time cap or its Stop ends now, its worker killed (with its group's members) and replaced;
+        the other jobs go on untouched. Caller holds the lock."""
+        now, grace = time.monotonic(), self.limits.stop_grace_s
+        for job in self._running():
+            capped = job.kill_at_cap is not None and now >= job.kill_at_cap
+            stopped = job.kill_at_stop is not None and now >= job.kill_at_stop
+            if job.worker is None or not (capped or stopped):
+                continue
+            index = job.worker
+            latest = job.latest or {}
+            summary = {"steps": latest.get("step") or 0, "samples_seen": latest.get("samples_seen")
+                       or 0, "ended_by_server": True}
+            if capped and not (stopped and job.kill_at_stop < job.kill_at_cap):
+                message = (f"Ended at this server's time cap of {job.wall_s:g} s: it was still "
+                           f"running {grace:g} s past it, so its worker was ended (and replaced). "
+                           "What it reached until then is shown.")
+                summary["time_capped"] = True
+            else:
+                message = (f"Stopped: it had not stopped {grace:g} s after Stop, so its worker "
+                           "was ended (and replaced). What it reached until then is shown.")
+            self._finish(job, {"kind": "end", "status": "cancelled", "message": message,
+                               "summary": summary})
+            self._pool.kill(index)
 
     def _reap_dead_workers(self) -> None:
         """A dead worker's job fails with a message; a fresh worker takes its place."""

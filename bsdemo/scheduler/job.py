@@ -34,6 +34,10 @@ class Job(JobFacts):
     unattended: bool = False  # cancelled because nobody looked for the grace period
     address: str | None = None  # the client's connection address (per-address limit)
     wall_s: float | None = None  # the whole job's time cap (non-training kinds: the worker's)
+    # monotonic times past which the scheduler kills its worker: its cap (or its Stop) plus the
+    # grace; set when it starts (and when it is stopped)
+    kill_at_cap: float | None = None
+    kill_at_stop: float | None = None
     check_store: bool = False  # look in the run store before training (once the device is known)
 
     @property

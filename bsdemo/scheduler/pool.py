@@ -4,12 +4,19 @@ Workers are started with the `spawn` context (CUDA forbids fork), import torch o
 then take jobs one at a time; every worker sends its events back over the pool's one results
 queue. The workers' code is bsdemo.engine.worker, imported only in the child (`_worker_main`),
 so the server process never imports torch.
+
+Each worker writes to a results queue of its own, read by a thread of the pool's that forwards
+to one in-process queue (`results`): a worker killed in the middle of a message (its job over
+its time cap, say) can break only its own pipe, never the lock or the pipe the other workers
+write through. A worker dies with the server (the kernel's parent-death signal).
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import queue
 import sys
+import threading
 import time
 import types
 from dataclasses import dataclass, field
@@ -24,6 +31,8 @@ class Worker:
     process: Any
     tasks: Any  # this worker's own task queue
     cancel: Any  # shared int: the id of a job to stop (checked between steps)
+    results: Any = None  # its own results queue (read by the pool's forwarding thread)
+    retired: threading.Event = field(default_factory=threading.Event)  # killed or replaced
     job: int | None = None
     ready: bool = False
     started_at: float = field(default_factory=time.monotonic)
@@ -34,7 +43,7 @@ class WorkerPool:
 
     def __init__(self, size: int, threads: int, limits: Limits):
         self._ctx = mp.get_context("spawn")
-        self.results = self._ctx.Queue()  # (kind, worker index, ...) from every worker
+        self.results: queue.Queue = queue.Queue()  # (kind, worker index, ...) from every worker
         self._threads = threads
         self._memory = (limits.device_memory, limits.memory_margin)  # its OS ceiling's basis
         self.workers = [self._start(i) for i in range(size)]
@@ -47,23 +56,57 @@ class WorkerPool:
         return self.workers[index]
 
     def _start(self, index: int) -> Worker:
-        tasks = self._ctx.Queue()
+        tasks, results = self._ctx.Queue(), self._ctx.Queue()
         cancel = self._ctx.RawValue("q", -1)  # lock-free: one writer, read between steps
         process = self._ctx.Process(target=_worker_main, name=f"bsdemo-worker-{index}",
-                                    args=(index, tasks, self.results, cancel, self._threads,
+                                    args=(index, tasks, results, cancel, self._threads,
                                           self._memory),
                                     daemon=True)
         start_spawned(process)
-        return Worker(index, process, tasks, cancel)
+        worker = Worker(index, process, tasks, cancel, results)
+        threading.Thread(target=self._forward, args=(worker,), daemon=True,
+                         name=f"bsdemo-results-{index}").start()
+        return worker
+
+    def _forward(self, worker: Worker) -> None:
+        """Move one worker's messages into `results` until it is retired and drained."""
+        while True:
+            try:
+                message = worker.results.get(timeout=0.2)
+            except queue.Empty:
+                if worker.retired.is_set() or not worker.process.is_alive():
+                    return
+                continue
+            except (OSError, EOFError, ValueError):
+                return  # its pipe was closed or broken (the worker was killed mid-message)
+            self.results.put(message)
 
     def replace(self, index: int) -> None:
         """A fresh worker in a dead one's slot."""
         self.restarts += 1
+        self.workers[index].retired.set()
+        self.workers[index] = self._start(index)
+
+    def kill(self, index: int) -> None:
+        """End the worker at index now (with its process group's members, which die with it),
+        and put a fresh one in its slot: the last resort for a job that does not stop."""
+        worker = self.workers[index]
+        worker.retired.set()
+        worker.process.kill()
+        worker.process.join(timeout=10)
+        from bsdemo.lifetime import remove_orphan_folders
+
+        remove_orphan_folders()
+        self.restarts += 1
         self.workers[index] = self._start(index)
 
     def free(self) -> list[Worker]:
-        """Live workers with no job."""
-        return [w for w in self.workers if w.job is None and w.process.is_alive()]
+        """Live, warmed-up workers with no job (a job's time cap starts when it is given one)."""
+        return [w for w in self.workers if w.job is None and w.ready and w.process.is_alive()]
+
+    def starting(self) -> int:
+        """Live workers still warming up."""
+        return sum(not w.ready and w.process.is_alive() for w in self.workers)
 
     def alive(self) -> int:
         return sum(w.process.is_alive() for w in self.workers)
@@ -93,6 +136,7 @@ class WorkerPool:
             if w.process.is_alive():
                 w.process.kill()
                 w.process.join(timeout=2)
+            w.retired.set()
 
 
 def start_spawned(process) -> None:

@@ -1,10 +1,16 @@
 """The scheduler's write-through to the run store: a run already measured on this device is
 served from it; a run measured alone is kept in it. A store that fails never stops a run: the
-failure is kept in `error` (the sidebar says so) and logged, and the run goes on fresh."""
+failure is kept in `error` (the sidebar says so) and logged, and the run goes on fresh.
+
+Writes happen on a thread of their own, never under the scheduler's lock: a store that is locked
+or slow (each statement waits at most bsdemo.store.BUSY_S) delays only its own queue of writes,
+never a page's poll."""
 
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 
 from bsdemo.config import RunConfig
 from bsdemo.runs import EVAL_FIELDS, STEP_FIELDS
@@ -12,18 +18,25 @@ from bsdemo.scheduler.job import Job
 from bsdemo.store import RunStore
 
 log = logging.getLogger(__name__)
+SETTLE_S = 5.0  # how long a lookup outside the scheduler's lock waits for pending writes
 
 
 class StoreLink:
     def __init__(self, store: RunStore | None):
         self.store = store
         self.error: str | None = None  # the last failure to read or write the run store
+        self._writes: queue.Queue = queue.Queue()
+        if store is not None:
+            threading.Thread(target=self._write, name="bsdemo-store-writer", daemon=True).start()
 
-    def find(self, cfg: RunConfig, device: dict | None):
+    def find(self, cfg: RunConfig, device: dict | None, settle: bool = False):
         """The store's result for cfg on device, or None (no store, no device known yet, not
-        there, or the store failed to answer)."""
+        there, or the store failed to answer). settle: first wait for the writes asked for so
+        far (not under the scheduler's lock)."""
         if self.store is None or not device:
             return None
+        if settle:  # a run that has just finished is found (bounded: the store may be locked)
+            self.flush(timeout=SETTLE_S)
         try:
             return self.store.find(vars(cfg), device)
         except Exception as exc:  # noqa: BLE001 - a damaged store must not stop a run
@@ -37,12 +50,28 @@ class StoreLink:
         if (self.store is None or job.kind != "train" or job.status != "completed"
                 or job.start is None or job.shared_device):
             return
-        try:
-            self.store.put(vars(job.config), job.start["device"], job.start,
-                           job.steps.columns, job.evals.columns, job.end)
-        except Exception as exc:  # noqa: BLE001 - a full disk must not stop the lab
-            self.error = f"{type(exc).__name__}: {exc}"
-            log.warning("run store write failed (%s); the run is not kept", self.error)
+        # copies, taken under the scheduler's lock; the write itself happens on the writer thread
+        self._writes.put((vars(job.config).copy(), job.start["device"], job.start,
+                          {k: list(v) for k, v in job.steps.columns.items()},
+                          {k: list(v) for k, v in job.evals.columns.items()}, job.end))
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every write asked for so far is done (tests, shutdown); whether it was."""
+        done = threading.Event()
+        self._writes.put(done)
+        return done.wait(timeout)
+
+    def _write(self) -> None:
+        while True:
+            item = self._writes.get()
+            if isinstance(item, threading.Event):
+                item.set()
+                continue
+            try:
+                self.store.put(*item)
+            except Exception as exc:  # noqa: BLE001 - a full disk must not stop the lab
+                self.error = f"{type(exc).__name__}: {exc}"
+                log.warning("run store write failed (%s); the run is not kept", self.error)
 
 
 def serve(job: Job, stored) -> None:

@@ -72,22 +72,30 @@ def init_from_url() -> str | None:
         return st.session_state.get("lab_url_error")
     st.session_state["lab_initialised"] = True
     params = st.query_params.to_dict()
-    reattach(params.get("run"))
+    gone = reattach(params.get("run"))
     cfg, error = config_from_query(params)  # never raises, whatever the URL holds
     _to_widgets(cfg)
+    error = " ".join(filter(None, [error, gone])) or None
     st.session_state["lab_url_error"] = error
     return error
 
 
-def reattach(raw: str | None) -> None:
+def reattach(raw: str | None) -> str | None:
     """Show the run a link names. It is this browser's own after a reload (the same cookie, so
-    the same owner: Stop works); anyone else's link shows it read-only."""
+    the same owner: Stop works); anyone else's link shows it read-only. Returns what to tell the
+    reader when the link names a run this server no longer has (ids are never reused, across
+    restarts too, so a link never shows somebody else's run)."""
     job = parse_run_id(raw)
     snap = scheduler().snapshot(job) if job is not None else None
-    if snap is None or snap.kind != "train":
-        return
+    if snap is None:
+        return (f"Run {job} from this link is no longer on this server (it was restarted, or "
+                "the run is older than the runs it keeps): its settings are filled in, press "
+                "Run to train it again.") if job is not None else None
+    if snap.kind != "train":
+        return None
     if snap.id not in session_runs():
         session_runs().append(snap.id)
+    return None
 
 
 def scenario_buttons() -> None:

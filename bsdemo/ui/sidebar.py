@@ -1,11 +1,12 @@
-"""The shared sidebar: which device this server trains on, and how busy it is."""
+"""The shared sidebar, on every page: which device this server trains on, how busy it is, and
+the heartbeat that keeps this browser's runs attended wherever in the lab its tab is."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from bsdemo.plaintext import plain
-from bsdemo.ui.state import SERVER_NOTICES, remember_browser, scheduler
+from bsdemo.ui.state import SERVER_NOTICES, owner, remember_browser, scheduler
 from bsdemo.units import GIB, format_bytes
 
 
@@ -29,6 +30,7 @@ def device_badge() -> None:
 
     with st.sidebar:
         badge()
+        heartbeat()
         load = scheduler().load()
         memory = ""
         if load["usable_memory_bytes"]:
@@ -36,6 +38,22 @@ def device_badge() -> None:
                       f"{format_bytes(load['usable_memory_bytes'])} (their predicted peaks)")
         st.caption(f"Server now: {load['running']} running, {load['queued']} waiting, "
                    f"{load['workers']} worker(s){memory}.")
-        for message in SERVER_NOTICES:
-            st.warning(plain(message))
+        for message in [*SERVER_NOTICES, scheduler().store_notice]:
+            if message:
+                st.warning(plain(message))
     remember_browser()
+
+
+def heartbeat() -> None:
+    """While this browser has a run going or waiting, tell the scheduler its tab is open, from
+    whichever page it shows (Home and the quiz draw no run of their own): moving between pages
+    never leaves a run unattended. A third of the grace period apart, so one late poll costs
+    nothing; a browser with no run polls nothing."""
+    sched = scheduler()
+    active = sched.active_job(owner()) is not None
+
+    @st.fragment(run_every=max(1.0, sched.limits.unattended_grace_s / 3) if active else None)
+    def beat() -> None:
+        sched.heartbeat(owner())
+
+    beat()

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from bsdemo.addresses import client_address as address_of
+from bsdemo.addresses import parse_trusted
 from bsdemo.config import ConfigError, clip
 from bsdemo.limits import Limits, default_threads, threads_rule
 from bsdemo.scheduler import Scheduler
@@ -60,9 +62,7 @@ def open_store(data_dir: str | None) -> RunStore | None:
                               f"not be used ({clip(str(exc), 120)}). Runs still train; they are "
                               "not kept.")
         return None
-    if store.notice:
-        SERVER_NOTICES.append(store.notice)
-    return store
+    return store  # its notice (damaged, unavailable) is shown live by the sidebar
 
 
 def browser_secret() -> str | None:
@@ -98,9 +98,23 @@ document.cookie = "{COOKIE}={secret}; path=/; max-age={COOKIE_DAYS * 86400}; sam
 </script>""", unsafe_allow_javascript=True)
 
 
-def client_address() -> str | None:
-    """The connection's address, for the per-address limit (None on localhost and in AppTest)."""
-    return st.context.ip_address
+@st.cache_resource(show_spinner=False)
+def trusted_proxies() -> list:
+    """The proxies the operator named in BSDEMO_TRUSTED_PROXIES (a bad value: none, and a notice)."""
+    try:
+        return parse_trusted(os.environ.get("BSDEMO_TRUSTED_PROXIES"))
+    except ConfigError as exc:
+        SERVER_NOTICES.append(f"A server setting could not be used ({exc}); no proxy is trusted.")
+        return []
+
+
+def client_address() -> str:
+    """The connection's address for the per-address limit (bsdemo.addresses): from the
+    connection itself, through the headers only of the proxies the operator trusts; every
+    connection without one (AppTest's too) shares one bucket."""
+    headers = st.context.headers
+    forwarded = headers.get_all("X-Forwarded-For") if headers is not None else []
+    return address_of(st.context.ip_address, forwarded, trusted_proxies())
 
 
 def session_runs() -> list[int]:

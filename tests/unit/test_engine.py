@@ -227,7 +227,9 @@ def test_time_cap_stops_the_run_says_so_and_evaluates_where_it_stopped():
     assert end.status == "cancelled" and end.summary["time_capped"]
     assert "time cap of 0.3 s" in end.message
     assert end.summary["evaluated_at_step"] == end.summary["steps"]
-    assert 0.3 <= end.summary["wall_time_s"] < scaled(3.0)  # a step or two past the cap
+    # the cap is on the whole run, evaluations included: it ends about there, training a bit less
+    assert end.summary["wall_time_s"] < end.summary["run_time_s"] < scaled(3.0)
+    assert end.summary["run_time_s"] >= 0.2 and end.summary["steps"] > 0
 
 
 def test_summary_throughput_is_the_median_over_full_batches():

@@ -48,7 +48,7 @@ def test_the_example_plan_is_valid():
 
 @pytest.mark.parametrize("text, message", [
     ("", "plan plan.toml: got '0 [[run]] tables'; allowed: 1 to 50"),
-    ("[[run", 'plan plan.toml: got "Expected'),
+    ("[[run", '--plan: got "Expected'),
     ('[[run]]\nlink = "/throughput?largest=256"',
      "run 1 (run 1) link: got '/throughput?largest=256'; allowed: a link to the Training Lab"),
     ('[[run]]\ntitle = "big"\nlink = "/training_lab?batch_size=-4"',
@@ -172,3 +172,28 @@ def test_every_lab_scenario_is_a_valid_lab_link():
     configs = [lab_config(query, name) for name, query in LAB_SCENARIOS.items()]
     assert [c.batch_size for c in configs][:3] == [1, 32, 256]
     assert configs[-1].effective_batch_size == 256  # accumulation: 8 x 32
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "folder", "huge", "deep"])
+def test_a_plan_that_is_not_a_small_regular_file_is_refused_at_once(tmp_path, kind):
+    import os
+
+    from bsdemo.lecture import MAX_PLAN_BYTES, MAX_PLAN_DEPTH
+
+    path = tmp_path / "plan.toml"
+    if kind == "device":
+        path = Path("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(path)  # nobody writes it: reading it would block for ever
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "huge":
+        path.write_text("# " + "x" * MAX_PLAN_BYTES)
+    else:
+        path.write_text("a = " + "[" * 5000 + "]" * 5000)
+    with pytest.raises(ConfigError) as err:
+        load_plan(path)
+    assert err.value.field == "--plan"
+    expected = {"device": "a regular file", "fifo": "a regular file", "folder": "a regular file",
+                "huge": f"at most {MAX_PLAN_BYTES:,} bytes", "deep": f"at most {MAX_PLAN_DEPTH}"}
+    assert expected[kind] in err.value.allowed

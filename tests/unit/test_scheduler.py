@@ -268,7 +268,7 @@ def test_a_finished_run_is_served_from_the_store_and_can_be_run_fresh(tmp_path):
         assert again.end["summary"]["test_accuracy"] == first.end["summary"]["test_accuracy"]
         fresh = sched.wait(sched.submit(RunConfig(epochs=2), owner="n", fresh=True), timeout=scaled(60))
         assert fresh.stored_at is None and fresh.status == "completed"
-        assert sched.store.count() == 2
+        assert sched.flush_store() and sched.store.count() == 2
     finally:
         sched.close()
 
