@@ -43,7 +43,7 @@ def parse_trusted(raw: str | None) -> list[Network]:
                               "IP addresses or networks (e.g. 127.0.0.1, 10.0.0.0/8), "
                               "comma-separated") from None
         if isinstance(network, ipaddress.IPv6Network) and network.prefixlen >= 96 \
-                and (mapped := ipaddress.ip_address(int(network.network_address)).ipv4_mapped):
+                and (mapped := network.network_address.ipv4_mapped):
             network = ipaddress.ip_network(f"{mapped}/{network.prefixlen - 96}")
         networks.append(network)
     return networks

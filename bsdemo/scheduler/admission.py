@@ -68,11 +68,12 @@ def checked(cfg: RunConfig, kind: str, options: dict[str, Any] | None,
         cfg, wall = dataclasses.replace(cfg, time_limit_s=None), limit
     options, cost = jobkinds.assess(kind, cfg, options, limits, wall)
     if kind not in UNBOUNDED_STEP_KINDS:
-        check_step_time(cfg, cost, device)
+        check_step_time(cfg, cost, device, options)
     return cfg, options, cost
 
 
-def check_step_time(cfg: RunConfig, cost: Cost, device: dict[str, Any] | None) -> None:
+def check_step_time(cfg: RunConfig, cost: Cost, device: dict[str, Any] | None,
+                    options: dict[str, Any] | None = None) -> None:
     """A ConfigError when one optimizer step of the job's largest batch needs more time than its
     whole cap even at the device's peak (footprint.step_flops_bound: a lower bound on the work,
     over the best speed this device showed): it could never finish a step, only hold a worker.
@@ -84,7 +85,12 @@ def check_step_time(cfg: RunConfig, cost: Cost, device: dict[str, Any] | None) -
     least = work / peak
     if least <= cost.wall_s:
         return
-    if cfg.accumulation_steps > 1 and cost.effective_batch == cfg.effective_batch_size:
+    sizes = (options or {}).get("batch_sizes")
+    if sizes and max(sizes) >= cost.effective_batch:  # the job's own list holds the big one
+        name, value, lower = "batch_sizes", sizes, "the largest batch size"
+    elif "micro_batch" in (options or {}):
+        name, value, lower = "micro_batch", options["micro_batch"], "micro_batch or accum"
+    elif cfg.accumulation_steps > 1 and cost.effective_batch == cfg.effective_batch_size:
         name, value = "accumulation_steps", cfg.accumulation_steps
         lower = "accumulation_steps or batch_size"
     else:

@@ -17,6 +17,8 @@ def group_done(at: AppTest) -> bool:
 def test_regimes_page_trains_the_three_and_tabulates_them():
     at = open_page("pages/regimes.py")
     at.number_input(key="reg_epochs").set_value(2).run()
+    # the counts below are of finished runs: a cap a loaded one-core machine could hit is raised
+    at.number_input(key="reg_cap").set_value(200).run()  # the default limits allow 600 / 3
     at.radio(key="predict_regimes").set_value("the full batch does").run()  # predict first
     at.button(key="reg_run").click().run()
     run_until(at, lambda a: group_done(a) and any("What your runs show" in m.value

@@ -73,7 +73,8 @@ def test_fuzzed_links_never_show_an_exception_box(query):
 SERVER_WITH_BAD_SETTINGS = r"""
 import json, sys
 from streamlit.testing.v1 import AppTest
-at = AppTest.from_file(sys.argv[1], default_timeout=120)
+from tests.timeouts import scaled  # run from the checkout: the suite's one timeout scale
+at = AppTest.from_file(sys.argv[1], default_timeout=scaled(120))
 at.run()
 at.switch_page("pages/training_lab.py").run()
 notices = [w.value for w in at.sidebar.warning]

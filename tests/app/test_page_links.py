@@ -134,9 +134,10 @@ def test_presentation_mode_puts_the_run_and_its_results_above_the_controls(page,
 STORED_COMPARISON = r"""
 import json, sys, time
 from streamlit.testing.v1 import AppTest
+from tests.timeouts import scaled  # run from the checkout: the suite's one timeout scale
 
 def open_regimes():
-    at = AppTest.from_file(sys.argv[1], default_timeout=120)
+    at = AppTest.from_file(sys.argv[1], default_timeout=scaled(120))
     for k, v in {"sgd": "16", "mini": "128", "epochs": "1", "cap": "10"}.items():
         at.query_params[k] = v
     at.run()

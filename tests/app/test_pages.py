@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import collections
 import json
+import time
 
 from streamlit.testing.v1 import AppTest
 
 from bsdemo.plaintext import unescape
 from tests.app.helpers import APP, open_page, run_until
+from tests.timeouts import scaled
 
 LAB = "pages/training_lab.py"
 HOME = "pages/home.py"
@@ -27,7 +29,7 @@ def chart_points(at: AppTest, index: int = 0) -> int:
 
 
 def test_home_lists_the_lessons_and_links_the_lab():
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = AppTest.from_file(APP, default_timeout=scaled(60))
     at.switch_page(HOME).run()
     assert not at.exception
     assert at.title[0].value == "Batch Size Lab"
@@ -193,3 +195,32 @@ def test_the_lab_trains_an_lstm():
     run_until(at, lambda a: bool(a.success), timeout=180)
     tiles = {m.label: m.value for m in at.metric}
     assert float(tiles["Test accuracy"].rstrip("%")) > 50  # 10 classes: chance is 10 %
+
+
+def test_every_page_keeps_its_browsers_run_attended():
+    """The heartbeat is in the sidebar: the owner moving to Home (or the quiz) in the same tab
+    keeps the run; the unattended-run reaper cancels only a tab that is gone."""
+    from bsdemo.ui.state import scheduler
+
+    at = long_run_going()
+    job = int(at.query_params["run"])
+    sched = scheduler()  # the process's one scheduler, the one the pages use
+    back = sched.limits.unattended_grace_s / 2  # as if no page had looked for half the grace
+    for page in (HOME, "pages/quiz.py"):
+        with sched._lock:
+            sched._jobs[job].last_seen -= back
+        at.switch_page(page).run()
+        assert not at.exception
+        with sched._lock:
+            assert time.monotonic() - sched._jobs[job].last_seen < back / 2, page
+            assert sched._jobs[job].status == "running"
+    assert sched.cancel(job)
+    assert sched.wait(job, timeout=scaled(60)).status == "cancelled"
+
+
+def test_a_link_to_a_run_this_server_no_longer_has_says_so():
+    at = open_lab({"run": "123456789", "batch_size": "64"})
+    text = " ".join(e.value for e in [*at.error, *at.warning, *at.info])
+    assert "Run 123456789 from this link is no longer on this server" in text
+    assert at.session_state["w_batch_value" if at.session_state["w_batch_exact"]
+                            else "w_batch_pow"] == 64

@@ -5,6 +5,7 @@ Also a copied link in a second browser, and links that try to inject outside lin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -18,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.timeouts import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("BSDEMO_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -30,24 +33,31 @@ LOSS_POINTS = """() => {
 pytestmark = pytest.mark.e2e
 
 
+def ms(seconds: float) -> float:
+    """A Playwright timeout (milliseconds) through the one timeout scale."""
+    return scaled(seconds) * 1000
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+@contextlib.contextmanager
+def serving(log_dir: Path, address: str = "127.0.0.1", env: dict | None = None):
+    """The real app served by `streamlit run` on a free port of `address`; yields its port."""
     if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
         pytest.fail(f"Chromium not found at {CHROMIUM}: install the chromium package")
     port = free_port()
     cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
-           str(port), "--server.address", "127.0.0.1", "--server.headless", "true"]
-    log = open(tmp_path_factory.mktemp("server") / "streamlit.log", "wb")
+           str(port), "--server.address", address, "--server.headless", "true"]
+    log = open(log_dir / "streamlit.log", "wb")
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, **(env or {})},
                             start_new_session=True)  # its own group: we end it and its workers
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
@@ -61,14 +71,22 @@ def server(tmp_path_factory):
         log.close()
         pytest.fail("the server did not answer /_stcore/health within 60 s: "
                     + Path(log.name).read_text(errors="replace")[-2000:])
-    yield url
-    os.killpg(proc.pid, signal.SIGTERM)
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    log.close()
+        yield port
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=scaled(10))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with serving(tmp_path_factory.mktemp("server")) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="module")
@@ -85,19 +103,19 @@ def test_press_run_and_watch_the_loss_chart_fill(server, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{server}/training_lab")
     run = page.get_by_role("button", name="Run")
-    run.wait_for(timeout=30_000)
+    run.wait_for(timeout=ms(30))
     page.get_by_text("Effective batch", exact=True).wait_for()
-    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=30_000)  # the worker is warm
+    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(30))  # the worker is warm
     run.click()
-    page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=30_000)
+    page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=ms(30))
     first = page.evaluate(LOSS_POINTS)
-    page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=60_000)
-    page.wait_for_function(f"({LOSS_POINTS})() >= 450", timeout=30_000)  # 10 epochs x 45 steps
+    page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=ms(60))
+    page.wait_for_function(f"({LOSS_POINTS})() >= 450", timeout=ms(30))  # 10 epochs x 45 steps
     assert page.evaluate(LOSS_POINTS) >= first
     assert page.locator(".stException").count() == 0
     # the app scrolls inside its own container, so a tall viewport (not full_page) shows it all
     page.set_viewport_size({"width": 1400, "height": 2300})
-    page.wait_for_timeout(1500)  # let the charts finish redrawing before the picture
+    page.wait_for_timeout(ms(1.5))  # let the charts finish redrawing before the picture
     page.screenshot(path=str(tmp_path / "training_lab.png"))  # the tree stays clean: the
     # README's picture is refreshed on purpose, by scripts/screenshots.py --readme
     page.close()
@@ -106,10 +124,10 @@ def test_press_run_and_watch_the_loss_chart_fill(server, browser, tmp_path):
 def test_bad_link_shows_a_message_and_the_server_keeps_serving(server, browser):
     page = browser.new_page()
     page.goto(f"{server}/training_lab?batch_size=-7&lr=banana")
-    page.get_by_text("could not be used").wait_for(timeout=30_000)
+    page.get_by_text("could not be used").wait_for(timeout=ms(30))
     assert "banana" in page.get_by_text("could not be used").inner_text()
     page.goto(f"{server}/training_lab")
-    page.get_by_role("button", name="Run").wait_for(timeout=30_000)
+    page.get_by_role("button", name="Run").wait_for(timeout=ms(30))
     assert page.locator(".stException").count() == 0
     page.close()
 
@@ -117,14 +135,14 @@ def test_bad_link_shows_a_message_and_the_server_keeps_serving(server, browser):
 def test_memory_page_marks_the_out_of_memory_point(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1600})
     page.goto(f"{server}/memory")
-    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=30_000)
+    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(30))
     page.get_by_role("button", name="Measure memory").click()
-    page.get_by_text("out of memory (simulated).").first.wait_for(timeout=60_000)
-    page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=30_000)  # the chart has drawn
+    page.get_by_text("out of memory (simulated).").first.wait_for(timeout=ms(60))
+    page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=ms(30))  # the chart has drawn
     traces = page.evaluate("() => document.querySelector('.js-plotly-plot').data.map(t => t.name)")
     assert "Saved activations" in traces and any(t.startswith("out of memory") for t in traces)
     page.get_by_role("button", name=re.compile(r"^Run batch \d+, then \d+$")).click()
-    page.get_by_text(re.compile(r"recovered\.$")).wait_for(timeout=60_000)
+    page.get_by_text(re.compile(r"recovered\.$")).wait_for(timeout=ms(60))
     assert page.locator(".stException").count() == 0
     page.close()
 
@@ -132,10 +150,10 @@ def test_memory_page_marks_the_out_of_memory_point(server, browser):
 def test_accumulation_page_toggles_a_pitfall(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     page.goto(f"{server}/accumulation")
-    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=30_000)
+    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(30))
     page.get_by_role("button", name="Compare").click()
     page.get_by_text(re.compile(r"— equivalent: what is left is float32 rounding")).wait_for(
-        timeout=60_000)
+        timeout=ms(60))
     # the first result can show before its job has ended (the result record comes before the
     # end record): let that rerun settle before the toggle, and the toggle's before Compare
     settled(page)
@@ -143,13 +161,13 @@ def test_accumulation_page_toggles_a_pitfall(server, browser):
     page.wait_for_function("""() => [...document.querySelectorAll('label')].some(label =>
         label.innerText.includes('Forget to divide the loss by k')
         && label.querySelector('input') && label.querySelector('input').checked)""",
-                           timeout=30_000)
+                           timeout=ms(30))
     settled(page)
     # Compare is disabled while this browser's first check still counts as active
     page.wait_for_function("""() => [...document.querySelectorAll('button')].some(b =>
-        b.innerText.trim().endsWith('Compare') && !b.disabled)""", timeout=120_000)
+        b.innerText.trim().endsWith('Compare') && !b.disabled)""", timeout=ms(120))
     page.get_by_role("button", name="Compare").click()
-    page.get_by_text(re.compile(r"NOT equivalent\.$")).wait_for(timeout=180_000)
+    page.get_by_text(re.compile(r"NOT equivalent\.$")).wait_for(timeout=ms(180))
     assert page.locator(".stException").count() == 0
     page.close()
 
@@ -157,15 +175,15 @@ def test_accumulation_page_toggles_a_pitfall(server, browser):
 def test_lr_page_warm_up_preset_shows_the_spike_it_prevents(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     page.goto(f"{server}/lr_scaling")
-    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=30_000)
+    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(30))
     page.get_by_role("button", name="Warm-up (Adam, k = 32)").click()
     # the click's rerun may not have begun yet: wait for the preset's value, then for quiet
-    page.wait_for_function("() => location.search.includes('k=32')", timeout=30_000)
+    page.wait_for_function("() => location.search.includes('k=32')", timeout=ms(30))
     settled(page)
     assert page.get_by_label("Batch multiplier k").input_value() == "32"
     page.get_by_role("button", name="Compare").click()
     verdict = page.get_by_text(re.compile(r"That jump is what warm-up prevents\.$"))
-    verdict.wait_for(timeout=180_000)
+    verdict.wait_for(timeout=ms(180))
     assert re.search(r"jumped to [\d.]+, \d+× its first step's", verdict.inner_text())
     assert page.locator(".stException").count() == 0
     page.close()
@@ -177,27 +195,27 @@ def test_a_copied_page_link_reproduces_its_settings_and_its_presentation(server,
     first = browser.new_context(viewport={"width": 1280, "height": 720})
     page = first.new_page()
     page.goto(f"{server}/lr_scaling")
-    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=30_000)
+    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(30))
     page.get_by_role("button", name="Warm-up (Adam, k = 32)").click()
-    page.wait_for_function("() => location.search.includes('k=32')", timeout=30_000)
+    page.wait_for_function("() => location.search.includes('k=32')", timeout=ms(30))
     link = page.url + "&present=1&hide=epochs"
     first.close()
     second = browser.new_context(viewport={"width": 1280, "height": 720})
     page = second.new_page()
     page.goto(link)
-    page.get_by_text("Reference batch").first.wait_for(timeout=30_000)
+    page.get_by_text("Reference batch").first.wait_for(timeout=ms(30))
     settled(page)
     assert page.get_by_label("Batch multiplier k").input_value() == "32"
     assert page.locator(".st-key-lr_epochs").is_hidden()
     assert page.evaluate("getComputedStyle(document.documentElement).fontSize") == "22px"
     assert page.locator("[data-testid=stAlert]").filter(has_text="could not").count() == 0
     page.goto(f"{server}/lr_scaling?k=64")
-    page.get_by_text("Reference batch").first.wait_for(timeout=30_000)
+    page.get_by_text("Reference batch").first.wait_for(timeout=ms(30))
     settled(page)
     page.get_by_role("link", name="SGD, full batch, mini-batch").click()
-    page.get_by_text("Epochs (each regime)").wait_for(timeout=30_000)
+    page.get_by_text("Epochs (each regime)").wait_for(timeout=ms(30))
     settled(page)
-    page.wait_for_function("() => location.search.includes('mini=32')", timeout=30_000)
+    page.wait_for_function("() => location.search.includes('mini=32')", timeout=ms(30))
     assert page.locator("[data-testid=stAlert]").filter(has_text="could not").count() == 0
     assert page.locator(".stException").count() == 0
     second.close()
@@ -212,7 +230,7 @@ def test_the_keyboard_reaches_every_lab_control_and_run_in_page_order(server, br
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
     page.goto(f"{server}/training_lab")
-    page.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+    page.get_by_role("button", name="Run", exact=True).wait_for(timeout=ms(60))
     settled(page)
     order = []
     for _ in range(80):
@@ -226,14 +244,14 @@ def test_the_keyboard_reaches_every_lab_control_and_run_in_page_order(server, br
               "w_epochs", "w_seed", "lab_advanced", "predict_training_lab", "run"]
     assert [k for k in order if k in wanted] == wanted, order
     page.keyboard.press("Enter")  # Run, from the keyboard alone
-    page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=120_000)
+    page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=ms(120))
     context.close()
 
 
 def settled(page) -> None:
     """No script run in flight (Streamlit's status widget gone)."""
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                           timeout=60_000)
+                           timeout=ms(60))
 
 
 def stop_button(page):
@@ -248,9 +266,9 @@ def test_a_copied_link_shows_the_run_but_control_stays_with_its_browser(server, 
     owner = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = owner.new_page()
     page.goto(f"{server}/training_lab?batch_size=1&epochs=50")
-    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=30_000)
+    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(30))
     page.get_by_role("button", name="Run").click()
-    page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=60_000)
+    page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=ms(60))
     page.wait_for_function("() => new URLSearchParams(location.search).has('run')")
     link = page.url
     cookie = next(c for c in owner.cookies() if c["name"] == "bsdemo_browser")
@@ -260,20 +278,20 @@ def test_a_copied_link_shows_the_run_but_control_stays_with_its_browser(server, 
     stranger = browser.new_context(viewport={"width": 1400, "height": 1000})
     other = stranger.new_page()
     other.goto(link)
-    other.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=60_000)  # it watches the run …
-    other.get_by_text("Read-only: another browser started this run").wait_for(timeout=30_000)
+    other.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=ms(60))  # it watches the run …
+    other.get_by_text("Read-only: another browser started this run").wait_for(timeout=ms(30))
     assert stop_button(other).is_disabled()  # … and cannot stop it
 
     page.reload()  # the same browser: its cookie comes back with the new connection
-    page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=60_000)
+    page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=ms(60))
     stop = stop_button(page)
-    stop.wait_for(timeout=30_000)
+    stop.wait_for(timeout=ms(30))
     page.wait_for_function("() => [...document.querySelectorAll("
                            "'[data-testid=stMainBlockContainer] button')].some("
-                           "b => b.innerText.includes('Stop') && !b.disabled)", timeout=30_000)
+                           "b => b.innerText.includes('Stop') && !b.disabled)", timeout=ms(30))
     stop.click()
-    page.get_by_text(re.compile(r"^Stopped after \d+ steps")).wait_for(timeout=60_000)
-    other.get_by_text(re.compile(r"^Stopped after \d+ steps")).wait_for(timeout=60_000)
+    page.get_by_text(re.compile(r"^Stopped after \d+ steps")).wait_for(timeout=ms(60))
+    other.get_by_text(re.compile(r"^Stopped after \d+ steps")).wait_for(timeout=ms(60))
     assert page.locator(".stException").count() == other.locator(".stException").count() == 0
     owner.close()
     stranger.close()
@@ -294,8 +312,8 @@ def test_a_link_cannot_put_links_or_images_into_the_page(server, browser, value)
     page.on("request", lambda r: requests.append(r.url))
     page.goto(f"{server}/training_lab?dataset={quote(value)}&{quote(value)}=1")
     alert = page.get_by_text("could not be used")
-    alert.wait_for(timeout=30_000)
-    page.wait_for_timeout(500)  # a rendered image would have started loading by now
+    alert.wait_for(timeout=ms(30))
+    page.wait_for_timeout(ms(0.5))  # a rendered image would have started loading by now
     outside = page.evaluate("""() => [
         ...[...document.querySelectorAll('a[href]')].map(a => a.href),
         ...[...document.querySelectorAll('img[src]')].map(i => i.src)]
@@ -320,3 +338,26 @@ def test_every_page_after_its_default_experiment_reads_cleanly(server, browser, 
         path, problems = shoot(browser, server, name, tmp_path, size)
         assert path.stat().st_size > 10_000
         assert problems == [], f"{path.name}: {problems}"
+
+
+def test_six_browsers_behind_one_address_get_its_limit_however_they_connect(browser, tmp_path):
+    """Real connections over 127.0.0.1, ::1 and localhost, half with a forged X-Forwarded-For
+    each: all six come from this machine, so all six share its one address's limit of 3."""
+    env = {"BSDEMO_MAX_ACTIVE_PER_ADDRESS": "3", "BSDEMO_WORKERS": "1"}
+    with serving(tmp_path, address="::", env=env) as port:
+        hosts = ["127.0.0.1", "[::1]", "localhost"]
+        outcomes = []
+        for i in range(6):
+            headers = {"X-Forwarded-For": f"203.0.113.{i + 1}"} if i % 2 else {}
+            context = browser.new_context(extra_http_headers=headers)
+            page = context.new_page()
+            page.goto(f"http://{hosts[i % 3]}:{port}/training_lab?batch_size=1&epochs=200")
+            page.get_by_role("button", name="Run").wait_for(timeout=ms(60))
+            page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(60))
+            page.get_by_role("button", name="Run").click()
+            page.wait_for_function("""() => location.search.includes('run=')
+                || document.body.innerText.includes('from your network address')""",
+                                   timeout=ms(60))
+            refused = "from your network address" in page.inner_text("body")
+            outcomes.append("refused" if refused else "queued")
+        assert outcomes == ["queued"] * 3 + ["refused"] * 3, outcomes

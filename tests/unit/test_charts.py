@@ -9,6 +9,7 @@ import pytest
 from bsdemo import charts
 from bsdemo.config import RunConfig
 from bsdemo.runs import EVAL_FIELDS, STEP_FIELDS, JobSnapshot
+from tests.timeouts import scaled
 
 
 def fake_snapshot(job_id=1, batch_size=32, accum=1, n=20, memory_source="accounted"):
@@ -153,7 +154,7 @@ threads = [threading.Thread(target=draw) for _ in range(8)]
 [t.join() for t in threads]
 assert not errors, errors
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(120))
     assert done.returncode == 0, done.stderr[-2000:]
 
 

@@ -8,10 +8,12 @@ import sys
 
 import pytest
 
+from tests.timeouts import scaled
+
 
 def bsdemo(*args, timeout=120):
     return subprocess.run([sys.executable, "-m", "bsdemo", *args], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=scaled(timeout))
 
 
 def test_json_lines_follow_the_documented_schema():
@@ -88,11 +90,11 @@ def test_cli_uses_the_workers_thread_rule_and_rejects_a_bad_setting():
             "print('threads', torch.get_num_threads())")
     env = {**os.environ, "BSDEMO_TORCH_THREADS": "1"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          timeout=120)
+                          timeout=scaled(120))
     assert done.stdout.strip().splitlines()[-1] == "threads 1"
     assert default_threads(1) == max(1, (os.cpu_count() or 1) - 1)  # no variable: cores less one
     out = subprocess.run([sys.executable, "-m", "bsdemo", "train", "--steps", "1"],
-                         capture_output=True, text=True, timeout=120,
+                         capture_output=True, text=True, timeout=scaled(120),
                          env={**os.environ, "BSDEMO_TORCH_THREADS": "many"})
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert "BSDEMO_TORCH_THREADS" in out.stderr and "'many'" in out.stderr
@@ -147,7 +149,7 @@ def test_every_flag_of_every_command_rejects_hostile_values_before_importing_tor
     one fresh interpreter: exit code 2, one line of at most 200 characters naming the flag, no
     traceback, nothing on stdout, and torch never imported."""
     out = subprocess.run([sys.executable, "-c", WALK, json.dumps([HOSTILE, PATHS])],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=scaled(120))
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads(out.stdout)
     assert len(results) > 400  # every command's every flag, each value twice (--f v, --f=v)

@@ -13,6 +13,7 @@ import pytest
 
 from bsdemo import datasets
 from bsdemo.config import ConfigError, RunConfig
+from tests.timeouts import scaled
 
 RNG = np.random.RandomState(0)
 
@@ -126,11 +127,11 @@ def test_datasets_cli_lists_and_reports_offline_in_one_line(tmp_path):
     import sys
 
     out = subprocess.run([sys.executable, "-m", "bsdemo", "datasets", "list", "--cache",
-                          str(tmp_path)], capture_output=True, text=True, timeout=60)
+                          str(tmp_path)], capture_output=True, text=True, timeout=scaled(60))
     assert out.returncode == 0 and "mnist" in out.stdout and "not fetched" in out.stdout
     env = {"BSDEMO_DATASET_MIRROR": "http://127.0.0.1:9/", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-m", "bsdemo", "datasets", "fetch", "mnist",
-                          "--cache", str(tmp_path)], capture_output=True, text=True, timeout=60,
+                          "--cache", str(tmp_path)], capture_output=True, text=True, timeout=scaled(60),
                          env=env)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     assert "Offline?" in out.stderr and "Traceback" not in out.stderr
@@ -148,7 +149,7 @@ def test_the_bundled_digits_load_without_importing_scikit_learn():
              "data = load_dataset(RunConfig(), torch.device('cpu'))\n"
              "assert 'sklearn' not in sys.modules, 'scikit-learn was imported'\n"
              "print(len(data.y_train) + len(data.y_test))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=scaled(120))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1797"]
 

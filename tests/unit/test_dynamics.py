@@ -13,6 +13,7 @@ from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.accumulation import accumulation_check
 from bsdemo.engine.regimes import run_regime
 from bsdemo.recipes import regime_configs
+from tests.timeouts import scaled
 
 
 def test_accumulation_matches_one_big_batch_to_float32_rounding():
@@ -70,7 +71,7 @@ def test_regimes_with_a_time_cap_stop_and_say_so():
 
 def cli(*args):
     return subprocess.run([sys.executable, "-m", "bsdemo", *args], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=scaled(120))
 
 
 def test_cli_accum_check_json():

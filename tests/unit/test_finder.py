@@ -11,6 +11,7 @@ import pytest
 from bsdemo.config import RunConfig
 from bsdemo.engine.finder import find_batch_size
 from bsdemo.fits import linear_fit
+from tests.timeouts import scaled
 
 MIB = 2**20
 
@@ -68,7 +69,7 @@ def test_budget_the_model_alone_fills_gives_no_batch_and_says_why():
 
 def test_cli_find_json_ends_with_the_documented_result():
     out = subprocess.run([sys.executable, "-m", "bsdemo", "find", "--memory-budget", "2MiB",
-                          "--json"], capture_output=True, text=True, timeout=120)
+                          "--json"], capture_output=True, text=True, timeout=scaled(120))
     assert out.returncode == 0, out.stderr
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     result = lines[-1]
@@ -86,6 +87,6 @@ def test_cli_find_json_ends_with_the_documented_result():
 ])
 def test_cli_find_bad_input_exits_2_with_one_line(args, flag):
     out = subprocess.run([sys.executable, "-m", "bsdemo", "find", *args], capture_output=True,
-                         text=True, timeout=60)
+                         text=True, timeout=scaled(60))
     assert out.returncode == 2 and flag in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr

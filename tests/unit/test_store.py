@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
+import os
+import shutil
 import sqlite3
+import subprocess
 import time
 
 import pytest
@@ -11,7 +15,7 @@ import pytest
 from bsdemo.config import RunConfig
 from bsdemo.scheduler import start_spawned
 from bsdemo.store import RunStore
-from tests.timeouts import scaled
+from tests.timeouts import scaled, wait_for
 
 DEVICE = {"type": "cpu", "name": "Test CPU"}
 
@@ -143,4 +147,112 @@ def test_warm_precomputes_what_the_scheduler_then_serves(tmp_path):
         snap = sched.snapshot(sched.submit(RunConfig(batch_size=64), owner="teacher"))
         assert snap.stored_at is not None and snap.status == "completed"
     finally:
+        sched.close()
+
+
+def _filled(path, runs: int = 300) -> bytes:
+    """A healthy store of `runs` big runs, closed (checkpointed); returns its bytes."""
+    store = RunStore(path)
+    for seed in range(runs):
+        store.put(vars(RunConfig(seed=seed)), DEVICE, {"memory_source": "accounted"},
+                  {"step": list(range(400)), "loss": [seed / 7] * 400}, {"step": [400]},
+                  {"kind": "end", "status": "completed", "message": "ok", "summary": {}})
+    store.close()
+    return path.read_bytes()
+
+
+def test_a_held_lock_makes_the_store_unavailable_never_damaged(tmp_path):
+    path = tmp_path / "runs.sqlite3"
+    _filled(path, 20)
+    holder = sqlite3.connect(path)
+    holder.execute("PRAGMA journal_mode=DELETE")  # out of WAL: its exclusive lock stops readers
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        started = time.monotonic()
+        store = RunStore(path)
+        assert time.monotonic() - started < scaled(10)  # a bounded wait, not a salvage
+        assert not store.available and "off for now" in store.notice and "locked" in store.notice
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.sqlite3"]  # left in place
+        from bsdemo.store import StoreUnavailable
+
+        with pytest.raises(StoreUnavailable):
+            store.find(vars(RunConfig(seed=1)), DEVICE)
+    finally:
+        holder.rollback()
+        holder.close()
+    store._retry_at = 0  # the retry is due (RETRY_S later, in the server)
+    assert store.count() == 20 and store.available and store.notice is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mount"), reason="mounting needs root")
+def test_a_full_disk_makes_the_store_unavailable_and_loses_no_run(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], check=True)
+    try:
+        path = disk / "runs.sqlite3"
+        _filled(path, 60)
+        (disk / "filler").write_bytes(b"")
+        with open(disk / "filler", "wb") as f:  # fill the filesystem to its last byte
+            with contextlib.suppress(OSError):
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+        store = RunStore(path)
+        if store.available:  # opened without writing: the first write hits the full disk
+            with pytest.raises(sqlite3.Error):
+                record(store, RunConfig(seed=999))
+        else:
+            assert "off for now" in store.notice
+        assert not any("damaged" in p.name for p in disk.iterdir())
+        (disk / "filler").unlink()
+        store.close()
+        assert RunStore(path).count() == 60  # every stored run is still there
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_truncated_store_keeps_the_runs_on_its_surviving_pages(tmp_path):
+    path = tmp_path / "runs.sqlite3"
+    good = _filled(path)
+    path.write_bytes(good[:len(good) // 2])
+    store = RunStore(path)
+    assert "damaged" in store.notice
+    kept = store.count()
+    assert 100 < kept < 300, kept  # about half the rows were on the first half's pages
+    found = [store.find(vars(RunConfig(seed=s)), DEVICE) for s in range(300)]
+    assert all(f.steps["loss"] == [f.config["seed"] / 7] * 400 for f in found if f)
+
+
+def test_a_store_with_an_overwritten_header_keeps_every_run(tmp_path):
+    path = tmp_path / "runs.sqlite3"
+    good = _filled(path)
+    path.write_bytes(b"\xff" * 104 + good[104:])
+    store = RunStore(path)
+    assert "file is not a database" in store.notice and store.count() == 300
+    assert "300 stored run(s) were recovered" in store.notice
+
+
+def test_a_locked_store_never_holds_the_schedulers_lock(tmp_path):
+    """A finished run is written on the store's own thread: with the store locked, the scheduler
+    keeps answering (pages poll it) while the write waits its bounded turn."""
+    from bsdemo.scheduler import Scheduler
+
+    path = tmp_path / "runs.sqlite3"
+    sched = Scheduler(workers=1, store=RunStore(path))
+    holder = sqlite3.connect(path, timeout=0)
+    try:
+        wait_for(lambda: sched.workers_ready(), timeout=60)
+        holder.execute("BEGIN EXCLUSIVE")
+        job = sched.submit(RunConfig(epochs=None, max_steps=3), owner="a", fresh=True)
+        snap = sched.wait(job, timeout=scaled(60))
+        assert snap.status == "completed"
+        started = time.monotonic()
+        for _ in range(20):
+            sched.snapshot(job)
+            sched.load()
+        assert time.monotonic() - started < scaled(1.0)
+    finally:
+        holder.rollback()
+        holder.close()
         sched.close()

@@ -11,6 +11,7 @@ import pytest
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.sweep import sweep
 from bsdemo.engine.train import train
+from tests.timeouts import scaled
 
 MIB = 2**20
 
@@ -80,7 +81,7 @@ def test_generated_datasets_grow_to_hold_the_largest_batch():
 
 def cli(*args):
     return subprocess.run([sys.executable, "-m", "bsdemo", *args], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=scaled(120))
 
 
 def test_cli_sweep_json_lines():
