@@ -29,7 +29,7 @@ from bsdemo.engine.descent import summed_loss
 from bsdemo.engine.group import group_cores, run_group
 from bsdemo.engine.memory import SavedActivations
 from bsdemo.engine.train import prepare
-from bsdemo.jobkinds import check_global_batch
+from bsdemo.jobkinds import JobStopped, check_global_batch
 
 EQUIVALENT = 1e-5  # largest parameter difference that counts as float32 rounding
 
@@ -75,8 +75,9 @@ def member(rank: int, world: int, settings: dict, steps: int) -> dict:
             "compute_s": statistics.median(compute), "allreduce_s": statistics.median(reduce)}
 
 
-def one_process(cfg: RunConfig, global_batch: int, steps: int,
-                cores: int) -> tuple[torch.Tensor, float, int]:
+def one_process(cfg: RunConfig, global_batch: int, steps: int, cores: int,
+                should_stop: Callable[[], bool] | None = None
+                ) -> tuple[torch.Tensor, float, int]:
     """A group's steps in this process with the whole global batch, on the group's `cores`:
     (parameters, median step seconds, bytes saved for the backward — counted in the first step
     only, so the hooks stay off the other steps)."""
@@ -88,6 +89,8 @@ def one_process(cfg: RunConfig, global_batch: int, steps: int,
     try:
         times, saved = [], 0
         for i, idx in enumerate(step_batches(len(y), global_batch, steps, cfg.seed)):
+            if should_stop is not None and should_stop():  # a step of the global batch is long
+                raise JobStopped("Stopped before it finished.")
             t0 = time.perf_counter()
             with SavedActivations(params) if i == 0 else contextlib.nullcontext() as counter:
                 loss = summed_loss(model, x[idx], y[idx]) / len(idx)
@@ -114,7 +117,7 @@ def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
     compute = max(r["compute_s"] for r in reports)  # a step waits for the slowest process
     allreduce = max(r["allreduce_s"] for r in reports)
     single, single_s, _ = one_process(cfg, cfg.batch_size * processes, steps,
-                                      group_cores(processes))
+                                      group_cores(processes), should_stop)
     diff = float((ddp_params - single).abs().max())
     global_batch = cfg.batch_size * processes
     step_s = compute + allreduce

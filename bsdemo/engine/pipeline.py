@@ -166,7 +166,7 @@ def pipeline_check(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,
                         {"settings": dataclasses.asdict(cfg), "steps": steps,
                          "micro_batches": micro_batches}, should_stop)
     single, single_s, single_saved = one_process(cfg, cfg.batch_size, steps,
-                                                 group_cores(STAGES))
+                                                 group_cores(STAGES), should_stop)
     piped = torch.cat([torch.from_numpy(r["params"]) for r in reports])
     diff = float((piped - single).abs().max())
     transfer = max(r["transfer_s"] for r in reports)

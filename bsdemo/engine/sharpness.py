@@ -47,6 +47,7 @@ from bsdemo.jobkinds import (
     TRACE_POINTS,
     TRACE_SAMPLES,
     WARMUP_SHARE,
+    JobStopped,
     remedy_lr,
 )
 
@@ -139,6 +140,11 @@ def _load_flat(model: torch.nn.Module, flat: torch.Tensor) -> None:
             offset += p.numel()
 
 
+def _check(should_stop: Callable[[], bool] | None) -> None:
+    if should_stop is not None and should_stop():
+        raise JobStopped("Stopped before it finished.")
+
+
 def run_to_target(cfg: RunConfig, batch: int, *, label: str, remedy: str | None,
                   target_loss: float, max_steps: int, small_batch: int,
                   should_stop: Callable[[], bool] | None = None
@@ -183,13 +189,16 @@ def run_to_target(cfg: RunConfig, batch: int, *, label: str, remedy: str | None,
                                                               noise_draws))
                    if remedy == "noise" else None,
                    after_step=traced, should_stop=should_stop)
+    _check(should_stop)  # between the long phases after training: Hessian, neighbourhood
     model.eval()
     train_loss, train_acc = evaluate(model, x, y)
     test_loss, test_acc = evaluate(model, data.x_test, data.y_test)
     model.eval()
     top = rise = math.nan
     if done.status != "diverged":
+        _check(should_stop)
         top = sharpness(HESSIAN_ITERS)
+        _check(should_stop)
         rise = neighbourhood_rise(model, x, y, probe)
         model.eval()
     record = {"kind": "sharpness_run", "label": label, "remedy": remedy, "batch_size": batch,
@@ -214,11 +223,13 @@ def _small_batch_noise(model, params, x, y, small: int, generator) -> Vector:
 
 @torch.no_grad()
 def loss_slice(model: torch.nn.Module, start: torch.Tensor, end: torch.Tensor, data,
-               points: int = SLICE_POINTS) -> dict[str, list[float]]:
+               points: int = SLICE_POINTS,
+               should_stop: Callable[[], bool] | None = None) -> dict[str, list[float]]:
     """Train and test loss at start + t (end - start), t from -0.5 to 1.5."""
     ts = [-0.5 + 2.0 * i / (points - 1) for i in range(points)]
     train, test = [], []
     for t in ts:
+        _check(should_stop)
         _load_flat(model, start + t * (end - start))
         train.append(evaluate(model, data.x_train, data.y_train)[0])
         test.append(evaluate(model, data.x_test, data.y_test)[0])
@@ -244,7 +255,8 @@ def sharpness_study(cfg: RunConfig, batch_sizes: Sequence[int] = (16, 4096),
             solutions[label] = _flat(model)
         runs.append(record)
         yield record
-    cut = loss_slice(model, solutions["small"], solutions["large"], data)
+    _check(should_stop)
+    cut = loss_slice(model, solutions["small"], solutions["large"], data, should_stop=should_stop)
     first, second = runs[0], runs[1]
     yield {"kind": "sharpness_result", "runs": runs, "slice": cut, "lr": cfg.lr,
            "target_loss": target_loss, "train_samples": len(data.y_train),

@@ -36,7 +36,7 @@ HEAVY = [
 
 @pytest.fixture(scope="module")
 def capped():
-    sched = Scheduler(workers=1, limits=Limits(max_wall_s=CAP, stop_grace_s=GRACE))
+    sched = Scheduler(workers=1, limits=Limits(max_wall_s=CAP, stop_grace_s=GRACE, submits_per_minute=1000))
     wait_for(lambda: sched.workers_ready(), timeout=60)
     yield sched
     sched.close()
