@@ -92,3 +92,16 @@ def test_a_job_list_that_holds_the_huge_batch_is_named(capped):
         capped.submit(RunConfig(**dict(WIDE, width=2048, depth=8, epochs=1, lr=0.01)),
                       owner="heavy", kind="sharpness", options={"batch_sizes": [16, 16000]})
     assert err.value.field == "batch_sizes" and "lower the largest batch size" in err.value.allowed
+
+
+def test_a_run_waiting_behind_a_measurement_is_told_which():
+    from types import SimpleNamespace
+
+    from bsdemo.scheduler.admission import EXCLUSIVE_WAIT, exclusive_wait
+
+    running = [SimpleNamespace(kind="train", exclusive=False),
+               SimpleNamespace(kind="ddp", exclusive=True)]
+    assert exclusive_wait(running) == "a data-parallel check has the device to itself until it ends"
+    assert exclusive_wait([SimpleNamespace(kind="sweep", exclusive=True)]).startswith(
+        "a throughput sweep")
+    assert exclusive_wait([]) == EXCLUSIVE_WAIT
