@@ -15,6 +15,7 @@ import collections
 import queue
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from bsdemo.config import ConfigError, RunConfig
@@ -23,31 +24,22 @@ from bsdemo.limits import MAX_WORKERS, Limits, default_threads
 from bsdemo.runs import ACTIVE, EVAL_FIELDS, STEP_FIELDS, JobSnapshot, Series, file_event
 from bsdemo.scheduler import admission
 from bsdemo.scheduler.estimates import WaitEstimator
+from bsdemo.scheduler.ids import JobIds
 from bsdemo.scheduler.job import Job
 from bsdemo.scheduler.pool import Worker, WorkerPool
 from bsdemo.scheduler.stored import StoreLink, serve
 from bsdemo.store import RunStore
 
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
-ID_EPOCH = 1_767_225_600  # 2026-01-01 UTC: job ids count from here
-IDS_PER_SECOND = 100  # job ids a server may issue per second of its life and stay unique
-
-
-def first_job_id(now: float | None = None) -> int:
-    """The first job id of a scheduler started now: a hundred per second since ID_EPOCH, so a
-    restarted server never hands out an id an earlier one did (a link to an old run says it is
-    gone instead of showing somebody else's) unless the earlier one issued more than 100 a second
-    over its whole life, which the submit limits forbid."""
-    return max(1, int(((now if now is not None else time.time()) - ID_EPOCH) * IDS_PER_SECOND))
-
 
 class Scheduler:
     """FIFO queue + worker processes + bounded per-job buffers. Thread-safe."""
 
     def __init__(self, workers: int | None = None, max_points: int = 1000, keep_finished: int = 200,
                  threads_per_worker: int | None = None, limits: Limits | None = None,
-                 store: RunStore | None = None):
-        """workers: concurrent runs on the device (default: limits.workers)."""
+                 store: RunStore | None = None, id_counter: Path | None = None):
+        """workers: concurrent runs on the device (default: limits.workers). id_counter: the file
+        job ids are reserved from (bsdemo.scheduler.ids; default: the temporary folder's)."""
         self.limits = limits or Limits()
         workers = workers or self.limits.workers
         if not 1 <= workers <= MAX_WORKERS:
@@ -56,7 +48,7 @@ class Scheduler:
         self._jobs: dict[int, Job] = {}
         self._queue: collections.deque[int] = collections.deque()
         self._finished: collections.deque[int] = collections.deque()
-        self._next_id = first_job_id()
+        self._ids = JobIds(id_counter)
         self._max_points = max_points
         self._keep_finished = keep_finished
         self._device_info: dict[str, Any] | None = None
@@ -120,10 +112,12 @@ class Scheduler:
             live = sum(hit is None for hit in stored)
             if live:
                 self._sharing.admit(list(self._jobs.values()), owner, address, live)
-            group, ids = self._next_id, []
+            group, ids = None, []
             for (cfg, _, cost), hit in zip(runs, stored, strict=True):
                 job = self._new_job(cfg, owner, cost, group=group, address=address,
                                     check_store=not fresh and hit is None)
+                if group is None:  # the comparison is known by its first run's id
+                    group = job.group = job.id
                 if hit is not None:
                     self._serve(job, hit)
                 else:
@@ -134,11 +128,10 @@ class Scheduler:
 
     def _new_job(self, cfg: RunConfig, owner: str, cost: Cost, **fields) -> Job:
         """A registered job with fresh bounded buffers. Caller holds the lock."""
-        job = Job(id=self._next_id, owner=owner, config=cfg, submitted_at=time.time(),
+        job = Job(id=self._ids.next(), owner=owner, config=cfg, submitted_at=time.time(),
                   steps=Series(STEP_FIELDS, self._max_points),
                   evals=Series(EVAL_FIELDS, self._max_points),
                   predicted_bytes=cost.predicted_bytes, wall_s=cost.wall_s, **fields)
-        self._next_id += 1
         self._jobs[job.id] = job
         return job
 

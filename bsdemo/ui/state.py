@@ -22,6 +22,7 @@ from bsdemo.addresses import parse_trusted
 from bsdemo.config import ConfigError, clip
 from bsdemo.limits import Limits, default_threads, threads_rule
 from bsdemo.scheduler import Scheduler
+from bsdemo.scheduler.ids import default_counter
 from bsdemo.store import RunStore
 
 COOKIE = "bsdemo_browser"
@@ -46,8 +47,9 @@ def scheduler() -> Scheduler:
         SERVER_NOTICES.append(f"A server setting could not be used ({exc}); the default "
                               "thread count applies.")
         threads = threads_rule(limits.workers)
-    return Scheduler(limits=limits, store=open_store(os.environ.get("BSDEMO_DATA_DIR")),
-                     threads_per_worker=threads)
+    data_dir = os.environ.get("BSDEMO_DATA_DIR")
+    return Scheduler(limits=limits, store=open_store(data_dir), threads_per_worker=threads,
+                     id_counter=default_counter(data_dir))
 
 
 def open_store(data_dir: str | None) -> RunStore | None:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from bsdemo.lifetime import GROUP_PREFIX, remove_orphan_folders
-from bsdemo.scheduler.core import IDS_PER_SECOND, first_job_id
+from bsdemo.scheduler.ids import BLOCK, IDS_PER_SECOND, JobIds, clock_id
 from tests.timeouts import scaled, wait_for
 
 SERVER = """
@@ -61,10 +61,23 @@ def test_folders_of_launchers_that_are_gone_are_removed(tmp_path):
     assert not dead.exists() and live.exists() and other.exists()
 
 
-def test_job_ids_never_repeat_across_restarts():
-    start = 1_800_000_000.0
-    first = first_job_id(start)
-    # a server that issued ids at its limit for an hour, then restarted
-    last_of_old = first + 3600 * IDS_PER_SECOND - 1
-    assert first_job_id(start + 3600) > last_of_old
-    assert first_job_id(start + 1) > first and first < 10**12  # a link's id has 12 digits at most
+def test_job_ids_never_repeat_across_restarts(tmp_path):
+    counter = tmp_path / "job-ids"
+    first = JobIds(counter)
+    old = [first.next() for _ in range(5)]
+    assert old == [1, 2, 3, 4, 5]  # short enough to read in a legend
+    restarted = JobIds(counter)  # a new server, same data folder
+    assert restarted.next() > max(old)
+    beside = JobIds(counter)  # two at once never share a block
+    assert beside.next() > restarted.next()
+    for _ in range(BLOCK + 1):  # past a block: the next one is reserved, still increasing
+        last = first.next()
+    assert last > max(old) and len({*old, last}) == 6
+
+
+def test_an_unusable_counter_falls_back_to_the_clock(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    ids = JobIds(blocker / "job-ids")  # its folder is a file
+    assert ids.next() >= clock_id() - 1 and ids.next() < 10**12
+    assert clock_id(1_800_000_000 + 3600) > clock_id(1_800_000_000) + 3600 * IDS_PER_SECOND - 1
