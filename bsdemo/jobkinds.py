@@ -63,6 +63,13 @@ class JobStopped(Exception):
     """should_stop() said stop inside an engine function that returns a single record."""
 
 
+def check_stop(should_stop: Callable[[], bool] | None) -> None:
+    """Raise JobStopped when should_stop says so: what every long phase of an engine function
+    asks, not only the gaps between its records."""
+    if should_stop is not None and should_stop():
+        raise JobStopped("Stopped before it finished.")
+
+
 @dataclass(frozen=True)
 class Cost:
     """The most a job can cost; checked against the limits before it is queued."""

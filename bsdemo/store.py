@@ -241,7 +241,7 @@ def salvage(damaged: Path, into: sqlite3.Connection, seconds: float = SALVAGE_S)
         try:
             mend_copy(damaged, copy)
             src = sqlite3.connect(f"file:{copy}?mode=ro&immutable=1", uri=True, timeout=0)
-        except (OSError, sqlite3.Error):
+        except (OSError, MemoryError, sqlite3.Error):
             return 0
         try:
             return _insert(into, _readable_rows(src, deadline))
@@ -277,6 +277,8 @@ def _readable_rows(src: sqlite3.Connection, deadline: float) -> dict[int, tuple]
 
 
 HEADER = b"SQLite format 3\x00"
+PAGE_SIZES = tuple(2**k for k in range(9, 17))
+MAX_PAD_FACTOR = 16  # a truncated file is padded to at most this many times its size
 
 
 def mend_copy(damaged: Path, copy: Path) -> None:
@@ -288,16 +290,18 @@ def mend_copy(damaged: Path, copy: Path) -> None:
       then reads the rows on the pages that are there instead of refusing the whole file)."""
     data = bytearray(damaged.read_bytes())
     if not data.startswith(HEADER) and len(data) > 104:
-        size = next((p for p in (4096, 1024, 2048, 8192, 16384, 32768, 65536)
-                     if len(data) % p == 0), 4096)
+        size = next((p for p in (4096, *PAGE_SIZES) if len(data) % p == 0), 4096)
         data[:104] = _fresh_header(size)
         data[28:32] = (len(data) // size).to_bytes(4, "big")  # pages in the file
     if data.startswith(HEADER) and len(data) >= 100:
         size = int.from_bytes(data[16:18], "big")
         size = 65536 if size == 1 else size
         pages = int.from_bytes(data[28:32], "big")
-        if size and pages * size > len(data):
-            data += bytes(pages * size - len(data))
+        want = pages * size
+        # only a page size SQLite can have, and a tail the file could have lost (a garbled
+        # header's "page count" would ask for terabytes)
+        if size in PAGE_SIZES and len(data) < want <= min(MAX_PAD_FACTOR * len(data), 2**30):
+            data += bytes(want - len(data))
     copy.write_bytes(bytes(data))
 
 

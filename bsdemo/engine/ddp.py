@@ -29,7 +29,7 @@ from bsdemo.engine.descent import summed_loss
 from bsdemo.engine.group import group_cores, run_group
 from bsdemo.engine.memory import SavedActivations
 from bsdemo.engine.train import prepare
-from bsdemo.jobkinds import JobStopped, check_global_batch
+from bsdemo.jobkinds import check_global_batch, check_stop
 
 EQUIVALENT = 1e-5  # largest parameter difference that counts as float32 rounding
 
@@ -89,8 +89,7 @@ def one_process(cfg: RunConfig, global_batch: int, steps: int, cores: int,
     try:
         times, saved = [], 0
         for i, idx in enumerate(step_batches(len(y), global_batch, steps, cfg.seed)):
-            if should_stop is not None and should_stop():  # a step of the global batch is long
-                raise JobStopped("Stopped before it finished.")
+            check_stop(should_stop)  # a step of the global batch is long
             t0 = time.perf_counter()
             with SavedActivations(params) if i == 0 else contextlib.nullcontext() as counter:
                 loss = summed_loss(model, x[idx], y[idx]) / len(idx)

@@ -43,7 +43,7 @@ from bsdemo.jobkinds import (
     FIT_PROBES,
     FIT_TECHNIQUES,
     FIT_TIMED_STEPS,
-    JobStopped,
+    check_stop,
 )
 
 TECHNIQUES = FIT_TECHNIQUES
@@ -174,13 +174,6 @@ class Stepper:
         return peak if peak is None else int(peak), seconds, total
 
 
-def _check(should_stop: Callable[[], bool] | None) -> None:
-    """Raise JobStopped when should_stop says so: asked inside every long phase, not only
-    between techniques (one technique's probes, verification and loss run take seconds)."""
-    if should_stop is not None and should_stop():
-        raise JobStopped("Stopped before it finished.")
-
-
 def loss_after(cfg: RunConfig, technique: str, steps: int, batch: int,
                accumulation: int = 4, should_stop: Callable[[], bool] | None = None) -> float:
     """The training loss (fp32, whole set) after `steps` plain-SGD steps of `batch` samples from
@@ -195,7 +188,7 @@ def loss_after(cfg: RunConfig, technique: str, steps: int, batch: int,
     parts = accumulation if technique == "accumulation" else 1
     optimizer = torch.optim.SGD(params, lr=cfg.lr)
     for _ in range(steps):
-        _check(should_stop)
+        check_stop(should_stop)
         idx = torch.randperm(len(y), generator=order, device=x.device)[:batch]
         optimizer.zero_grad(set_to_none=True)
         for chunk in idx.chunk(parts):
@@ -229,12 +222,12 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
     reference = loss_after(cfg, "fp32", budget_steps, budget_batch, accumulation, should_stop)
     results = {}
     for name in names:
-        _check(should_stop)
+        check_stop(should_stop)
         base = "fp32" if name == "accumulation" else name
         if base in results:
             line = results[base]["fit"]
         else:
-            fit = linear_fit(FIT_PROBES, [_check(should_stop) or stepper.step(b, base)[0]
+            fit = linear_fit(FIT_PROBES, [check_stop(should_stop) or stepper.step(b, base)[0]
                                           for b in FIT_PROBES])
             line = (fit.intercept, fit.slope)
         m0, slope = line
@@ -242,7 +235,7 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
                                if slope > 0 else max_batch))
         batch, peak = predicted, None
         while batch >= 1:  # verify with a real step; halve until it fits
-            _check(should_stop)
+            check_stop(should_stop)
             peak, _, _ = stepper.step(batch, base)
             if peak <= memory_budget_bytes:
                 break
@@ -254,7 +247,7 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
                       "fixed_bytes": round(m0), "bytes_per_sample": slope}
         else:
             k = accumulation if name == "accumulation" else 1
-            times = sorted(_check(should_stop) or stepper.step(batch, base, k, memory=False)[1]
+            times = sorted(check_stop(should_stop) or stepper.step(batch, base, k, memory=False)[1]
                            for _ in range(FIT_TIMED_STEPS))
             record = {"kind": "fit_batch_result", "technique": name, "max_batch_size": batch,
                       "effective_batch_size": batch * k, "accumulation_steps": k,

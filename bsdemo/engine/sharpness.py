@@ -47,7 +47,7 @@ from bsdemo.jobkinds import (
     TRACE_POINTS,
     TRACE_SAMPLES,
     WARMUP_SHARE,
-    JobStopped,
+    check_stop,
     remedy_lr,
 )
 
@@ -140,11 +140,6 @@ def _load_flat(model: torch.nn.Module, flat: torch.Tensor) -> None:
             offset += p.numel()
 
 
-def _check(should_stop: Callable[[], bool] | None) -> None:
-    if should_stop is not None and should_stop():
-        raise JobStopped("Stopped before it finished.")
-
-
 def run_to_target(cfg: RunConfig, batch: int, *, label: str, remedy: str | None,
                   target_loss: float, max_steps: int, small_batch: int,
                   should_stop: Callable[[], bool] | None = None
@@ -189,16 +184,16 @@ def run_to_target(cfg: RunConfig, batch: int, *, label: str, remedy: str | None,
                                                               noise_draws))
                    if remedy == "noise" else None,
                    after_step=traced, should_stop=should_stop)
-    _check(should_stop)  # between the long phases after training: Hessian, neighbourhood
+    check_stop(should_stop)  # between the long phases after training: Hessian, neighbourhood
     model.eval()
     train_loss, train_acc = evaluate(model, x, y)
     test_loss, test_acc = evaluate(model, data.x_test, data.y_test)
     model.eval()
     top = rise = math.nan
     if done.status != "diverged":
-        _check(should_stop)
+        check_stop(should_stop)
         top = sharpness(HESSIAN_ITERS)
-        _check(should_stop)
+        check_stop(should_stop)
         rise = neighbourhood_rise(model, x, y, probe)
         model.eval()
     record = {"kind": "sharpness_run", "label": label, "remedy": remedy, "batch_size": batch,
@@ -229,7 +224,7 @@ def loss_slice(model: torch.nn.Module, start: torch.Tensor, end: torch.Tensor, d
     ts = [-0.5 + 2.0 * i / (points - 1) for i in range(points)]
     train, test = [], []
     for t in ts:
-        _check(should_stop)
+        check_stop(should_stop)
         _load_flat(model, start + t * (end - start))
         train.append(evaluate(model, data.x_train, data.y_train)[0])
         test.append(evaluate(model, data.x_test, data.y_test)[0])
@@ -255,7 +250,7 @@ def sharpness_study(cfg: RunConfig, batch_sizes: Sequence[int] = (16, 4096),
             solutions[label] = _flat(model)
         runs.append(record)
         yield record
-    _check(should_stop)
+    check_stop(should_stop)
     cut = loss_slice(model, solutions["small"], solutions["large"], data, should_stop=should_stop)
     first, second = runs[0], runs[1]
     yield {"kind": "sharpness_result", "runs": runs, "slice": cut, "lr": cfg.lr,

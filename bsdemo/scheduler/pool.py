@@ -22,6 +22,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from bsdemo.lifetime import remove_orphan_folders
 from bsdemo.limits import Limits
 
 
@@ -94,8 +95,6 @@ class WorkerPool:
         worker.retired.set()
         worker.process.kill()
         worker.process.join(timeout=10)
-        from bsdemo.lifetime import remove_orphan_folders
-
         remove_orphan_folders()
         self.restarts += 1
         self.workers[index] = self._start(index)

@@ -256,3 +256,10 @@ def test_a_locked_store_never_holds_the_schedulers_lock(tmp_path):
         holder.rollback()
         holder.close()
         sched.close()
+
+
+def test_a_garbled_header_asks_for_no_huge_padding(tmp_path):
+    path = tmp_path / "runs.sqlite3"
+    path.write_bytes(b"SQLite format 3\0" + b"\xa5" * 8000)  # its page count: terabytes
+    store = RunStore(path)
+    assert store.available and "damaged" in store.notice and store.count() == 0
