@@ -99,7 +99,8 @@ def draw_ddp(snap) -> None:
                    help="Against one process with the whole global batch, after the same steps; "
                         "float32 rounding is about 1e-7 of a parameter's size.")
     cols[1].metric("All-reduce share of a step", f"{r['allreduce_s'] / r['step_s']:.0%}")
-    cols[2].metric("Scaling efficiency", f"{r['scaling_efficiency']:.0%}",
+    cols[2].metric("Scaling efficiency", "too noisy" if r.get("too_noisy") else
+                   f"{r['scaling_efficiency']:.0%}",
                    help="One process's time for the global batch ÷ (the group's step time × "
                         "processes). 100 % = perfect scaling.")
     st.markdown(recipes.ddp_verdict(r))

@@ -50,7 +50,7 @@ PAGES = {
 # page's own experiment
 # pages with more experiments, run after the first: name -> [(its button, what says it finished)]
 SECOND = {"noise": [("Train to the target at each batch", r"^What your runs show")],
-          "fit_batch": [("Run the process group", r"scaling efficiency of"),
+          "fit_batch": [("Run the process group", r"scaling efficiency of|too noisy to read"),
                         ("Run the pipeline", r"^Each stage held at most")],
           "finder": [("Measure each architecture", r"architectures meets the rule of thumb")]}
 VARIANTS = {

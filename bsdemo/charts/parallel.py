@@ -25,8 +25,9 @@ def ddp_chart(r: dict[str, Any]) -> Chart:
     fig.add_trace(go.Bar(y=[group], x=[r["allreduce_s"] * 1e3], orientation="h",
                          name="all-reduce of the gradients", marker_color=REDUCE))
     layout(fig, "One step of the same global batch", "Milliseconds per step (median)", "",
-           subtitle=f"global batch {r['global_batch_size']}; scaling efficiency "
-                    f"{r['scaling_efficiency']:.0%}")
+           subtitle=f"global batch {r['global_batch_size']}; " + (
+               "timing too noisy to read (see below)" if r.get("too_noisy") else
+               f"scaling efficiency {r['scaling_efficiency']:.0%}"))
     fig.update_layout(barmode="stack", hovermode="closest", height=260)
     alt = (f"A step of global batch {r['global_batch_size']}: one process "
            f"{r['single_process_step_s'] * 1e3:.1f} ms; {r['processes']} processes "

@@ -200,6 +200,8 @@ def ddp_check(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
           f"{r['max_abs_param_diff']:.2g}); samples/s {r['samples_per_sec']:,.0f} with "
           f"{r['processes']} processes, {r['single_process_samples_per_sec']:,.0f} in one; "
           f"scaling efficiency {r['scaling_efficiency']:.0%}")
+    if r.get("too_noisy"):
+        print(f"too noisy to read: {r['too_noisy']}")
     return 0
 
 
@@ -246,6 +248,8 @@ def pipeline_check(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
           f"activations ({format_bytes(r['transfer_bytes'])}) {r['transfer_s'] * 1e3:.3f} ms; "
           f"step {r['step_s'] * 1e3:.1f} ms in the pipeline, {r['single_process_step_s'] * 1e3:.1f} "
           f"ms in one process; bubble {r['bubble']:.0%} (GPipe's ideal {r['ideal_bubble']:.0%})")
+    if r.get("too_noisy"):
+        print(f"too noisy to read: {r['too_noisy']}")
     return 0
 
 

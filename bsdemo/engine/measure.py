@@ -132,7 +132,7 @@ class HostLoad:
         self._start = self._read()
 
     @staticmethod
-    def _read() -> tuple[float, float, float] | None:
+    def _read() -> tuple[float, float, float, float] | None:
         try:
             with open("/proc/stat", encoding="ascii") as f:
                 fields = [float(v) for v in f.readline().split()[1:]]
@@ -141,13 +141,17 @@ class HostLoad:
         ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
         own = os.times()
-        return sum(fields) / ticks, (sum(fields) - idle) / ticks, own.user + own.system
+        return (sum(fields) / ticks, (sum(fields) - idle) / ticks, own.user + own.system,
+                own.children_user + own.children_system)
 
-    def others_share(self) -> float | None:
+    def others_share(self, children: bool = False) -> float | None:
+        """children: this process's finished children (a process group's members) count as
+        its own work, not as others'."""
         end = self._read()
         if self._start is None or end is None:
             return None
-        total, busy, own = (b - a for a, b in zip(self._start, end, strict=True))
+        total, busy, own, kids = (b - a for a, b in zip(self._start, end, strict=True))
+        own += kids if children else 0.0
         if total <= 0:
             return None
         return min(max((busy - own) / total, 0.0), 1.0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bsdemo.bounds import noisy_line
 from bsdemo.units import format_bytes
 
 # Published peak bandwidth per GPU and direction, bytes/s: what a ring all-reduce can use at most
@@ -36,14 +37,15 @@ def ddp_verdict(r: dict[str, Any]) -> str:
     return (f"**{r['processes']} processes × batch {r['per_process_batch_size']} = global batch "
             f"{r['global_batch_size']}.** After {r['steps']} steps they hold {same} (largest "
             f"difference {r['max_abs_param_diff']:.2g}): averaging the shards' gradients is the "
-            f"gradient of the whole batch. A step took {r['step_s'] * 1e3:.1f} ms, "
-            f"{share:.0%} of it the all-reduce of {format_bytes(r['gradient_bytes'])} of "
-            f"gradients; one process took {r['single_process_step_s'] * 1e3:.1f} ms for the "
-            f"whole batch. So the group ran at {speed:.2f}× one process's samples/s: a scaling "
-            f"efficiency of {r['scaling_efficiency']:.0%}. Here the processes share one "
-            "machine's cores and talk through its memory; on separate GPUs each brings its own "
-            "compute, and the all-reduce crosses a link instead — the table below predicts that "
-            "part.")
+            f"gradient of the whole batch. " + (noisy_line(r) or (
+                f"A step took {r['step_s'] * 1e3:.1f} ms, "
+                f"{share:.0%} of it the all-reduce of {format_bytes(r['gradient_bytes'])} of "
+                f"gradients; one process took {r['single_process_step_s'] * 1e3:.1f} ms for the "
+                f"whole batch. So the group ran at {speed:.2f}× one process's samples/s: a "
+                f"scaling efficiency of {r['scaling_efficiency']:.0%}.")) + " Here the processes "
+            "share one machine's cores and talk through its memory; on separate GPUs each brings "
+            "its own compute, and the all-reduce crosses a link instead — the table below "
+            "predicts that part.")
 
 
 def pipeline_verdict(r: dict[str, Any]) -> str:
@@ -61,6 +63,6 @@ def pipeline_verdict(r: dict[str, Any]) -> str:
             f"is the bubble: with {r['micro_batches']} micro-batches the stages sat idle "
             f"{r['bubble']:.0%} of a step (GPipe's (S−1)/(M+S−1) for equal stages is "
             f"{r['ideal_bubble']:.0%}) — more micro-batches shrink it. On one CPU the stages "
-            f"share the cores, so the pipelined step ({r['step_s'] * 1e3:.1f} ms) is no faster "
-            f"than one process ({r['single_process_step_s'] * 1e3:.1f} ms): this is the "
-            "mechanism at small scale, not a speed-up.")
+            "share the cores: this is the mechanism at small scale, not a speed-up. "
+            + (noisy_line(r) or f"The pipelined step took {r['step_s'] * 1e3:.1f} ms, one "
+               f"process {r['single_process_step_s'] * 1e3:.1f} ms."))

@@ -104,13 +104,17 @@ def test_fit_batch_page_runs_a_process_group_and_a_pipeline():
     at.select_slider(key="fit_ddp_batch").set_value(16).run()
     at.selectbox(key="fit_ddp_steps").set_value(3).run()
     at.button(key="ddp_run").click().run()
-    run_until(at, lambda a: any("scaling efficiency of" in m.value for m in a.markdown)
+    read = ("scaling efficiency of", "too noisy to read")  # a loaded machine may say the latter
+    run_until(at, lambda a: any(w in m.value for m in a.markdown for w in read)
               or bool(a.error), timeout=300)
     assert not at.error
     tiles = {m.label: m.value for m in at.metric}
     assert float(tiles["Largest parameter difference"]) < 1e-5
-    assert tiles["Scaling efficiency"].endswith("%")
-    verdict = next(m.value for m in at.markdown if "scaling efficiency of" in m.value)
+    verdict = next(m.value for m in at.markdown if any(w in m.value for w in read))
+    if "too noisy to read" in verdict:  # a breach measured twice: no figure, no claim
+        assert tiles["Scaling efficiency"] == "too noisy" and "×" in verdict
+    else:
+        assert tiles["Scaling efficiency"].endswith("%")
     assert "2 processes × batch 16 = global batch 32" in verdict and "up to float32" in verdict
     cluster = [t for t in at.dataframe if "predicted all-reduce ms" in t.value.columns]
     assert cluster and (cluster[0].value["predicted all-reduce ms"] > 0).all()

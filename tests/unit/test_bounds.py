@@ -1,0 +1,57 @@
+"""Physical bounds on timed figures: a breach is measured once more, then shown as too noisy to
+read, and the lesson 10 texts make no speed claim from it."""
+
+from __future__ import annotations
+
+from bsdemo.bounds import noisy_line, remeasured, speedup_breach, too_noisy
+from bsdemo.recipes import ddp_verdict, pipeline_verdict
+
+
+def test_a_speedup_past_the_processes_is_a_breach():
+    assert speedup_breach(1.9, 2, "the group") is None
+    assert speedup_breach(2.15, 2, "the group") is None  # within the noise band
+    assert "4.6× as fast" in speedup_breach(4.64, 2, "the group")  # the issue's 232 %
+
+
+def test_a_breach_is_measured_once_more_and_only_then():
+    calls = []
+
+    def measure(round_):
+        calls.append(round_)
+        return {0: 5.0, 1: 1.5}[round_]
+
+    result, problem, twice = remeasured(measure, lambda s: speedup_breach(s, 2, "it"))
+    assert (result, problem, twice, calls) == (1.5, None, True, [0, 1])
+    calls.clear()
+    result, problem, twice = remeasured(lambda r: calls.append(r) or 9.0,
+                                        lambda s: speedup_breach(s, 2, "it"))
+    assert twice and calls == [0, 1] and "9.0× as fast" in problem
+    calls.clear()
+    assert remeasured(lambda r: calls.append(r) or 1.0, lambda s: None) == (1.0, None, False)
+    assert calls == [0]
+
+
+DDP = {"processes": 2, "per_process_batch_size": 32, "global_batch_size": 64, "steps": 3,
+       "equivalent": True, "max_abs_param_diff": 7.5e-9, "gradient_bytes": 4096,
+       "allreduce_s": 0.0116, "step_s": 0.0144, "single_process_step_s": 0.113,
+       "samples_per_sec": 4441.0, "single_process_samples_per_sec": 566.0,
+       "scaling_efficiency": 3.92}
+PIPE = {"stage_parameter_bytes": [100, 100], "stage_activation_bytes": [50, 50],
+        "single_parameter_bytes": 200, "single_activation_bytes": 100, "equivalent": True,
+        "max_abs_param_diff": 1e-9, "transfer_bytes": 32768, "transfer_s": 5e-5,
+        "micro_batches": 4, "bubble": 0.29, "ideal_bubble": 0.2, "step_s": 0.0289,
+        "single_process_step_s": 0.2144}
+
+
+def test_lesson_10_texts_never_narrate_an_impossible_ratio():
+    noisy = too_noisy(speedup_breach(7.8, 2, "the group"), 0.72)
+    assert "in two measurements" in noisy and "72% busy" in noisy
+    text = ddp_verdict(DDP | {"too_noisy": noisy})
+    assert "too noisy to read" in text and "392%" not in text and "scaling efficiency" not in text
+    assert "up to float32 rounding" in text  # parameters do not depend on the load
+    plain = ddp_verdict(DDP | {"scaling_efficiency": 0.8, "too_noisy": None})
+    assert "a scaling efficiency of 80%" in plain and noisy_line({"too_noisy": None}) is None
+    pipe = pipeline_verdict(PIPE | {"too_noisy": too_noisy(speedup_breach(7.4, 2, "it"), None)})
+    assert "too noisy to read" in pipe and "no faster" not in pipe and "214.4 ms" not in pipe
+    calm = pipeline_verdict(PIPE | {"step_s": 0.3, "too_noisy": None})
+    assert "The pipelined step took 300.0 ms, one process 214.4 ms." in calm
