@@ -142,6 +142,10 @@ def test_the_verdict_and_prediction_come_from_the_measurement():
     same = [_result("fp32", 2000, 3376, 19000), _result("bf16", 4000, 1712, 25000)]
     assert "none of them changed the result here" in fit_verdict(same, 8 * 2**20, "cpu")
     assert fit_prediction(same) is None  # the question needs all three
+    # checkpointing does fp32's work and recomputes: faster beyond the noise is no reading
+    fast = [_result("fp32", 2000, 3376, 19000), _result("checkpointing", 3000, 2352, 76000)]
+    text = fit_verdict(fast, 8 * 2**20, "cpu")
+    assert "too noisy to read" in text and "4.00× as fast" in text and "76,000" not in text
 
 
 def test_the_chart_draws_each_technique_and_accumulations_micro_batch():
