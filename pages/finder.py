@@ -6,6 +6,7 @@ import streamlit as st
 from bsdemo import charts, recipes
 from bsdemo.architectures import ARCHITECTURES, DEFAULT_SECONDS
 from bsdemo.presets import SCENARIOS
+from bsdemo.recipes.measurements import FINDER_DEVICE_MARGIN
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink, areas
@@ -23,7 +24,7 @@ controls, results = areas()  # presentation mode: results above the controls
 with controls:
     cfg = sweeps.workload("find", link)
     cpu = (sweeps.scheduler().device_info or {}).get("type", "cpu") == "cpu"
-    device, about = recipes.simulated_device(cfg, 0.10)
+    device, about = recipes.simulated_device(cfg, FINDER_DEVICE_MARGIN)
     budget = sweeps.budget_widget("find", link, default=device if cpu else None, allow_none=True)
     if cpu:
         st.caption(f"Nothing limits memory on this CPU, so the default budget is a simulated device "

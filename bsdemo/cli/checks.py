@@ -45,7 +45,9 @@ def _check_find(args: argparse.Namespace) -> dict:
     budget = given(args.memory_budget, "--memory-budget")
     target = given(args.target_effective_batch, "--target-effective-batch")
     largest = given(args.max_batch, "--max-batch")
-    return {"budget": parse_bytes(budget, "--memory-budget") if budget is not None else None,
+    own = budget is not None and budget.strip().lower() == "device"  # the device's own memory
+    return {"budget": "device" if own else parse_bytes(budget, "--memory-budget")
+            if budget is not None else None,
             "margin": _real("--margin", args.margin, 0.0, 0.9),
             "target": _count("--target-effective-batch", target, 1, 10**6)
             if target is not None else None,

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from bsdemo.config import RunConfig
-from bsdemo.recipes import regime_configs
+from bsdemo.recipes import regime_configs, simulated_device
+from bsdemo.recipes.measurements import FINDER_DEVICE_MARGIN
 from bsdemo.runs import collect
 from bsdemo.units import format_bytes
 
@@ -79,7 +80,17 @@ def sweep(cfg: RunConfig, args: argparse.Namespace, sizes: list[int], budget: in
 def find(cfg: RunConfig, args: argparse.Namespace, budget: int | None, margin: float,
           target: int | None, reference: int, max_batch: int | None) -> int:
     from bsdemo.engine.finder import find_batch_size  # imports torch
+    from bsdemo.engine.measure import resolve_device
 
+    if budget is None and resolve_device(cfg.device).type == "cpu":
+        # as the page: nothing limits a CPU's memory, so the default is a simulated device
+        budget, about = simulated_device(cfg, FINDER_DEVICE_MARGIN)
+        print(f"note: no --memory-budget on a CPU: a simulated device of {format_bytes(budget)} "
+              f"(this model's predicted need at batch {about}, with a "
+              f"{FINDER_DEVICE_MARGIN:.0%} margin), as the lab's page uses; --memory-budget "
+              "device searches this machine's own memory", file=sys.stderr)
+    elif budget == "device":
+        budget = None
     for event in find_batch_size(cfg, memory_budget_bytes=budget, margin=margin,
                                  target_effective_batch=target, reference_batch=reference,
                                  reference_lr=cfg.lr, max_batch=max_batch):

@@ -114,7 +114,9 @@ def _add_find(sub, train: argparse.ArgumentParser) -> None:
     find = sub.add_parser("find", help="find the largest batch that fits, measured",
                           description="Probe, fit memory, predict the largest batch under the "
                                       "budget minus a margin, verify it with a real step.")
-    find.add_argument("--memory-budget", help="pretend the device has this much memory")
+    find.add_argument("--memory-budget", help="pretend the device has this much memory (on a CPU "
+                      "the default is a simulated device sized to the model, as the page's; "
+                      "'device': the machine's own)")
     find.add_argument("--margin", default="0.1", help="share of the budget kept free (default 0.1)")
     find.add_argument("--target-effective-batch",
                       help="an effective batch to reach with micro-batch × accumulation steps")

@@ -97,6 +97,7 @@ def layer_rows(per_layer: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # ----- the finder -----
 FINDER_DEVICE_BATCH = 256  # the simulated device holds about this batch of the chosen model
+FINDER_DEVICE_MARGIN = 0.10  # the margin the simulated device is sized with (page and CLI)
 
 
 def simulated_device(cfg: RunConfig, margin: float) -> tuple[int, int]:

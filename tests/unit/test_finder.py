@@ -90,3 +90,18 @@ def test_cli_find_bad_input_exits_2_with_one_line(args, flag):
                          text=True, timeout=scaled(60))
     assert out.returncode == 2 and flag in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_cli_find_on_a_cpu_defaults_to_the_pages_simulated_device():
+    from bsdemo.config import RunConfig
+    from bsdemo.recipes import simulated_device
+    from bsdemo.recipes.measurements import FINDER_DEVICE_MARGIN
+    from bsdemo.units import format_bytes
+
+    out = subprocess.run([sys.executable, "-m", "bsdemo", "find", "--json"], capture_output=True,
+                         text=True, timeout=scaled(120))
+    assert out.returncode == 0, out.stderr
+    device, about = simulated_device(RunConfig(), FINDER_DEVICE_MARGIN)
+    assert f"a simulated device of {format_bytes(device)}" in out.stderr
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["batch_size"] is not None and result["predicted_max"] <= 2 * about
