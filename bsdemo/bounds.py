@@ -39,6 +39,16 @@ def remeasured(measure: Callable[[int], T], breach: Callable[[T], str | None]
     return result, breach(result), True
 
 
+def in_turn(round_: int, first: Callable[[], Any], second: Callable[[], Any]) -> tuple[Any, Any]:
+    """(first(), second()), measured in that order in round 0 and the other way round in round 1,
+    so that a re-measurement's two sides each see the load the other saw before."""
+    if round_:
+        later = second()
+        return first(), later
+    earlier = first()
+    return earlier, second()
+
+
 def too_noisy(problem: str | None, others_busy: float | None) -> str | None:
     """The record's `too_noisy` text (None when the figure kept its bound)."""
     if problem is None:

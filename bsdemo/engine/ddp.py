@@ -123,11 +123,7 @@ def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
         def single():
             return one_process(cfg, cfg.batch_size * processes, steps, group_cores(processes),
                                should_stop)
-        if round_:
-            alone = single()
-            return group(), alone
-        reports = group()
-        return reports, single()
+        return bounds.in_turn(round_, group, single)
 
     def breach(result) -> str | None:
         reports, (_, single_s, _) = result

@@ -175,11 +175,7 @@ def pipeline_check(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,
 
         def single():
             return one_process(cfg, cfg.batch_size, steps, group_cores(STAGES), should_stop)
-        if round_:
-            alone = single()
-            return group(), alone
-        reports = group()
-        return reports, single()
+        return bounds.in_turn(round_, group, single)
 
     def breach(result) -> str | None:
         reports, (_, single_s, _) = result

@@ -55,3 +55,13 @@ def test_lesson_10_texts_never_narrate_an_impossible_ratio():
     assert "too noisy to read" in pipe and "no faster" not in pipe and "214.4 ms" not in pipe
     calm = pipeline_verdict(PIPE | {"step_s": 0.3, "too_noisy": None})
     assert "The pipelined step took 300.0 ms, one process 214.4 ms." in calm
+
+
+def test_a_remeasurement_takes_the_two_sides_the_other_way_round():
+    from bsdemo.bounds import in_turn
+
+    order = []
+    a, b = (lambda: order.append("a") or 1), (lambda: order.append("b") or 2)
+    assert in_turn(0, a, b) == (1, 2) and order == ["a", "b"]
+    order.clear()
+    assert in_turn(1, a, b) == (1, 2) and order == ["b", "a"]
