@@ -19,7 +19,7 @@ import time
 from bsdemo.config import RunConfig
 from bsdemo.engine.finder import find_batch_size
 from bsdemo.engine.measure import HostLoad
-from bsdemo.engine.sweep import _measure, sweep
+from bsdemo.engine.sweep import probe, sweep
 from bsdemo.engine.train import train
 from bsdemo.units import format_bytes, powers_of_two
 
@@ -60,7 +60,7 @@ def doubling_probes(cfg: RunConfig, budget: int, margin: float = 0.1) -> tuple[i
     def fits(size: int) -> bool:
         nonlocal probes
         probes += 1
-        point, _ = _measure(cfg, size, 1, 3, 0.0, budget)
+        point, _ = probe(cfg, size, 1, 3, budget)
         return point["status"] == "ok" and point["peak_memory_bytes"] <= usable
 
     while b <= cfg.train_samples and fits(b):
@@ -122,10 +122,11 @@ def main() -> None:
     for b in (16, 64, 256):
         sweep_rates, lab_rates = [], []
         for _ in range(args.repeats):
-            sweep_rates.append(_measure(cfg, b, 3, 30, 0.0, None)[0]["samples_per_sec"])
+            sweep_rates.append(probe(cfg, b, 3, 30, None)[0]["samples_per_sec"])
             end = list(train(RunConfig(batch_size=b, epochs=None, max_steps=33,
                                        eval_interval=10**6)))[-1]
-            lab_rates.append(end.summary["samples_per_sec"])
+            # by the same clock as the sweep's (thread CPU time on a one-thread CPU)
+            lab_rates.append(end.summary["cpu_samples_per_sec"] or end.summary["samples_per_sec"])
         s, lab = statistics.median(sweep_rates), statistics.median(lab_rates)
         print(f"   {b:>6} {s:>10,.0f} {lab:>10,.0f} {s / lab:>6.3f}")
 

@@ -52,6 +52,9 @@ class StepEvent(_Event):
     peak_memory_bytes: int | None  # peak during this step (counter reset every step)
     utilization_pct: float | None = None  # NVML: share of time a kernel ran (GPU only)
     generator_loss: float | None = None  # a GAN's generator loss (`loss` is its discriminator's)
+    # the training thread's CPU time for the step (a CPU with one torch thread; else None):
+    # unlike step_time_s, other processes taking the core do not lengthen it
+    cpu_time_s: float | None = None
 
 
 @dataclass

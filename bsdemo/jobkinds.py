@@ -48,15 +48,22 @@ RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end", "noise_r
                 "pipeline_check", "architectures_end")  # a job's one result
 MAX_TIMED_STEPS = 2000  # a sweep point's timed steps, whatever its minimum duration asks
 MAX_SWEEP_POINTS = 64
+MAX_SWEEP_ROUNDS = 10  # a sweep point's rounds (a noisy one gets up to twice as many)
 FIND_MAX_PROBES = 64  # two probes, halvings, a verification and a bisection: far fewer in practice
 FIND_STEPS_PER_PROBE = 1 + 2 * 3 + 1  # the finder's warm-up, timed steps and partial batches
+# the finder's recommendation: samples/s of this many sizes that fit, timed in rounds as a sweep
+# times its points (at least this many steps each, no minimum duration: a bounded cost)
+FIND_THROUGHPUT_SIZES = 7
+FIND_THROUGHPUT_STEPS = 12
 ACCUM_MEASURE_STEPS = 20  # the accumulation check times this many steps of each way
 
 
-def sweep_point_steps(timed_steps: int, min_timed_s: float) -> int:
-    """The most steps a sweep point runs after its warm-up: room for partial last batches
-    between the full ones, and for a minimum duration (at most MAX_TIMED_STEPS timed steps)."""
-    return 2 * timed_steps + 1 if min_timed_s <= 0 else max(2 * timed_steps + 1, MAX_TIMED_STEPS)
+def sweep_point_steps(timed_steps: int, min_timed_s: float, rounds: int = 1) -> int:
+    """The most steps one round of a sweep point runs after its warm-up: room for partial last
+    batches between the full ones, and for a minimum duration (the point's MAX_TIMED_STEPS
+    shared out over up to twice `rounds` rounds)."""
+    room = 2 * timed_steps + 1
+    return room if min_timed_s <= 0 else max(room, MAX_TIMED_STEPS // (2 * rounds))
 
 
 class JobStopped(Exception):
@@ -142,7 +149,8 @@ def _sweep_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
     return {"batch_sizes": list(sizes),
             "warmup_steps": _whole(options, "warmup_steps", 0, 100, default=3),
             "timed_steps": _whole(options, "timed_steps", 1, MAX_TIMED_STEPS, default=8),
-            "min_timed_s": _real(options, "min_timed_s", 0.0, 60.0, default=0.1),
+            "min_timed_s": _real(options, "min_timed_s", 0.0, 60.0, default=0.15),
+            "rounds": _whole(options, "rounds", 1, MAX_SWEEP_ROUNDS, default=3),
             "memory_budget_bytes": _budget(options),
             "continue_after_oom": _flag(options, "continue_after_oom")}
 
@@ -388,8 +396,11 @@ def _train_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
 
 
 def _sweep_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
-    sizes, timed = options["batch_sizes"], options["timed_steps"]
-    per_point = options["warmup_steps"] + sweep_point_steps(timed, options["min_timed_s"])
+    sizes, rounds = options["batch_sizes"], options["rounds"]
+    timed = max(1, -(-options["timed_steps"] // rounds))  # per round, as the engine shares it
+    # the first round's warm-up, then up to twice `rounds` rounds of one warm-up step and a block
+    per_point = (options["warmup_steps"] + 2 * rounds * (
+        1 + sweep_point_steps(timed, options["min_timed_s"] / rounds, rounds)))
     largest = sweep_config(cfg, sizes)
     largest = dataclasses.replace(largest, batch_size=min(max(sizes), largest.train_samples),
                                   accumulation_steps=1)
@@ -402,7 +413,11 @@ def _find_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     grown = sweep_config(cfg, [largest]) if largest > cfg.train_samples else cfg
     micro = min(largest, grown.train_samples)
     target = options["target_effective_batch"] or micro
-    return Cost(micro, max(micro, target), FIND_MAX_PROBES * FIND_STEPS_PER_PROBE, wall_s,
+    rounds = 3  # bsdemo.engine.sweep's default; up to twice as many for a noisy size
+    throughput = FIND_THROUGHPUT_SIZES * (3 + 2 * rounds * (
+        1 + sweep_point_steps(-(-FIND_THROUGHPUT_STEPS // rounds), 0.0)))
+    return Cost(micro, max(micro, target), FIND_MAX_PROBES * FIND_STEPS_PER_PROBE + throughput,
+                wall_s,
                 footprint.predict(dataclasses.replace(grown, batch_size=micro,
                                                       accumulation_steps=1)).device)
 
@@ -493,7 +508,7 @@ def _architectures_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("train", exclusive=False, options=(), cost=_train_cost, check=_no_options),
     Kind("sweep", exclusive=True, options=("batch_sizes", "warmup_steps", "timed_steps",
-                                           "min_timed_s", "memory_budget_bytes",
+                                           "min_timed_s", "rounds", "memory_budget_bytes",
                                            "continue_after_oom"),
          cost=_sweep_cost, check=_sweep_options),
     Kind("find", exclusive=True, options=("memory_budget_bytes", "margin",

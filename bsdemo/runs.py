@@ -152,6 +152,18 @@ def file_event(holder, event: dict[str, Any]) -> bool:
     return True
 
 
+def add_point(points: list[dict[str, Any]], event: dict[str, Any], most: int) -> None:
+    """Keep a job's point record: a point measured again (`replaces`: a sweep's later rounds)
+    takes the place of the one of its batch size, any other is appended (up to `most`)."""
+    if event.get("replaces"):
+        for i, old in enumerate(points):
+            if old["kind"] == event["kind"] and old.get("batch_size") == event.get("batch_size"):
+                points[i] = event
+                return
+    if len(points) < most:
+        points.append(event)
+
+
 def collect(events: Iterable[dict[str, Any]], max_points: int = 1000) -> RunRecord:
     """A whole run's event dicts, filed."""
     record = RunRecord(Series(STEP_FIELDS, max_points), Series(EVAL_FIELDS, max_points))

@@ -26,7 +26,8 @@ with controls:
 with results:
     sweeps.run_button("mem", "Measure memory", "sweep", cfg,
                       {"batch_sizes": powers_of_two(largest), "memory_budget_bytes": budget,
-                       "warmup_steps": 1, "timed_steps": 2, "min_timed_s": 0})  # memory, not time
+                       "warmup_steps": 1, "timed_steps": 2, "min_timed_s": 0,
+                       "rounds": 1})  # memory, not time
 
 
 def draw(snap) -> None:
@@ -70,7 +71,7 @@ if over and safe:
     sweeps.run_button("memdemo", f"Run batch {over}, then {safe}", "sweep", cfg,
                       {"batch_sizes": [over, safe], "memory_budget_bytes": budget,
                        "warmup_steps": 0, "timed_steps": 1, "min_timed_s": 0,
-                       "continue_after_oom": True},
+                       "rounds": 1, "continue_after_oom": True},
                       key="mem_break")
 
     def draw_demo(snap) -> None:

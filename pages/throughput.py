@@ -19,9 +19,11 @@ with controls:
     choices = sweeps.largest_batches()
     largest = link.choice(st, "Largest batch size in the sweep", choices, min(1024, choices[-1]),
                           key="tp_largest", widget="select_slider")
-    st.caption(f"Batch sizes 1, 2, 4, … {largest}: 3 warm-up steps, then the median of at least 8 "
-               "timed full training steps (forward, backward, optimizer step) each. No other run of "
-               "this lab shares the device meanwhile; other processes' load is measured and shown.")
+    st.caption(f"Batch sizes 1, 2, 4, … {largest}, each measured in 3 rounds (a shuffled order "
+               "each round, so passing load falls on different sizes): full training steps "
+               "(forward, backward, optimizer step), their median and middle half. No other run "
+               "of this lab shares the device meanwhile; other processes' load is measured and "
+               "shown.")
     link.scenarios(SCENARIOS["throughput"])
     predict("throughput")
 with results:
@@ -39,11 +41,16 @@ def draw(snap) -> None:
     cols[0].metric("Best samples/s (measured)", f"{best['samples_per_sec']:,.0f}",
                    help=f"at batch {best['batch_size']}")
     if end:
-        cols[1].metric("Throughput knee", end["knee_batch_size"],
-                       help="Smallest batch within 10% of the best samples/s.")
-        cross = end["crossover_batch_size"]
-        cols[2].metric("Overhead = compute at B ≈", f"{cross:.0f}" if cross else "none measured",
-                       help="t0 / t1 from the fitted step-time model t0 ≥ 0 (predicted).")
+        knee, span = end["knee_batch_size"], end.get("knee_range")
+        cols[1].metric("Throughput knee", knee or "unclear",
+                       help="Smallest batch within 10% of the best samples/s"
+                       + (f"; 68% of resampled rounds put it in {span[0]:.0f}–{span[1]:.0f}."
+                          if span else "."))
+        cross, span = end["crossover_batch_size"], end.get("crossover_range")
+        cols[2].metric("Overhead = compute at B ≈", f"{cross:.0f}" if cross else
+                       "unclear" if span and span[1] > 0 else "none measured",
+                       help="t0 / t1 from the fitted step-time model, t0 and t1 ≥ 0 (predicted)"
+                       + (f"; 68% range {span[0]:.0f}–{span[1]:.0f}." if span else "."))
     share = best["share_of_peak"]
     cols[3].metric("Share of peak FLOP/s", f"{share:.1%}" if share is not None else "–",
                    help=f"Peak: {(end or start).get('peak_source')}.")

@@ -48,22 +48,55 @@ def _oom_marks(fig: go.Figure, points: Sequence[dict], y: float) -> None:
             hoverinfo="text"))
 
 
+def _timing(p: dict, key: str) -> dict | None:
+    return (p.get("timing") or {}).get(key)
+
+
+def _error_bars(ok: Sequence[dict], key: str, scale: float = 1.0) -> dict | None:
+    """Plotly error bars from each point's quartiles (the middle half of its timed steps)."""
+    spreads = [_timing(p, key) for p in ok]
+    if not ok or any(s is None for s in spreads):
+        return None
+    return dict(type="data", symmetric=False, thickness=1.5, width=4,
+                array=[(s["q3"] - s["median"]) * scale for s in spreads],
+                arrayminus=[(s["median"] - s["q1"]) * scale for s in spreads])
+
+
+def clock_note(points: Sequence[dict]) -> str:
+    """How the points were timed, short enough for a half-width chart's subtitle."""
+    ok = _ok(points)
+    clocks = sorted({_timing(p, "clock") for p in ok} - {None})
+    rounds = sorted({_timing(p, "rounds") for p in ok} - {None})
+    if not clocks:
+        return "median of the timed steps"
+    count = f"{rounds[0]}" if len(rounds) == 1 else f"{rounds[0]}–{rounds[-1]}"
+    return f"median; bars: middle half · {count} rounds · {', '.join(clocks)}"
+
+
+def _middle(p: dict, key: str, scale: float, fmt: str) -> str | None:
+    s = _timing(p, key)
+    return f"{fmt.format(s['q1'] * scale)}–{fmt.format(s['q3'] * scale)}" if s else None
+
+
 def sweep_throughput_chart(points: Sequence[dict]) -> Chart:
     ok = _ok(points)
     fig = go.Figure(go.Scatter(
         x=[p["batch_size"] for p in ok], y=[p["samples_per_sec"] for p in ok], mode="lines+markers",
         name="measured", line=dict(color=OKABE_ITO[0]),
+        error_y=_error_bars(ok, "samples_per_sec"),
         marker=dict(size=10, color=[batch_colour(p["batch_size"]) for p in ok])))
     _oom_marks(fig, points, 0)
     layout(fig, "Throughput against batch size", "Batch size (log2 scale)",
-            "Samples per second (measured)", rangemode="tozero")
+           "Samples per second (measured)", subtitle=clock_note(points), rangemode="tozero")
     _log2_axis(fig, [p["batch_size"] for p in points])
     best = max(ok, key=lambda p: p["samples_per_sec"]) if ok else None
     alt = (f"Samples per second rise from {ok[0]['samples_per_sec']:,.0f} at batch "
            f"{ok[0]['batch_size']} to a best of {best['samples_per_sec']:,.0f} at batch "
            f"{best['batch_size']}." if ok else "No measured points yet.")
     return Chart(fig, alt, [{"batch size": p["batch_size"], "status": p["status"],
-                             "samples/s": p["samples_per_sec"]} for p in points])
+                             "samples/s": p["samples_per_sec"],
+                             "middle half": _middle(p, "samples_per_sec", 1, "{:,.0f}"),
+                             "rounds": _timing(p, "rounds")} for p in points])
 
 
 def sweep_step_time_chart(points: Sequence[dict], fit: dict | None,
@@ -72,6 +105,7 @@ def sweep_step_time_chart(points: Sequence[dict], fit: dict | None,
     sizes = [p["batch_size"] for p in ok]
     fig = go.Figure(go.Scatter(x=sizes, y=[p["step_time_s"] * 1e3 for p in ok],
                                mode="markers", name="measured (median step)",
+                               error_y=_error_bars(ok, "step_time_s", 1e3),
                                marker=dict(size=10, color=OKABE_ITO[0])))
     alt = "Step time against batch size."
     if fit and fit.get("t0_s") is not None and sizes:
@@ -88,9 +122,10 @@ def sweep_step_time_chart(points: Sequence[dict], fit: dict | None,
             _vline(fig, crossover, f"overhead = compute at B ≈ {crossover:.0f}", OKABE_ITO[4])
             alt += f" The two are equal at batch {crossover:.0f}."
     layout(fig, "Step time: fixed overhead + per-sample work", "Batch size (log2 scale)",
-            "Time per optimizer step (ms)", rangemode="tozero")
+           "Time per optimizer step (ms)", subtitle=clock_note(points), rangemode="tozero")
     _log2_axis(fig, [p["batch_size"] for p in points])
-    return Chart(fig, alt, [{"batch size": p["batch_size"], "step time (ms)": p["step_time_s"] * 1e3}
+    return Chart(fig, alt, [{"batch size": p["batch_size"], "step time (ms)": p["step_time_s"] * 1e3,
+                             "middle half (ms)": _middle(p, "step_time_s", 1e3, "{:.3g}")}
                             for p in ok])
 
 

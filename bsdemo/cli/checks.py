@@ -16,6 +16,7 @@ from bsdemo.jobkinds import (
     FIT_TECHNIQUES,
     LR_RULES,
     MAX_NOISE_DRAWS,
+    MAX_SWEEP_ROUNDS,
     MAX_TIMED_STEPS,
     PIPELINE_MAX_MICRO_BATCHES,
     SHARPNESS_REMEDIES,
@@ -38,7 +39,8 @@ def _check_sweep(args: argparse.Namespace) -> dict:
             "budget": parse_bytes(budget, "--memory-budget") if budget is not None else None,
             "warmup": _count("--warmup-steps", args.warmup_steps, 0, 100),
             "timed": _count("--timed-steps", args.timed_steps, 1, MAX_TIMED_STEPS),
-            "min_time": _real("--min-time", args.min_time, 0.0, 60.0)}
+            "min_time": _real("--min-time", args.min_time, 0.0, 60.0),
+            "rounds": _count("--rounds", args.rounds, 1, MAX_SWEEP_ROUNDS)}
 
 
 def _check_find(args: argparse.Namespace) -> dict:

@@ -53,28 +53,43 @@ def train(cfg: RunConfig, notices: list[str], as_json: bool) -> int:
 
 
 def sweep(cfg: RunConfig, args: argparse.Namespace, sizes: list[int], budget: int | None,
-           warmup: int, timed: int, min_time: float) -> int:
+          warmup: int, timed: int, min_time: float, rounds: int) -> int:
     from bsdemo.engine.sweep import sweep  # imports torch: only once the flags are known good
 
     events = sweep(cfg, sizes, warmup_steps=warmup, timed_steps=timed, min_timed_s=min_time,
-                   memory_budget_bytes=budget, continue_after_oom=args.continue_after_oom)
+                   rounds=rounds, memory_budget_bytes=budget,
+                   continue_after_oom=args.continue_after_oom)
+    points: dict[int, dict] = {}
     for event in events:  # the first event comes after the budget check: no half table
         if args.json:
             if event["kind"] != "sweep_start":
                 print(json.dumps(event), flush=True)
-        elif event["kind"] == "sweep_start":
-            print(f"{'batch':>7} {'status':>9} {'samples/s':>12} {'step time':>11} "
-                  f"{'peak memory':>12}  source")
-        elif event["kind"] == "sweep_point":
-            sim = " (simulated)" if event["simulated"] else ""
-            print(f"{event['batch_size']:>7} {event['status']:>9} "
-                  f"{_fmt(event['samples_per_sec'], '{:,.0f}'):>12} "
-                  f"{_fmt(event['step_time_s'], '{:.3g} s'):>11} "
-                  f"{_fmt(event['peak_memory_bytes'], format_bytes):>12}  "
-                  f"{event['memory_source'] or ''}{sim}", flush=True)
+        elif event["kind"] == "sweep_point":  # the table waits for every round
+            points[event["batch_size"]] = event
+            if not event.get("replaces"):
+                print(f"batch {event['batch_size']}: {event['status']} (round 1)",
+                      file=sys.stderr, flush=True)
         elif event["kind"] == "sweep_end":
+            _print_sweep_table([points[b] for b in sizes])
             _print_sweep_end(event)
     return 0
+
+
+def _print_sweep_table(points: list[dict]) -> None:
+    print(f"{'batch':>7} {'status':>9} {'samples/s':>12} {'middle half':>19} {'step time':>11} "
+          f"{'rounds':>6} {'peak memory':>12}  source")
+    for p in points:
+        timing = p.get("timing") or {}
+        rate = timing.get("samples_per_sec")
+        middle = f"{rate['q1']:,.0f}–{rate['q3']:,.0f}" if rate else ""
+        sim = " (simulated)" if p["simulated"] else ""
+        print(f"{p['batch_size']:>7} {p['status']:>9} {_fmt(p['samples_per_sec'], '{:,.0f}'):>12} "
+              f"{middle:>19} {_fmt(p['step_time_s'], '{:.3g} s'):>11} "
+              f"{timing.get('rounds', ''):>6} {_fmt(p['peak_memory_bytes'], format_bytes):>12}  "
+              f"{p['memory_source'] or ''}{sim}")
+    clocks = {(p.get("timing") or {}).get("clock") for p in points} - {None}
+    if clocks:
+        print(f"timed by {', '.join(sorted(clocks))}; middle half: the quartiles of the timed steps")
 
 
 def find(cfg: RunConfig, args: argparse.Namespace, budget: int | None, margin: float,
@@ -368,20 +383,28 @@ def _print_find_result(r: dict) -> None:
               f"{r['lr_linear']:.4g} (linear rule) or {r['lr_sqrt']:.4g} (square-root rule).")
 
 
+def _span(values, fmt: str) -> str:
+    return f" (68 %: {fmt.format(values[0])}–{fmt.format(values[1])})" if values else ""
+
+
 def _print_sweep_end(end: dict) -> None:
     fit = end["fit"]
     if fit["t0_s"] is not None:
-        print(f"step time  t(B) = {fit['t0_s'] * 1e3:.3g} ms + {fit['t1_s_per_sample'] * 1e6:.3g} "
-              f"µs × B   (R² {fit['r2_time']:.3f}); overhead = per-sample work at B ≈ "
-              f"{_fmt(end['crossover_batch_size'], '{:.0f}')}")
+        t0 = fit.get("t0_range_s")
+        print(f"step time  t(B) = {fit['t0_s'] * 1e3:.3g} ms"
+              f"{_span(t0 and [v * 1e3 for v in t0], '{:.3g}')} + "
+              f"{fit['t1_s_per_sample'] * 1e6:.3g} µs × B   (R² {fit['r2_time']:.3f}); overhead = "
+              f"per-sample work at B ≈ {_fmt(end['crossover_batch_size'], '{:.0f}')}"
+              f"{_span(end.get('crossover_range'), '{:.0f}')}")
     if fit["m0_bytes"] is not None:
         print(f"memory     M(B) = {format_bytes(fit['m0_bytes'])} + "
               f"{format_bytes(fit['m_bytes_per_sample'])} × B   (R² {fit['r2_memory']:.3f})")
     print(f"largest batch that ran: {_fmt(end['max_batch_size_fits'], '{}')}; predicted largest "
           f"under {_fmt(end['capacity_bytes'], format_bytes)}: "
           f"{_fmt(end['predicted_max_batch_size'], '{} (predicted)')}; throughput knee: "
-          f"{_fmt(end['knee_batch_size'], '{}')}")
-
+          f"{_fmt(end['knee_batch_size'], '{}')}{_span(end.get('knee_range'), '{:.0f}')}")
+    print("(68 %: the middle 68 % of estimates from the rounds resampled; a figure is named only "
+          "where that range spans at most one doubling)")
 
 
 def _print_summary(end) -> None:

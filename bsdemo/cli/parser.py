@@ -93,17 +93,22 @@ def _add_train(sub) -> argparse.ArgumentParser:
 def _add_sweep(sub, train: argparse.ArgumentParser) -> None:
     sweep = sub.add_parser("sweep", help="time full training steps over a list of batch sizes",
                            description="Per batch size: warm-up, then timed full training steps; "
-                                       "a table, or --json lines (sweep_point ..., sweep_end).")
+                                       "a table, or --json lines (sweep_point ..., sweep_end; a point "
+                                       "measured again repeats with \"replaces\": true).")
     sweep.add_argument("--batch-sizes", default="1,2,4,8,16,32,64,128,256,512,1024",
                        help="comma-separated, increasing (default powers of two 1…1024)")
     sweep.add_argument("--memory-budget", help="pretend the device has this much memory, e.g. "
                                                "512MiB, 8GiB, 0.5GB (on the CPU: simulated)")
     sweep.add_argument("--warmup-steps", default="3", help="untimed steps per batch size")
     sweep.add_argument("--timed-steps", default="8",
-                       help="at least this many timed steps per batch size (their median counts)")
-    sweep.add_argument("--min-time", default="0.1",
+                       help="at least this many timed steps per batch size, over all its rounds "
+                            "(their median counts)")
+    sweep.add_argument("--min-time", default="0.15",
                        help="... lasting at least this many seconds in all (0: exactly "
                             "--timed-steps)")
+    sweep.add_argument("--rounds", default="3",
+                       help="measure every batch size this many times, in a shuffled order each "
+                            "round (a noisy one up to twice as often)")
     sweep.add_argument("--continue-after-oom", action="store_true",
                        help="try the larger batch sizes after the first out-of-memory")
     _workload_flags(sweep, train)

@@ -15,10 +15,10 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from bsdemo.config import MAX_BATCH_SIZE, RunConfig
-from bsdemo.engine.sweep import _measure
+from bsdemo.engine.sweep import probe, throughput_in_rounds
 from bsdemo.engine.train import check_budget, prepare
-from bsdemo.fits import knee_batch, linear_fit
-from bsdemo.jobkinds import sweep_config
+from bsdemo.fits import linear_fit
+from bsdemo.jobkinds import FIND_THROUGHPUT_SIZES, FIND_THROUGHPUT_STEPS, sweep_config
 from bsdemo.units import format_bytes
 
 PROBES = (8, 32)  # small enough to fit nearly anywhere, far enough apart for a slope
@@ -53,8 +53,8 @@ class _Probes:
         if self.should_stop is not None and self.should_stop():
             raise _Stopped
         # a probe measures memory: its few steps need no minimum duration
-        point, self.device = _measure(self.cfg, b, self.warmup_steps, self.timed_steps, 0.0,
-                                      self.budget, self.should_stop)
+        point, self.device = probe(self.cfg, b, self.warmup_steps, self.timed_steps,
+                                   self.budget, self.should_stop)
         if point["status"] == "cancelled":
             raise _Stopped
         point = dict(point, kind="find_probe", reason=reason, probe=len(self.tested) + 1)
@@ -120,13 +120,31 @@ def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
         yield say(None, 1, probes.tested, predicted, knee=None, note="Even batch 1 does not fit "
                   "within the margin of this budget.")
         return
-    # 4. the recommendation: the throughput knee if it fits, or the target's micro-batch
-    ok = probes.ok()
-    knee = knee_batch(ok, [probes.tested[b]["samples_per_sec"] for b in ok])
-    knee = knee if knee is not None and probes.safe(knee) else None
-    batch, accum = (knee if knee is not None and knee <= best else best), 1
-    note = (f"Batch {batch} reaches within 10% of the best measured throughput; up to {best} "
-            f"fits" + (f" under {margin:.0%} margin" if capacity else "") + ".")
+    # 4. the recommendation: the throughput knee, measured by the sweep's protocol over the
+    # sizes that fit (3-step probes follow the noise), or the largest that fits
+    sizes = _throughput_sizes(best, FIND_THROUGHPUT_SIZES)
+    reading, throughput = throughput_in_rounds(probes.cfg, sizes, probes.budget,
+                                               probes.should_stop,
+                                               timed_steps=FIND_THROUGHPUT_STEPS, min_timed_s=0.0)
+    if probes.should_stop is not None and probes.should_stop():
+        raise _Stopped
+    knee, span = reading.knee, reading.knee_range
+    fits = f"up to {best} fits" + (f" under the {margin:.0%} margin" if capacity else "")
+    row = next((r for r in throughput if r["batch_size"] == knee), None)
+    if knee is not None and knee < best and row is not None and (
+            probes.usable is None or row["peak_memory_bytes"] is None
+            or row["peak_memory_bytes"] <= probes.usable):  # ran, within the margin
+        batch, why = knee, "knee"
+        note = (f"Batch {knee} is the throughput knee: the smallest within 10% of the best "
+                f"samples/s (68% of resampled rounds: {span[0]:.0f}–{span[1]:.0f}); {fits}.")
+    else:
+        batch, why = best, "largest"
+        note = (f"Batch {best} is the largest that fits: "
+                + ("samples/s were still rising there" if knee == best else
+                   f"samples/s level off somewhere in batch {span[0]:.0f}–{span[1]:.0f}, too "
+                   "noisy to name a smaller knee" if span else "no knee could be measured")
+                + f"; {fits}.")
+    accum = 1
     if target_effective_batch is not None:
         batch, accum = _split(target_effective_batch, best)
         if batch not in probes.tested:
@@ -136,7 +154,16 @@ def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
         note = (f"Effective batch {target_effective_batch} = micro-batch {batch} × "
                 f"{accum} accumulation steps; the largest batch that fits is {best}.")
     yield say(batch, accum, probes.tested, predicted, knee=knee, note=note, best=best,
-              capacity=capacity)
+              capacity=capacity) | {"recommended_because": why if target_effective_batch is None
+                                    else "target", "knee_range": span,
+                                    "throughput": throughput}
+
+
+def _throughput_sizes(best: int, most: int) -> list[int]:
+    """The sizes whose samples/s the recommendation compares: the largest powers of two below
+    the largest batch that fits, and that batch."""
+    powers = [2**k for k in range(best.bit_length()) if 2**k < best]
+    return powers[-(most - 1):] + [best]
 
 
 def _predict(probes: _Probes, limit: int) -> int | None:

@@ -9,6 +9,7 @@ import os
 import platform
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -115,12 +116,28 @@ def _host_memory_bytes() -> int | None:
     except (ValueError, OSError, AttributeError):
         return None
 
+THREAD_CLOCK = "thread CPU time"
+WALL_CLOCK = "wall clock"
+
+
+def cpu_clock(device: torch.device) -> Callable[[], float] | None:
+    """The training thread's own CPU-time clock where it times a whole step: a CPU device with
+    one torch thread, where every operation runs inline on the calling thread. Another process
+    taking the core stops this clock, not the wall clock, so a step timed by it reads the same
+    on a busy machine as on a quiet one: what the device does, not what you waited. None where
+    a step's work runs on other threads (several torch threads) or on a GPU."""
+    if device.type == "cpu" and torch.get_num_threads() == 1:
+        return time.thread_time
+    return None
+
+
 def synchronize(device: torch.device) -> None:
     """Wait for queued device work, so a timer brackets real execution (no-op on the CPU)."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     elif device.type == "mps":
         torch.mps.synchronize()
+
 
 class HostLoad:
     """How busy the machine's CPUs were with other processes since this object was made: the

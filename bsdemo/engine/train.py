@@ -23,7 +23,13 @@ import torch.nn.functional as F
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.data import IGNORE, Dataset, epoch_batches, load_dataset
 from bsdemo.engine.gan import gan_evaluation, reference_distance
-from bsdemo.engine.measure import NvmlSampler, device_info, resolve_device, synchronize
+from bsdemo.engine.measure import (
+    NvmlSampler,
+    cpu_clock,
+    device_info,
+    resolve_device,
+    synchronize,
+)
 from bsdemo.engine.memory import (
     MemoryBook,
     MemoryMeter,
@@ -197,6 +203,7 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
     x_train, y_train = run.data.x_train, run.data.y_train
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
     gan = isinstance(model, GAN)
+    cpu_time = cpu_clock(device)  # None where the step's work is not this thread's
     current_lr = None
     done = False
 
@@ -233,6 +240,7 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
             if on_device:
                 book.begin_step()
             t0 = time.perf_counter()
+            c0 = cpu_time() if cpu_time is not None else 0.0
             oom = why = None
             try:
                 loss_value, step_need = _optimizer_step(model, optimizer, x_train, y_train, idx,
@@ -259,6 +267,7 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
                                    "of the next one.", summary())
                 return
             t_end = time.perf_counter()
+            step_cpu = cpu_time() - c0 if cpu_time is not None else None
             step_time = t_end - t0
             if tally.step == 0:
                 book.state_allocated(optimizer)
@@ -274,7 +283,7 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
             generator_loss = None
             if gan:  # the step's loss is the discriminator's; the generator's beside it
                 loss_value, generator_loss = _players(model, n_eff)
-            tally.time(n_eff, step_time)
+            tally.time(n_eff, step_time, step_cpu)
             epoch_done = epoch + (batch_index + 1) / (last_index + 1)
             yield StepEvent(step=tally.step, epoch=epoch_done, samples_seen=tally.samples_seen,
                             wall_time_s=t_end - tally.t_origin - tally.eval_time, loss=loss_value,
@@ -282,7 +291,7 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
                             memory_allocated_bytes=allocated, memory_reserved_bytes=reserved,
                             peak_memory_bytes=peak,
                             utilization_pct=nvml["utilization_pct"] if nvml else None,
-                            generator_loss=generator_loss)
+                            generator_loss=generator_loss, cpu_time_s=step_cpu)
             done = max_steps is not None and tally.step >= max_steps
             if evaluations and ((eval_interval and tally.step % eval_interval == 0) or (
                     not eval_interval and batch_index == last_index) or done):
@@ -370,6 +379,7 @@ class _Tally:
     peak_loss: float | None = None  # the highest finite step loss: an early spike shows here
     rates: list[float] = field(default_factory=list)
     step_times: list[float] = field(default_factory=list)
+    cpu_times: list[float] = field(default_factory=list)  # the same steps' CPU time, if known
     eval_time: float = 0.0
     last_eval_s: float = 0.0  # how long the latest evaluation took
     t_origin: float = field(default_factory=time.perf_counter)
@@ -403,10 +413,12 @@ class _Tally:
             self.peak_loss = loss
         return False
 
-    def time(self, n_eff: int, step_time: float) -> None:
+    def time(self, n_eff: int, step_time: float, cpu_time: float | None) -> None:
         if n_eff == self.full_size:  # an epoch's partial last batch is a different, shorter step
             self.rates.append(n_eff / step_time)
             self.step_times.append(step_time)
+            if cpu_time is not None and cpu_time > 0:
+                self.cpu_times.append(cpu_time)
 
 
 def _evaluation(run: Prepared, tally: _Tally, epoch_done: float) -> EvalEvent:
@@ -443,6 +455,11 @@ def _summary(cfg: RunConfig, tally: _Tally, book: MemoryBook, device_name: str) 
             "samples_per_sec": statistics.median(tally.rates[steady]) if tally.rates else None,
             "step_time_s": statistics.median(tally.step_times[steady]) if tally.step_times
             else None,
+            # the same steps by the training thread's CPU time (a one-thread CPU; else None):
+            # what the device does, whatever else shared the core
+            "cpu_samples_per_sec": tally.full_size / statistics.median(cpus)
+            if (cpus := tally.cpu_times[steady]) else None,
+            "step_cpu_time_s": statistics.median(cpus) if cpus else None,
             "wall_time_s": wall, "peak_memory_bytes": book.peak or None,
             # the time cap's clock: the whole run, its setup and evaluations included
             "run_time_s": time.perf_counter() - tally.began,

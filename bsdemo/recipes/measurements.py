@@ -12,6 +12,7 @@ from bsdemo.units import format_bytes
 
 # ----- throughput -----
 CONTENDED = 0.15  # other processes' share of all CPU time above which a sweep says so
+THREAD_CLOCK = "thread CPU time"  # bsdemo.engine.measure's name for it (no torch here)
 
 
 def contention(points: Sequence[dict[str, Any]]) -> float | None:
@@ -22,8 +23,9 @@ def contention(points: Sequence[dict[str, Any]]) -> float | None:
 
 def throughput_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]],
                        peak_source: str | None) -> str:
-    """What a sweep shows, in words from its own fit, knee and peak share: a fixed overhead
-    only when the fit found one, the fit's quality, and the load it was measured under."""
+    """What a sweep shows, in words from its own fit, knee and peak share, each named only
+    where the rounds' noise allows it: a fixed overhead only when the fit found one, the fit's
+    quality, the clock, and the load it was measured under."""
     fit = end["fit"]
     r2 = fit.get("r2_time")
     quality = f" (R² {r2:.2f})" if r2 is not None else ""
@@ -32,31 +34,46 @@ def throughput_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]],
     if fit.get("t0_constrained") or not fit["t0_s"]:
         text = ("**What your sweep shows.** Step time grew in proportion to the batch, about "
                 f"**{fit['t1_s_per_sample'] * 1e6:.3g} µs per sample**{quality}: the fit found no "
-                "fixed per-step overhead it could measure (a least-squares line put it below "
-                "zero, so it was held at zero). At these sizes the work per sample dominates; "
-                "try a smaller model or smaller batches to see the overhead.")
+                "fixed per-step overhead it could measure (held at zero). At these sizes the "
+                "work per sample dominates; try a smaller model or smaller batches to see the "
+                "overhead.")
     else:
-        cross = end.get("crossover_batch_size")
         text = (f"**What your sweep shows.** A step cost about **{fit['t0_s'] * 1e3:.3g} ms** of "
                 "fixed overhead (kernel launches, Python, the optimizer) plus "
                 f"**{fit['t1_s_per_sample'] * 1e6:.3g} µs per sample** — the model "
                 f"t(B) = t0 + t1·B fitted to your points{quality}.")
+        cross, span = end.get("crossover_batch_size"), end.get("crossover_range")
         if cross:
-            text += (f" Below batch {cross:.0f} the overhead dominates, so doubling the batch "
-                     "almost doubles samples/s; above it each step grows with the batch.")
-    knee = end.get("knee_batch_size")
+            text += (f" The two are equal at batch **{cross:.0f}** (68 % range {span[0]:.0f}–"
+                     f"{span[1]:.0f}): well below it a step is mostly overhead, so a larger "
+                     "batch adds samples almost for free; well above it each step grows with "
+                     "the batch.")
+        elif span:
+            text += (f" Where the two are equal is not clear from these rounds (somewhere in "
+                     f"batch {span[0]:.0f}–{span[1]:.0f}).")
+    knee, span = end.get("knee_batch_size"), end.get("knee_range")
     largest = max((p["batch_size"] for p in points if p.get("status") == "ok"), default=None)
     if knee and knee == largest:
         text += (f" Samples/s were still rising at the largest batch that ran ({largest}): the "
                  "device did not saturate within this sweep.")
     elif knee:
-        text += f" Samples/s come within 10% of your best from batch {knee}."
+        text += f" Samples/s come within 10% of your best from batch **{knee}**."
+    elif span:
+        text += (f" Samples/s level off somewhere between batch {span[0]:.0f} and {span[1]:.0f}: "
+                 "the rounds disagree too much to name one knee.")
     if peak_source:
         text += (f" The share of peak FLOP/s (peak: {peak_source}) says how much useful "
                  "arithmetic the device did; NVML's utilisation on a GPU only says a kernel was "
                  "running.")
     busy = contention(points)
-    if busy is not None and busy > CONTENDED:
+    clock = end.get("clock")
+    if clock == THREAD_CLOCK:
+        text += (" Each step was timed by its own thread's CPU time, which other processes "
+                 "taking the core do not lengthen: these are what the device does"
+                 + (f", though other processes kept about {busy:.0%} of the CPU busy (the "
+                    "wall-clock rates, what you waited, are in the table)."
+                    if busy is not None and busy > CONTENDED else "."))
+    elif busy is not None and busy > CONTENDED:
         text += (f" While it measured, other processes kept about {busy:.0%} of the CPU busy: "
                  "these rates are lower and noisier than on an idle machine.")
     return text

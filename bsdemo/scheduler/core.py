@@ -21,7 +21,7 @@ from typing import Any
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.jobkinds import POINT_KINDS, RESULT_KINDS, Cost
 from bsdemo.limits import MAX_WORKERS, Limits, default_threads
-from bsdemo.runs import ACTIVE, EVAL_FIELDS, STEP_FIELDS, JobSnapshot, Series, file_event
+from bsdemo.runs import ACTIVE, EVAL_FIELDS, STEP_FIELDS, JobSnapshot, Series, add_point, file_event
 from bsdemo.scheduler import admission
 from bsdemo.scheduler.estimates import WaitEstimator
 from bsdemo.scheduler.ids import JobIds
@@ -389,8 +389,7 @@ class Scheduler:
             if file_event(job, event):  # start, step, eval: filed as the CLI files them
                 continue
             if kind in POINT_KINDS:
-                if len(job.points) < MAX_POINTS:
-                    job.points.append(event)
+                add_point(job.points, event, MAX_POINTS)
             elif kind == "sweep_start":
                 job.start = event
             elif kind in RESULT_KINDS:

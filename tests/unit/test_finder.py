@@ -28,7 +28,18 @@ def test_never_returns_a_batch_size_it_did_not_run(budget_mib):
     ran = {p["batch_size"]: p for p in probes}
     assert result["tested_batch_sizes"] == sorted(ran)
     assert result["probes"] == len(probes) <= 5
-    assert result["batch_size"] in ran and ran[result["batch_size"]]["status"] == "ok"
+    # the recommendation ran: as a probe, or among the sizes whose samples/s it compared
+    timed = {r["batch_size"]: r for r in result["throughput"]}
+    assert (result["batch_size"] in ran and ran[result["batch_size"]]["status"] == "ok"
+            or result["batch_size"] in timed and result["recommended_because"] == "knee")
+    if result["recommended_because"] == "knee":
+        assert result["batch_size"] < result["max_batch_size"]
+        lo, hi = result["knee_range"]
+        assert hi <= 2 * lo  # a knee is named only when the rounds agree on it
+        if budget:
+            assert timed[result["batch_size"]]["peak_memory_bytes"] <= 0.9 * budget
+    else:
+        assert result["batch_size"] == result["max_batch_size"]
     assert ran[result["max_batch_size"]]["status"] == "ok"
     if budget:  # what it returns leaves the margin free, by measurement
         assert ran[result["max_batch_size"]]["peak_memory_bytes"] <= 0.9 * budget

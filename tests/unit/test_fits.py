@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bsdemo.fits import crossover_batch, knee_batch, linear_fit
+from bsdemo.fits import crossover_batch, knee_batch, linear_fit, step_time_fit, step_time_reading
+from bsdemo.timing import disagreement, interval, round_order, spread
 
 
 def test_exact_line_is_recovered_with_r2_one():
@@ -52,10 +53,61 @@ def test_fit_recovers_any_line(intercept, slope, xs):
 
 
 def test_a_negative_intercept_is_held_at_zero():
-    from bsdemo.fits import nonnegative_fit
-
-    xs, ys = [1, 2, 4, 8], [0.5, 2.0, 4.1, 7.9]  # least squares would put t0 below 0
+    xs, ys = [1, 2, 4, 8], [0.9, 2.0, 4.1, 7.9]  # least squares would put t0 below 0
     assert linear_fit(xs, ys).intercept < 0
-    fit = nonnegative_fit(xs, ys)
+    fit = step_time_fit(xs, ys)
     assert fit.intercept == 0.0 and fit.constrained and 0.9 < fit.slope < 1.1
-    assert not nonnegative_fit([1, 2, 4], [1.1, 1.2, 1.4]).constrained
+    assert not step_time_fit([1, 2, 4], [1.1, 1.2, 1.4]).constrained
+
+
+def test_the_step_fit_honours_the_small_batches_and_shrugs_off_a_burst():
+    sizes = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    times = [0.2e-3 + 10e-6 * b for b in sizes]
+    times[-2] *= 1.8  # one point taken during a burst of load
+    fit = step_time_fit(sizes, times)
+    # the batch-1 step decides t0: least squares on the raw times is pulled by the burst
+    assert fit.intercept == pytest.approx(0.2e-3, rel=0.05)
+    assert fit.slope == pytest.approx(10e-6, rel=0.05)
+    plain = linear_fit(sizes, times)
+    assert abs(plain.slope - 10e-6) > abs(fit.slope - 10e-6)
+    assert fit.intercept + fit.slope <= times[0] * 1.05  # never above the batch-1 step itself
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4096), st.floats(1e-5, 10.0)), min_size=2,
+                max_size=12, unique_by=lambda p: p[0]))
+def test_the_fitted_line_never_sits_above_or_below_every_point(pairs):
+    xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
+    fit = step_time_fit(xs, ys)
+    assert fit.intercept >= 0 and fit.slope >= 0
+    residuals = [y - fit.predict(x) for x, y in zip(xs, ys, strict=True)]
+    scale = 1e-9 * max(ys)
+    assert any(r >= -scale for r in residuals) and any(r <= scale for r in residuals)
+
+
+def test_knee_and_crossover_are_named_only_when_the_rounds_agree():
+    sizes = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    steady = {b: [(0.2e-3 + 10e-6 * b) * f for f in (0.99, 1.0, 1.01)] for b in sizes}
+    reading = step_time_reading(steady)
+    assert reading.knee is not None and reading.crossover == pytest.approx(20, rel=0.1)
+    lo, hi = reading.knee_range
+    assert hi <= 2 * lo and lo <= reading.knee <= hi
+    # a flat curve whose rounds disagree by ±40 %: no knee can be read from it
+    noisy = {b: [1e-3 * b * f for f in (0.6, 1.0, 1.4)] for b in sizes}
+    noisy_reading = step_time_reading(noisy)
+    assert noisy_reading.knee is None and noisy_reading.knee_range is not None
+    assert noisy_reading.knee_range[1] > 2 * noisy_reading.knee_range[0]
+
+
+def test_spread_rates_and_intervals():
+    s = spread([4.0, 1.0, 3.0, 2.0, 5.0])
+    assert (s.median, s.q1, s.q3, s.n) == (3.0, 2.0, 4.0, 5)
+    rate = s.per(12.0)  # samples/s from seconds per step: the quartiles swap
+    assert (rate.median, rate.q1, rate.q3) == (4.0, 3.0, 6.0)
+    assert spread([2.0]).relative_iqr == 0.0
+    assert interval([]) is None and interval(list(range(101))) == (16, 84)
+    assert round_order(range(10), 1, 0) == round_order(range(10), 1, 0)
+    assert round_order(range(10), 1, 0) != round_order(range(10), 2, 0)
+    assert sorted(round_order(range(10), 3, 7)) == list(range(10))
+    assert disagreement([1.0, 1.1, 0.9]) == pytest.approx(0.2) and disagreement([1.0]) > 1
+

@@ -53,7 +53,8 @@ def test_within_the_limits_each_kind_passes_and_the_finder_stops_at_the_server_c
     cfg, _ = RunConfig().validated()
     _, cost = assess("sweep", cfg, {"batch_sizes": [1, 2, 4], "min_timed_s": 0, "timed_steps": 2},
                      SMALL, 60.0)
-    assert (cost.micro_batch, cost.steps, cost.wall_s) == (4, 3 * (3 + 5), 60.0)
+    # per point: 3 warm-up, then up to 2 × 3 rounds of 1 warm-up + room for 1 timed step (3)
+    assert (cost.micro_batch, cost.steps, cost.wall_s) == (4, 3 * (3 + 2 * 3 * (1 + 3)), 60.0)
     options, cost = assess("find", cfg, {}, SMALL, 60.0)
     assert options["max_batch"] == 256 and cost.micro_batch == 256  # never searches past it
     options, _ = assess("sweep", cfg, {"batch_sizes": [8], "memory_budget_bytes": 1.5 * 2**20},

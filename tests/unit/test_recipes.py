@@ -6,15 +6,19 @@ from bsdemo import recipes
 from bsdemo.config import RunConfig
 
 
-def end(t0, t1, r2=0.99, constrained=False, cross=None, knee=64):
+def end(t0, t1, r2=0.99, constrained=False, cross=None, knee=64, cross_range=None,
+        knee_range=None, clock=None):
     return {"fit": {"t0_s": t0, "t1_s_per_sample": t1, "r2_time": r2,
                     "t0_constrained": constrained},
-            "crossover_batch_size": cross, "knee_batch_size": knee}
+            "crossover_batch_size": cross, "knee_batch_size": knee,
+            "crossover_range": cross_range or ((cross * 0.9, cross * 1.1) if cross else None),
+            "knee_range": knee_range, "clock": clock}
 
 
 def test_a_fixed_overhead_is_claimed_only_when_the_fit_found_one():
     text = recipes.throughput_verdict(end(3e-4, 3e-5, cross=10), [], "probe")
-    assert "0.3 ms" in text and "Below batch 10" in text and "R² 0.99" in text
+    assert "0.3 ms" in text and "equal at batch **10**" in text and "R² 0.99" in text
+    assert "(68 % range 9–11)" in text
     held = recipes.throughput_verdict(end(0.0, 3e-5, constrained=True), [], "probe")
     assert "no fixed per-step overhead" in held and "ms of" not in held
     assert "-" not in held.split("µs")[0]  # never a negative overhead
@@ -26,6 +30,20 @@ def test_the_load_a_sweep_ran_under_is_said():
     quiet = [{"others_cpu_share": 0.01}, {"others_cpu_share": None}]
     assert "busy" not in recipes.throughput_verdict(end(1e-4, 1e-5), quiet, None)
     assert recipes.contention([{}]) is None
+
+
+def test_a_knee_or_crossover_the_rounds_cannot_fix_is_not_named():
+    text = recipes.throughput_verdict(end(3e-4, 3e-5, knee=None, cross_range=(4, 40),
+                                          knee_range=(64, 512)), [], None)
+    assert "not clear from these rounds (somewhere in batch 4–40)" in text
+    assert "between batch 64 and 512" in text and "within 10% of your best" not in text
+
+
+def test_the_clock_is_said_and_busy_rates_are_not_blamed_on_the_device():
+    busy = [{"others_cpu_share": 0.6}]
+    text = recipes.throughput_verdict(end(1e-4, 1e-5, clock="thread CPU time"), busy, None)
+    assert "its own thread's CPU time" in text and "60% of the CPU busy" in text
+    assert "lower and noisier" not in text
 
 
 def test_the_grid_verdict_needs_a_rise_and_says_so_for_a_tie():
@@ -132,7 +150,7 @@ def test_a_knee_at_the_largest_batch_is_not_called_saturation():
     points = [{"batch_size": b, "status": "ok"} for b in (1, 2, 4)]
     text = recipes.throughput_verdict(end(1e-4, 1e-5, knee=4), points, None)
     assert "still rising at the largest batch that ran (4)" in text
-    assert "from batch 2" in recipes.throughput_verdict(end(1e-4, 1e-5, knee=2), points, None)
+    assert "from batch **2**" in recipes.throughput_verdict(end(1e-4, 1e-5, knee=2), points, None)
 
 
 def test_the_memory_verdict_says_what_the_line_is_worth_on_a_cpu():

@@ -16,9 +16,19 @@ from tests.timeouts import scaled
 MIB = 2**20
 
 
+def final_points(events):
+    """Each batch size's last record: a later round's point replaces its first."""
+    points = {}
+    for e in events:
+        if e["kind"] == "sweep_point":
+            assert e.get("replaces", False) == (e["batch_size"] in points)
+            points[e["batch_size"]] = e
+    return list(points.values())
+
+
 def run_sweep(sizes, **kw):
     events = list(sweep(RunConfig(), sizes, warmup_steps=1, timed_steps=3, **kw))
-    return events[0], events[1:-1], events[-1]
+    return events[0], final_points(events[1:-1]), events[-1]
 
 
 def test_points_are_measured_and_memory_is_linear():
@@ -76,7 +86,50 @@ def test_sizes_beyond_the_training_set_are_not_tried():
 def test_generated_datasets_grow_to_hold_the_largest_batch():
     events = list(sweep(RunConfig(dataset="moons", width=16, samples=100), [8, 2048],
                         warmup_steps=0, timed_steps=1))
-    assert [e["status"] for e in events[1:-1]] == ["ok", "ok"]
+    assert [e["status"] for e in final_points(events[1:-1])] == ["ok", "ok"]
+
+
+def test_every_point_is_timed_in_rounds_by_the_stable_clock():
+    import torch
+
+    from bsdemo.engine.measure import THREAD_CLOCK, WALL_CLOCK
+
+    events = list(sweep(RunConfig(), [1, 16, 256], warmup_steps=1, timed_steps=6, rounds=3))
+    first = [e for e in events if e["kind"] == "sweep_point" and not e.get("replaces")]
+    assert [p["batch_size"] for p in first] == [1, 16, 256]  # streamed as round 1 ends
+    points, end = final_points(events[1:-1]), events[-1]
+    clock = THREAD_CLOCK if torch.get_num_threads() == 1 else WALL_CLOCK
+    for p in points:
+        t = p["timing"]
+        assert t["clock"] == clock and 3 <= t["rounds"] <= 6
+        assert len(t["round_step_time_s"]) == t["rounds"] and t["steps"] >= 6
+        s = t["step_time_s"]
+        assert s["q1"] <= s["median"] <= s["q3"] and s["median"] == p["step_time_s"]
+        rate = t["samples_per_sec"]  # the rate's quartiles are the step time's, swapped
+        assert rate["q1"] == pytest.approx(p["batch_size"] / s["q3"])
+        assert p["samples_per_sec"] == pytest.approx(p["batch_size"] / p["step_time_s"])
+        assert t["wall_samples_per_sec"] > 0
+    assert end["clock"] == clock
+    fit = end["fit"]
+    assert fit["t0_s"] >= 0 and fit["t1_s_per_sample"] >= 0
+    lo, hi = fit["t0_range_s"]
+    assert lo <= hi
+    if end["knee_batch_size"] is not None:  # named only where its range is one doubling
+        assert end["knee_range"][1] <= 2 * end["knee_range"][0]
+
+
+def test_stop_in_a_later_round_keeps_the_points_measured():
+    stop = []
+    events = []
+    for e in sweep(RunConfig(), [1, 4], warmup_steps=1, timed_steps=3, rounds=3,
+                   min_timed_s=0.0, should_stop=lambda: bool(stop)):
+        events.append(e)
+        if e["kind"] == "sweep_point" and e["batch_size"] == 4:
+            stop.append(True)  # round 1 is over: Stop comes before round 2
+    points = final_points(events[1:-1])
+    assert [p["status"] for p in points] == ["ok", "ok"]
+    assert [p["timing"]["rounds"] for p in points] == [1, 1]
+    assert events[-1]["kind"] == "sweep_end" and events[-1]["fit"]["t0_s"] is not None
 
 
 def cli(*args):
@@ -89,8 +142,8 @@ def test_cli_sweep_json_lines():
               "2", "--json")
     assert out.returncode == 0, out.stderr
     lines = [json.loads(line) for line in out.stdout.splitlines()]
-    points, end = lines[:-1], lines[-1]
-    assert [p["kind"] for p in points] == ["sweep_point"] * 3
+    points, end = final_points(lines[:-1]), lines[-1]
+    assert {p["kind"] for p in lines[:-1]} == {"sweep_point"} and len(points) == 3
     for key in ("batch_size", "status", "samples_per_sec", "step_time_s", "peak_memory_bytes",
                 "memory_source", "simulated"):
         assert key in points[0]
@@ -135,11 +188,13 @@ def test_flops_are_counted_and_shares_of_peak_rise_with_batch():
 
 def test_each_point_times_a_minimum_duration_unless_told_not_to():
     """Two timed steps of ~0.3 ms are noise; with a 50 ms minimum the point times many more."""
-    exact = list(sweep(RunConfig(), [1], warmup_steps=1, timed_steps=2, min_timed_s=0))[1]
-    long = list(sweep(RunConfig(), [1], warmup_steps=1, timed_steps=2, min_timed_s=0.05))[1]
+    exact = list(sweep(RunConfig(), [1], warmup_steps=1, timed_steps=2, min_timed_s=0,
+                       rounds=1))[1]
+    long = list(sweep(RunConfig(), [1], warmup_steps=1, timed_steps=2, min_timed_s=0.05,
+                      rounds=1))[1]
     assert exact["status"] == long["status"] == "ok"
-    assert exact["message"].startswith("2 timed steps after 1 warm-up")
-    timed = int(long["message"].split()[0])
+    assert exact["message"].startswith("2 timed steps in 1 round(s) after 1 warm-up")
+    timed = long["timing"]["steps"]
     # more steps than asked; not "count × median ≈ 0.05 s": under load a few preempted steps
     # make up much of the minimum, and the median leaves them out
     assert timed > 2
