@@ -57,10 +57,18 @@ def draw(snap) -> None:
         st.error(f"No batch size fits. {r['message']}")
         return
     accum = f" × {r['accumulation_steps']} accumulation steps" if r["accumulation_steps"] > 1 else ""
-    st.success(f"**Use batch {r['batch_size']}{accum}.** {r['message']} It took {r['probes']} "
-               f"real runs ({', '.join(map(str, r['tested_batch_sizes']))}); doubling from 1 "
-               f"would have taken {recipes.doubling_trials(r['max_batch_size'] or 1)} (the last "
-               "one failing) plus a bisection.")
+    st.success(f"**Use batch {r['batch_size']}{accum}.** {r['message']} The largest batch "
+               f"took {r['probes']} real memory probes ({', '.join(map(str, r['tested_batch_sizes']))}); "
+               f"doubling from 1 would have taken {recipes.doubling_trials(r['max_batch_size'] or 1)} "
+               "(the last one failing) plus a bisection.")
+    if r.get("throughput"):
+        st.caption("The recommendation's samples/s: the sizes that fit, each timed in rounds "
+                   "(a shuffled order each round), median and middle half.")
+        show_table([{"batch size": t["batch_size"], "samples/s": round(t["samples_per_sec"]),
+                     "middle half": f"{t['samples_per_sec_q1']:,.0f}–"
+                                    f"{t['samples_per_sec_q3']:,.0f}",
+                     "rounds": t["rounds"], "timed by": t["clock"]} for t in r["throughput"]],
+                   "find_throughput")
     prediction_check("finder", recipes.finder_prediction(r))
     if "lr_linear" in r:
         st.markdown(f"Tuned at batch 32 with lr {cfg.lr:g}? For effective batch "

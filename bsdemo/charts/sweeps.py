@@ -24,13 +24,16 @@ def _log2_axis(fig: go.Figure, sizes: Sequence[int]) -> None:
                      title="Batch size (log2 scale)")
 
 
-def _vline(fig: go.Figure, x: float, text: str, colour: str, side: str = "left") -> None:
+def _vline(fig: go.Figure, x: float, text: str, colour: str, side: str = "left",
+           inside: bool = False) -> None:
     """A vertical marker on a log x-axis: the line takes data units, an annotation log10 units
     (plotly's add_vline(annotation_text=...) mixes the two up on log axes). side: where the text
-    starts from the line ("left": it runs to the right of it)."""
+    starts from the line ("left": it runs to the right of it); inside: the text hangs inside the
+    plot's top edge (clear of a subtitle above it)."""
     fig.add_vline(x=x, line=dict(color=colour, dash="dot"))
     fig.add_annotation(x=math.log10(x), y=1, yref="paper", text=text, showarrow=False,
-                       xanchor=side, yanchor="bottom", font=dict(size=11, color=colour))
+                       xanchor=side, yanchor="top" if inside else "bottom",
+                       font=dict(size=11, color=colour))
 
 
 def _ok(points: Sequence[dict]) -> list[dict]:
@@ -96,7 +99,10 @@ def sweep_throughput_chart(points: Sequence[dict]) -> Chart:
     return Chart(fig, alt, [{"batch size": p["batch_size"], "status": p["status"],
                              "samples/s": p["samples_per_sec"],
                              "middle half": _middle(p, "samples_per_sec", 1, "{:,.0f}"),
-                             "rounds": _timing(p, "rounds")} for p in points])
+                             "rounds": _timing(p, "rounds"),
+                             # what you waited: under load, lower than what the device does
+                             "wall-clock samples/s": _timing(p, "wall_samples_per_sec")}
+                            for p in points])
 
 
 def sweep_step_time_chart(points: Sequence[dict], fit: dict | None,
@@ -119,7 +125,8 @@ def sweep_step_time_chart(points: Sequence[dict], fit: dict | None,
         alt = (f"Step time is about {fit['t0_s'] * 1e3:.3g} ms of fixed overhead plus "
                f"{fit['t1_s_per_sample'] * 1e6:.3g} µs per sample (R² {fit['r2_time']:.2f}).")
         if crossover:
-            _vline(fig, crossover, f"overhead = compute at B ≈ {crossover:.0f}", OKABE_ITO[4])
+            _vline(fig, crossover, f" overhead = compute at B ≈ {crossover:.0f}", OKABE_ITO[4],
+                   inside=True)
             alt += f" The two are equal at batch {crossover:.0f}."
     layout(fig, "Step time: fixed overhead + per-sample work", "Batch size (log2 scale)",
            "Time per optimizer step (ms)", subtitle=clock_note(points), rangemode="tozero")

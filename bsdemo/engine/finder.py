@@ -120,8 +120,31 @@ def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
         yield say(None, 1, probes.tested, predicted, knee=None, note="Even batch 1 does not fit "
                   "within the margin of this budget.")
         return
-    # 4. the recommendation: the throughput knee, measured by the sweep's protocol over the
-    # sizes that fit (3-step probes follow the noise), or the largest that fits
+    # 4. the recommendation: the target's micro-batch, or else the throughput knee, measured by
+    # the sweep's protocol over the sizes that fit (3-step probes follow the noise), or else the
+    # largest that fits
+    knee = span = None
+    throughput: list[dict[str, Any]] = []
+    if target_effective_batch is not None:
+        batch, accum = _split(target_effective_batch, best)
+        if batch not in probes.tested:
+            yield probes.run(batch, "verify the micro-batch for the target effective batch")
+        if not probes.safe(batch):  # below a verified size this should not happen: never return it
+            batch, accum = best, math.ceil(target_effective_batch / best)
+        why = "target"
+        note = (f"Effective batch {target_effective_batch} = micro-batch {batch} × "
+                f"{accum} accumulation steps; the largest batch that fits is {best}.")
+    else:
+        batch, accum, why, note, knee, span, throughput = _by_throughput(
+            probes, best, margin if capacity else None)
+    yield say(batch, accum, probes.tested, predicted, knee=knee, note=note, best=best,
+              capacity=capacity) | {"recommended_because": why, "knee_range": span,
+                                    "throughput": throughput}
+
+
+def _by_throughput(probes: _Probes, best: int, margin: float | None) -> tuple:
+    """(batch, 1, "knee" | "largest", the note, the knee, its range, the throughput rows): the
+    samples/s of up to FIND_THROUGHPUT_SIZES sizes that fit, timed in rounds."""
     sizes = _throughput_sizes(best, FIND_THROUGHPUT_SIZES)
     reading, throughput = throughput_in_rounds(probes.cfg, sizes, probes.budget,
                                                probes.should_stop,
@@ -129,34 +152,20 @@ def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
     if probes.should_stop is not None and probes.should_stop():
         raise _Stopped
     knee, span = reading.knee, reading.knee_range
-    fits = f"up to {best} fits" + (f" under the {margin:.0%} margin" if capacity else "")
+    fits = f"up to {best} fits" + (f" under the {margin:.0%} margin" if margin is not None else "")
     row = next((r for r in throughput if r["batch_size"] == knee), None)
     if knee is not None and knee < best and row is not None and (
             probes.usable is None or row["peak_memory_bytes"] is None
             or row["peak_memory_bytes"] <= probes.usable):  # ran, within the margin
-        batch, why = knee, "knee"
-        note = (f"Batch {knee} is the throughput knee: the smallest within 10% of the best "
-                f"samples/s (68% of resampled rounds: {span[0]:.0f}–{span[1]:.0f}); {fits}.")
-    else:
-        batch, why = best, "largest"
-        note = (f"Batch {best} is the largest that fits: "
-                + ("samples/s were still rising there" if knee == best else
-                   f"samples/s level off somewhere in batch {span[0]:.0f}–{span[1]:.0f}, too "
-                   "noisy to name a smaller knee" if span else "no knee could be measured")
-                + f"; {fits}.")
-    accum = 1
-    if target_effective_batch is not None:
-        batch, accum = _split(target_effective_batch, best)
-        if batch not in probes.tested:
-            yield probes.run(batch, "verify the micro-batch for the target effective batch")
-        if not probes.safe(batch):  # below a verified size this should not happen: never return it
-            batch, accum = best, math.ceil(target_effective_batch / best)
-        note = (f"Effective batch {target_effective_batch} = micro-batch {batch} × "
-                f"{accum} accumulation steps; the largest batch that fits is {best}.")
-    yield say(batch, accum, probes.tested, predicted, knee=knee, note=note, best=best,
-              capacity=capacity) | {"recommended_because": why if target_effective_batch is None
-                                    else "target", "knee_range": span,
-                                    "throughput": throughput}
+        return knee, 1, "knee", (
+            f"Batch {knee} is the throughput knee: the smallest within 10% of the best "
+            f"samples/s (68% of resampled rounds: {span[0]:.0f}–{span[1]:.0f}); {fits}."
+        ), knee, span, throughput
+    why = ("samples/s were still rising there" if knee == best else
+           f"samples/s level off somewhere in batch {span[0]:.0f}–{span[1]:.0f}, too noisy to "
+           "name a smaller knee" if span else "no knee could be measured")
+    return (best, 1, "largest", f"Batch {best} is the largest that fits: {why}; {fits}.", knee,
+            span, throughput)
 
 
 def _throughput_sizes(best: int, most: int) -> list[int]:
@@ -218,4 +227,5 @@ def _result(batch, accum, tested, predicted, *, margin, knee, note, reference_ba
             "effective_batch_size": effective, "max_batch_size": best,
             "knee_batch_size": knee, "probes": len(tested), "tested_batch_sizes": sorted(tested),
             "predicted_max": predicted, "margin": margin, "capacity_bytes": capacity,
+            "recommended_because": None, "knee_range": None, "throughput": [],
             "message": note, **lr}
