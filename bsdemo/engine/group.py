@@ -77,6 +77,9 @@ def _wait(members: list[subprocess.Popen], should_stop, folder: Path) -> None:
     the caller says stop."""
     while True:
         codes = [m.poll() for m in members]
+        # a member that wrote its whole result has done its work, whatever its teardown did
+        codes = [0 if code not in (None, 0) and (folder / f"result-{rank}.pickle").exists()
+                 else code for rank, code in enumerate(codes)]
         failed = next((i for i, code in enumerate(codes) if code not in (None, 0)), None)
         if failed is not None:
             lines = (folder / f"stderr-{failed}.txt").read_text(errors="replace").strip()
@@ -116,12 +119,18 @@ def _member(spec_path: str) -> None:
                             world_size=spec["world"])
     try:
         result = target(spec["rank"], spec["world"], **spec["arguments"])
+        # the result first: gloo's teardown has, rarely, aborted a member ("terminate called
+        # without an active exception") after its work was done; the launcher then takes the
+        # written result, and the work is not lost to a crash in the cleanup
+        partial = spec["result"] + ".part"
+        with open(partial, "wb") as f:
+            pickle.dump(result, f)
+        os.replace(partial, spec["result"])
     finally:
         dist.destroy_process_group()
-    partial = spec["result"] + ".part"
-    with open(partial, "wb") as f:
-        pickle.dump(result, f)
-    os.replace(partial, spec["result"])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # no interpreter teardown: the group's native threads have nothing left to do
 
 
 if __name__ == "__main__":

@@ -71,7 +71,8 @@ def micro_loss(model: torch.nn.Module, xb: torch.Tensor, yb: torch.Tensor,
         loss = F.cross_entropy(logits, yb_flat)  # mean over the scored tokens (same per sample)
     else:
         loss = F.cross_entropy(logits, yb)
-    return loss if len(yb) == effective else loss * (len(yb) / effective)
+    size = yb.shape[0]  # not len(): Tensor.__len__ is Python, and this runs every step
+    return loss if size == effective else loss * (size / effective)
 
 
 @torch.no_grad()
@@ -271,7 +272,7 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
             step_time = t_end - t0
             if tally.step == 0:
                 book.state_allocated(optimizer)
-            n_eff = len(idx)
+            n_eff = idx.shape[0]
             tally.count(n_eff)
             if tally.diverged(loss_value):
                 yield EndEvent("diverged", f"Diverged at step {tally.step}: loss {loss_value:.4g} "
@@ -345,7 +346,7 @@ def _optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
     is the step's one device sync. `interrupted` is asked before every micro-batch but the
     first; a reason from it raises _Interrupted (the step is not applied).
     """
-    n_eff = len(idx)
+    n_eff = idx.shape[0]
     optimizer.zero_grad(set_to_none=True)
     loss_sum = None
     step_need = 0
@@ -353,7 +354,7 @@ def _optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
         if i and interrupted is not None and (why := interrupted()):
             raise _Interrupted(why)
         xb, yb = x_train[micro], y_train[micro]
-        size = len(micro)
+        size = micro.shape[0]
         if size in book.activations:
             loss = micro_loss(model, xb, yb, n_eff)
         else:  # the first step of this size: count what autograd saves
