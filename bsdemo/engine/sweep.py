@@ -17,11 +17,11 @@ from typing import Any
 
 from bsdemo.config import RunConfig
 from bsdemo.engine.flops import device_peak_flops, flops_per_sample, tf32_ops
-from bsdemo.engine.measure import THREAD_CLOCK, WALL_CLOCK, HostLoad, device_info
+from bsdemo.engine.measure import HostLoad, device_info
 from bsdemo.engine.train import check_budget, prepare, train
 from bsdemo.fits import StepTimeReading, linear_fit, step_time_reading
 from bsdemo.jobkinds import sweep_config, sweep_point_steps
-from bsdemo.timing import NOISY, disagreement, round_order, spread
+from bsdemo.timing import NOISY, THREAD_CLOCK, WALL_CLOCK, disagreement, round_order, spread
 
 DEFAULT_WARMUP_STEPS = 3  # untimed, before a point's first round: allocator, kernel selection
 ROUND_WARMUP_STEPS = 1  # untimed, before each later round (a fresh model's first step counts

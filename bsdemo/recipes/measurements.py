@@ -8,11 +8,11 @@ from typing import Any
 
 from bsdemo import footprint
 from bsdemo.config import RunConfig
+from bsdemo.timing import THREAD_CLOCK
 from bsdemo.units import format_bytes
 
 # ----- throughput -----
 CONTENDED = 0.15  # other processes' share of all CPU time above which a sweep says so
-THREAD_CLOCK = "thread CPU time"  # bsdemo.engine.measure's name for it (no torch here)
 
 
 def contention(points: Sequence[dict[str, Any]]) -> float | None:
