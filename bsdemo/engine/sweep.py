@@ -62,7 +62,7 @@ def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = DEF
            "rounds": rounds, "memory_budget_bytes": memory_budget_bytes, "exclusive": True,
            "train_samples": cfg.train_samples, "flops_per_sample": per_sample,
            "peak_flops": peak, "peak_source": peak_source}
-    per_round = max(1, math.ceil(timed_steps / rounds)), min_timed_s / rounds, rounds
+    per_round = _per_round(timed_steps, min_timed_s, rounds)
     points: dict[int, dict[str, Any]] = {}
     blocks: dict[int, list[_Block]] = {}
     stop_reason: str | None = None
@@ -111,7 +111,7 @@ def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = DEF
         for b in todo:
             points[b] = finish(b) | {"replaces": True}
             yield points[b]
-    yield _end([points[b] for b in batch_sizes], blocks, memory_budget_bytes, device) | {
+    yield _end([points[b] for b in batch_sizes], memory_budget_bytes, device) | {
         "flops_per_sample": per_sample, "peak_flops": peak, "peak_source": peak_source}
 
 
@@ -140,6 +140,19 @@ class _Block:
     message: str = ""
     device: dict[str, Any] | None = None
     tokens_per_sample: int = 1
+
+
+def _per_round(timed_steps: int, min_timed_s: float, rounds: int) -> tuple[int, float, int]:
+    """(steps, seconds, rounds) of one round's block: a point's minimums shared over its rounds."""
+    return max(1, math.ceil(timed_steps / rounds)), min_timed_s / rounds, rounds
+
+
+def _round_medians(blocks: list[_Block]) -> tuple[str, list[float]]:
+    """(the clock, each round's median step time by it): thread CPU time where every round has
+    it, else the wall clock."""
+    cpu = bool(blocks) and all(blk.cpu for blk in blocks)
+    return (THREAD_CLOCK if cpu else WALL_CLOCK,
+            [statistics.median(blk.cpu if cpu else blk.wall) for blk in blocks])
 
 
 def _block(cfg: RunConfig, b: int, warmup: int, timed: int, min_timed_s: float, rounds: int,
@@ -209,8 +222,8 @@ def measure_in_rounds(cfg: RunConfig, blocks: dict[int, list[_Block]], rounds: i
     `first` to `rounds` take every size, later ones (up to twice `rounds`) only a size whose
     rounds still disagree by more than timing.NOISY. Stop ends it between two blocks."""
     for r in range(first, 2 * rounds):
-        todo = [b for b, done in blocks.items() if r < rounds or disagreement(
-            [statistics.median(blk.cpu or blk.wall) for blk in done]) > NOISY]
+        todo = [b for b, done in blocks.items()
+                if r < rounds or disagreement(_round_medians(done)[1]) > NOISY]
         if not todo or (should_stop is not None and should_stop()):
             return
         for b in round_order(todo, r, cfg.seed):
@@ -241,7 +254,7 @@ def throughput_in_rounds(cfg: RunConfig, sizes: Sequence[int], budget: int | Non
                          ) -> tuple[StepTimeReading, list[dict[str, Any]]]:
     """Samples/s of `sizes` by the sweep's protocol (rounds, shuffled, the stable clock): the
     reading (knee and crossover with their ranges) and one row per size that ran."""
-    per_round = max(1, math.ceil(timed_steps / rounds)), min_timed_s / rounds, rounds
+    per_round = _per_round(timed_steps, min_timed_s, rounds)
     blocks: dict[int, list[_Block]] = {b: [] for b in sizes}
     for _ in measure_in_rounds(cfg, blocks, rounds, per_round, budget, should_stop):
         pass
@@ -268,12 +281,11 @@ def _failed_point(b: int, block: _Block) -> dict[str, Any]:
 def _measured_point(b: int, blocks: list[_Block], warmup: int) -> dict[str, Any]:
     """A batch size's point from all its rounds: the median step and the middle half of the
     steps by the stable clock (thread CPU time where there is one), the wall clock beside it."""
-    cpu = all(blk.cpu for blk in blocks)
-    clock = THREAD_CLOCK if cpu else WALL_CLOCK
+    clock, rounds = _round_medians(blocks)
+    cpu = clock == THREAD_CLOCK
     times = [t for blk in blocks for t in (blk.cpu if cpu else blk.wall)]
     step, wall = spread(times), spread([t for blk in blocks for t in blk.wall])
     rate = step.per(b)
-    rounds = [statistics.median(blk.cpu if cpu else blk.wall) for blk in blocks]
     shares = [blk.others_cpu_share for blk in blocks if blk.others_cpu_share is not None]
     peaks = [blk.peak_memory_bytes for blk in blocks if blk.peak_memory_bytes is not None]
     utils = [u for blk in blocks for u in blk.utilization]
@@ -295,7 +307,7 @@ def _measured_point(b: int, blocks: list[_Block], warmup: int) -> dict[str, Any]
                 f"timed by {clock}" + (f" ({partial} partial batches not timed)" if partial else ""))
 
 
-def _end(points: list[dict[str, Any]], blocks: dict[int, list[_Block]], budget: int | None,
+def _end(points: list[dict[str, Any]], budget: int | None,
          device: dict[str, Any] | None) -> dict[str, Any]:
     ok = [p for p in points if p["status"] == "ok"]
     sizes = [p["batch_size"] for p in ok]
