@@ -15,7 +15,7 @@ from typing import Any
 
 from bsdemo.errors import ConfigError, clip
 from bsdemo.lessons import LESSONS
-from bsdemo.runs import JobSnapshot, batch_extremes
+from bsdemo.runs import JobSnapshot, batch_extremes, comparable_rates
 from bsdemo.units import format_bytes
 
 QUESTIONS_FILE = Path(__file__).with_name("quiz.toml")
@@ -125,9 +125,10 @@ def evidence(question: Question, runs: Sequence[JobSnapshot]) -> str | None:
         return (f"Your runs: batch {b} made {small.updates_per_epoch:,} updates per epoch, batch {big} "
                 f"made {large.updates_per_epoch:,}.")
     if question.evidence == "speed":
-        rates = [s.summary.get("samples_per_sec") for s in (small, large)]
-        if not all(rates):
+        like = comparable_rates(small.summary, large.summary)
+        if like is None:  # measured under different conditions: no speed is quoted
             return None
+        rates = like[:2]
         n = small.summary["samples_seen"] / small.summary["epochs"]
         return (f"Your runs: batch {b} trained at {rates[0]:,.0f} samples/s (an epoch of "
                 f"{small.updates_per_epoch:,} steps in about {n / rates[0]:.2f} s at that rate); batch "

@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bsdemo.events import EvalEvent, StepEvent
+from bsdemo.timing import THREAD_CLOCK, WALL_CLOCK
+
+LIKE_LOAD = 0.15  # two runs' others' busy shares within this count as the same conditions
 
 ACTIVE = ("queued", "running")
 STEP_FIELDS = tuple(f.name for f in dataclasses.fields(StepEvent))
@@ -171,3 +174,21 @@ def collect(events: Iterable[dict[str, Any]], max_points: int = 1000) -> RunReco
         if not file_event(record, event) and event["kind"] == "end":
             record.end = event
     return record
+
+
+def comparable_rates(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float, str] | None:
+    """Two runs' samples/s (from their summaries), set against each other only like with like:
+    (a's, b's, the clock). By the training thread's CPU time where both have it — what the
+    device did, which others' work cannot change —, else by the wall clock where both ran on the
+    same device, with the same torch threads, while other processes kept the CPUs about as busy
+    (within LIKE_LOAD). None otherwise: a quiet run's speed is never set against a loaded one's.
+    """
+    if a.get("cpu_samples_per_sec") and b.get("cpu_samples_per_sec"):
+        return a["cpu_samples_per_sec"], b["cpu_samples_per_sec"], THREAD_CLOCK
+    ra, rb = a.get("samples_per_sec"), b.get("samples_per_sec")
+    busy = (a.get("others_busy_share"), b.get("others_busy_share"))
+    if (not ra or not rb or a.get("device") != b.get("device") or None in busy
+            or a.get("torch_threads") != b.get("torch_threads")
+            or abs(busy[0] - busy[1]) > LIKE_LOAD):
+        return None
+    return ra, rb, WALL_CLOCK

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from bsdemo.architectures import ARCHITECTURES
 from bsdemo.charts.style import OKABE_ITO, SYMBOLS, Chart, empty, layout
+from bsdemo.recipes.architectures import budget_words, by_cpu_time
 from bsdemo.units import format_bytes
 
 COLOURS = {name: OKABE_ITO[i] for i, name in enumerate(ARCHITECTURES)}
@@ -49,8 +50,9 @@ def _chart(points: Sequence[dict[str, Any]], metric: str, seconds: float) -> Cha
                   for p, y in zip(pts, ys, strict=True)]
     batches = sorted({p["batch_size"] for p in points})
     layout(fig, title, "Batch size (log scale)", y_title,
-           subtitle=f"each run trained {seconds:g} s, the lr scaled by √(B/32)"
-           if metric in ("accuracy", "frechet") else None)
+           subtitle=f"each run trained {budget_words(points, seconds)}, the lr scaled by √(B/32)"
+           if metric in ("accuracy", "frechet") else "by the training thread's CPU time"
+           if metric == "speed" and by_cpu_time(points) else None)
     fig.update_xaxes(type="log", tickvals=batches, ticktext=[str(b) for b in batches])
     if metric == "accuracy":
         fig.update_yaxes(tickformat=".0%", rangemode="tozero")

@@ -27,8 +27,8 @@ import torch.distributed as dist
 from bsdemo import bounds
 from bsdemo.config import RunConfig
 from bsdemo.engine.descent import summed_loss
-from bsdemo.engine.group import group_cores, run_group
-from bsdemo.engine.measure import HostLoad
+from bsdemo.engine.group import member_threads, run_group
+from bsdemo.engine.measure import THREAD_CLOCK, WALL_CLOCK, HostLoad, cpu_clock
 from bsdemo.engine.memory import SavedActivations
 from bsdemo.engine.train import prepare
 from bsdemo.jobkinds import check_global_batch, check_stop
@@ -46,53 +46,72 @@ def flat_parameters(model: torch.nn.Module) -> torch.Tensor:
     return torch.cat([p.detach().flatten() for p in model.parameters()])
 
 
+def compute_clock() -> tuple[Callable[[], float], str]:
+    """(clock, its name) for a process's own compute: its thread's CPU time where one torch
+    thread does all the work (a busy machine does not lengthen it), else the wall clock."""
+    tick = cpu_clock(torch.device("cpu"))
+    return (tick, THREAD_CLOCK) if tick is not None else (time.perf_counter, WALL_CLOCK)
+
+
+def timed(values: list[float]) -> float:
+    """The median of a check's per-step times, the first step (warm-up) left out."""
+    return statistics.median(values[1:] or values)
+
+
 def member(rank: int, world: int, settings: dict, steps: int) -> dict:
     """One process of the group (bsdemo.engine.group runs it): its shard of every step,
-    all-reduce, the same SGD step; rank 0 also returns the parameters (as numpy)."""
+    all-reduce, the same SGD step; rank 0 also returns the parameters (as numpy). Compute is
+    timed by compute_clock; the all-reduce by the wall clock from the moment both processes
+    reached it (a barrier first, untimed), so a process the machine kept waiting does not count
+    as communication."""
     cfg = RunConfig(**settings)
     run = prepare(cfg)
     model, x, y = run.model, run.data.x_train, run.data.y_train
     params = [p for p in model.parameters() if p.requires_grad]
     global_batch = cfg.batch_size * world
+    tick, _ = compute_clock()
     compute, reduce = [], []
     for idx in step_batches(len(y), global_batch, steps, cfg.seed):
         shard = idx[rank * cfg.batch_size:(rank + 1) * cfg.batch_size]
-        t0 = time.perf_counter()
+        t0 = tick()
         loss = summed_loss(model, x[shard], y[shard]) / len(shard)
         grads = torch.autograd.grad(loss, params)
-        t1 = time.perf_counter()
+        compute.append(tick() - t0)
         flat = torch.cat([g.flatten() for g in grads])
+        dist.barrier()
+        t1 = time.perf_counter()
         dist.all_reduce(flat)  # one bucket: the sum over the group
         flat /= world
-        t2 = time.perf_counter()
+        reduce.append(time.perf_counter() - t1)
         with torch.no_grad():
             offset = 0
             for p in params:
                 p.sub_(cfg.lr * flat[offset:offset + p.numel()].view_as(p))
                 offset += p.numel()
-        compute.append(t1 - t0)
-        reduce.append(t2 - t1)
     dist.barrier()
     return {"params": flat_parameters(model).numpy().copy() if rank == 0 else None,
-            "compute_s": statistics.median(compute), "allreduce_s": statistics.median(reduce)}
+            "compute_s": timed(compute), "allreduce_s": timed(reduce)}
 
 
-def one_process(cfg: RunConfig, global_batch: int, steps: int, cores: int,
-                should_stop: Callable[[], bool] | None = None
+def one_process(cfg: RunConfig, global_batch: int, steps: int, threads: int,
+                should_stop: Callable[[], bool] | None = None, wall: bool = False
                 ) -> tuple[torch.Tensor, float, int]:
-    """A group's steps in this process with the whole global batch, on the group's `cores`:
-    (parameters, median step seconds, bytes saved for the backward — counted in the first step
-    only, so the hooks stay off the other steps)."""
+    """A group's steps in this process with the whole global batch, on `threads` torch threads
+    (one member's share of the cores: the one worker a group's speed-up is counted against):
+    (parameters, median step seconds by compute_clock — the wall clock if `wall` —, bytes
+    saved for the backward, counted in the first step only, so the hooks stay off the
+    others)."""
     run = prepare(cfg)
     model, x, y = run.model, run.data.x_train, run.data.y_train
     params = [p for p in model.parameters() if p.requires_grad]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(cores)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    tick = time.perf_counter if wall else compute_clock()[0]
     try:
         times, saved = [], 0
         for i, idx in enumerate(step_batches(len(y), global_batch, steps, cfg.seed)):
             check_stop(should_stop)  # a step of the global batch is long
-            t0 = time.perf_counter()
+            t0 = tick()
             with SavedActivations(params) if i == 0 else contextlib.nullcontext() as counter:
                 loss = summed_loss(model, x[idx], y[idx]) / len(idx)
             saved = counter.bytes if i == 0 else saved
@@ -100,10 +119,10 @@ def one_process(cfg: RunConfig, global_batch: int, steps: int, cores: int,
             with torch.no_grad():
                 for p, g in zip(params, grads, strict=True):
                     p.sub_(cfg.lr * g)
-            times.append(time.perf_counter() - t0)
+            times.append(tick() - t0)
     finally:
-        torch.set_num_threads(threads)
-    return flat_parameters(model), statistics.median(times), saved
+        torch.set_num_threads(before)
+    return flat_parameters(model), timed(times), saved
 
 
 def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
@@ -113,6 +132,7 @@ def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
     cfg = dataclasses.replace(cfg.validated()[0], accumulation_steps=1, device="cpu")
     check_global_batch(cfg, processes)
     load = HostLoad()
+    threads = member_threads(processes)
 
     def measure(round_: int):
         """The group, then one process (round 1: the other way round)."""
@@ -121,8 +141,7 @@ def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
                              {"settings": dataclasses.asdict(cfg), "steps": steps}, should_stop)
 
         def single():
-            return one_process(cfg, cfg.batch_size * processes, steps, group_cores(processes),
-                               should_stop)
+            return one_process(cfg, cfg.batch_size * processes, steps, threads, should_stop)
         return bounds.in_turn(round_, group, single)
 
     def breach(result) -> str | None:
@@ -142,7 +161,8 @@ def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
             "steps": steps, "max_abs_param_diff": diff, "equivalent": diff <= EQUIVALENT,
             "gradient_bytes": single.numel() * single.element_size(),  # what each all-reduce sums
             "compute_s": compute, "allreduce_s": allreduce, "step_s": step_s,
-            "single_process_step_s": single_s,
+            "single_process_step_s": single_s, "single_process_threads": threads,
+            "clock": THREAD_CLOCK if threads == 1 else WALL_CLOCK,  # compute_clock's, there
             "samples_per_sec": global_batch / step_s,
             "single_process_samples_per_sec": global_batch / single_s,
             "scaling_efficiency": single_s / step_s / processes,
@@ -152,4 +172,4 @@ def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
                        f"{global_batch}: parameters after {steps} steps differ from one process's "
                        f"by at most {diff:.2g}; a step {step_s * 1e3:.1f} ms "
                        f"({allreduce * 1e3:.1f} ms all-reduce) against {single_s * 1e3:.1f} ms "
-                       "in one process."}
+                       f"in one process on {threads} thread(s)."}

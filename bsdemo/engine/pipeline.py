@@ -37,15 +37,15 @@ from torch import nn
 
 from bsdemo import bounds
 from bsdemo.config import RunConfig
-from bsdemo.engine.ddp import EQUIVALENT, flat_parameters, one_process, step_batches
-from bsdemo.engine.group import group_cores, run_group
+from bsdemo.engine.ddp import EQUIVALENT, compute_clock, flat_parameters, one_process, step_batches, timed
+from bsdemo.engine.group import member_threads, run_group
 from bsdemo.engine.measure import HostLoad
 from bsdemo.engine.memory import SavedActivations, tensor_bytes
 from bsdemo.engine.train import prepare
 from bsdemo.jobkinds import PIPELINE_STAGES as STAGES
 from bsdemo.jobkinds import check_pipeline
 
-PING_ROUNDS = 10
+PING_ROUNDS = 30
 
 
 def split_stages(model: nn.Module) -> list[nn.Sequential]:
@@ -58,13 +58,16 @@ def split_stages(model: nn.Module) -> list[nn.Sequential]:
 
 
 def member(rank: int, world: int, settings: dict, steps: int, micro_batches: int) -> dict:
-    """One stage's process (bsdemo.engine.group runs it)."""
+    """One stage's process (bsdemo.engine.group runs it). Each micro-batch's forward and
+    backward are timed by compute_clock (a busy machine does not lengthen them); the step, whose
+    stages wait on each other, by the wall clock."""
     cfg = RunConfig(**settings)
     run = prepare(cfg)
     stage = split_stages(run.model)[rank]
     params = [p for p in stage.parameters() if p.requires_grad]
     x, y = run.data.x_train, run.data.y_train
     forward, backward, step_s, saved = [], [], [], 0
+    tick, _ = compute_clock()
     for i, idx in enumerate(step_batches(len(y), cfg.batch_size, steps, cfg.seed)):
         chunks = idx.split(math.ceil(len(idx) / micro_batches))
         dist.barrier()  # both stages start the step together: its wall time is the pipeline's
@@ -74,33 +77,33 @@ def member(rank: int, world: int, settings: dict, steps: int, micro_batches: int
         with SavedActivations(params) if i == 0 else contextlib.nullcontext() as counter:
             for c in chunks:
                 if rank == 0:
-                    t0 = time.perf_counter()
+                    t0 = tick()
                     out = stage(x[c])
-                    forward.append(time.perf_counter() - t0)
+                    forward.append(tick() - t0)
                     dist.send(out.detach().contiguous(), 1)
                     held.append(out)
                 else:
                     inp = torch.empty(len(c), cfg.width)
                     dist.recv(inp, 0)
                     inp.requires_grad_()
-                    t0 = time.perf_counter()
+                    t0 = tick()
                     loss = F.cross_entropy(stage(inp), y[c], reduction="sum") / len(idx)
-                    forward.append(time.perf_counter() - t0)
+                    forward.append(tick() - t0)
                     held.append((inp, loss))
         saved = counter.bytes if i == 0 else saved
         for m in reversed(range(len(chunks))):
             if rank == 1:
                 inp, loss = held[m]
-                t0 = time.perf_counter()
+                t0 = tick()
                 loss.backward()
-                backward.append(time.perf_counter() - t0)
+                backward.append(tick() - t0)
                 dist.send(inp.grad.contiguous(), 0)
             else:
                 grad = torch.empty_like(held[m])
                 dist.recv(grad, 1)
-                t0 = time.perf_counter()
+                t0 = tick()
                 held[m].backward(grad)
-                backward.append(time.perf_counter() - t0)
+                backward.append(tick() - t0)
         with torch.no_grad():
             for p in params:
                 p.sub_(cfg.lr * p.grad)
@@ -110,14 +113,17 @@ def member(rank: int, world: int, settings: dict, steps: int, micro_batches: int
     transfer = _ping(rank, (math.ceil(cfg.batch_size / micro_batches), cfg.width))
     return {"params": flat_parameters(stage).numpy().copy(), "parameter_bytes": tensor_bytes(params),
             "saved_activation_bytes": saved, "forward_s": statistics.median(forward),
-            "backward_s": statistics.median(backward), "step_s": statistics.median(step_s),
+            "backward_s": statistics.median(backward), "step_s": timed(step_s),
             "transfer_s": transfer}
 
 
 def _ping(rank: int, shape: tuple[int, int]) -> float:
-    """One micro-batch's activations sent from stage 0 to stage 1: half the median round trip."""
+    """One micro-batch's activations sent from stage 0 to stage 1: half the median round trip,
+    timed on stage 0 (the stages start together; stage 1's own clock would count its wait for
+    stage 0's first send). Both stages return it, so the record can take either."""
     buffer = torch.zeros(shape)
     rounds = []
+    dist.barrier()
     for _ in range(PING_ROUNDS):
         t0 = time.perf_counter()
         if rank == 0:
@@ -127,7 +133,10 @@ def _ping(rank: int, shape: tuple[int, int]) -> float:
             dist.recv(buffer, 0)
             dist.send(buffer, 0)
         rounds.append(time.perf_counter() - t0)
-    return statistics.median(rounds) / 2
+    half = torch.tensor([statistics.median(rounds) / 2 if rank == 0 else 0.0],
+                        dtype=torch.float64)
+    dist.broadcast(half, 0)
+    return float(half)
 
 
 def gpipe_schedule(forward: list[float], backward: list[float], transfer: float,
@@ -174,7 +183,9 @@ def pipeline_check(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,
                               "micro_batches": micro_batches}, should_stop)
 
         def single():
-            return one_process(cfg, cfg.batch_size, steps, group_cores(STAGES), should_stop)
+            # the wall clock, as the stages' step (they wait on each other), on one stage's cores
+            return one_process(cfg, cfg.batch_size, steps, member_threads(STAGES), should_stop,
+                               wall=True)
         return bounds.in_turn(round_, group, single)
 
     def breach(result) -> str | None:

@@ -24,6 +24,7 @@ from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.data import IGNORE, Dataset, epoch_batches, load_dataset
 from bsdemo.engine.gan import gan_evaluation, reference_distance
 from bsdemo.engine.measure import (
+    HostLoad,
     NvmlSampler,
     cpu_clock,
     device_info,
@@ -141,14 +142,19 @@ def is_out_of_memory(exc: BaseException) -> bool:
 
 def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
           prepared: Prepared | None = None, evaluations: bool = True,
-          memory_budget_bytes: int | None = None) -> Iterator:
+          memory_budget_bytes: int | None = None, cpu_budget_s: float | None = None
+          ) -> Iterator:
     """Run cfg to completion (or divergence, OOM, cancellation), yielding events as it goes.
 
     Raises ConfigError for an invalid cfg before anything runs; every other outcome ends with
     an EndEvent. Pass `prepared` (from prepare(cfg)) to keep hold of the trained model;
     evaluations=False skips the train/test evaluations (sweeps time steps only).
     memory_budget_bytes caps memory: on CUDA the allocator itself (a real OOM), elsewhere the
-    accounted memory (a *simulated* OOM).
+    accounted memory (a *simulated* OOM). cpu_budget_s ends the run like its time cap once the
+    training thread has spent that much CPU time training (evaluations not counted), where a
+    step's work is that thread's (a one-thread CPU: measure.cpu_clock): a fixed amount of work
+    that a busy machine spreads over more wall time instead of cutting short. Elsewhere it is
+    ignored and the time cap alone applies.
     """
     began = time.perf_counter()  # the time cap counts from here: data, model, evaluations too
     run = prepared or prepare(cfg)
@@ -171,7 +177,7 @@ def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
     sampler = NvmlSampler(run.device)
     try:
         yield from _loop(run, meter, sampler, info, should_stop, evaluations, memory_budget_bytes,
-                         began)
+                         began, cpu_budget_s)
     finally:
         sampler.close()
         if memory_budget_bytes is not None and run.device.type == "cuda":
@@ -183,7 +189,8 @@ class _Interrupted(Exception):
 
 
 def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, should_stop,
-          evaluations: bool, budget: int | None, began: float) -> Iterator:
+          evaluations: bool, budget: int | None, began: float,
+          cpu_budget_s: float | None = None) -> Iterator:
     """One optimizer step per effective batch, epoch after epoch, until the budget ends the run,
     or Stop, the time cap, divergence or an out-of-memory does.
 
@@ -205,15 +212,19 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
     gan = isinstance(model, GAN)
     cpu_time = cpu_clock(device)  # None where the step's work is not this thread's
+    cpu_budget_s = cpu_budget_s if cpu_time is not None else None
+    cpu_began = 0.0
     current_lr = None
     done = False
 
     def interrupted() -> str | None:
-        """Why the run must end now: "stop", "cap", or None."""
+        """Why the run must end now: "stop", "cap", "budget" (cpu_budget_s), or None."""
         if should_stop is not None and should_stop():
             return "stop"
         if time_limit is not None and time.perf_counter() - began + tally.last_eval_s >= time_limit:
             return "cap"  # a final evaluation as long as the last one must fit in the cap too
+        if cpu_budget_s is not None and cpu_time() - cpu_began - tally.cpu_eval_s >= cpu_budget_s:
+            return "budget"
         return None
 
     # checked between micro-batches only when a step has several (not on batch 1's hot path)
@@ -221,6 +232,7 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
     if evaluations:
         yield _evaluation(run, tally, 0.0)
     tally.restart_clock()  # training time starts now: the first evaluation is not in it
+    cpu_began = cpu_time() if cpu_time is not None else 0.0
     for epoch in range(cfg.epochs) if cfg.epochs is not None else itertools.count():
         batches = epoch_batches(n_train, cfg.effective_batch_size, generator, device,
                                 cfg.drops_lone_sample)
@@ -231,8 +243,8 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
             if why == "stop":
                 yield EndEvent("cancelled", f"Stopped after {tally.step} steps.", summary())
                 return
-            if why == "cap":
-                yield from _time_capped(run, tally, summary, evaluations)
+            if why in ("cap", "budget"):
+                yield from _time_capped(run, tally, summary, evaluations, why, cpu_budget_s)
                 return
             if tally.step < warmup_steps or current_lr is None:  # after warm-up: a bare hot path
                 current_lr = lr_at(cfg, tally.step)
@@ -261,8 +273,8 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
                 return
             if why is not None:  # the unfinished step is dropped: its gradients never applied
                 optimizer.zero_grad(set_to_none=True)
-                if why == "cap":
-                    yield from _time_capped(run, tally, summary, evaluations)
+                if why in ("cap", "budget"):
+                    yield from _time_capped(run, tally, summary, evaluations, why, cpu_budget_s)
                 else:
                     yield EndEvent("cancelled", f"Stopped after {tally.step} steps, in the middle "
                                    "of the next one.", summary())
@@ -315,13 +327,15 @@ def _players(model: GAN, n_eff: int) -> tuple[float, float]:
 
 
 def _time_capped(run: Prepared, tally: _Tally, summary: Callable[[], dict],
-                 evaluations: bool) -> Iterator:
-    """The end of a run at its time cap: the result is what it reached (evaluated, if the last
-    step was not)."""
-    cap = run.cfg.time_limit_s
+                 evaluations: bool, why: str = "cap", cpu_budget_s: float | None = None
+                 ) -> Iterator:
+    """The end of a run at its time cap, or at its CPU-time budget (why="budget"): the result is
+    what it reached (evaluated, if the last step was not)."""
     if evaluations and tally.step and tally.last["step"] != tally.step:
         yield _evaluation(run, tally, tally.epochs())
-    yield EndEvent("cancelled", f"Stopped at the time cap of {cap:g} s after {tally.step} steps "
+    limit = (f"its budget of {cpu_budget_s:g} s of CPU time" if why == "budget" else
+             f"the time cap of {run.cfg.time_limit_s:g} s")
+    yield EndEvent("cancelled", f"Stopped at {limit} after {tally.step} steps "
                    f"({tally.epochs():.3g} epochs).", summary() | {"time_capped": True})
 
 
@@ -383,15 +397,17 @@ class _Tally:
     cpu_times: list[float] = field(default_factory=list)  # the same steps' CPU time, if known
     eval_time: float = 0.0
     last_eval_s: float = 0.0  # how long the latest evaluation took
+    cpu_eval_s: float = 0.0  # the evaluations' thread CPU time since training began
     t_origin: float = field(default_factory=time.perf_counter)
     rss_start: int | None = field(default_factory=process_rss)  # the process, before training
     began: float = field(default_factory=time.perf_counter)  # the time cap's clock (set by train)
     reference: float | None = None  # a GAN's Fréchet distance of real images (bsdemo.engine.gan)
+    load: HostLoad = field(default_factory=HostLoad)  # how busy others kept the CPUs meanwhile
     last: dict = field(default_factory=lambda: dict.fromkeys(
         ("step", "train_loss", "train_accuracy", "test_loss", "test_accuracy")))
 
     def restart_clock(self) -> None:
-        self.t_origin, self.eval_time = time.perf_counter(), 0.0
+        self.t_origin, self.eval_time, self.cpu_eval_s = time.perf_counter(), 0.0, 0.0
 
     def wall_time(self) -> float:
         return time.perf_counter() - self.t_origin - self.eval_time
@@ -424,7 +440,7 @@ class _Tally:
 
 def _evaluation(run: Prepared, tally: _Tally, epoch_done: float) -> EvalEvent:
     """Loss and accuracy over both splits, timed apart from training."""
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.thread_time()
     extra = {}
     if isinstance(run.model, GAN):  # the discriminator's calls, the Fréchet distance, samples
         extra = gan_evaluation(run.model, run.data, run.cfg.dataset)
@@ -437,6 +453,7 @@ def _evaluation(run: Prepared, tally: _Tally, epoch_done: float) -> EvalEvent:
         test_loss, test_acc = evaluate(run.model, run.data.x_test, run.data.y_test)
     tally.last_eval_s = time.perf_counter() - t
     tally.eval_time += tally.last_eval_s
+    tally.cpu_eval_s += time.thread_time() - c
     tally.last.update(step=tally.step, train_loss=train_loss, train_accuracy=train_acc,
                       test_loss=test_loss, test_accuracy=test_acc)
     tally.last["frechet_distance"] = extra.get("frechet_distance")
@@ -473,6 +490,8 @@ def _summary(cfg: RunConfig, tally: _Tally, book: MemoryBook, device_name: str) 
             "frechet_distance": last.get("frechet_distance"),
             "frechet_reference": tally.reference,
             "device": device_name, "warmup_steps_excluded": steady.start,
+            # the conditions its speed was measured in (bsdemo.runs.comparable_rates)
+            "torch_threads": torch.get_num_threads(), "others_busy_share": tally.load.others_share(),
             # beside accounted memory: what the whole process held (a CPU's only real figure)
             "process_rss_bytes": process_rss(), "process_rss_start_bytes": tally.rss_start}
 

@@ -3,13 +3,24 @@ architecture's measured range beside the rule of thumb, and why they differ. Pur
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bsdemo.recipes.measurements import CONTENDED, contention
+from bsdemo.timing import THREAD_CLOCK
 
 WORDS = {"agrees": "inside the rule of thumb", "overlaps": "overlaps the rule of thumb",
          "disagrees": "outside the rule of thumb"}
+
+
+def by_cpu_time(points: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the study's budget (and its samples/s) was the training thread's CPU time."""
+    return any(p.get("budget_clock") == THREAD_CLOCK for p in points)
+
+
+def budget_words(points: Sequence[Mapping[str, Any]], seconds: float) -> str:
+    """How a run's budget reads on the page: "0.75 s of CPU time" or "2.5 s"."""
+    return f"{seconds:g} s of CPU time" if by_cpu_time(points) else f"{seconds:g} s"
 
 
 def architecture_verdict(summaries: Sequence[dict[str, Any]], seconds: float,
@@ -28,10 +39,15 @@ def architecture_verdict(summaries: Sequence[dict[str, Any]], seconds: float,
                      f"{why}".rstrip())
     agree = sum(s["agreement"] != "disagrees" for s in measured)
     busy = contention(points)
+    cpu = by_cpu_time(points)
     load = (f"\n\n*Other processes used {busy:.0%} of this machine's CPU time while these runs "
-            "trained: each run's seconds bought fewer steps than on a quiet machine, and a rerun "
-            "may land differently.*" if busy is not None and busy > CONTENDED else "")
-    return (f"**On this machine, with {seconds:g} s of training per run,** the measured range "
+            + ("trained: the study took longer, but each run still trained for its own CPU time, "
+               "and samples/s are by that clock, so the load did not change what it measured.*"
+               if cpu else "trained: each run's seconds bought fewer steps than on a quiet "
+               "machine, and a rerun may land differently.*")
+            if busy is not None and busy > CONTENDED else "")
+    return (f"**On this machine, with {budget_words(points, seconds)} of training per run,** "
+            "the measured range "
             f"of {agree} of {len(measured)} architectures meets the rule of thumb's. A measured "
             "range is the batches that trained as well as the best one (within 2 accuracy points, "
             "or 25 % of the best Fréchet distance) at ≥ 50 % of the best samples/s:\n\n"

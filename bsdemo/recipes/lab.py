@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bsdemo.runs import JobSnapshot
+from bsdemo.runs import JobSnapshot, comparable_rates
 
 ENDED = {"completed": "", "time_cap": " It hit its time cap before its budget was done.",
          "cancelled": " It was stopped before its budget was done.",
@@ -46,10 +46,15 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
     ks, kl = small.effective_batch, large.effective_batch
     text += (f" Batch {kl} made {ls['steps'] / ls['epochs']:.0f} updates per epoch against "
              f"batch {ks}'s {ss['steps'] / ss['epochs']:.0f}")
-    if ss.get("samples_per_sec") and ls.get("samples_per_sec"):
-        text += (f" and processed {ls['samples_per_sec'] / ss['samples_per_sec']:.1f}× the "
-                 "samples per second")
+    rates = comparable_rates(ss, ls)
+    if rates is not None:
+        text += (f" and processed {rates[1] / rates[0]:.1f}× the samples per second (by "
+                 f"{rates[2]})")
     text += "."
+    if rates is None and ss.get("samples_per_sec") and ls.get("samples_per_sec"):
+        text += (" Their speeds are not compared: they were measured under different conditions "
+                 "(another load on this machine, another device or thread count); run both "
+                 "again now to compare them.")
     if ss.get("frechet_distance") is not None and ls.get("frechet_distance") is not None:
         text += (f" Its images reached a Fréchet distance of {ls['frechet_distance']:.3g} "
                  f"against {ss['frechet_distance']:.3g} (lower is more like real digits).")

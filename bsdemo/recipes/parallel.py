@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from bsdemo.bounds import noisy_line
+from bsdemo.timing import THREAD_CLOCK
 from bsdemo.units import format_bytes
 
 # Published peak bandwidth per GPU and direction, bytes/s: what a ring all-reduce can use at most
@@ -40,12 +41,27 @@ def ddp_verdict(r: dict[str, Any]) -> str:
             f"gradient of the whole batch. " + (noisy_line(r) or (
                 f"A step took {r['step_s'] * 1e3:.1f} ms, "
                 f"{share:.0%} of it the all-reduce of {format_bytes(r['gradient_bytes'])} of "
-                f"gradients; one process took {r['single_process_step_s'] * 1e3:.1f} ms for the "
+                f"gradients; one process on one member's share of the cores "
+                f"({_threads(r)}) took {r['single_process_step_s'] * 1e3:.1f} ms for the "
                 f"whole batch. So the group ran at {speed:.2f}× one process's samples/s: a "
-                f"scaling efficiency of {r['scaling_efficiency']:.0%}.")) + " Here the processes "
+                f"scaling efficiency of {r['scaling_efficiency']:.0%}{_clocks(r)}.")) + " Here "
+            "the processes "
             "share one machine's cores and talk through its memory; on separate GPUs each brings "
             "its own compute, and the all-reduce crosses a link instead — the table below "
             "predicts that part.")
+
+
+def _threads(r: dict[str, Any]) -> str:
+    n = r.get("single_process_threads", 1)
+    return f"{n} thread" + ("s" if n != 1 else "")
+
+
+def _clocks(r: dict[str, Any]) -> str:
+    """How a data-parallel check's times were taken (older records did not say)."""
+    if r.get("clock") == THREAD_CLOCK:
+        return (" (compute timed by each process's own CPU time, which other programs cannot "
+                "lengthen; the all-reduce by the wall clock once both processes reached it)")
+    return " (wall clock)" if r.get("clock") else ""
 
 
 def pipeline_verdict(r: dict[str, Any]) -> str:

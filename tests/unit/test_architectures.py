@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bsdemo.architectures import ARCHITECTURES, WARMUP_STEPS, analyse, run_config
+from bsdemo.architectures import ARCHITECTURES, DEFAULT_SECONDS, WARMUP_STEPS, analyse, run_config
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.jobkinds import assess
 from bsdemo.limits import Limits
@@ -73,7 +73,7 @@ def test_no_completed_run_gives_no_range():
 def test_the_job_is_checked_and_bounded_before_it_is_queued():
     cfg = RunConfig().validated()[0]
     options, cost = assess("architectures", cfg, {}, Limits(), 600.0)
-    assert options["architectures"] == list(ARCHITECTURES) and options["seconds"] == 2.5
+    assert options["architectures"] == list(ARCHITECTURES) and options["seconds"] == DEFAULT_SECONDS
     assert cost.micro_batch == 512 and cost.steps > 0
     for bad, field in (({"architectures": ["rnn"]}, "architectures"),
                        ({"batch_sizes": [64, 8]}, "batch_sizes"), ({"seconds": 1e9}, "seconds")):
@@ -108,3 +108,26 @@ def test_bsdemo_architectures_json_has_a_line_per_run_then_the_summaries():
                                           "architecture_summary", "architectures_end"]
     assert lines[2]["rule"] == [32, 256] and lines[2]["agreement"] in ("agrees", "overlaps",
                                                                          "disagrees")
+
+
+def test_a_cpu_time_budget_is_not_cut_short_by_time_the_thread_did_not_run():
+    """With one torch thread the study's budget is the training thread's CPU time: time spent
+    off the CPU (here a sleep before every step, as another process holding the core would
+    take) makes the run longer on the wall clock, and leaves its training budget whole."""
+    import time
+
+    import torch
+
+    from bsdemo.engine.train import train
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        cfg = run_config(RunConfig(), "lstm", 16, 30.0)
+        end = [e for e in train(cfg, should_stop=lambda: time.sleep(0.003), cpu_budget_s=0.3)][-1]
+    finally:
+        torch.set_num_threads(threads)
+    s = end.summary
+    assert s["time_capped"] and "0.3 s of CPU time" in end.message
+    assert s["run_time_s"] > 0.3 + s["steps"] * 0.003  # the sleeps were on the wall clock only
+    assert s["steps"] * s["step_cpu_time_s"] <= 0.3 * 1.5  # the budget was CPU time spent training

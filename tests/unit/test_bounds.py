@@ -51,6 +51,10 @@ def test_lesson_10_texts_never_narrate_an_impossible_ratio():
     assert "up to float32 rounding" in text  # parameters do not depend on the load
     plain = ddp_verdict(DDP | {"scaling_efficiency": 0.8, "too_noisy": None})
     assert "a scaling efficiency of 80%" in plain and noisy_line({"too_noisy": None}) is None
+    timed = ddp_verdict(DDP | {"scaling_efficiency": 0.8, "too_noisy": None,
+                               "clock": "thread CPU time", "single_process_threads": 1})
+    assert "one member's share of the cores (1 thread)" in timed
+    assert "own CPU time" in timed and "wall clock once both processes reached it" in timed
     pipe = pipeline_verdict(PIPE | {"too_noisy": too_noisy(speedup_breach(7.4, 2, "it"), None)})
     assert "too noisy to read" in pipe and "no faster" not in pipe and "214.4 ms" not in pipe
     calm = pipeline_verdict(PIPE | {"step_s": 0.3, "too_noisy": None})

@@ -81,11 +81,12 @@ def test_the_score_counts_checked_answers_only():
     assert quiz.score(questions, {a.id: a.answer, b.id: (b.answer + 1) % len(b.choices)}) == (1, 2)
 
 
-def run(job_id, batch, rate, peak, epochs=10.0):
+def run(job_id, batch, rate, peak, epochs=10.0, **conditions):
     snap = fake_snapshot(job_id, batch_size=batch)
     steps = round(epochs * 1438 / batch)
     end = {"summary": {"steps": steps, "epochs": epochs, "samples_seen": int(epochs * 1438),
-                       "samples_per_sec": rate, "peak_memory_bytes": peak}}
+                       "samples_per_sec": rate, "peak_memory_bytes": peak, "device": "cpu",
+                       "torch_threads": 1, "others_busy_share": 0.0} | conditions}
     return dataclasses.replace(snap, end=end)
 
 
@@ -105,3 +106,18 @@ def test_the_explanation_quotes_the_students_own_runs():
     # a larger batch that was not faster is said as it is
     slow = quiz.evidence(questions["speed"], [small, run(4, 128, 8_000.0, 2**20)])
     assert "was not faster" in slow
+
+
+def test_a_quiet_speed_is_never_quoted_against_a_loaded_one():
+    """The issue's case: a stored batch-32 run from a quiet machine, a live batch-256 run under
+    load — by the wall clock they are not comparable; by the thread's CPU time they are."""
+    questions = {q.evidence: q for q in quiz.load_questions() if q.evidence}
+    quiet = run(1, 32, 36_446.0, 2**20, others_busy_share=0.02)
+    loaded = run(2, 256, 3_817.0, 2**20, others_busy_share=0.85)
+    assert quiz.evidence(questions["speed"], [quiet, loaded]) is None
+    assert quiz.evidence(questions["speed"], [quiet, run(3, 256, 3_817.0, 2**20, torch_threads=2)]
+                         ) is None
+    stable = quiz.evidence(questions["speed"], [
+        run(1, 32, 36_446.0, 2**20, others_busy_share=0.02, cpu_samples_per_sec=40_000.0),
+        run(2, 256, 3_817.0, 2**20, others_busy_share=0.85, cpu_samples_per_sec=160_000.0)])
+    assert "batch 32 trained at 40,000 samples/s" in stable and "4.0× slower" in stable

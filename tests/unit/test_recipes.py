@@ -122,12 +122,23 @@ def test_the_lab_verdict_compares_batches_that_trained_alike():
 
     assert recipes.lab_verdict([]) is None
     small, large = fake_snapshot(1, 32), fake_snapshot(2, 1024)
-    small.end["summary"].update(steps=450, epochs=10.0, wall_time_s=2.0, test_accuracy=0.96)
+    like = {"torch_threads": 1, "others_busy_share": 0.05}
+    small.end["summary"].update(steps=450, epochs=10.0, wall_time_s=2.0, test_accuracy=0.96,
+                                **like)
     large.end["summary"].update(steps=20, epochs=10.0, wall_time_s=0.5, test_accuracy=0.47,
-                                samples_per_sec=9630.0)
+                                samples_per_sec=9630.0, **like)
     text = recipes.lab_verdict([small, large])
     assert text.startswith("**What your runs show.** Run #2 at batch 1024 made 20 optimizer")
-    assert "2 updates per epoch against batch 32's 45" in text and "3.0×" in text
+    assert "2 updates per epoch against batch 32's 45" in text
+    assert "3.0× the samples per second (by wall clock)" in text
+    # a quiet stored run against a loaded live one: their wall-clock speeds are not compared
+    large.end["summary"]["others_busy_share"] = 0.9
+    apart = recipes.lab_verdict([small, large])
+    assert "3.0×" not in apart and "not compared" in apart
+    # the training thread's CPU time is comparable whatever the load
+    small.end["summary"]["cpu_samples_per_sec"] = 4000.0
+    large.end["summary"]["cpu_samples_per_sec"] = 20000.0
+    assert "5.0× the samples per second (by thread CPU time)" in recipes.lab_verdict([small, large])
     assert "47.0% against 96.0%" in text
     large.status = "cancelled"
     large.end["summary"]["time_capped"] = True
