@@ -43,7 +43,7 @@ def comparison_table(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, 
         peak = s.get("peak_memory_bytes")
         rows.append({
             "run": label, "batch": snap.effective_batch, "lr": snap.config["lr"],
-            "status": snap.status,
+            "status": "time cap" if snap.ending == "time_cap" else snap.status,
             "weight updates": s.get("steps", (snap.latest or {}).get("step")),
             "wall time (s)": s.get("wall_time_s"), "samples/s": s.get("samples_per_sec"),
             "peak memory (MiB)": peak / MIB if peak else None,

@@ -335,8 +335,14 @@ def _time_capped(run: Prepared, tally: _Tally, summary: Callable[[], dict],
         yield _evaluation(run, tally, tally.epochs())
     limit = (f"its budget of {cpu_budget_s:g} s of CPU time" if why == "budget" else
              f"the time cap of {run.cfg.time_limit_s:g} s")
-    yield EndEvent("cancelled", f"Stopped at {limit} after {tally.step} steps "
-                   f"({tally.epochs():.3g} epochs).", summary() | {"time_capped": True})
+    left = run.cfg.planned_steps - tally.step if run.cfg.epochs or run.cfg.max_steps else 0
+    rest = ""
+    if why == "cap" and left > 0 and tally.step_times:  # what the cap cut off, predicted
+        more = left * statistics.median(tally.step_times[-200:])
+        rest = (f" The {left:,} steps left of its {run.cfg.planned_steps:,} would take about "
+                f"{more:.3g} s more at its median step time (predicted).")
+    yield EndEvent("cancelled", f"Stopped at {limit} after {tally.step:,} steps "
+                   f"({tally.epochs():.3g} epochs).{rest}", summary() | {"time_capped": True})
 
 
 def _completed(s: dict) -> EndEvent:

@@ -111,6 +111,7 @@ def test_comparison_table_marks_time_caps_and_divergence():
     snap.end["summary"]["time_capped"] = True
     rows = charts.comparison_table([("capped", snap)])
     assert rows[0]["note"] == "time cap" and rows[0]["run"] == "capped"
+    assert rows[0]["status"] == "time cap"  # not "cancelled": nobody stopped it
 
 
 def test_export_as_json_and_csv():

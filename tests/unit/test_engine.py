@@ -226,6 +226,11 @@ def test_time_cap_stops_the_run_says_so_and_evaluates_where_it_stopped():
     end = events[-1]
     assert end.status == "cancelled" and end.summary["time_capped"]
     assert "time cap of 0.3 s" in end.message
+    # how far it got, and what the rest would have cost, labelled as a prediction
+    planned = RunConfig(batch_size=1, epochs=50).validated()[0].planned_steps
+    left = planned - end.summary["steps"]
+    assert f"The {left:,} steps left of its {planned:,}" in end.message
+    assert end.message.endswith("at its median step time (predicted).")
     assert end.summary["evaluated_at_step"] == end.summary["steps"]
     # the cap is on the whole run, evaluations included: it ends about there, training a bit less
     assert end.summary["wall_time_s"] < end.summary["run_time_s"] < scaled(3.0)
