@@ -41,8 +41,9 @@ def architecture_verdict(summaries: Sequence[dict[str, Any]], seconds: float,
     busy = contention(points)
     cpu = by_cpu_time(points)
     load = (f"\n\n*Other processes used {busy:.0%} of this machine's CPU time while these runs "
-            + ("trained: the study took longer, but each run still trained for its own CPU time, "
-               "and samples/s are by that clock, so the load did not change what it measured.*"
+            + ("trained: the study took longer, but each run still trained for its own CPU time "
+               "and its samples/s are by that clock, so the load did not cut the runs short. "
+               "Short runs still vary: a rerun may land a batch differently.*"
                if cpu else "trained: each run's seconds bought fewer steps than on a quiet "
                "machine, and a rerun may land differently.*")
             if busy is not None and busy > CONTENDED else "")
