@@ -3,6 +3,7 @@ utilisation, and the labelled loss of a comparison, all in the chart language of
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -181,11 +182,36 @@ def _per_step_chart(runs: Sequence[JobSnapshot], x_axis: str, y_field: str, titl
 
 def throughput_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: float = 0.0,
                      log: bool = False) -> Chart:
+    """Each run's samples/s per step. Where every run drawn has its steps' thread CPU time (a
+    one-thread CPU), by that clock, so runs measured under different loads (a stored run from a
+    quiet hour, a live one in class) are drawn alike; otherwise by the wall clock, and with more
+    than one run the subtitle says their speeds are each their own conditions'."""
     # no robust clipping here: a fast step is as real as a slow one (loss spikes are the noise
     # a robust range is for)
-    return _per_step_chart(runs, x_axis, "samples_per_sec", "Throughput",
-                           "Samples per second (measured)", unit=" samples/s",
-                           smoothing=smoothing, log=log)
+    timed = [s for s in runs if any(s.steps.get("samples_per_sec") or ())]
+    if timed and all(any(c for c in s.steps.get("cpu_time_s") or ()) for s in timed):
+        chart = _per_step_chart([_by_cpu_time(s) for s in runs], x_axis, "cpu_samples_per_sec",
+                                "Throughput", "Samples per second (measured)",
+                                unit=" samples/s", smoothing=smoothing, log=log)
+        chart.figure.update_layout(title_subtitle_text="by the training thread's CPU time, which "
+                                   "other programs on the machine cannot lengthen")
+        return chart
+    chart = _per_step_chart(runs, x_axis, "samples_per_sec", "Throughput",
+                            "Samples per second (measured)", unit=" samples/s",
+                            smoothing=smoothing, log=log)
+    if len(timed) > 1:
+        chart.figure.update_layout(title_subtitle_text="wall clock: each run's speed under its "
+                                   "own conditions (load, device) — compare runs measured alike")
+    return chart
+
+
+def _by_cpu_time(snap: JobSnapshot) -> JobSnapshot:
+    """The snapshot with its steps' samples/s by thread CPU time beside the wall clock's."""
+    steps = snap.steps
+    rates = [r * t / c if r and t and c else None for r, t, c in zip(
+        steps.get("samples_per_sec") or (), steps.get("step_time_s") or (),
+        steps.get("cpu_time_s") or (), strict=False)]
+    return dataclasses.replace(snap, steps={**steps, "cpu_samples_per_sec": rates})
 
 
 def memory_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", log: bool = False) -> Chart:

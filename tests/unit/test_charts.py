@@ -64,6 +64,24 @@ def test_runs_share_a_chart_each_in_its_batch_colour():
                                                          charts.batch_colour(256)]
     assert "batch 256 (64×4)" in chart.figure.data[1].name
     assert chart.figure.layout.xaxis.title.text == "Wall-clock time (s)"
+    # two runs by the wall clock: the chart says each speed is its own conditions'
+    assert "each run's speed under its own conditions" in chart.figure.layout.title.subtitle.text
+
+
+def test_runs_with_thread_cpu_times_are_drawn_by_that_clock():
+    """A stored quiet run and a live loaded one: by the wall clock the loaded one looks 10×
+    slower; by the thread's CPU time both read what the device did."""
+    quiet, loaded = fake_snapshot(1, 32), fake_snapshot(2, 32)
+    quiet.steps["cpu_time_s"] = [0.01] * 20  # 32 samples in 10 ms of CPU time
+    loaded.steps["step_time_s"] = [0.1] * 20  # waited 10× as long on the wall clock...
+    loaded.steps["samples_per_sec"] = [320.0] * 20
+    loaded.steps["cpu_time_s"] = [0.01] * 20  # ...for the same CPU time
+    chart = charts.throughput_chart([quiet, loaded])
+    assert "CPU time" in chart.figure.layout.title.subtitle.text
+    assert [round(t.y[0]) for t in chart.figure.data] == [3201, 3200]
+    loaded.steps["cpu_time_s"] = [None] * 20  # one run without: both by the wall clock
+    assert [round(t.y[0]) for t in charts.throughput_chart([quiet, loaded]).figure.data] == [
+        3201, 320]
 
 
 def test_memory_chart_is_in_mib_and_labels_its_source():
