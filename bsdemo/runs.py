@@ -176,6 +176,12 @@ def collect(events: Iterable[dict[str, Any]], max_points: int = 1000) -> RunReco
     return record
 
 
+def stable_rate(summary: dict[str, Any]) -> float | None:
+    """A run's samples/s by the training thread's CPU time where it has it (what the device did,
+    whatever else ran), else its wall-clock median step's."""
+    return summary.get("cpu_samples_per_sec") or summary.get("samples_per_sec")
+
+
 def comparable_rates(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float, str] | None:
     """Two runs' samples/s (from their summaries), set against each other only like with like:
     (a's, b's, the clock). By the training thread's CPU time where both have it — what the

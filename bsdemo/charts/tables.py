@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bsdemo.runs import JobSnapshot
+from bsdemo.runs import JobSnapshot, stable_rate
 from bsdemo.units import MIB
 
 
@@ -27,7 +27,9 @@ def runs_table(runs: Sequence[JobSnapshot]) -> list[dict[str, Any]]:
             if cfg["accumulation_steps"] > 1 else "",
             "lr": cfg["lr"], "optimizer": cfg["optimizer"],
             "steps": summary.get("steps", latest.get("step")),
-            "samples/s": summary.get("samples_per_sec"),  # the median of steady steps
+            # the median of steady steps, by the thread's CPU time where known (runs measured
+            # under different loads read alike)
+            "samples/s": stable_rate(summary),
             "peak memory (MiB)": peak / MIB if peak else None,
             "test accuracy": None if gan else summary.get("test_accuracy"),
             **({"Fréchet distance": summary.get("frechet_distance")} if gans else {}),
@@ -45,7 +47,7 @@ def comparison_table(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, 
             "run": label, "batch": snap.effective_batch, "lr": snap.config["lr"],
             "status": "time cap" if snap.ending == "time_cap" else snap.status,
             "weight updates": s.get("steps", (snap.latest or {}).get("step")),
-            "wall time (s)": s.get("wall_time_s"), "samples/s": s.get("samples_per_sec"),
+            "wall time (s)": s.get("wall_time_s"), "samples/s": stable_rate(s),
             "peak memory (MiB)": peak / MIB if peak else None,
             "train accuracy": s.get("final_train_accuracy"), "test accuracy": s.get("test_accuracy"),
             # a spike that did not reach divergence: warm-up's effect shows here

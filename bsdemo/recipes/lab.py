@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bsdemo.runs import JobSnapshot, comparable_rates
+from bsdemo.runs import JobSnapshot, comparable_rates, stable_rate
 
 ENDED = {"completed": "", "time_cap": " It hit its time cap before its budget was done.",
          "cancelled": " It was stopped before its budget was done.",
@@ -22,7 +22,7 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
     new = done[-1]
     s, b = new.summary, new.effective_batch
     acc = s.get("test_accuracy")
-    rate = s.get("samples_per_sec")
+    rate = stable_rate(s)
     if s.get("frechet_distance") is not None:  # a GAN: how real its images looked
         reached = (f", and its images reached a Fréchet distance of {s['frechet_distance']:.3g} "
                    f"to real test digits (real training digits score "

@@ -18,7 +18,7 @@ from bsdemo.charts.gan import frechet_chart, is_gan, samples_chart
 from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, ConfigError, RunConfig, config_from_query, parse_run_id
 from bsdemo.plaintext import plain
 from bsdemo.presets import LAB_SCENARIOS, PRESETS, preset_of
-from bsdemo.runs import JobSnapshot
+from bsdemo.runs import JobSnapshot, stable_rate
 from bsdemo.scheduler import ActiveRunError
 from bsdemo.ui.links import scenario_row, view_params
 from bsdemo.ui.queue import waiting_message
@@ -360,16 +360,24 @@ def _tiles(snap: JobSnapshot) -> None:
     else:
         cols[2].metric("Test accuracy", f"{evals['test_accuracy'][-1]:.1%}"
                        if evals["test_accuracy"] else "–")
-    # live: the median of the steps so far; once ended, the run's own summary (full batches)
-    final = snap.summary.get("samples_per_sec")
-    rate = final if final is not None else statistics.median(rates) if rates else None
+    # live: the median of the steps so far; once ended, the run's own summary (full batches);
+    # by the training thread's CPU time where the run has it (what the device did), else the
+    # wall clock's median step
+    per_step = [r * t / c if r and t and c else None for r, t, c in zip(
+        steps["samples_per_sec"], steps["step_time_s"], steps["cpu_time_s"], strict=True)]
+    cpu = [v for v in (per_step[3:] or per_step) if v]
+    final = stable_rate(snap.summary)
+    rate = final if final is not None else statistics.median(cpu or rates) if rates else None
+    by_cpu = bool(snap.summary.get("cpu_samples_per_sec")) if snap.summary else bool(cpu)
     wall = (latest["samples_seen"] / latest["wall_time_s"]
             if latest.get("wall_time_s") else None)  # what the run got over its wall clock
     # short labels: five tiles fit 1280 px, in presentation mode too; the help says the rest
     cols[3].metric("Samples/s", f"{rate:,.0f}" if rate is not None else "–",
                    help="Samples per second of the median step (the first few are warm-up and "
-                        "left out)." + (f" Over its wall clock the run got {wall:,.0f} samples/s."
-                                   if wall else ""))
+                        "left out)" + (", by the training thread's CPU time, which other programs "
+                                       "on the machine cannot lengthen" if by_cpu else "") + "."
+                        + (f" Over its wall clock the run got {wall:,.0f} samples/s."
+                           if wall else ""))
     rss = snap.summary.get("process_rss_bytes")
     cols[4].metric("Memory, " + (source or "measured"),
                    f"{max(peaks) / MIB:,.2f} MiB" if peaks else "–",
