@@ -3,19 +3,20 @@
 A shared machine can make any timing come out wrong; some wrong ones are impossible: a group of
 N processes on the cores one process also had cannot be more than N times as fast, so a scaling
 efficiency above 100 % is noise, not a lesson. A measurement that breaks a bound is taken once
-more (`remeasured`, the second round in the other order, so both sides see the load the other
+more (`in_turn`, the second round in the other order, so both sides see the load the other
 saw); if it still breaks it, the record carries `too_noisy` — the bound, the figure and how busy
 other processes kept the machine — and the pages say that instead of drawing a conclusion.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
 NOISE = 0.10  # a figure may pass its bound by this share before it counts as broken
 
-T = TypeVar("T")
+A = TypeVar("A")
+B = TypeVar("B")
 
 
 def speedup_breach(speedup: float, processes: int, what: str) -> str | None:
@@ -27,26 +28,26 @@ def speedup_breach(speedup: float, processes: int, what: str) -> str | None:
             f"the {processes}× that {processes} processes can be")
 
 
-def remeasured(measure: Callable[[int], T], breach: Callable[[T], str | None]
-               ) -> tuple[T, str | None, bool]:
-    """(the measurement, what it still breaks or None, whether it was taken twice): round 0, and
-    round 1 only if round 0 broke a bound."""
-    result = measure(0)
-    problem = breach(result)
+def in_turn(first: Callable[[], A], second: Callable[[], B],
+            breach: Callable[[A, B], str | None],
+            progress: Callable[[A], dict[str, Any]] | None = None
+            ) -> Generator[dict[str, Any], None, tuple[A, B, str | None, bool]]:
+    """Measure two things to set against each other: first(), then second(); where the pair
+    breaks a bound, once more the other way round (second() first), so that each side of the
+    re-measurement sees the load the other saw before. Yields progress(first's result) as soon
+    as first() is done (a check's one-process side takes a second, its group's interpreters
+    several to start), and returns (first's, second's, what the pair still breaks or None,
+    whether it was measured twice): `a, b, problem, twice = yield from in_turn(...)`."""
+    a = first()
+    if progress is not None:
+        yield progress(a)
+    b = second()
+    problem = breach(a, b)
     if problem is None:
-        return result, None, False
-    result = measure(1)
-    return result, breach(result), True
-
-
-def in_turn(round_: int, first: Callable[[], Any], second: Callable[[], Any]) -> tuple[Any, Any]:
-    """(first(), second()), measured in that order in round 0 and the other way round in round 1,
-    so that a re-measurement's two sides each see the load the other saw before."""
-    if round_:
-        later = second()
-        return first(), later
-    earlier = first()
-    return earlier, second()
+        return a, b, None, False
+    b = second()
+    a = first()
+    return a, b, breach(a, b), True
 
 
 def too_noisy(problem: str | None, others_busy: float | None) -> str | None:

@@ -89,9 +89,18 @@ sweeps.run_button("ddp", "Run the process group", "ddp",
                   {"processes": int(processes), "steps": int(ddp_steps)})
 
 
+def progress_line(snap, kind: str) -> None:
+    """A check's first figure while its group starts: one process's step, measured."""
+    shown = [p for p in snap.points if p.get("kind") == kind]
+    if shown and snap.result is None:
+        st.metric("One process, a step (measured)", f"{shown[-1]['single_process_step_s'] * 1e3:.1f} ms")
+        st.caption(shown[-1]["message"])
+
+
 def draw_ddp(snap) -> None:
     r = snap.result
     if r is None:
+        progress_line(snap, "ddp_progress")
         return
     show_chart(charts.ddp_chart(r), "ddp_chart")
     cols = st.columns(3)
@@ -138,6 +147,7 @@ sweeps.run_button("pipe", "Run the pipeline", "pipeline", pipe_cfg,
 def draw_pipeline(snap) -> None:
     r = snap.result
     if r is None:
+        progress_line(snap, "pipeline_progress")
         return
     left, right = st.columns([3, 2])
     with left:

@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -125,51 +125,64 @@ def one_process(cfg: RunConfig, global_batch: int, steps: int, threads: int,
     return flat_parameters(model), timed(times), saved
 
 
-def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
-              should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
-    """Train `steps` data-parallel steps in a group of `processes`, and the same steps in one
-    process; the ddp_check record."""
+def ddp_records(cfg: RunConfig, processes: int = 2, steps: int = 5,
+                should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+    """Train `steps` steps in one process, then the same steps data-parallel in a group of
+    `processes` (bounds.in_turn: the other way round once more if the pair breaks its bound).
+    Yields a ddp_progress record as soon as the one process is timed — the group's fresh
+    interpreters take seconds to start —, then the ddp_check record."""
     cfg = dataclasses.replace(cfg.validated()[0], accumulation_steps=1, device="cpu")
     check_global_batch(cfg, processes)
     load = HostLoad()
     threads = member_threads(processes)
+    global_batch = cfg.batch_size * processes
 
-    def measure(round_: int):
-        """The group, then one process (round 1: the other way round)."""
-        def group():
-            return run_group("bsdemo.engine.ddp:member", processes,
-                             {"settings": dataclasses.asdict(cfg), "steps": steps}, should_stop)
+    def single():
+        return one_process(cfg, global_batch, steps, threads, should_stop)
 
-        def single():
-            return one_process(cfg, cfg.batch_size * processes, steps, threads, should_stop)
-        return bounds.in_turn(round_, group, single)
+    def group():
+        return run_group("bsdemo.engine.ddp:member", processes,
+                         {"settings": dataclasses.asdict(cfg), "steps": steps}, should_stop)
 
-    def breach(result) -> str | None:
-        reports, (_, single_s, _) = result
+    def breach(alone, reports) -> str | None:
         step = max(r["compute_s"] for r in reports) + max(r["allreduce_s"] for r in reports)
-        return bounds.speedup_breach(single_s / step, processes, "the group")
+        return bounds.speedup_breach(alone[1] / step, processes, "the group")
 
-    (reports, (single, single_s, _)), problem, twice = bounds.remeasured(measure, breach)
+    def progress(alone) -> dict[str, Any]:
+        return {"kind": "ddp_progress", "global_batch_size": global_batch,
+                "single_process_step_s": alone[1], "single_process_threads": threads,
+                "message": f"One process on {threads} thread(s): {alone[1] * 1e3:.1f} ms a step "
+                           f"for the global batch of {global_batch}. Starting the group's "
+                           f"{processes} processes (each loads PyTorch)…"}
+
+    (single, single_s, _), reports, problem, twice = yield from bounds.in_turn(
+        single, group, breach, progress)
     ddp_params = torch.from_numpy(reports[0]["params"])
     compute = max(r["compute_s"] for r in reports)  # a step waits for the slowest process
     allreduce = max(r["allreduce_s"] for r in reports)
     diff = float((ddp_params - single).abs().max())
-    global_batch = cfg.batch_size * processes
     step_s = compute + allreduce
-    return {"kind": "ddp_check", "processes": processes, "backend": "gloo",
-            "per_process_batch_size": cfg.batch_size, "global_batch_size": global_batch,
-            "steps": steps, "max_abs_param_diff": diff, "equivalent": diff <= EQUIVALENT,
-            "gradient_bytes": single.numel() * single.element_size(),  # what each all-reduce sums
-            "compute_s": compute, "allreduce_s": allreduce, "step_s": step_s,
-            "single_process_step_s": single_s, "single_process_threads": threads,
-            "clock": THREAD_CLOCK if threads == 1 else WALL_CLOCK,  # compute_clock's, there
-            "samples_per_sec": global_batch / step_s,
-            "single_process_samples_per_sec": global_batch / single_s,
-            "scaling_efficiency": single_s / step_s / processes,
-            "remeasured": twice, "others_busy_share": (busy := load.others_share(children=True)),
-            "too_noisy": bounds.too_noisy(problem, busy),
-            "message": f"{processes} processes × batch {cfg.batch_size} = global batch "
-                       f"{global_batch}: parameters after {steps} steps differ from one process's "
-                       f"by at most {diff:.2g}; a step {step_s * 1e3:.1f} ms "
-                       f"({allreduce * 1e3:.1f} ms all-reduce) against {single_s * 1e3:.1f} ms "
-                       f"in one process on {threads} thread(s)."}
+    yield {"kind": "ddp_check", "processes": processes, "backend": "gloo",
+           "per_process_batch_size": cfg.batch_size, "global_batch_size": global_batch,
+           "steps": steps, "max_abs_param_diff": diff, "equivalent": diff <= EQUIVALENT,
+           "gradient_bytes": single.numel() * single.element_size(),  # what each all-reduce sums
+           "compute_s": compute, "allreduce_s": allreduce, "step_s": step_s,
+           "single_process_step_s": single_s, "single_process_threads": threads,
+           "clock": THREAD_CLOCK if threads == 1 else WALL_CLOCK,  # compute_clock's, there
+           "samples_per_sec": global_batch / step_s,
+           "single_process_samples_per_sec": global_batch / single_s,
+           "scaling_efficiency": single_s / step_s / processes,
+           "remeasured": twice, "others_busy_share": (busy := load.others_share(children=True)),
+           "too_noisy": bounds.too_noisy(problem, busy),
+           "message": f"{processes} processes × batch {cfg.batch_size} = global batch "
+                      f"{global_batch}: parameters after {steps} steps differ from one process's "
+                      f"by at most {diff:.2g}; a step {step_s * 1e3:.1f} ms "
+                      f"({allreduce * 1e3:.1f} ms all-reduce) against {single_s * 1e3:.1f} ms "
+                      f"in one process on {threads} thread(s)."}
+
+
+def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
+              should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """The ddp_check record (ddp_records' last)."""
+    *_, record = ddp_records(cfg, processes, steps, should_stop)
+    return record

@@ -27,7 +27,7 @@ import dataclasses
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -167,41 +167,45 @@ def gpipe_schedule(forward: list[float], backward: list[float], transfer: float,
             "ideal_bubble": (stages - 1) / (micro_batches + stages - 1)}
 
 
-def pipeline_check(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,
-                   should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
-    """Train `steps` pipelined steps on two stage processes and the same steps in one process;
-    the pipeline_check record."""
+def pipeline_records(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,
+                     should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+    """Train `steps` steps in one process, then the same steps pipelined on two stage processes
+    (bounds.in_turn). Yields a pipeline_progress record once the one process is timed, then the
+    pipeline_check record."""
     cfg = dataclasses.replace(cfg.validated()[0], accumulation_steps=1, device="cpu")
     check_pipeline(cfg, micro_batches)
     load = HostLoad()
+    threads = member_threads(STAGES)
 
-    def measure(round_: int):
-        """The stages, then one process (round 1: the other way round)."""
-        def group():
-            return run_group("bsdemo.engine.pipeline:member", STAGES,
-                             {"settings": dataclasses.asdict(cfg), "steps": steps,
-                              "micro_batches": micro_batches}, should_stop)
+    def single():
+        # the wall clock, as the stages' step (they wait on each other), on one stage's cores
+        return one_process(cfg, cfg.batch_size, steps, threads, should_stop, wall=True)
 
-        def single():
-            # the wall clock, as the stages' step (they wait on each other), on one stage's cores
-            return one_process(cfg, cfg.batch_size, steps, member_threads(STAGES), should_stop,
-                               wall=True)
-        return bounds.in_turn(round_, group, single)
+    def group():
+        return run_group("bsdemo.engine.pipeline:member", STAGES,
+                         {"settings": dataclasses.asdict(cfg), "steps": steps,
+                          "micro_batches": micro_batches}, should_stop)
 
-    def breach(result) -> str | None:
-        reports, (_, single_s, _) = result
-        return bounds.speedup_breach(single_s / max(r["step_s"] for r in reports), STAGES,
+    def breach(alone, reports) -> str | None:
+        return bounds.speedup_breach(alone[1] / max(r["step_s"] for r in reports), STAGES,
                                      "the pipelined step")
 
-    (reports, (single, single_s, single_saved)), problem, twice = bounds.remeasured(measure,
-                                                                                   breach)
+    def progress(alone) -> dict[str, Any]:
+        return {"kind": "pipeline_progress", "batch_size": cfg.batch_size,
+                "single_process_step_s": alone[1], "single_activation_bytes": alone[2],
+                "message": f"The whole model in one process on {threads} thread(s): "
+                           f"{alone[1] * 1e3:.1f} ms a step at batch {cfg.batch_size}. Starting "
+                           f"the {STAGES} stage processes (each loads PyTorch)…"}
+
+    (single, single_s, single_saved), reports, problem, twice = yield from bounds.in_turn(
+        single, group, breach, progress)
     piped = torch.cat([torch.from_numpy(r["params"]) for r in reports])
     diff = float((piped - single).abs().max())
     transfer = max(r["transfer_s"] for r in reports)
     schedule = gpipe_schedule([r["forward_s"] for r in reports],
                               [r["backward_s"] for r in reports], transfer, micro_batches)
     step_s = max(r["step_s"] for r in reports)
-    return {"kind": "pipeline_check", "stages": STAGES, "micro_batches": micro_batches,
+    yield {"kind": "pipeline_check", "stages": STAGES, "micro_batches": micro_batches,
             "batch_size": cfg.batch_size, "steps": steps, "max_abs_param_diff": diff,
             "equivalent": diff <= EQUIVALENT,
             "stage_parameter_bytes": [r["parameter_bytes"] for r in reports],
@@ -220,3 +224,10 @@ def pipeline_check(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,
             "message": f"Two stages, {micro_batches} micro-batches of batch {cfg.batch_size}: "
                        f"parameters after {steps} steps differ from one process's by at most "
                        f"{diff:.2g}; the stages sat idle {schedule['bubble']:.0%} of a step."}
+
+
+def pipeline_check(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,
+                   should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """The pipeline_check record (pipeline_records' last)."""
+    *_, record = pipeline_records(cfg, micro_batches, steps, should_stop)
+    return record

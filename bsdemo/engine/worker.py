@@ -20,14 +20,14 @@ from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.accumulation import accumulation_check
 from bsdemo.engine.architectures import architecture_sweep
 from bsdemo.engine.critical import critical_batch
-from bsdemo.engine.ddp import ddp_check
+from bsdemo.engine.ddp import ddp_records
 from bsdemo.engine.finder import find_batch_size
 from bsdemo.engine.fitbatch import fit_batch
 from bsdemo.engine.flops import device_peak_flops
 from bsdemo.engine.measure import device_info, limit_address_space, resolve_device
 from bsdemo.engine.noise import noise_measure
 from bsdemo.engine.norms import norms_grid
-from bsdemo.engine.pipeline import pipeline_check
+from bsdemo.engine.pipeline import pipeline_records
 from bsdemo.engine.sharpness import sharpness_study
 from bsdemo.engine.sweep import sweep
 from bsdemo.engine.train import is_out_of_memory, train
@@ -113,9 +113,9 @@ def _events(kind: str, cfg: RunConfig, options: dict, should_stop):
     elif kind == "fit_batch":
         yield from fit_batch(cfg, should_stop=should_stop, **options)
     elif kind == "ddp":
-        yield ddp_check(cfg, should_stop=should_stop, **options)
+        yield from ddp_records(cfg, should_stop=should_stop, **options)
     elif kind == "pipeline":
-        yield pipeline_check(cfg, should_stop=should_stop, **options)
+        yield from pipeline_records(cfg, should_stop=should_stop, **options)
     elif kind == "architectures":
         yield from architecture_sweep(cfg, should_stop=should_stop, **options)
     else:

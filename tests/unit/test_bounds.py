@@ -3,7 +3,7 @@ read, and the lesson 10 texts make no speed claim from it."""
 
 from __future__ import annotations
 
-from bsdemo.bounds import noisy_line, remeasured, speedup_breach, too_noisy
+from bsdemo.bounds import in_turn, noisy_line, speedup_breach, too_noisy
 from bsdemo.recipes import ddp_verdict, pipeline_verdict
 
 
@@ -13,22 +13,46 @@ def test_a_speedup_past_the_processes_is_a_breach():
     assert "4.6× as fast" in speedup_breach(4.64, 2, "the group")  # the issue's 232 %
 
 
+def _outcome(generator):
+    """(what in_turn yielded, what it returned)."""
+    yielded = []
+    try:
+        while True:
+            yielded.append(next(generator))
+    except StopIteration as stop:
+        return yielded, stop.value
+
+
 def test_a_breach_is_measured_once_more_and_only_then():
+    single = iter([10.0, 2.0])  # one process's step: a slow first reading, then a calm one
     calls = []
 
-    def measure(round_):
-        calls.append(round_)
-        return {0: 5.0, 1: 1.5}[round_]
+    def first():
+        calls.append("single")
+        return next(single)
 
-    result, problem, twice = remeasured(measure, lambda s: speedup_breach(s, 2, "it"))
-    assert (result, problem, twice, calls) == (1.5, None, True, [0, 1])
+    def second():
+        calls.append("group")
+        return 1.0
+
+    def breach(a, b):
+        return speedup_breach(a / b, 2, "it")
+
+    yielded, (a, b, problem, twice) = _outcome(in_turn(first, second, breach))
+    assert (a, b, problem, twice) == (2.0, 1.0, None, True) and yielded == []
+    assert calls == ["single", "group", "group", "single"]  # the other way round, once
     calls.clear()
-    result, problem, twice = remeasured(lambda r: calls.append(r) or 9.0,
-                                        lambda s: speedup_breach(s, 2, "it"))
-    assert twice and calls == [0, 1] and "9.0× as fast" in problem
-    calls.clear()
-    assert remeasured(lambda r: calls.append(r) or 1.0, lambda s: None) == (1.0, None, False)
-    assert calls == [0]
+    _, (a, _, problem, twice) = _outcome(in_turn(lambda: 9.0, second, breach))
+    assert twice and "9.0× as fast" in problem  # still broken: the record says so
+    assert _outcome(in_turn(lambda: 1.0, second, breach))[1] == (1.0, 1.0, None, False)
+
+
+def test_the_first_side_is_announced_before_the_second_is_measured():
+    order = []
+    gen = in_turn(lambda: order.append("single") or 2.0, lambda: order.append("group") or 1.0,
+                  lambda a, b: None, progress=lambda a: {"kind": "progress", "step": a})
+    assert next(gen) == {"kind": "progress", "step": 2.0} and order == ["single"]
+    assert _outcome(gen) == ([], (2.0, 1.0, None, False)) and order == ["single", "group"]
 
 
 DDP = {"processes": 2, "per_process_batch_size": 32, "global_batch_size": 64, "steps": 3,
@@ -59,13 +83,3 @@ def test_lesson_10_texts_never_narrate_an_impossible_ratio():
     assert "too noisy to read" in pipe and "no faster" not in pipe and "214.4 ms" not in pipe
     calm = pipeline_verdict(PIPE | {"step_s": 0.3, "too_noisy": None})
     assert "The pipelined step took 300.0 ms, one process 214.4 ms." in calm
-
-
-def test_a_remeasurement_takes_the_two_sides_the_other_way_round():
-    from bsdemo.bounds import in_turn
-
-    order = []
-    a, b = (lambda: order.append("a") or 1), (lambda: order.append("b") or 2)
-    assert in_turn(0, a, b) == (1, 2) and order == ["a", "b"]
-    order.clear()
-    assert in_turn(1, a, b) == (1, 2) and order == ["b", "a"]
