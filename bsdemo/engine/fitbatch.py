@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from bsdemo.config import ConfigError, RunConfig
+from bsdemo.engine.measure import THREAD_CLOCK, WALL_CLOCK, cpu_clock
 from bsdemo.engine.memory import SavedActivations, tensor_bytes
 from bsdemo.engine.train import check_budget, prepare
 from bsdemo.fits import linear_fit
@@ -92,6 +93,11 @@ class Stepper:
     def __init__(self, cfg: RunConfig):
         self.run = prepare(cfg)
         self.model, self.device = self.run.model, self.run.device
+        # a timed step by the training thread's CPU time where it does all the work (a one-thread
+        # CPU: other programs on the machine cannot lengthen it), else the wall clock
+        thread = cpu_clock(self.device)
+        self.tick, self.clock = (thread, THREAD_CLOCK) if thread else (time.perf_counter,
+                                                                       WALL_CLOCK)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         param_bytes = tensor_bytes(self.params)
         self.fixed = 2 * param_bytes + expected_optimizer_state_bytes(cfg.optimizer, param_bytes)
@@ -141,7 +147,7 @@ class Stepper:
 
     def step(self, batch: int, technique: str, accumulation: int = 1,
              memory: bool = True) -> tuple[int | None, float, float]:
-        """(peak bytes, seconds, loss) of one optimizer step of `accumulation` micro-batches;
+        """(peak bytes, seconds by self.clock, loss) of one optimizer step of `accumulation` micro-batches;
         memory=False (a timed step) leaves the peak uncounted (None on the CPU)."""
         x, y = self.run.data.x_train, self.run.data.y_train
         idx = torch.arange(batch, device=x.device) % len(y)
@@ -153,7 +159,7 @@ class Stepper:
         if cuda:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
-        start = time.perf_counter()
+        start = self.tick()
         total = 0.0
         self.model.zero_grad(set_to_none=True)
         for _ in range(accumulation):
@@ -168,7 +174,7 @@ class Stepper:
             total += loss.item()
         if cuda:
             torch.cuda.synchronize()
-        seconds = time.perf_counter() - start
+        seconds = self.tick() - start
         self.model.zero_grad(set_to_none=True)
         peak = torch.cuda.max_memory_allocated() if cuda else self.fixed + held if memory else None
         return peak if peak is None else int(peak), seconds, total
@@ -252,6 +258,7 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
             record = {"kind": "fit_batch_result", "technique": name, "max_batch_size": batch,
                       "effective_batch_size": batch * k, "accumulation_steps": k,
                       "samples_per_sec": batch * k / times[len(times) // 2],
+                      "clock": stepper.clock,
                       "peak_memory_bytes": peak, "predicted_max": predicted,
                       "fixed_bytes": round(m0), "bytes_per_sample": slope}
         after = (reference if name == "fp32"
