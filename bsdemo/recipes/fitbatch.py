@@ -63,8 +63,13 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
         elif name == "checkpointing" and speed < 1:
             text += (f" — the recomputed forward passes cost {1 / speed - 1:.0%} more time a "
                      "sample")
-        elif speed < SLOWER and device == "cpu":
-            text += " — mostly bf16's slow arithmetic on this CPU, plus the recomputation"
+        elif speed < SLOWER and device == "cpu":  # bf16 + checkpointing: blame what measured slow
+            alone = by.get("bf16")
+            slow_bf16 = (alone is not None and alone["samples_per_sec"]
+                         and alone["samples_per_sec"] / base["samples_per_sec"] < SLOWER)
+            text += (" — mostly bf16's slow arithmetic on this CPU (bf16 alone was slower too), "
+                     "plus the recomputation" if slow_bf16 else " — the recomputed forward "
+                     "passes: bf16 alone was not slower here")
         parts.append(text + ".")
     acc = by.get("accumulation")
     if acc and acc["max_batch_size"]:

@@ -148,6 +148,11 @@ def test_the_verdict_and_prediction_come_from_the_measurement():
     fast = [_result("fp32", 2000, 3376, 19000), _result("checkpointing", 3000, 2352, 76000)]
     text = fit_verdict(fast, 8 * 2**20, "cpu")
     assert "too noisy to read" in text and "4.00× as fast" in text and "76,000" not in text
+    # bf16 fast on this CPU, bf16 + checkpointing slow: the recomputation is to blame, not bf16
+    quick = [_result("fp32", 2000, 3376, 19000), _result("bf16", 4000, 1712, 40000),
+             _result("bf16+checkpointing", 5000, 1300, 9000)]
+    text = fit_verdict(quick, 8 * 2**20, "cpu")
+    assert "slow arithmetic" not in text and "bf16 alone was not slower here" in text
 
 
 def test_the_chart_draws_each_technique_and_accumulations_micro_batch():
