@@ -118,9 +118,11 @@ def member(rank: int, world: int, settings: dict, steps: int, micro_batches: int
 
 
 def _ping(rank: int, shape: tuple[int, int]) -> float:
-    """One micro-batch's activations sent from stage 0 to stage 1: half the median round trip,
-    timed on stage 0 (the stages start together; stage 1's own clock would count its wait for
-    stage 0's first send). Both stages return it, so the record can take either."""
+    """One micro-batch's activations sent from stage 0 to stage 1: half the lower quartile of
+    PING_ROUNDS round trips, timed on stage 0 (the stages start together; stage 1's own clock
+    would count its wait for stage 0's first send). The lower quartile is the link's cost when
+    both processes were running: on a busy machine most round trips also wait for a process to
+    be scheduled again, which is not the transfer. Both stages return it."""
     buffer = torch.zeros(shape)
     rounds = []
     dist.barrier()
@@ -133,7 +135,7 @@ def _ping(rank: int, shape: tuple[int, int]) -> float:
             dist.recv(buffer, 0)
             dist.send(buffer, 0)
         rounds.append(time.perf_counter() - t0)
-    half = torch.tensor([statistics.median(rounds) / 2 if rank == 0 else 0.0],
+    half = torch.tensor([statistics.quantiles(rounds, n=4)[0] / 2 if rank == 0 else 0.0],
                         dtype=torch.float64)
     dist.broadcast(half, 0)
     return float(half)
