@@ -43,7 +43,11 @@ def test_points_are_measured_and_memory_is_linear():
     assert end["fit"]["r2_memory"] > 0.999  # accounted memory is exactly linear in B
     assert end["fit"]["m_bytes_per_sample"] > 0 and end["fit"]["t0_s"] is not None
     assert end["max_batch_size_fits"] == 256 and end["first_oom_batch_size"] is None
-    assert end["knee_batch_size"] in [p["batch_size"] for p in points]
+    # the knee is named only where the rounds agree on it (a busy machine may leave it
+    # unclear); its range always spans measured sizes
+    sizes = [p["batch_size"] for p in points]
+    assert end["knee_batch_size"] in [*sizes, None]
+    assert end["knee_range"] is None or min(sizes) <= end["knee_range"][0] <= max(sizes)
 
 
 def test_budget_stops_at_the_first_oom_and_marks_the_rest_not_tried():
