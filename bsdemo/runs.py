@@ -182,6 +182,13 @@ def stable_rate(summary: dict[str, Any]) -> float | None:
     return summary.get("cpu_samples_per_sec") or summary.get("samples_per_sec")
 
 
+def cpu_rates(steps: dict[str, list]) -> list[float | None]:
+    """Each step's samples/s by the training thread's CPU time (None where a step has none)."""
+    return [r * t / c if r and t and c else None for r, t, c in zip(
+        steps.get("samples_per_sec") or (), steps.get("step_time_s") or (),
+        steps.get("cpu_time_s") or (), strict=False)]
+
+
 def comparable_rates(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float, str] | None:
     """Two runs' samples/s (from their summaries), set against each other only like with like:
     (a's, b's, the clock). By the training thread's CPU time where both have it — what the

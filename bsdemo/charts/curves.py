@@ -21,7 +21,7 @@ from bsdemo.charts.style import (
     robust_top,
     styles,
 )
-from bsdemo.runs import JobSnapshot
+from bsdemo.runs import JobSnapshot, cpu_rates
 from bsdemo.units import MIB
 
 LOSS_KEY = "thick: train loss (evaluated) · thin, open markers: test loss · faint: each step's loss"
@@ -207,11 +207,8 @@ def throughput_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothi
 
 def _by_cpu_time(snap: JobSnapshot) -> JobSnapshot:
     """The snapshot with its steps' samples/s by thread CPU time beside the wall clock's."""
-    steps = snap.steps
-    rates = [r * t / c if r and t and c else None for r, t, c in zip(
-        steps.get("samples_per_sec") or (), steps.get("step_time_s") or (),
-        steps.get("cpu_time_s") or (), strict=False)]
-    return dataclasses.replace(snap, steps={**steps, "cpu_samples_per_sec": rates})
+    return dataclasses.replace(snap, steps={**snap.steps, "cpu_samples_per_sec": cpu_rates(
+        snap.steps)})
 
 
 def memory_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", log: bool = False) -> Chart:

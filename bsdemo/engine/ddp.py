@@ -28,7 +28,7 @@ from bsdemo import bounds
 from bsdemo.config import RunConfig
 from bsdemo.engine.descent import summed_loss
 from bsdemo.engine.group import member_threads, run_group
-from bsdemo.engine.measure import THREAD_CLOCK, WALL_CLOCK, HostLoad, cpu_clock
+from bsdemo.engine.measure import THREAD_CLOCK, WALL_CLOCK, HostLoad, step_clock
 from bsdemo.engine.memory import SavedActivations
 from bsdemo.engine.train import prepare
 from bsdemo.jobkinds import check_global_batch, check_stop
@@ -49,8 +49,7 @@ def flat_parameters(model: torch.nn.Module) -> torch.Tensor:
 def compute_clock() -> tuple[Callable[[], float], str]:
     """(clock, its name) for a process's own compute: its thread's CPU time where one torch
     thread does all the work (a busy machine does not lengthen it), else the wall clock."""
-    tick = cpu_clock(torch.device("cpu"))
-    return (tick, THREAD_CLOCK) if tick is not None else (time.perf_counter, WALL_CLOCK)
+    return step_clock(torch.device("cpu"))
 
 
 def timed(values: list[float]) -> float:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -33,7 +32,7 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from bsdemo.config import ConfigError, RunConfig
-from bsdemo.engine.measure import THREAD_CLOCK, WALL_CLOCK, cpu_clock
+from bsdemo.engine.measure import step_clock
 from bsdemo.engine.memory import SavedActivations, tensor_bytes
 from bsdemo.engine.train import check_budget, prepare
 from bsdemo.fits import linear_fit
@@ -95,9 +94,7 @@ class Stepper:
         self.model, self.device = self.run.model, self.run.device
         # a timed step by the training thread's CPU time where it does all the work (a one-thread
         # CPU: other programs on the machine cannot lengthen it), else the wall clock
-        thread = cpu_clock(self.device)
-        self.tick, self.clock = (thread, THREAD_CLOCK) if thread else (time.perf_counter,
-                                                                       WALL_CLOCK)
+        self.tick, self.clock = step_clock(self.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         param_bytes = tensor_bytes(self.params)
         self.fixed = 2 * param_bytes + expected_optimizer_state_bytes(cfg.optimizer, param_bytes)

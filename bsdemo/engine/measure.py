@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from bsdemo.config import ConfigError
-from bsdemo.timing import THREAD_CLOCK, WALL_CLOCK  # noqa: F401 - the engine's names for them
+from bsdemo.timing import THREAD_CLOCK, WALL_CLOCK
 
 
 def resolve_device(name: str) -> torch.device:
@@ -126,6 +126,13 @@ def cpu_clock(device: torch.device) -> Callable[[], float] | None:
     if device.type == "cpu" and torch.get_num_threads() == 1:
         return time.thread_time
     return None
+
+
+def step_clock(device: torch.device) -> tuple[Callable[[], float], str]:
+    """(clock, its name) to time a step's own work: cpu_clock where it applies, else the wall
+    clock."""
+    tick = cpu_clock(device)
+    return (tick, THREAD_CLOCK) if tick is not None else (time.perf_counter, WALL_CLOCK)
 
 
 def synchronize(device: torch.device) -> None:

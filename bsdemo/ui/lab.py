@@ -18,7 +18,7 @@ from bsdemo.charts.gan import frechet_chart, is_gan, samples_chart
 from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, ConfigError, RunConfig, config_from_query, parse_run_id
 from bsdemo.plaintext import plain
 from bsdemo.presets import LAB_SCENARIOS, PRESETS, preset_of
-from bsdemo.runs import JobSnapshot, stable_rate
+from bsdemo.runs import JobSnapshot, cpu_rates, stable_rate
 from bsdemo.scheduler import ActiveRunError
 from bsdemo.ui.links import scenario_row, view_params
 from bsdemo.ui.queue import waiting_message
@@ -363,8 +363,7 @@ def _tiles(snap: JobSnapshot) -> None:
     # live: the median of the steps so far; once ended, the run's own summary (full batches);
     # by the training thread's CPU time where the run has it (what the device did), else the
     # wall clock's median step
-    per_step = [r * t / c if r and t and c else None for r, t, c in zip(
-        steps["samples_per_sec"], steps["step_time_s"], steps["cpu_time_s"], strict=True)]
+    per_step = cpu_rates(steps)
     cpu = [v for v in (per_step[3:] or per_step) if v]
     final = stable_rate(snap.summary)
     rate = final if final is not None else statistics.median(cpu or rates) if rates else None
