@@ -49,16 +49,17 @@ def check(ok: bool, what: str) -> str:
 def run_sweep(cfg: RunConfig, sizes: list[int], budget: int | None) -> dict:
     t = time.perf_counter()
     events = list(sweep(cfg, sizes, warmup_steps=2, timed_steps=5, memory_budget_bytes=budget))
+    points = list({p["batch_size"]: p for p in events[1:-1]}.values())  # each size's last round
     elapsed = time.perf_counter() - t
     print(f"\nsweep, budget {format_bytes(budget) if budget else 'none'} ({elapsed:.1f} s):")
     print(f"{'batch':>7} {'status':>9} {'samples/s':>12} {'step ms':>9} {'peak':>11} "
           f"{'%peak FLOP/s':>12} {'NVML %':>7}")
-    for p in events[1:-1]:
+    for p in points:
         print(f"{p['batch_size']:>7} {p['status']:>9} {p['samples_per_sec'] or 0:>12,.0f} "
               f"{(p['step_time_s'] or 0) * 1e3:>9.3f} "
               f"{format_bytes(p['peak_memory_bytes']) if p['peak_memory_bytes'] else '-':>11} "
               f"{(p['share_of_peak'] or 0) * 100:>11.1f}% {p['utilization_pct'] or 0:>7.0f}")
-    end = events[-1]
+    end = events[-1] | {"points": points}
     fit = end["fit"]
     print(f"fit: t0 {fit['t0_s'] or 0:.3g} s, t1 {fit['t1_s_per_sample'] or 0:.3g} s/sample; "
           f"M0 {format_bytes(fit['m0_bytes'] or 0)}, m {format_bytes(fit['m_bytes_per_sample'] or 0)}"
@@ -247,7 +248,15 @@ def main() -> int:
     sizes = powers_of_two(1024 if dry else 32768)
     allocated = (lambda: 0) if dry else torch.cuda.memory_allocated
 
-    run_sweep(cfg, sizes, None)
+    plain = run_sweep(cfg, sizes, None)
+    # CUDA events time each step on the GPU's timeline: never longer than the synchronised
+    # wall-clock step around them (a 5 % allowance for the two clocks' own resolution)
+    print(f"sweep timed by {plain['clock']}: "
+          f"{check(plain['clock'] == 'CUDA event time' or dry, 'device clock')}")
+    own = [p for p in plain["points"] if p["status"] == "ok"]
+    print("CUDA event step <= wall step at every batch: " + check(all(
+        p["timing"]["step_time_s"]["median"] <= 1.05 * p["timing"]["wall_step_time_s"]["median"]
+        for p in own), "event time within the wall clock"))
     budgeted = run_sweep(cfg, sizes, budget)
     print(f"budgeted sweep reached a real OOM: "
           f"{check(budgeted['first_oom_batch_size'] is not None, 'budget OOM')}")
@@ -280,6 +289,9 @@ def main() -> int:
     result = events[-1]
     probes = {p["batch_size"]: p for p in events[:-1]}
     chosen = probes.get(result["max_batch_size"])
+    # the advice (the throughput knee, or the largest that fits) comes from the probes or from
+    # the throughput measured in rounds after them
+    measured = {t["batch_size"] for t in result.get("throughput") or ()}
     print(f"\nfinder under {format_bytes(budget)} ({time.perf_counter() - t:.1f} s): batch "
           f"{result['batch_size']}, largest {result['max_batch_size']}, predicted "
           f"{result['predicted_max']}, {result['probes']} probes {result['tested_batch_sizes']}")
@@ -288,7 +300,7 @@ def main() -> int:
               f"{format_bytes(chosen['peak_memory_bytes'])} of {format_bytes(budget)} "
               f"{check(chosen['peak_memory_bytes'] <= 0.9 * budget, 'finder margin')}")
     print(f"  returned a tested size: "
-          f"{check(result['batch_size'] in probes, 'finder returned untested size')}")
+          f"{check(result['batch_size'] in probes.keys() | measured, 'finder returned untested size')}")
 
     # engine overhead on the GPU
     sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -55,6 +55,10 @@ class StepEvent(_Event):
     # the training thread's CPU time for the step (a CPU with one torch thread; else None):
     # unlike step_time_s, other processes taking the core do not lengthen it
     cpu_time_s: float | None = None
+    # on CUDA, the step's time on the GPU's stream between two CUDA events (else None): the
+    # device's own timeline, which a busy host CPU does not lengthen the way it does the wall
+    # clock's launch gaps on a large step
+    device_time_s: float | None = None
 
 
 @dataclass

@@ -24,6 +24,7 @@ T = TypeVar("T")
 
 THREAD_CLOCK = "thread CPU time"  # the training thread's own CPU time (bsdemo.engine.measure)
 WALL_CLOCK = "wall clock"
+DEVICE_CLOCK = "CUDA event time"  # the GPU's own time between two events on its stream
 NOISY = 0.10  # a point whose rounds disagree by more than this share gets another round
 BOOTSTRAP_DRAWS = 200
 COVERAGE = 0.68  # the middle 68 % of bootstrap estimates: about ±1 standard error

@@ -21,7 +21,15 @@ from bsdemo.engine.measure import HostLoad, device_info
 from bsdemo.engine.train import check_budget, prepare, train
 from bsdemo.fits import StepTimeReading, linear_fit, step_time_reading
 from bsdemo.jobkinds import sweep_config, sweep_point_steps
-from bsdemo.timing import NOISY, THREAD_CLOCK, WALL_CLOCK, disagreement, round_order, spread
+from bsdemo.timing import (
+    DEVICE_CLOCK,
+    NOISY,
+    THREAD_CLOCK,
+    WALL_CLOCK,
+    disagreement,
+    round_order,
+    spread,
+)
 
 DEFAULT_WARMUP_STEPS = 3  # untimed, before a point's first round: allocator, kernel selection
 ROUND_WARMUP_STEPS = 1  # untimed, before each later round (a fresh model's first step counts
@@ -131,7 +139,10 @@ class _Block:
     """One round's measurement of one batch size: its timed full steps by both clocks."""
     status: str  # "ok", or the run's end status ("oom", "failed", "cancelled", ...)
     wall: list[float] = field(default_factory=list)  # seconds per timed full step
-    cpu: list[float] = field(default_factory=list)  # the same steps' thread CPU time, if known
+    # the same steps by the device's own clock, if it has one: the thread's CPU time (a
+    # one-thread CPU) or CUDA event time; `own_clock` names it
+    own: list[float] = field(default_factory=list)
+    own_clock: str | None = None
     partial: int = 0  # an epoch's shorter last batches, not timed
     peak_memory_bytes: int | None = None
     utilization: list[float] = field(default_factory=list)
@@ -148,11 +159,12 @@ def _per_round(timed_steps: int, min_timed_s: float, rounds: int) -> tuple[int, 
 
 
 def _round_medians(blocks: list[_Block]) -> tuple[str, list[float]]:
-    """(the clock, each round's median step time by it): thread CPU time where every round has
-    it, else the wall clock."""
-    cpu = bool(blocks) and all(blk.cpu for blk in blocks)
-    return (THREAD_CLOCK if cpu else WALL_CLOCK,
-            [statistics.median(blk.cpu if cpu else blk.wall) for blk in blocks])
+    """(the clock, each round's median step time by it): the device's own clock (thread CPU
+    time, CUDA event time) where every round has the same one, else the wall clock."""
+    own = bool(blocks) and all(blk.own for blk in blocks) and len(
+        {blk.own_clock for blk in blocks}) == 1
+    return (blocks[0].own_clock if own else WALL_CLOCK,
+            [statistics.median(blk.own if own else blk.wall) for blk in blocks])
 
 
 def _block(cfg: RunConfig, b: int, warmup: int, timed: int, min_timed_s: float, rounds: int,
@@ -182,8 +194,11 @@ def _block(cfg: RunConfig, b: int, warmup: int, timed: int, min_timed_s: float, 
             # step of b would mix two step times (at batch 1024 of digits' 1438, every other)
             if steps > warmup and event.samples_seen - seen == b:
                 block.wall.append(event.step_time_s)
-                if event.cpu_time_s is not None:
-                    block.cpu.append(event.cpu_time_s)
+                own, clock = ((event.cpu_time_s, THREAD_CLOCK) if event.cpu_time_s is not None
+                              else (event.device_time_s, DEVICE_CLOCK))
+                if own is not None:
+                    block.own.append(own)
+                    block.own_clock = clock
                 if event.peak_memory_bytes is not None:
                     block.peak_memory_bytes = max(block.peak_memory_bytes or 0,
                                                   event.peak_memory_bytes)
@@ -208,8 +223,8 @@ def _block(cfg: RunConfig, b: int, warmup: int, timed: int, min_timed_s: float, 
         block.message = block.message if block.wall else "No full batch was timed."
     else:
         block.status = end.status
-    if len(block.cpu) != len(block.wall):  # a clock is the whole block's, or no block's
-        block.cpu = []
+    if len(block.own) != len(block.wall):  # a clock is the whole block's, or no block's
+        block.own, block.own_clock = [], None
     return block
 
 
@@ -280,10 +295,10 @@ def _failed_point(b: int, block: _Block) -> dict[str, Any]:
 
 def _measured_point(b: int, blocks: list[_Block], warmup: int) -> dict[str, Any]:
     """A batch size's point from all its rounds: the median step and the middle half of the
-    steps by the stable clock (thread CPU time where there is one), the wall clock beside it."""
+    steps by the stable clock (the device's own where it has one), the wall clock beside it."""
     clock, rounds = _round_medians(blocks)
-    cpu = clock == THREAD_CLOCK
-    times = [t for blk in blocks for t in (blk.cpu if cpu else blk.wall)]
+    own = clock != WALL_CLOCK
+    times = [t for blk in blocks for t in (blk.own if own else blk.wall)]
     step, wall = spread(times), spread([t for blk in blocks for t in blk.wall])
     rate = step.per(b)
     shares = [blk.others_cpu_share for blk in blocks if blk.others_cpu_share is not None]

@@ -214,6 +214,10 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
     cpu_time = cpu_clock(device)  # None where the step's work is not this thread's
     cpu_budget_s = cpu_budget_s if cpu_time is not None else None
     cpu_began = 0.0
+    # on CUDA, a step's device time between two events on the stream (StepEvent.device_time_s)
+    marks = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) \
+        if device.type == "cuda" else None
+    device_time = None
     current_lr = None
     done = False
 
@@ -252,6 +256,8 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
                     group["lr"] = current_lr
             if on_device:
                 book.begin_step()
+                if marks is not None:
+                    marks[0].record()
             t0 = time.perf_counter()
             c0 = cpu_time() if cpu_time is not None else 0.0
             oom = why = None
@@ -259,6 +265,8 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
                 loss_value, step_need = _optimizer_step(model, optimizer, x_train, y_train, idx,
                                                         batch_size, book, accounting, between)
                 if on_device:
+                    if marks is not None:
+                        marks[1].record()
                     synchronize(device)
             except _Interrupted as exc:
                 why = str(exc)
@@ -282,11 +290,12 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
             t_end = time.perf_counter()
             step_cpu = cpu_time() - c0 if cpu_time is not None else None
             step_time = t_end - t0
+            if marks is not None:
+                device_time = marks[0].elapsed_time(marks[1]) / 1e3  # ms -> s
             if tally.step == 0:
                 book.state_allocated(optimizer)
             n_eff = idx.shape[0]
-            tally.count(n_eff)
-            if tally.diverged(loss_value):
+            if tally.record(n_eff, loss_value, step_time, step_cpu):  # diverged
                 yield EndEvent("diverged", f"Diverged at step {tally.step}: loss {loss_value:.4g} "
                                f"(first step {tally.first_loss or float('nan'):.4g}). Lower the "
                                f"learning rate ({cfg.lr:g}) or add warm-up steps.", summary())
@@ -296,7 +305,6 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
             generator_loss = None
             if gan:  # the step's loss is the discriminator's; the generator's beside it
                 loss_value, generator_loss = _players(model, n_eff)
-            tally.time(n_eff, step_time, step_cpu)
             epoch_done = epoch + (batch_index + 1) / (last_index + 1)
             yield StepEvent(step=tally.step, epoch=epoch_done, samples_seen=tally.samples_seen,
                             wall_time_s=t_end - tally.t_origin - tally.eval_time, loss=loss_value,
@@ -304,7 +312,8 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
                             memory_allocated_bytes=allocated, memory_reserved_bytes=reserved,
                             peak_memory_bytes=peak,
                             utilization_pct=nvml["utilization_pct"] if nvml else None,
-                            generator_loss=generator_loss, cpu_time_s=step_cpu)
+                            generator_loss=generator_loss, cpu_time_s=step_cpu,
+                            device_time_s=device_time)
             done = max_steps is not None and tally.step >= max_steps
             if evaluations and ((eval_interval and tally.step % eval_interval == 0) or (
                     not eval_interval and batch_index == last_index) or done):
@@ -400,7 +409,6 @@ class _Tally:
     samples_seen: int = 0
     first_loss: float | None = None
     peak_loss: float | None = None  # the highest finite step loss: an early spike shows here
-    rates: list[float] = field(default_factory=list)
     step_times: list[float] = field(default_factory=list)
     cpu_times: list[float] = field(default_factory=list)  # the same steps' CPU time, if known
     eval_time: float = 0.0
@@ -423,27 +431,27 @@ class _Tally:
     def epochs(self) -> float:
         return self.samples_seen / self.n_train
 
-    def count(self, n_eff: int) -> None:
+    def rates(self) -> list[float]:
+        """samples/s of the full effective batches timed so far."""
+        return [self.full_size / t for t in self.step_times]
+
+    def record(self, n_eff: int, loss: float, step_time: float, cpu_time: float | None) -> bool:
+        """Count a step just done; whether its loss diverged: not finite, or DIVERGENCE_FACTOR
+        times the first step's. One call on the per-step path (it runs 10^5 times at batch 1)."""
         self.step += 1
         self.samples_seen += n_eff
-
-    def diverged(self, loss: float) -> bool:
-        """Whether this step's loss is not finite or DIVERGENCE_FACTOR times the first one."""
-        if not math.isfinite(loss) or (self.first_loss is not None
-                                       and loss > DIVERGENCE_FACTOR * self.first_loss):
+        first = self.first_loss
+        if not math.isfinite(loss) or (first is not None and loss > DIVERGENCE_FACTOR * first):
             return True
-        if self.first_loss is None:
-            self.first_loss = loss
-        if self.peak_loss is None or loss > self.peak_loss:
+        if first is None:
+            self.first_loss = self.peak_loss = loss
+        elif loss > self.peak_loss:
             self.peak_loss = loss
-        return False
-
-    def time(self, n_eff: int, step_time: float, cpu_time: float | None) -> None:
         if n_eff == self.full_size:  # an epoch's partial last batch is a different, shorter step
-            self.rates.append(n_eff / step_time)
             self.step_times.append(step_time)
             if cpu_time is not None and cpu_time > 0:
                 self.cpu_times.append(cpu_time)
+        return False
 
 
 def _evaluation(run: Prepared, tally: _Tally, epoch_done: float) -> EvalEvent:
@@ -473,12 +481,12 @@ def _evaluation(run: Prepared, tally: _Tally, epoch_done: float) -> EvalEvent:
 
 def _summary(cfg: RunConfig, tally: _Tally, book: MemoryBook, device_name: str) -> dict:
     """The run's numbers so far: medians over steady full batches, memory, last evaluation."""
-    steady = slice(min(MEASURE_WARMUP_STEPS, max(len(tally.rates) - 1, 0)), None)
-    last, wall = tally.last, tally.wall_time()
+    steady = slice(min(MEASURE_WARMUP_STEPS, max(len(tally.step_times) - 1, 0)), None)
+    last, wall, rates = tally.last, tally.wall_time(), tally.rates()
     return {"steps": tally.step, "epochs": tally.epochs(), "samples_seen": tally.samples_seen,
             "memory_breakdown": book.breakdown(), "memory_budget_bytes": book.budget,
             "effective_batch_size": cfg.effective_batch_size,
-            "samples_per_sec": statistics.median(tally.rates[steady]) if tally.rates else None,
+            "samples_per_sec": statistics.median(rates[steady]) if rates else None,
             "step_time_s": statistics.median(tally.step_times[steady]) if tally.step_times
             else None,
             # the same steps by the training thread's CPU time (a one-thread CPU; else None):

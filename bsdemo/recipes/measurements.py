@@ -8,7 +8,7 @@ from typing import Any
 
 from bsdemo import footprint
 from bsdemo.config import RunConfig
-from bsdemo.timing import THREAD_CLOCK
+from bsdemo.timing import DEVICE_CLOCK, THREAD_CLOCK
 from bsdemo.units import format_bytes
 
 # ----- throughput -----
@@ -73,6 +73,9 @@ def throughput_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]],
                  + (f", though other processes kept about {busy:.0%} of the CPU busy (the "
                     "wall-clock rates, what you waited, are in the table)."
                     if busy is not None and busy > CONTENDED else "."))
+    elif clock == DEVICE_CLOCK:
+        text += (" Each step was timed between two CUDA events on the GPU's own timeline: "
+                 "what the device did, the wall-clock rates beside them in the table.")
     elif busy is not None and busy > CONTENDED:
         text += (f" While it measured, other processes kept about {busy:.0%} of the CPU busy: "
                  "these rates are lower and noisier than on an idle machine.")

@@ -239,3 +239,23 @@ def test_the_peak_follows_the_math_mode_torch_lets_a_model_use(monkeypatch):
     finally:
         torch.set_float32_matmul_precision(previous)
     assert "convolutions" in flops.tf32_ops("cnn") and "convolutions" not in flops.tf32_ops("mlp")
+
+
+def test_a_point_is_timed_by_the_devices_own_clock_only_where_every_round_has_the_same_one():
+    """The stable clock (thread CPU time on a one-thread CPU, CUDA event time on a GPU) times a
+    point only when all its rounds carry it; a round without it puts the point on the wall
+    clock, never a mix of clocks in one median."""
+    from bsdemo.engine.sweep import _Block, _measured_point
+    from bsdemo.timing import DEVICE_CLOCK, WALL_CLOCK
+
+    def block(own, clock):
+        return _Block("ok", wall=[0.004, 0.005, 0.006], own=own, own_clock=clock,
+                      summary={"memory_source": "cuda allocator"})
+
+    events = [block([0.001, 0.002, 0.003], DEVICE_CLOCK) for _ in range(3)]
+    point = _measured_point(64, events, 1)
+    assert point["timing"]["clock"] == DEVICE_CLOCK
+    assert point["step_time_s"] == pytest.approx(0.002)
+    assert point["timing"]["wall_step_time_s"]["median"] == pytest.approx(0.005)
+    mixed = _measured_point(64, events[:2] + [block([], None)], 1)
+    assert mixed["timing"]["clock"] == WALL_CLOCK and mixed["step_time_s"] == pytest.approx(0.005)
