@@ -43,7 +43,9 @@ from bsdemo.units import real_number, whole_number
 POINT_KINDS = ("sweep_point", "find_probe", "norms_result", "noise_point", "sharpness_run",
                "critical_point", "fit_batch_result", "architecture_point",
                "architecture_summary", "ddp_progress",
-               "pipeline_progress")  # a job's records kept in order as they come
+               "pipeline_progress", "sharpness_progress")  # a job's records kept in order
+# a measurement's partial figure while it runs, not one of its planned points
+PROGRESS_KINDS = ("ddp_progress", "pipeline_progress", "sharpness_progress")
 RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end", "noise_result",
                 "sharpness_result", "critical_result", "fit_batch_end", "ddp_check",
                 "pipeline_check", "architectures_end")  # a job's one result

@@ -79,7 +79,10 @@ with results:
 def draw(snap) -> None:
     runs = [p for p in snap.points if p.get("kind") == "sharpness_run"]
     r = snap.result
-    if r is None:
+    if r is None:  # the runs' loss so far, streamed while they train; the finished ones' table
+        live = charts.live_curves(snap.points, float(target))
+        if live is not None:
+            show_chart(live, "shp_live")
         if runs:
             st.dataframe(charts.sharpness_table(runs, None), hide_index=True,
                          key="shp_progress")

@@ -31,7 +31,7 @@ from bsdemo.charts.fitbatch import fit_chart
 from bsdemo.charts.grid import lr_grid_chart
 from bsdemo.charts.parallel import ddp_chart, pipeline_chart, pipeline_memory_chart
 from bsdemo.charts.paths import paths_chart
-from bsdemo.charts.sharpness import sharpness_charts, sharpness_table
+from bsdemo.charts.sharpness import live_curves, sharpness_charts, sharpness_table
 from bsdemo.charts.style import (
     BATCH_PALETTE,
     OKABE_ITO,
@@ -66,7 +66,7 @@ __all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "C
            "fit_legend", "projector",
            "for_people", "has_utilization", "labelled_loss_chart", "loss_chart", "lr_grid_chart",
            "memory_breakdown_chart", "memory_chart", "noise_charts", "norms_chart", "norms_table",
-           "paths_chart", "run_label", "runs_table", "sharpness_charts", "sharpness_table",
+           "paths_chart", "run_label", "runs_table", "live_curves", "sharpness_charts", "sharpness_table",
            "styles",
            "sweep_epoch_time_chart", "sweep_step_time_chart", "sweep_throughput_chart",
            "sweep_utilisation_chart", "throughput_chart", "utilization_chart"]

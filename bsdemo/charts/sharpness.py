@@ -127,6 +127,19 @@ def sharpness_table(runs: Sequence[dict[str, Any]], samples: int | None
              "rise nearby": r["neighbourhood_rise"]} for r in runs]
 
 
+def live_curves(points: Sequence[dict[str, Any]], target: float) -> Chart | None:
+    """While a study runs: each run's training loss so far — its latest sharpness_progress, or
+    its finished sharpness_run — or None before the first."""
+    latest: dict[str, dict[str, Any]] = {}
+    for p in points:
+        if p.get("kind") in ("sharpness_progress", "sharpness_run"):
+            latest[p["label"]] = p
+    if not latest:
+        return None
+    samples = next((p["train_samples"] for p in points if p.get("train_samples")), None)
+    return loss_curves(list(latest.values()), target, samples)
+
+
 def sharpness_charts(result: dict[str, Any]) -> tuple[Chart, Chart, Chart]:
     """(loss curves, sharpness trace, loss slice) of a finished study."""
     runs, samples = result["runs"], result["train_samples"]

@@ -326,6 +326,8 @@ def sharpness(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     for event in sharpness_study(cfg, **options):
         if args.json:
             print(json.dumps(event), flush=True)
+        elif event["kind"] == "sharpness_progress":  # the table has a line per finished run
+            continue
         elif event["kind"] == "sharpness_run":
             print(f"{event['label']:<18} {event['batch_size']:>6} {event['lr']:>7.3g} "
                   f"{event['steps']:>6} {event['train_loss']:>11.4f} {event['test_loss']:>10.4f} "

@@ -245,7 +245,9 @@ def _add_sharpness(sub, train: argparse.ArgumentParser) -> None:
     _workload_flags(study, train, size=True, leave_out=("optimizer",))
     study.set_defaults(lr=SHARPNESS_LR)
     study.add_argument("--json", action="store_true",
-                       help="one sharpness_run line per run, then the sharpness_result")
+                       help="sharpness_progress lines while a run trains (its loss curve so "
+                            "far, every second), one sharpness_run line per run, then the "
+                            "sharpness_result")
 
 
 def _add_fit_batch(sub, train: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ is that loss for free), and the run stops the first time it is at or below the t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -45,17 +45,24 @@ class Descent:
         return self.curve[::every] + ([self.curve[-1]] if (len(self.curve) - 1) % every else [])
 
 
-def descend(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch: int, lr: float,
-            target_loss: float, max_steps: int, seed: int, batch_stats: bool = False,
-            warmup_steps: int = 0, extend: int = 1,
-            extra_gradient: Callable[[], Vector] | None = None,
-            after_step: Callable[[int], None] | None = None,
-            should_stop: Callable[[], bool] | None = None) -> Descent:
+def descend(*args, **kwargs) -> Descent:
+    """descending() to its end: the finished run."""
+    *_, run = descending(*args, **kwargs)  # every item is the same Descent, updated in place
+    return run
+
+
+def descending(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch: int,
+               lr: float, target_loss: float, max_steps: int, seed: int,
+               batch_stats: bool = False, warmup_steps: int = 0, extend: int = 1,
+               extra_gradient: Callable[[], Vector] | None = None,
+               after_step: Callable[[int], None] | None = None,
+               should_stop: Callable[[], bool] | None = None) -> Iterator[Descent]:
     """Train model in place with plain SGD until the training loss first reaches target_loss,
-    then on to `extend` times that many steps. warmup_steps: a linear lr ramp; extra_gradient:
-    added to each step's gradient; after_step(step): called after each update. batch_stats:
-    the model normalises with its batch (BatchNorm), so a full step's loss is not the
-    evaluation loss and the full batch is checked like any other."""
+    then on to `extend` times that many steps; yields the run (one Descent, updated in place)
+    each time its training loss is checked, and once more when it ends. warmup_steps: a linear
+    lr ramp; extra_gradient: added to each step's gradient; after_step(step): called after each
+    update. batch_stats: the model normalises with its batch (BatchNorm), so a full step's loss
+    is not the evaluation loss and the full batch is checked like any other."""
     n = len(y)
     batch = min(batch, n)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -85,8 +92,10 @@ def descend(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch: 
             if should_stop is not None and should_stop():
                 raise JobStopped("Stopped before it finished.")
             loss = summed_loss(model, x[idx], y[idx]) / len(idx)
-            if full and run.steps and filed(loss.item()):
-                break
+            if full and run.steps:
+                if filed(loss.item()):
+                    break
+                yield run
             run.last_lr = lr * min(1.0, (run.steps + 1) / warmup_steps) if warmup_steps else lr
             grads = torch.autograd.grad(loss, params)
             if extra_gradient is not None:
@@ -97,9 +106,12 @@ def descend(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch: 
             run.steps += 1
             if after_step is not None:
                 after_step(run.steps)
-            if ((not full and run.steps % check == 0 and filed(evaluate(model, x, y)[0]))
-                    or run.steps >= stop_at):
+            if not full and run.steps % check == 0:
+                if filed(evaluate(model, x, y)[0]):
+                    break
+                yield run
+            if run.steps >= stop_at:
                 break
     if run.reached_at is None and run.status == "completed":
         run.status = "capped"
-    return run
+    yield run

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -34,7 +35,7 @@ import torch
 
 from bsdemo.config import RunConfig
 from bsdemo.engine.data import IGNORE
-from bsdemo.engine.descent import Vector, descend, summed_loss
+from bsdemo.engine.descent import Vector, descending, summed_loss
 from bsdemo.engine.train import evaluate, prepare
 from bsdemo.jobkinds import (
     HESSIAN_ITERS,
@@ -140,11 +141,16 @@ def _load_flat(model: torch.nn.Module, flat: torch.Tensor) -> None:
             offset += p.numel()
 
 
+PROGRESS_S = 1.0  # a run in training shows its loss curve so far this often
+
+
 def run_to_target(cfg: RunConfig, batch: int, *, label: str, remedy: str | None,
                   target_loss: float, max_steps: int, small_batch: int,
                   should_stop: Callable[[], bool] | None = None
-                  ) -> tuple[dict[str, Any], torch.nn.Module, Any]:
-    """Train one run of the study with plain SGD; (its sharpness_run record, model, data)."""
+                  ) -> Iterator[dict[str, Any]]:
+    """Train one run of the study with plain SGD, yielding a sharpness_progress record (its
+    loss curve so far) every PROGRESS_S while it trains; returns (its sharpness_run record,
+    model, data)."""
     run = prepare(dataclasses.replace(cfg, batch_size=batch, accumulation_steps=1, epochs=None,
                                       max_steps=max_steps))
     model, data = run.model, run.data
@@ -176,14 +182,26 @@ def run_to_target(cfg: RunConfig, batch: int, *, label: str, remedy: str | None,
                 trace, every = trace[1::2], 2 * every
 
     warmup_steps = round(WARMUP_SHARE * max_steps) if remedy == "warmup" else 0
-    done = descend(model, x, y, batch=batch, lr=lr, target_loss=target_loss,
-                   max_steps=max_steps, seed=cfg.seed, batch_stats=cfg.norm == "batch",
-                   warmup_steps=warmup_steps,
-                   extend=LONGER_FACTOR if remedy == "longer" else 1,
-                   extra_gradient=(lambda: _small_batch_noise(model, params, x, y, small_batch,
-                                                              noise_draws))
-                   if remedy == "noise" else None,
-                   after_step=traced, should_stop=should_stop)
+    shown = time.perf_counter()
+    for done in descending(
+            model, x, y, batch=batch, lr=lr, target_loss=target_loss, max_steps=max_steps,
+            seed=cfg.seed, batch_stats=cfg.norm == "batch", warmup_steps=warmup_steps,
+            extend=LONGER_FACTOR if remedy == "longer" else 1,
+            extra_gradient=(lambda: _small_batch_noise(model, params, x, y, small_batch,
+                                                       noise_draws))
+            if remedy == "noise" else None,
+            after_step=traced, should_stop=should_stop):
+        if time.perf_counter() - shown >= PROGRESS_S:
+            shown = time.perf_counter()
+            # `replaces`: a job keeps only the latest curve of a run (bsdemo.runs.add_point)
+            yield {"kind": "sharpness_progress", "replaces": True, "label": label,
+                   "remedy": remedy,
+                   "batch_size": batch, "lr": lr, "steps": done.steps,
+                   "reached_at": done.reached_at, "train_loss": done.curve[-1][1],
+                   "target_loss": target_loss, "train_samples": len(y),
+                   "curve": done.thinned(),
+                   "message": f"Training {label} run (batch {batch}): step {done.steps:,}, "
+                              f"training loss {done.curve[-1][1]:.3g} (target {target_loss:g})."}
     check_stop(should_stop)  # between the long phases after training: Hessian, neighbourhood
     model.eval()
     train_loss, train_acc = evaluate(model, x, y)
@@ -236,16 +254,17 @@ def sharpness_study(cfg: RunConfig, batch_sizes: Sequence[int] = (16, 4096),
                     target_loss: float = 0.01, max_steps: int = 3000,
                     remedies: Sequence[str] = (),
                     should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
-    """sharpness_run records (small, large, then one per remedy), then the sharpness_result."""
+    """sharpness_run records (small, large, then one per remedy), each after sharpness_progress
+    records while it trains, then the sharpness_result."""
     small, large = batch_sizes
     runs, solutions = [], {}
     model = data = None
     plan = [("small", small, None), ("large", large, None)] + [
         (f"large + {r}", large, r) for r in remedies]
     for label, batch, remedy in plan:
-        record, model, data = run_to_target(cfg, batch, label=label, remedy=remedy,
-                                            target_loss=target_loss, max_steps=max_steps,
-                                            small_batch=small, should_stop=should_stop)
+        record, model, data = yield from run_to_target(
+            cfg, batch, label=label, remedy=remedy, target_loss=target_loss,
+            max_steps=max_steps, small_batch=small, should_stop=should_stop)
         if remedy is None:
             solutions[label] = _flat(model)
         runs.append(record)

@@ -13,7 +13,7 @@ import streamlit as st
 
 from bsdemo import lessonlinks
 from bsdemo.config import ConfigError, RunConfig
-from bsdemo.jobkinds import KINDS, planned_points
+from bsdemo.jobkinds import KINDS, PROGRESS_KINDS, planned_points
 from bsdemo.lessonlinks import workload_controls
 from bsdemo.plaintext import plain
 from bsdemo.presets import PRESETS
@@ -120,7 +120,8 @@ def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
             planned = planned_points(snap.kind, snap.options)
             alone = KINDS[snap.kind].exclusive
             st.info(f"{'Measuring alone on the device' if alone else 'Running'}… "
-                    f"{len(snap.points)} {'point' if alone else 'result'}(s) so far"
+                    f"{sum(p['kind'] not in PROGRESS_KINDS for p in snap.points)} "
+                    f"{'point' if alone else 'result'}(s) so far"
                     + (f" of {planned}" if planned else "") + ".")
         elif snap.status in ("failed", "oom"):
             st.error(plain(snap.end["message"]))

@@ -167,7 +167,11 @@ def test_bsdemo_sharpness_json_ends_with_the_result_and_its_runs():
                          timeout=scaled(240), cwd=ROOT)
     assert out.returncode == 0, out.stderr
     lines = [json.loads(line) for line in out.stdout.splitlines()]
+    progress = [e for e in lines if e["kind"] == "sharpness_progress"]  # only if a run takes 1 s
+    lines = [e for e in lines if e["kind"] != "sharpness_progress"]
     assert [e["kind"] for e in lines] == ["sharpness_run"] * 3 + ["sharpness_result"]
+    finished = {r["label"]: r["steps"] for r in lines[:3]}
+    assert all(p["steps"] <= finished[p["label"]] for p in progress)
     end = lines[-1]
     assert [r["label"] for r in end["runs"]] == ["small", "large", "large + longer"]
     for run in end["runs"]:
@@ -189,13 +193,48 @@ def test_the_study_runs_as_a_job_and_stops_when_asked(scheduler):
     snap = scheduler.wait(job, timeout=scaled(120))
     assert snap.status == "completed", snap.end
     assert snap.result["kind"] == "sharpness_result"
-    assert [p["label"] for p in snap.points] == ["small", "large"]
+    assert [p["label"] for p in snap.points if p["kind"] == "sharpness_run"] == ["small", "large"]
     long = scheduler.submit(RunConfig(lr=0.001).validated()[0], owner="kim", kind="sharpness",
                             options={"target_loss": 0.0001, "max_steps": 20_000})
     wait_for(lambda: scheduler.snapshot(long).status == "running", timeout=60)
     assert scheduler.cancel(long, "kim")
     snap = scheduler.wait(long, timeout=scaled(60))
-    assert snap.status == "cancelled" and not snap.points  # stopped inside the first run
+    # stopped inside the first run: no run finished (its progress may have shown)
+    assert snap.status == "cancelled"
+    assert not [p for p in snap.points if p["kind"] == "sharpness_run"]
+
+
+def test_a_run_in_training_streams_its_loss_curve_before_its_record(monkeypatch):
+    """sharpness_progress records come while a run trains (here at every loss check): each
+    names its run, its curve only grows, and the run's own record follows them with at least
+    as many steps — the page draws the curves before the first run ends."""
+    from bsdemo.engine import sharpness as study
+
+    monkeypatch.setattr(study, "PROGRESS_S", 0.0)
+    records = list(study.sharpness_study(RunConfig(width=32, depth=1), batch_sizes=(64, 512),
+                                         target_loss=0.3))
+    kinds = [r["kind"] for r in records]
+    assert kinds[-1] == "sharpness_result" and kinds[0] == "sharpness_progress"
+    for label in ("small", "large"):
+        shown = [r for r in records if r["kind"] == "sharpness_progress" and r["label"] == label]
+        done = next(i for i, r in enumerate(records)
+                    if r["kind"] == "sharpness_run" and r["label"] == label)
+        assert shown and all(records.index(r) < done for r in shown)
+        steps = [r["steps"] for r in shown]
+        assert steps == sorted(steps) and steps[-1] <= records[done]["steps"]
+        assert all(r["curve"][-1] == [r["steps"], r["train_loss"]] for r in shown)
+        assert shown[0]["curve"][0][0] == 0  # from the start: the loss before any step
+    # a job keeps each run's latest curve only (and its finished record)
+    from bsdemo.runs import add_point
+
+    kept: list[dict] = []
+    for r in records[:-1]:
+        add_point(kept, r, 256)
+    assert [(r["kind"], r["label"]) for r in kept] == [
+        ("sharpness_progress", "small"), ("sharpness_run", "small"),
+        ("sharpness_progress", "large"), ("sharpness_run", "large")]
+    assert kept[0] is [r for r in records if r["kind"] == "sharpness_progress"
+                       and r["label"] == "small"][-1]
 
 
 def _run(batch, remedy=None, **kw):
