@@ -62,7 +62,8 @@ def draw_grid(snaps) -> None:
     results = recipes.grid_cells(snaps)
     grid = charts.lr_grid_chart(results)
     show_chart(grid, "lr_grid")
-    verdict = recipes.best_lr_verdict(recipes.best_lr_per_batch(results))
+    verdict = recipes.best_lr_verdict(recipes.best_lr_per_batch(results),
+                                      sorted({c["lr"] for c in results}))
     if verdict:
         st.markdown(verdict)
     if all(s.done for _, s in snaps):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import plotly.graph_objects as go
 
 from bsdemo.charts.style import Chart, layout
-from bsdemo.recipes import best_lr_per_batch
+from bsdemo.recipes import best_lr_per_batch, rule_predictions
 
 MISSING = {"diverged": "diverged", "oom": "out of memory", "cancelled": "stopped",
            "failed": "failed", "queued": "waiting", "running": "training"}
@@ -27,6 +28,39 @@ def _cell_text(cell: dict[str, Any] | None) -> str:
     return MISSING.get(cell.get("status", ""), "no result")
 
 
+RULE_STYLES = {"linear": ("#E69F00", "dash"), "square root": ("#56B4E9", "dot")}
+
+
+def _rule_traces(fig: go.Figure, best: dict[int, float], lrs: list[float],
+                 batches: list[int]) -> bool:
+    """The linear and square-root rules' best lr per batch, from the smallest batch's best, at
+    the grid column nearest each (log scale); a prediction past the grid's end sits on its last
+    column as ▶ (◀ below the first). Hover gives the exact predicted lr. Whether any was drawn."""
+    if len(best) < 2 or len(lrs) < 2:
+        return False
+    for name, predicted in rule_predictions(best).items():
+        colour, dash = RULE_STYLES[name]
+        xs, ys, symbols, hover = [], [], [], []
+        for b in batches:
+            if b not in predicted:
+                continue
+            lr = predicted[b]
+            column = min(lrs, key=lambda g, lr=lr: abs(math.log(g) - math.log(lr)))
+            past = lr > max(lrs) * 1.5 or lr < min(lrs) / 1.5
+            xs.append(f"{column:g}")
+            ys.append(str(b))
+            symbols.append(("triangle-right" if lr > max(lrs) else "triangle-left") if past
+                           else "circle")
+            hover.append(f"{name} rule at batch {b}: lr {lr:.3g}" + (" (past the grid)" if past
+                                                                       else ""))
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=f"{name} rule",
+                                 line=dict(color=colour, dash=dash, width=3),
+                                 marker=dict(symbol=symbols, size=13, color=colour,
+                                             line=dict(color="#000000", width=1)),
+                                 hovertext=hover, hoverinfo="text"))
+    return True
+
+
 def lr_grid_chart(cells: Sequence[dict[str, Any]]) -> Chart:
     """Heat map of final test accuracy over batch size x learning rate, both categorical (each
     a row or column of equal size); cells without an accuracy say why; best lr per batch ★."""
@@ -40,16 +74,23 @@ def lr_grid_chart(cells: Sequence[dict[str, Any]]) -> Chart:
                                texttemplate="%{text}", textfont=dict(size=13),
                                hoverongaps=False, colorbar=dict(title="test acc.")))
     best = best_lr_per_batch(cells)
+    drawn = _rule_traces(fig, best, lrs, batches)  # under the stars
     fig.add_trace(go.Scatter(x=[f"{best[b]:g}" for b in batches if b in best],
                              y=[str(b) for b in batches if b in best], mode="markers",
                              name="best lr for the batch", marker=dict(
                                  symbol="star", size=18, color="#FFFFFF",
                                  line=dict(color="#000000", width=1))))
     layout(fig, "Final test accuracy: batch size × learning rate", "Learning rate",
-           "Batch size", subtitle="★ best learning rate of each batch · grey cells: no result")
+           "Batch size", subtitle="★ best learning rate of each batch · grey cells: no result"
+           + (" · the rules' predictions from the smallest batch's best (nearest column; ▶ past "
+              "the grid)" if drawn else ""))
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")
     fig.update_layout(hovermode="closest", plot_bgcolor="#DDDDDD")
     alt = "Heat map of final test accuracy. Best learning rate per batch size: " + "; ".join(
         f"batch {b}: {best[b]:g}" for b in batches if b in best) + "."
+    if drawn:
+        alt += " Predicted from the smallest batch's best: " + "; ".join(
+            f"{name} rule " + ", ".join(f"batch {b}: {lr:.3g}" for b, lr in sorted(p.items()))
+            for name, p in rule_predictions(best).items()) + "."
     return Chart(fig, alt, [dict(c) for c in cells])

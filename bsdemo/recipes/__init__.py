@@ -22,7 +22,8 @@ Training Lab.
                          largest batch that ran, the prediction, and how far to trust the line
     throughput_verdict   what a sweep's fit, knee and peak share show, and how far to trust them
     contention           how busy other processes kept the CPU while a sweep measured
-    best_lr_verdict      what the grid's best learning rates show, in words
+    best_lr_verdict      what the grid's best learning rates show, in words, against the rules
+    rule_predictions     each batch's best lr by the linear and square-root rules
     lab_prediction, throughput_prediction, regimes_prediction, lr_prediction,
     memory_prediction, accumulation_prediction, finder_prediction
     noise_verdict        what a gradient-noise measurement shows: 1/B, B_simple two ways (noise.py)
@@ -61,6 +62,7 @@ from bsdemo.recipes.comparisons import (
     regime_configs,
     regime_label,
     regimes_verdict,
+    rule_predictions,
 )
 from bsdemo.recipes.fitbatch import fit_prediction, fit_verdict
 from bsdemo.recipes.lab import lab_verdict
@@ -105,4 +107,5 @@ __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_P
            "grid_cells", "lab_prediction", "layer_rows", "lab_verdict", "lr_prediction",
            "regimes_prediction", "throughput_prediction", "lr_grid", "lr_variants", "lr_verdict",
            "memory_verdict", "over_budget", "regime_configs", "regime_label", "regimes_verdict",
+           "rule_predictions",
            "simulated_device", "throughput_verdict"]

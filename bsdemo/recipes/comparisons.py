@@ -126,24 +126,66 @@ def best_lr_per_batch(cells: Sequence[dict[str, Any]]) -> dict[int, float]:
     return {b: lr for b, (_, lr) in best.items()}
 
 
-def best_lr_verdict(best: dict[int, float]) -> str | None:
-    """What the grid's best learning rates show; None with fewer than two batches. A rise needs
-    one: the same best lr for every batch is said as such, not as a rise."""
+def rule_predictions(best: dict[int, float]) -> dict[str, dict[int, float]]:
+    """What the scaling rules predict each batch's best lr to be, from the smallest batch's
+    best: "linear" lr0 × B/B0, "square root" lr0 × √(B/B0)."""
+    if not best:
+        return {}
+    b0 = min(best)
+    lr0 = best[b0]
+    return {"linear": {b: lr0 * b / b0 for b in best},
+            "square root": {b: lr0 * math.sqrt(b / b0) for b in best}}
+
+
+def _lr_path(items: Sequence[tuple[int, float]]) -> str:
+    """The best lr along the batches, in words: runs of equal lrs and each move between them."""
+    runs: list[list[Any]] = []  # [first batch, last batch, lr]
+    for b, lr in items:
+        if runs and runs[-1][2] == lr:
+            runs[-1][1] = b
+        else:
+            runs.append([b, b, lr])
+
+    def stay(run: list[Any]) -> str:
+        return f" and stays there up to batch {run[1]}" if run[1] != run[0] else ""
+
+    first = runs[0]
+    text = (f"is {first[2]:g} from batch {first[0]} to {first[1]}" if first[1] != first[0]
+            else f"is {first[2]:g} at batch {first[0]}")
+    for before, run in zip(runs, runs[1:], strict=False):
+        move = "rises" if run[2] > before[2] else "falls"
+        text += f", {move} to {run[2]:g} at batch {run[0]}{stay(run)}"
+    return text
+
+
+def best_lr_verdict(best: dict[int, float], lrs: Sequence[float] = ()) -> str | None:
+    """What the grid's best learning rates show, as they are — their path along the batches,
+    the rise from the smallest to the largest batch against what the linear and square-root
+    rules predict, and where a best lr sits at the grid's edge; None with fewer than two
+    batches."""
     if len(best) < 2:
         return None
-    ordered = [lr for _, lr in sorted(best.items())]
-    pairs = list(zip(ordered, ordered[1:], strict=False))
-    listing = "**Best lr per batch:** " + ", ".join(
-        f"batch {b} → {lr:g}" for b, lr in sorted(best.items())) + ". "
-    if all(a == b for a, b in pairs):
-        return listing + ("In your grid every batch has the same best learning rate: the cells "
-                          "are too coarse, or too few epochs, to show it move — try more epochs.")
-    if all(a <= b for a, b in pairs):
-        return listing + ("In your grid the best learning rate rises with the batch: a larger "
-                          "batch averages away gradient noise, so it tolerates — and needs — "
-                          "larger steps.")
-    return listing + ("In your grid the best learning rate does not rise steadily with the "
-                      "batch: with few epochs and one seed the cells are noisy — try more epochs.")
+    items = sorted(best.items())
+    (b0, lr0), (bn, lrn) = items[0], items[-1]
+    k, rise = bn / b0, lrn / lr0
+    listing = "**Best lr per batch:** " + ", ".join(f"batch {b} → {lr:g}" for b, lr in items)
+    text = f"{listing}. In your grid the best learning rate {_lr_path(items)}."
+    rules = {"no change": 1.0, "the square-root rule": math.sqrt(k), "the linear rule": k}
+    closest = min(rules, key=lambda name: abs(math.log(rise) - math.log(rules[name])))
+    text += (f" From batch {b0} to {bn} ({k:g}× the batch) it changed {rise:.3g}×, where the "
+             f"square-root rule predicts {math.sqrt(k):.3g}× and the linear rule {k:g}× (drawn "
+             f"on the grid): closest to {closest}.")
+    falls = [b for a, b in zip(items, items[1:], strict=False) if b[1] < a[1]]
+    if falls:
+        text += (" It does not move one way only: with few epochs and one seed the cells are "
+                 "noisy — try more epochs.")
+    top, bottom = (max(lrs), min(lrs)) if lrs else (None, None)
+    for end, word, where in ((top, "largest", "above"), (bottom, "smallest", "below")):
+        edge = [str(b) for b, lr in items if lr == end and top != bottom]
+        if edge:
+            text += (f" At batch {', '.join(edge)} the best is the grid's {word} lr ({end:g}): "
+                     f"the true best may lie {where} it.")
+    return text
 
 
 def lr_verdict(rows: Sequence[dict[str, Any]]) -> str | None:

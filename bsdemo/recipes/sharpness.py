@@ -10,6 +10,7 @@ from typing import Any
 SHARPER = 1.2  # a top eigenvalue this many times the other's counts as sharper
 SAME_LOSS = 0.1  # test losses within this share of each other count as the same
 SAME_POINTS = 0.5  # test accuracies within this many points count as the same
+EDGE = 0.9  # a full-batch run whose late sharpness reaches this share of 2/lr is at the edge
 REMEDY_NAMES = {"scale_lr": "the lr scaled by √k", "warmup": "that lr after a warm-up",
                 "longer": "training longer", "noise": "added small-batch noise"}
 
@@ -88,45 +89,23 @@ def sharpness_verdict(result: dict[str, Any] | None) -> str | None:
     else:
         parts.append(f"Both runs trained to a training loss of {target:g}: {s_name} in "
                      f"{small['reached_at']:,} steps, {l_name} in {large['reached_at']:,}.")
-    a, b = small["top_hessian_eigenvalue"], large["top_hessian_eigenvalue"]
-    ra, rb = small["neighbourhood_rise"], large["neighbourhood_rise"]
-    if b >= SHARPER * a:
-        parts.append(f"**{l_name.capitalize()} found the sharper minimum:** its top Hessian "
-                     f"eigenvalue is {b:.3g} against {a:.3g} ({b / a:.1f}×), and a random step "
-                     f"of {result.get('radius', 0.05):.0%} of each weight row's norm raises its "
-                     f"training loss by {rb:.2g} against {ra:.2g}.")
-    elif a >= SHARPER * b:
-        parts.append(f"Here {s_name} found the sharper minimum: top Hessian eigenvalue {a:.3g} "
-                     f"against {b:.3g} — the opposite of the usual finding.")
-    else:
-        parts.append(f"The two minima are about as sharp: top Hessian eigenvalue {a:.3g} and "
-                     f"{b:.3g}.")
+    parts.append(_sharper(small, large, s_name, l_name, result.get("radius", 0.05)))
     late_s, late_l = settled(small["trace"]), settled(large["trace"])
     if late_s is not None and late_l is not None:
+        edge = large["two_over_lr"]
+        reached = late_l >= EDGE * edge
         parts.append(f"Over the second half of training {l_name}'s sharpness, traced on "
-                     f"{result.get('trace_samples', 512):,} samples, was {late_l:.3g} (median) "
-                     f"against 2/lr = {large['two_over_lr']:.3g}, and {s_name}'s {late_s:.3g}: "
-                     "plain gradient descent cannot stay stable along a direction sharper than "
-                     "2/lr, and a small batch's noise throws it out of valleys narrower than the "
-                     "noise. (A Hessian over fewer samples has a larger top eigenvalue, so the "
+                     f"{result.get('trace_samples', 512):,} samples, was {late_l:.3g} (median), "
+                     f"{late_l / edge:.0%} of 2/lr = {edge:.3g}, and {s_name}'s {late_s:.3g}. "
+                     "Plain gradient descent cannot stay stable along a direction sharper than "
+                     "2/lr: " + (
+                         "the full-batch run rose to that edge and stayed there, as Cohen et al. "
+                         "(2021) describe." if reached else
+                         "in this run it stopped short of that edge (Cohen et al. 2021 see full-"
+                         "batch runs climb to it when they train long enough at one lr).")
+                     + " (A Hessian over fewer samples has a larger top eigenvalue, so the "
                      "trace runs above the values at the solutions.)")
-    gap_s, gap_l = small["loss_gap"], large["loss_gap"]
-    acc_s, acc_l = 100 * small["test_accuracy"], 100 * large["test_accuracy"]
-    close = abs(large["test_loss"] - small["test_loss"]) <= SAME_LOSS * small["test_loss"]
-    if close:
-        gap = (f"They generalised about equally: test loss {small['test_loss']:.3g} against "
-               f"{large['test_loss']:.3g}")
-    else:
-        better = s_name if small["test_loss"] < large["test_loss"] else l_name
-        gap = (f"In this run {better} generalised better: test loss "
-               f"{small['test_loss']:.3g} against {large['test_loss']:.3g} (test minus train "
-               f"{gap_s:.3g} against {gap_l:.3g})")
-    acc = ("the same test accuracy" if abs(acc_s - acc_l) < SAME_POINTS else
-           f"test accuracy {acc_s:.1f}% against {acc_l:.1f}%")
-    parts.append(f"{gap}, and {acc}. Next to the difference in sharpness, any difference in "
-                 "generalisation is small here; in the literature it shrinks or vanishes once "
-                 "the large batch's lr is scaled up with a warm-up and it trains longer (Goyal "
-                 "et al. 2017; Hoffer et al. 2017) — the remedy switches try exactly that.")
+    parts.append(_generalisation(small, large, s_name, l_name))
     cut = result.get("slice")
     if cut:
         rise, before, after = barrier(cut)
@@ -139,9 +118,60 @@ def sharpness_verdict(result: dict[str, Any] | None) -> str | None:
     text = " ".join(parts)
     if remedies:
         text += (f"\n\n**What each remedy did to the large batch** (without one: test loss "
-                 f"{large['test_loss']:.3g}, test minus train {gap_l:.3g}, top eigenvalue "
+                 f"{large['test_loss']:.3g}, test minus train {large['loss_gap']:.3g}, top eigenvalue "
                  f"{large['top_hessian_eigenvalue']:.3g}):\n" + "\n".join(f"- {r}" for r in remedies))
     return text
+
+
+def _sharper(small: dict[str, Any], large: dict[str, Any], s_name: str, l_name: str,
+             radius: float) -> str:
+    """Which minimum is sharper by the top Hessian eigenvalue, with the random-neighbourhood
+    rise cited as support only where it points the same way (else named as disagreeing)."""
+    a, b = small["top_hessian_eigenvalue"], large["top_hessian_eigenvalue"]
+    ra, rb = small["neighbourhood_rise"], large["neighbourhood_rise"]
+    step = f"a random step of {radius:.0%} of each weight row's norm"
+    if b >= SHARPER * a or a >= SHARPER * b:
+        (sharp, flat), (hi, lo) = ((l_name, s_name), (b, a)) if b > a else ((s_name, l_name), (a, b))
+        r_sharp, r_flat = (rb, ra) if b > a else (ra, rb)
+        lead = (f"**{sharp.capitalize()} found the sharper minimum:**" if b > a else
+                f"Here {sharp} found the sharper minimum — the opposite of the usual finding:")
+        text = f"{lead} its top Hessian eigenvalue is {hi:.3g} against {lo:.3g} ({hi / lo:.1f}×)"
+        if not (math.isfinite(r_sharp) and math.isfinite(r_flat)):
+            return text + "."
+        if r_sharp >= SHARPER * r_flat:
+            return text + f", and {step} raises its training loss by {r_sharp:.2g} against {r_flat:.2g}."
+        return (text + f". The random-neighbourhood measure does not agree: {step} raises "
+                f"{sharp}'s training loss by {r_sharp:.2g} and {flat}'s by {r_flat:.2g} — the "
+                "top eigenvalue is one direction; most random directions miss it.")
+    return f"The two minima are about as sharp: top Hessian eigenvalue {a:.3g} and {b:.3g}."
+
+
+def _generalisation(small: dict[str, Any], large: dict[str, Any], s_name: str,
+                    l_name: str) -> str:
+    """Which run generalised better — said only when test loss and test accuracy agree; where
+    they disagree, both numbers and that they disagree."""
+    loss_s, loss_l = small["test_loss"], large["test_loss"]
+    acc_s, acc_l = 100 * small["test_accuracy"], 100 * large["test_accuracy"]
+    by_loss = 0 if abs(loss_l - loss_s) <= SAME_LOSS * loss_s else (1 if loss_s < loss_l else -1)
+    by_acc = 0 if abs(acc_s - acc_l) < SAME_POINTS else (1 if acc_s > acc_l else -1)
+    numbers = (f"test loss {loss_s:.3g} against {loss_l:.3g} (test minus train "
+               f"{small['loss_gap']:.3g} against {large['loss_gap']:.3g}), test accuracy "
+               f"{acc_s:.1f}% against {acc_l:.1f}%")
+    if by_loss == by_acc == 0:
+        head = f"They generalised about equally: {numbers}."
+    elif by_loss * by_acc < 0:
+        head = (f"Test loss and test accuracy disagree on which generalised better: {numbers} "
+                f"— the loss favours {s_name if by_loss > 0 else l_name}, the accuracy "
+                f"{s_name if by_acc > 0 else l_name}.")
+    else:
+        better = s_name if (by_loss or by_acc) > 0 else l_name
+        also = ("" if by_loss and by_acc else
+                " (one of the two measures differs by less than it takes to count)")
+        head = f"In this run {better} generalised better: {numbers}{also}."
+    return (head + " Next to the difference in sharpness, any difference in generalisation is "
+            "small here; in the literature it shrinks or vanishes once the large batch's lr is "
+            "scaled up with a warm-up and it trains longer (Goyal et al. 2017; Hoffer et al. "
+            "2017) — the remedy switches try exactly that.")
 
 
 def remedy_text(run: dict[str, Any]) -> str:

@@ -118,10 +118,20 @@ def test_lr_grid_marks_the_best_lr_per_batch_and_skips_diverged_cells():
              {"batch": 64, "lr": 1.0, "accuracy": 0.8, "diverged": False}]
     assert charts.best_lr_per_batch(cells) == {8: 0.1, 64: 1.0}
     chart = charts.lr_grid_chart(cells)
-    heat, stars = chart.figure.data
+    heat, linear, root, stars = chart.figure.data
     assert heat.type == "heatmap" and list(heat.y) == ["8", "64"]
     assert heat.text[0][1] == "diverged"
     assert list(stars.x) == ["0.1", "1"] and "batch 64: 1" in chart.alt
+    # the rules from batch 8's best (0.1): linear 0.8 at batch 64 (nearest column 1), √ 0.283
+    # (nearest 0.1 of the two columns); both within the grid, exact lrs in the hover and alt
+    assert linear.name == "linear rule" and list(linear.x) == ["0.1", "1"]
+    assert list(root.x) == ["0.1", "0.1"] and "square root rule at batch 64: lr 0.283" in \
+        root.hovertext[1]
+    assert "linear rule batch 8: 0.1, batch 64: 0.8" in chart.alt
+    past = charts.lr_grid_chart([dict(c, batch=c["batch"] * 8) if c["batch"] == 64 else c
+                                 for c in cells])  # batches 8 and 512: linear says lr 6.4
+    assert past.figure.data[1].marker.symbol[1] == "triangle-right"
+    assert "(past the grid)" in past.figure.data[1].hovertext[1]
 
 
 def test_comparison_table_marks_time_caps_and_divergence():

@@ -46,10 +46,29 @@ def test_the_clock_is_said_and_busy_rates_are_not_blamed_on_the_device():
     assert "lower and noisier" not in text
 
 
-def test_the_grid_verdict_needs_a_rise_and_says_so_for_a_tie():
+def test_the_grid_verdict_describes_the_best_lr_as_it_is_against_the_rules():
     assert recipes.best_lr_verdict({8: 0.1}) is None
-    assert "rises with the batch" in recipes.best_lr_verdict({8: 0.1, 64: 0.3})
-    assert "does not rise" in recipes.best_lr_verdict({8: 0.3, 64: 0.1})
+    lrs = (0.01, 0.03, 0.1, 0.3, 1.0)
+    # the seeds: up from 8 to 32, then flat to 512 — not "rises with the batch"
+    text = recipes.best_lr_verdict({8: 0.1, 32: 0.3, 128: 0.3, 512: 0.3}, lrs)
+    assert ("In your grid the best learning rate is 0.1 at batch 8, rises to 0.3 at batch 32 "
+            "and stays there up to batch 512.") in text
+    assert ("From batch 8 to 512 (64× the batch) it changed 3×, where the square-root rule "
+            "predicts 8× and the linear rule 64× (drawn on the grid): closest to the square-root "
+            "rule.") \
+        in text
+    assert "tolerates" not in text and "rises with the batch" not in text
+    assert "one way only" not in text and "true best" not in text
+    text = recipes.best_lr_verdict({8: 0.3, 64: 0.1}, lrs)
+    assert "is 0.3 at batch 8, falls to 0.1 at batch 64" in text and "one way only" in text
+    assert "closest to the square-root rule" in recipes.best_lr_verdict(
+        {8: 0.03, 128: 0.1, 512: 0.3}, lrs)
+    text = recipes.best_lr_verdict({8: 0.01, 64: 0.1, 512: 1.0}, lrs)
+    assert "closest to the linear rule" in text
+    assert "At batch 512 the best is the grid's largest lr (1): the true best may lie above it." \
+        in text
+    assert "At batch 8 the best is the grid's smallest lr (0.01)" in text
+    assert "closest to the linear rule" in recipes.best_lr_verdict({8: 0.01, 64: 0.1}, lrs)
 
 
 def test_regimes_match_the_cli_and_clamp_to_the_training_set():
@@ -114,7 +133,9 @@ def test_a_loss_spike_warm_up_prevented_is_named_with_its_size():
 
 
 def test_a_flat_grid_row_is_not_a_rise():
-    assert "same best learning rate" in recipes.best_lr_verdict({8: 0.1, 64: 0.1, 512: 0.1})
+    text = recipes.best_lr_verdict({8: 0.1, 64: 0.1, 512: 0.1})
+    assert "the best learning rate is 0.1 from batch 8 to 512." in text
+    assert "changed 1×" in text and "closest to no change" in text
 
 
 def test_the_lab_verdict_compares_batches_that_trained_alike():

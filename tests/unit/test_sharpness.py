@@ -265,11 +265,41 @@ def test_the_verdict_names_the_sharper_minimum_and_the_gap_from_the_numbers():
     assert "The full batch (1,438) found the sharper minimum:** its top Hessian eigenvalue is 4 " \
         "against 0.5 (8.0×)" in text
     assert ("Over the second half of training the full batch (1,438)'s sharpness, traced on 512 "
-            "samples, was 4.4 (median) against 2/lr = 6.67, and batch 16's 1") in text
+            "samples, was 4.4 (median), 66% of 2/lr = 6.67, and batch 16's 1.") in text
+    assert "stopped short of that edge" in text and "rose to that edge" not in text
+    # both rises are 1e-4: the neighbourhood measure is named as not agreeing, not cited
+    assert "The random-neighbourhood measure does not agree" in text
     assert "In this run batch 16 generalised better: test loss 0.05 against 0.07" in text
     assert "rises by 0.003 between them (a barrier)" in text and "past the full batch" in text
     assert recipes.sharpness_prediction(r) == (
         1, "top Hessian eigenvalue 0.5 at batch 16 against 4 at batch 1,438")
+
+
+def test_the_verdict_cites_only_the_measures_that_agree_with_it():
+    """The neighbourhood rise supports "sharper" only when it points the same way; "generalised
+    better" only when test loss and accuracy agree; the edge of stability only when the trace
+    reached 2/lr."""
+    from bsdemo import recipes
+
+    agree = _result(_run(16, top_hessian_eigenvalue=0.5, neighbourhood_rise=3e-4),
+                    _run(1438, top_hessian_eigenvalue=4.0, neighbourhood_rise=1.2e-3,
+                         trace=[[1, 1.0], [200, 6.5], [250, 6.4]]))
+    text = recipes.sharpness_verdict(agree)
+    assert "raises its training loss by 0.0012 against 0.0003" in text
+    assert "does not agree" not in text
+    assert "rose to that edge" in text and "stopped short" not in text
+    against = _result(_run(16, top_hessian_eigenvalue=0.5, neighbourhood_rise=1e-3),
+                      _run(1438, top_hessian_eigenvalue=4.0, neighbourhood_rise=1e-4))
+    text = recipes.sharpness_verdict(against)
+    assert ("does not agree: a random step of 10% of each weight row's norm raises the full "
+            "batch (1,438)'s training loss by 0.0001 and batch 16's by 0.001") in text
+    split = _result(_run(16, test_loss=0.05, test_accuracy=0.97),
+                    _run(1438, top_hessian_eigenvalue=4.0, test_loss=0.07, test_accuracy=0.98))
+    text = recipes.sharpness_verdict(split)
+    assert "In this run" not in text
+    assert ("Test loss and test accuracy disagree on which generalised better: test loss 0.05 "
+            "against 0.07") in text
+    assert "the loss favours batch 16, the accuracy the full batch (1,438)" in text
 
 
 def test_the_verdict_says_when_the_usual_finding_did_not_appear_or_a_run_missed_the_target():
