@@ -27,9 +27,12 @@ with controls:
     if cpu:
         st.caption(f"Nothing limits memory on this CPU, so the default budget is a simulated "
                    f"device of {format_bytes(device)}: what this model is predicted to need in "
-                   f"fp32 at batch {about}. On the CPU memory is accounted (parameters, gradients, "
-                   "optimizer state and the activations saved for the backward pass); on a GPU "
-                   "it is the allocator's own peak.")
+                   f"fp32 at batch {about}. On the CPU the budget applies to accounted memory "
+                   "(parameters, gradients, optimizer state, the activations saved for the "
+                   "backward pass and a workspace), a lower bound of what the process holds; "
+                   "beside it each technique's real peak — what torch's allocator held during a "
+                   "step, at fp32's largest batch — says whether a saving is real. On a GPU the "
+                   "allocator's own peak is the budget's measure.")
     accum = link.choice(st, "Accumulation: micro-batches per step", (2, 4, 8), 4,
                         key="fit_accum", widget="select_slider")
     link.scenarios(SCENARIOS["fit_batch"])

@@ -12,10 +12,14 @@ Techniques (TECHNIQUES; `available` says which run on a device):
 - accumulation: k micro-batches of the largest fp32 batch per optimizer step: the effective
   batch grows k times at the micro-batch's memory (and time per sample).
 
-A step's memory: on CUDA the allocator's peak; elsewhere the accounted bytes (parameters,
-gradients, optimizer state, and the activations autograd saves, counted with saved-tensor hooks;
-for checkpointing, what is saved outside the blocks, each block's input, and the largest block's
-own activations, which is what the backward holds while it recomputes that block). Each
+A step's memory: on CUDA the allocator's peak; elsewhere the accounted bytes, as the engine counts
+them (parameters, gradients, optimizer state, the activations autograd saves, counted with
+saved-tensor hooks, and a workspace the size of the largest of them; for checkpointing, what is
+saved outside the blocks, each block's input, and the largest block's own activations, which is
+what the backward holds while it recomputes that block). The CPU has no allocator limit to fail
+against, so the budget is applied to the accounting there; beside it each technique's *real*
+peak — what torch's CPU allocator held during a step, from the profiler's memory events — is
+read at one common batch (fp32's largest), and a saving is only real where that is lower. Each
 technique's memory is measured at two probe batches and fitted M(B) = M0 + m·B; the largest
 batch under the budget is predicted, then verified by a real step (halved until it fits).
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -96,7 +101,7 @@ class Stepper:
         # CPU: other programs on the machine cannot lengthen it), else the wall clock
         self.tick, self.clock = step_clock(self.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
-        param_bytes = tensor_bytes(self.params)
+        self.param_bytes = param_bytes = tensor_bytes(self.params)
         self.fixed = 2 * param_bytes + expected_optimizer_state_bytes(cfg.optimizer, param_bytes)
         self.stem, self.blocks, self.head = segments(self.model)
         self.scaler = (torch.amp.GradScaler("cuda") if self.device.type == "cuda" else None)
@@ -140,7 +145,9 @@ class Stepper:
         with self._autocast(technique), SavedActivations(self.params) as plain:
             self.model(x)
         per_block, inputs = self._per_block(x, technique)
-        return plain.bytes - sum(per_block) + inputs + max(per_block)
+        # the workspace as the engine counts it (bsdemo.engine.memory.MemoryBook): the largest
+        # saved tensor, the size of the gradient buffer the backward allocates for it
+        return plain.bytes - sum(per_block) + inputs + max(per_block) + plain.largest
 
     def step(self, batch: int, technique: str, accumulation: int = 1,
              memory: bool = True) -> tuple[int | None, float, float]:
@@ -162,8 +169,8 @@ class Stepper:
         for _ in range(accumulation):
             with self._autocast(technique), SavedActivations(self.params) as saved:
                 loss = _loss(self._forward(x[idx], technique), y[idx]) / accumulation
-            if not checkpointed:
-                held = max(held, saved.bytes)
+            if not checkpointed:  # saved activations and workspace, as the engine counts them
+                held = max(held, saved.bytes + saved.largest)
             if technique == "fp16":
                 self.scaler.scale(loss).backward()
             else:
@@ -175,6 +182,49 @@ class Stepper:
         self.model.zero_grad(set_to_none=True)
         peak = torch.cuda.max_memory_allocated() if cuda else self.fixed + held if memory else None
         return peak if peak is None else int(peak), seconds, total
+
+
+    def allocator_peak(self, batch: int, technique: str, accumulation: int = 1) -> int | None:
+        """On the CPU: the real peak of one step — the most bytes torch's CPU allocator held above
+        the step's start (gradients, saved activations, temporaries, recomputation), read from
+        the profiler's memory events — plus the parameters and the optimizer state that were
+        there before it. None on CUDA (its allocator's own peak is the step's memory there) or
+        where the profiler's events cannot be read."""
+        if self.device.type == "cuda":
+            return None
+        try:
+            from torch.profiler import ProfilerActivity, profile
+
+            with _stderr_muted(), profile(activities=[ProfilerActivity.CPU],
+                                          profile_memory=True) as prof:
+                self.step(batch, technique, accumulation, memory=False)
+            moves = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                           if e.name() == "[memory]")
+        except Exception:  # noqa: BLE001 - a profiler without memory events: not measured
+            return None
+        held = top = 0
+        for _, change in moves:
+            held += change
+            top = max(top, held)
+        return self.fixed - self.param_bytes + top  # the gradients are in `top`
+
+
+@contextlib.contextmanager
+def _stderr_muted():
+    """The profiler's C++ side prints a line to stderr (fd 2) at each start and stop: not for
+    the reader of a measurement's output."""
+    try:
+        saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        yield
+        return
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 def loss_after(cfg: RunConfig, technique: str, steps: int, batch: int,
@@ -224,6 +274,7 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
     n = len(stepper.run.data.y_train)
     reference = loss_after(cfg, "fp32", budget_steps, budget_batch, accumulation, should_stop)
     results = {}
+    common = None  # on the CPU: the batch (fp32's largest) every technique's real peak is read at
     for name in names:
         check_stop(should_stop)
         base = "fp32" if name == "accumulation" else name
@@ -237,12 +288,14 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
         predicted = max(1, min(max_batch, math.floor((memory_budget_bytes - m0) / slope)
                                if slope > 0 else max_batch))
         batch, peak = predicted, None
-        while batch >= 1:  # verify with a real step; halve until it fits
+        while batch >= 1:  # verify with a real step; step down in proportion until it fits
             check_stop(should_stop)
             peak, _, _ = stepper.step(batch, base)
             if peak <= memory_budget_bytes:
                 break
-            batch //= 2
+            # memory grows at most in proportion to the batch past the fixed part, so this lands
+            # at or under the budget in a step or two (halving gave up a third of the batch)
+            batch = min(batch - 1, math.floor(batch * memory_budget_bytes / peak))
         if batch < 1:
             record = {"kind": "fit_batch_result", "technique": name, "max_batch_size": 0,
                       "effective_batch_size": 0, "samples_per_sec": None,
@@ -263,6 +316,13 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
                                  should_stop))
         record |= {"loss_after": after, "loss_vs_fp32": after - reference,
                    "budget_steps": budget_steps, "budget_batch": budget_batch}
+        if name == "fp32" and batch >= 1:
+            common = batch
+        if common is not None:  # accumulation: micro-batches of that size
+            check_stop(should_stop)
+            real = stepper.allocator_peak(common, base, record.get("accumulation_steps", 1))
+            if real is not None:
+                record |= {"real_peak_bytes": real, "real_batch": common}
         results[name] = record | {"fit": line}
         yield record
     yield {"kind": "fit_batch_end", "techniques": names, "train_samples": n,

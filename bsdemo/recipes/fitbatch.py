@@ -14,6 +14,7 @@ NAMES = {"bf16": "bf16 autocast", "fp16": "fp16 with a gradient scaler",
          "checkpointing": "Gradient checkpointing", "bf16+checkpointing": "bf16 with checkpointing"}
 SLOWER = 0.8  # a technique below this share of fp32's samples/s counts as "slower"
 SAME_LOSS = 0.01  # a training-loss difference under this counts as "the same result"
+REAL_SAVING = 0.1  # a real (allocator) peak this much under fp32's counts as a real saving
 
 
 def fit_prediction(results: Sequence[dict[str, Any]]) -> tuple[int, str] | None:
@@ -38,45 +39,63 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
              f"activations a sample on top of {format_bytes(base['fixed_bytes'])} for the "
              f"model, its gradients and optimizer state) at {base['samples_per_sec']:,.0f} "
              "samples/s."]
+    real_base = base.get("real_peak_bytes")
     for name in ("bf16", "fp16", "checkpointing", "bf16+checkpointing"):
         r = by.get(name)
         if r is None or not r["max_batch_size"]:
             continue
         grow = r["max_batch_size"] / base["max_batch_size"]
         speed = r["samples_per_sec"] / base["samples_per_sec"]
+        text = f"{NAMES[name]} fits {r['max_batch_size']:,} ({grow:.1f}× fp32's)"
+        real = r.get("real_peak_bytes")
+        if real is not None and real_base:  # the CPU: accounting, and the allocator's real peak
+            at = (f"at batch {r['real_batch']:,} the allocator's real peak was "
+                  f"{format_bytes(real)} against fp32's {format_bytes(real_base)}")
+            if real <= (1 - REAL_SAVING) * real_base:
+                text += f" by the accounting; {at} ({1 - real / real_base:.0%} less): a real saving"
+            else:
+                text += (f" by the accounting, but not in real memory: {at}, no lower — on this "
+                         "machine it would not fit a larger batch")
         if name == "checkpointing" and speed > 1 + NOISE:  # it does fp32's work and more
-            parts.append(f"{NAMES[name]} fits {r['max_batch_size']:,} ({grow:.1f}× fp32's); its "
-                         f"timing was too noisy to read: it came out {speed:.2f}× as fast as "
-                         "fp32, which a technique that runs the forward pass twice cannot be. "
-                         "No conclusion about its speed is drawn; run it again when the "
-                         "machine is quieter.")
+            parts.append(f"{text}. Its timing was too noisy to read: it came out {speed:.2f}× as "
+                         "fast as fp32, which a technique that runs the forward pass twice "
+                         "cannot be. No conclusion about its speed is drawn; run it again when "
+                         "the machine is quieter.")
             continue
-        text = (f"{NAMES[name]} fits {r['max_batch_size']:,} ({grow:.1f}× fp32's) at "
-                f"{r['samples_per_sec']:,.0f} samples/s ({speed:.2f}× fp32's)")
+        text += f". It ran at {r['samples_per_sec']:,.0f} samples/s ({speed:.2f}× fp32's)"
         if name in ("bf16", "fp16"):
-            text += (f": {r['bytes_per_sample']:,.0f} bytes a sample instead of "
+            text += (f" with {r['bytes_per_sample']:,.0f} accounted bytes a sample instead of "
                      f"{base['bytes_per_sample']:,.0f}")
-            if speed < SLOWER and device == "cpu":
-                text += (" — this CPU has no fast half-precision arithmetic, so here mixed "
-                         "precision buys memory with time; on a GPU with tensor cores it buys "
-                         "both")
+            if speed < SLOWER:
+                text += ": on this device mixed precision bought memory with time"
+            elif speed > 1 + NOISE:
+                text += ": on this device it was faster as well"
         elif name == "checkpointing" and speed < 1:
             text += (f" — the recomputed forward passes cost {1 / speed - 1:.0%} more time a "
                      "sample")
-        elif speed < SLOWER and device == "cpu":  # bf16 + checkpointing: blame what measured slow
+        elif speed < SLOWER:  # bf16 + checkpointing: blame what measured slow
             alone = by.get("bf16")
             slow_bf16 = (alone is not None and alone["samples_per_sec"]
                          and alone["samples_per_sec"] / base["samples_per_sec"] < SLOWER)
-            text += (" — mostly bf16's slow arithmetic on this CPU (bf16 alone was slower too), "
+            text += (" — mostly bf16's arithmetic on this device (bf16 alone was slower too), "
                      "plus the recomputation" if slow_bf16 else " — the recomputed forward "
                      "passes: bf16 alone was not slower here")
         parts.append(text + ".")
     acc = by.get("accumulation")
     if acc and acc["max_batch_size"]:
+        memory = "at the memory of one micro-batch"
+        if acc.get("real_peak_bytes") and real_base:
+            extra = acc["real_peak_bytes"] - real_base
+            memory += (f" (the allocator's real peak {format_bytes(acc['real_peak_bytes'])} "
+                       f"against fp32's {format_bytes(real_base)} for one batch of "
+                       f"{acc['real_batch']:,}"
+                       + (f": {format_bytes(extra)} more while the micro-batches' gradients "
+                          "are summed, however many there are)" if extra > REAL_SAVING * real_base
+                          else ")"))
         parts.append(f"Accumulation reaches an effective batch of "
                      f"{acc['effective_batch_size']:,} ({acc['accumulation_steps']} "
-                     f"micro-batches of {acc['max_batch_size']:,}) at fp32's memory: the batch "
-                     "the optimizer sees is not limited by memory at all, only by time.")
+                     f"micro-batches of {acc['max_batch_size']:,}) {memory}: the batch the "
+                     "optimizer sees is not limited by memory, only by time.")
     changed = [(r["technique"], r["loss_vs_fp32"]) for r in results
                if r["technique"] != "fp32" and abs(r["loss_vs_fp32"]) >= SAME_LOSS]
     steps, batch = base["budget_steps"], base["budget_batch"]
