@@ -50,6 +50,7 @@ LR_CONTROLS = (
             default=_LINEAR["ref_lr"]),
     Control("k", "lr_k", "Batch multiplier k", "int", 1, 256, default=_LINEAR["k"]),
     Control("epochs", "lr_epochs", "Epochs", "int", 1, 100, default=_LINEAR["epochs"]),
+    Control("warmup", "lr_warmup", "Warm-up epochs", "int", 1, 20, default=_LINEAR["warmup"]),
 )
 LR_TIME_CAP_S = 30.0  # each of the five runs
 
@@ -59,7 +60,7 @@ def lr_runs(values: Mapping[str, Any]) -> list[tuple[str, RunConfig]]:
     base = dataclasses.replace(workload(values["preset"], values["size"], values["optimizer"]),
                                epochs=int(values["epochs"]), time_limit_s=LR_TIME_CAP_S)
     return recipes.lr_variants(base, int(values["ref_batch"]), values["ref_lr"],
-                               int(values["k"]))
+                               int(values["k"]), int(values["warmup"]))
 
 
 # ----- SGD, full batch, mini-batch -----

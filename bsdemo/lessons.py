@@ -67,9 +67,10 @@ LESSONS = (
            "rules win back, and what warm-up changed.", "lr_scaling", ":material/trending_up:",
            "see that multiplying the batch by k without touching the learning rate trains worse "
            "per epoch, and how much of that the linear rule (lr × k) and the square-root rule "
-           "(lr × √k) win back. A warm-up ramps the learning rate up over the first epoch: at "
-           "these defaults nothing blows up without it, and the Warm-up preset (Adam, k = 32) "
-           "shows the loss spike it prevents.",
+           "(lr × √k) win back. A warm-up ramps the learning rate up over its first epochs: at "
+           "these defaults nothing blows up without it, and the Warm-up preset (Adam, k = 32, "
+           "5 epochs of warm-up) shows the loss spike it prevents — and whether the √ rule, "
+           "with no warm-up at all, did better still.",
            "at 8× the batch and the same lr, will 10 epochs reach the same accuracy? What if the "
            "lr is 8× too?",
            ("about the same accuracy", "clearly worse (more than a point)",

@@ -15,12 +15,14 @@ link = PageLink("lr_scaling")
 controls, results = areas()  # presentation mode: results above the controls
 with controls:
     cfg = sweeps.workload("lr", link)
-    a, b, c, d = st.columns(4)
-    ref_batch, ref_lr, k, epochs = lessonlinks.LR_CONTROLS[3:]
+    a, b, c, d, e = st.columns(5)
+    ref_batch, ref_lr, k, epochs, warmup = lessonlinks.LR_CONTROLS[3:]
     link.control(a, ref_batch)
     link.control(b, ref_lr, widget="select_slider", format_func=lambda v: f"{v:g}")
     link.control(c, k)
     link.control(d, epochs)
+    link.control(e, warmup, help="The last run ramps the linear rule's lr up from near zero "
+                                 "over this many epochs of the large batch.")
     values = link.values()
     variants = lessonlinks.lr_runs(values)
     big = variants[1][1]  # "lr unchanged": the reference batch × k

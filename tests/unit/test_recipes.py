@@ -130,6 +130,21 @@ def test_a_loss_spike_warm_up_prevented_is_named_with_its_size():
     assert "nothing to prevent" in recipes.lr_verdict(rows)
     assert "Warm-up* preset" in recipes.lr_verdict(rows)
     assert set(recipes.LR_PRESETS) >= {"Warm-up (Adam, k = 32)"}
+    assert "square-root rule, with no warm-up" not in text  # 80 % is behind the warm-up's 85 %
+
+
+def test_the_lr_verdict_says_when_the_square_root_rule_was_simply_better():
+    rows = [row("ref", 0.98, batch=16), row("same", 0.975, batch=512),
+            row("linear", 0.25, batch=512) | {"first loss": 2.3, "peak loss": 52.1},
+            row("sqrt", 0.981, batch=512),
+            row("warm", 0.958, batch=512) | {"first loss": 2.3, "peak loss": 4.1}]
+    text = recipes.lr_verdict(rows)
+    assert "what warm-up prevents" in text
+    assert ("The square-root rule, with no warm-up, ended ahead of both (98.1%): at this batch "
+            "its smaller learning rate was simply the better choice.") in text
+    # the warm-up preset's own ramp: 5 epochs of the large batch (15 steps at batch 512)
+    warm = recipes.lr_variants(RunConfig(epochs=20), 16, 0.002, 32, warmup_epochs=5)[4][1]
+    assert warm.warmup_steps == 5 * 3 and warm.batch_size == 512
 
 
 def test_a_flat_grid_row_is_not_a_rise():
