@@ -320,12 +320,42 @@ def sharpness(seed: int) -> list[Claim]:
     ]
 
 
+def architectures(seed: int) -> list[Claim]:
+    """The finder page's architecture study at its defaults (4 architectures x batches 8, 32,
+    128, 512, 0.75 s of training each). The page reads a range only from runs that learned."""
+    from bsdemo.architectures import ARCHITECTURES, DEFAULT_BATCHES, learned_in_budget
+    from bsdemo.engine.architectures import architecture_sweep
+
+    records = list(architecture_sweep(RunConfig(seed=seed), list(ARCHITECTURES), DEFAULT_BATCHES))
+    points = [r for r in records if r["kind"] == "architecture_point"]
+    summaries = {r["architecture"]: r for r in records if r["kind"] == "architecture_summary"}
+    text = recipes.architecture_verdict(list(summaries.values()), 0.75, points) or ""
+
+    def ranged(name: str) -> str:
+        r = summaries[name]
+        return f"{r['range'][0]}-{r['range'][1]}" if r.get("range") else "not judged"
+
+    return [
+        ("every range is read from runs that learned (closed half the gap to perfect)",
+         all(learned_in_budget(p) for p in points if any(
+             s.get("range") and p["architecture"] == a and p["batch_size"] in s["good_batches"]
+             for a, s in summaries.items())),
+         "; ".join(f"{a} {ranged(a)}" for a in summaries)),
+        (REPORT + "the verdict's count of architectures meeting their rule",
+         "meets the rule" in text, text.split("the measured range of ")[1].split(" meets")[0]
+         if "the measured range of " in text else "–"),
+        (REPORT + "the Transformer learns in its budget", summaries["transformer"].get("range")
+         is not None, f"best {summaries['transformer'].get('best_quality', 0):.1%}"),
+    ]
+
+
 LESSONS: dict[str, Callable[[int], list[Claim]]] = {
     "training_lab": training_lab, "throughput": throughput, "memory": memory,
     "regimes": regimes, "lr_scaling": lr_scaling, "lr_scaling (warm-up)": lr_warmup,
     "lr_grid": lr_grid,
     "accumulation": accumulation, "finder": finder, "norms": norms,
     "noise": noise, "critical": critical, "sharpness": sharpness,
+    "architectures": architectures,
 }
 
 

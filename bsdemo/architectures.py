@@ -28,6 +28,7 @@ KNEE_SHARE = 0.8  # the throughput knee: the smallest batch reaching this share 
 FAST_SHARE = 0.5  # a batch in the measured range runs at least this share of the best samples/s
 ACCURACY_TOLERANCE = 0.02  # within 2 points of the best accuracy counts as as good
 FRECHET_TOLERANCE = 0.25  # within 25 % of the best (lowest) Fréchet distance counts as as good
+LEARNED = 0.5  # a run learned if it closed this share of the gap from its start to perfect
 DEFAULT_BATCHES = (8, 32, 128, 512)
 DEFAULT_SECONDS = 0.75  # each run's training time (evaluations not counted): the training
 # thread's CPU time where it does all the work (bsdemo.engine.architectures), else the wall clock
@@ -89,6 +90,19 @@ def analyse(architecture: str, points: Sequence[Mapping[str, Any]]) -> dict[str,
         return out | {"range": None, "agreement": None, "why": "No run completed."}
     lower = arch.quality == "frechet_distance"
     best = (min if lower else max)(p["quality"] for p in done)
+    learned = [p for p in done if learned_in_budget(p)]
+    if not learned:  # no range from models that did not learn: nothing comparable to read
+        top = next(p for p in done if p["quality"] == best)
+        start = f" from {_quality(arch, top['initial_quality'])} at its start" \
+            if top.get("initial_quality") is not None else ""
+        return out | {"range": None, "agreement": None, "not_learned": True,
+                      "best_quality": best, "best_batch": top["batch_size"],
+                      "why": f"no run learned in its budget: the best, batch "
+                             f"{top['batch_size']}, reached {_quality(arch, best)}{start}, less "
+                             f"than half the way to {_perfect(arch, top)}, so no range is read. "
+                             "Give it more seconds."}
+    done = learned
+    best = (min if lower else max)(p["quality"] for p in done)
     good = [p for p in done if (p["quality"] <= best * (1 + FRECHET_TOLERANCE) if lower
                                 else p["quality"] >= best - ACCURACY_TOLERANCE)]
     peak = max(p["samples_per_sec"] for p in done)
@@ -145,6 +159,25 @@ def _agreement(arch: Architecture, done: list, summary: dict) -> dict[str, Any]:
     if hi == max(tested) and hi < arch.rule[1]:
         reasons.append(f"nothing above batch {hi} was tried")
     return {"agreement": agreement, "why": "; ".join(reasons) + "." if reasons else ""}
+
+
+def learned_in_budget(point: Mapping[str, Any]) -> bool:
+    """Whether a run closed at least LEARNED of the gap between its starting quality and perfect
+    (test accuracy 100 %; for the GAN the Fréchet distance of real training images). A run
+    without a recorded start counts as learned."""
+    start, end = point.get("initial_quality"), point["quality"]
+    if start is None:
+        return True
+    if point["architecture"] == "gan":
+        floor = point.get("frechet_reference") or 0.0
+        return end - floor <= (1 - LEARNED) * (start - floor)
+    return end - start >= LEARNED * (1.0 - start)
+
+
+def _perfect(arch: Architecture, point: Mapping[str, Any]) -> str:
+    if arch.name == "gan":
+        return f"real images' Fréchet distance ({point.get('frechet_reference') or 0:.2g})"
+    return "100 %"
 
 
 def _quality(arch: Architecture, value: float) -> str:

@@ -78,7 +78,8 @@ def architecture_table(summaries: Sequence[dict[str, Any]]) -> list[dict[str, An
     return [{"architecture": s["label"], "rule of thumb": s["rule_text"],
              "measured here": (f"{s['range'][0]}–{s['range'][1]}" if s["range"][0] != s["range"][1]
                                else str(s["range"][0])) if s.get("range") else "–",
-             "agreement": s.get("agreement") or "–",
+             "agreement": s.get("agreement") or ("not judged: did not learn"
+                                                 if s.get("not_learned") else "–"),
              "throughput knee": s.get("knee"),
              "memory per sample": format_bytes(s["memory_per_sample_bytes"])
              if s.get("memory_per_sample_bytes") else "–"} for s in summaries]

@@ -28,11 +28,14 @@ def architecture_point(cfg: RunConfig, architecture: str, batch: int, seconds: f
     by_cpu = cpu_clock(resolve_device(run_cfg.device)) is not None
     if by_cpu:
         run_cfg = dataclasses.replace(run_cfg, time_limit_s=seconds * WALL_SLACK)
-    end = None
+    end = initial = None
+    quality = ARCHITECTURES[architecture].quality
     load = HostLoad()  # what else used the CPU meanwhile
     for event in train(run_cfg, should_stop=should_stop, cpu_budget_s=seconds if by_cpu else None):
         if event.kind == "end":
             end = event
+        elif event.kind == "eval" and event.step == 0:  # where it started: did it learn?
+            initial = getattr(event, quality, None)
     s = end.summary
     if end.status == "cancelled" and not s.get("time_capped"):
         raise JobStopped(end.message)
@@ -48,7 +51,7 @@ def architecture_point(cfg: RunConfig, architecture: str, batch: int, seconds: f
             "wall_samples_per_sec": s.get("samples_per_sec"),
             "peak_memory_bytes": s.get("peak_memory_bytes"),
             "memory_source": s.get("memory_source"),
-            "quality": s.get(ARCHITECTURES[architecture].quality),
+            "quality": s.get(quality), "initial_quality": initial,
             "test_accuracy": s.get("test_accuracy"),
             "frechet_reference": s.get("frechet_reference"),
             "others_cpu_share": load.others_share() if run_cfg.device != "cuda" else None,

@@ -28,7 +28,8 @@ def architecture_verdict(summaries: Sequence[dict[str, Any]], seconds: float,
     """The closing text (Markdown): a line per architecture, from its own numbers, and the load
     the runs shared the CPU with (a time budget buys fewer steps under load)."""
     measured = [s for s in summaries if s.get("range")]
-    if not measured:
+    unjudged = [s for s in summaries if s.get("not_learned")]
+    if not measured and not unjudged:
         return None
     lines = []
     for s in measured:
@@ -37,6 +38,9 @@ def architecture_verdict(summaries: Sequence[dict[str, Any]], seconds: float,
         why = s["why"][:1].upper() + s["why"][1:]
         lines.append(f"- **{s['label']}**: {span} ({WORDS[s['agreement']]}, {s['rule_text']}). "
                      f"{why}".rstrip())
+    for s in unjudged:
+        lines.append(f"- **{s['label']}**: not judged ({s['rule_text']}): "
+                     f"{s['why']}".rstrip())
     agree = sum(s["agreement"] != "disagrees" for s in measured)
     busy = contention(points)
     cpu = by_cpu_time(points)
@@ -49,9 +53,13 @@ def architecture_verdict(summaries: Sequence[dict[str, Any]], seconds: float,
             if busy is not None and busy > CONTENDED else "")
     return (f"**On this machine, with {budget_words(points, seconds)} of training per run,** "
             "the measured range "
-            f"of {agree} of {len(measured)} architectures meets the rule of thumb's. A measured "
-            "range is the batches that trained as well as the best one (within 2 accuracy points, "
-            "or 25 % of the best Fréchet distance) at ≥ 50 % of the best samples/s:\n\n"
+            f"of {agree} of {len(measured)} architectures "
+            + (f"(of {len(measured) + len(unjudged)}: {len(unjudged)} did not learn in this "
+               "budget and are not judged) " if unjudged else "")
+            + "meets the rule of thumb's. A measured range is read only from runs that learned "
+            "(closed at least half the gap from where they started to perfect), and is the "
+            "batches that trained as well as the best one (within 2 accuracy points, or 25 % of "
+            "the best Fréchet distance) at ≥ 50 % of the best samples/s:\n\n"
             + "\n".join(lines)
             + "\n\nThe rules of thumb come from GPUs and long training: a GPU needs larger batches "
               "to fill, and a longer budget lets larger batches catch up on the updates they "

@@ -65,6 +65,29 @@ def test_a_gan_reads_lower_frechet_distance_as_better_and_a_range_outside_the_ru
     assert "Other processes used 50% of this machine's CPU time" in loaded
 
 
+def test_no_range_is_read_from_models_that_did_not_learn():
+    """A run learned if it closed half the gap from where it started to perfect; an architecture
+    none of whose runs learned is not judged, and runs that did not learn never make a range."""
+    flat = [_point("transformer", b, 1000 * b, q) | {"initial_quality": 0.1}
+            for b, q in ((8, 0.32), (32, 0.39), (128, 0.32), (512, 0.25))]
+    s = analyse("transformer", flat)
+    assert s["range"] is None and s["not_learned"] and s["best_batch"] == 32
+    assert ("no run learned in its budget: the best, batch 32, reached test accuracy 39.0% from "
+            "test accuracy 10.0% at its start, less than half the way to 100 %") in s["why"]
+    cnn = analyse("cnn", [_point("cnn", 32, 3000, 0.95) | {"initial_quality": 0.1},
+                          _point("cnn", 128, 5000, 0.94) | {"initial_quality": 0.1},
+                          _point("cnn", 512, 9000, 0.40) | {"initial_quality": 0.1}])
+    assert cnn["range"] == [32, 128] and 512 not in cnn["good_batches"]
+    verdict = architecture_verdict([cnn, s], 0.75)
+    assert ("the measured range of 1 of 1 architectures (of 2: 1 did not learn in this budget "
+            "and are not judged) meets the rule of thumb's") in verdict
+    assert "- **Transformer**: not judged (into the thousands, with warm-up): no run learned" \
+        in verdict
+    gan = _point("gan", 32, 1000, 60.0) | {"initial_quality": 200.0, "frechet_reference": 1.3}
+    assert analyse("gan", [gan])["range"] == [32, 32]  # 60 is past half way from 200 to 1.3
+    assert analyse("gan", [gan | {"quality": 120.0}])["not_learned"]
+
+
 def test_no_completed_run_gives_no_range():
     s = analyse("lstm", [{**_point("lstm", 8, 1, None), "status": "diverged"}])
     assert s["range"] is None and architecture_verdict([s], 1.0) is None
