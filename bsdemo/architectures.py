@@ -95,8 +95,16 @@ def analyse(architecture: str, points: Sequence[Mapping[str, Any]]) -> dict[str,
         top = next(p for p in done if p["quality"] == best)
         start = f" from {_quality(arch, top['initial_quality'])} at its start" \
             if top.get("initial_quality") is not None else ""
+        # speed and memory do not depend on learning: still measured
+        peak = max(p["samples_per_sec"] for p in done)
+        memory = linear_fit([p["batch_size"] for p in done],
+                            [p["peak_memory_bytes"] for p in done])
         return out | {"range": None, "agreement": None, "not_learned": True,
                       "best_quality": best, "best_batch": top["batch_size"],
+                      "knee": next(p["batch_size"] for p in done
+                                   if p["samples_per_sec"] >= KNEE_SHARE * peak),
+                      "memory_per_sample_bytes": memory.slope if memory else None,
+                      "peak_samples_per_sec": peak,
                       "why": f"no run learned in its budget: the best, batch "
                              f"{top['batch_size']}, reached {_quality(arch, best)}{start}, less "
                              f"than half the way to {_perfect(arch, top)}, so no range is read. "

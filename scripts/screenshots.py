@@ -52,7 +52,7 @@ PAGES = {
 SECOND = {"noise": [("Train to the target at each batch", r"^What your runs show")],
           "fit_batch": [("Run the process group", r"scaling efficiency of|too noisy to read"),
                         ("Run the pipeline", r"^Each stage held at most")],
-          "finder": [("Measure each architecture", r"architectures meets the rule of thumb")]}
+          "finder": [("Measure each architecture", r"meets the rule of thumb's")]}
 VARIANTS = {
     "lr_scaling-warmup": ("lr_scaling", "Warm-up (Adam, k = 32)", ""),
     "sharpness-remedies": ("sharpness", "Every remedy", ""),

@@ -55,7 +55,8 @@ def architecture_verdict(summaries: Sequence[dict[str, Any]], seconds: float,
             "the measured range "
             f"of {agree} of {len(measured)} architectures "
             + (f"(of {len(measured) + len(unjudged)}: {len(unjudged)} did not learn in this "
-               "budget and are not judged) " if unjudged else "")
+               f"budget and {'is' if len(unjudged) == 1 else 'are'} not judged) "
+               if unjudged else "")
             + "meets the rule of thumb's. A measured range is read only from runs that learned "
             "(closed at least half the gap from where they started to perfect), and is the "
             "batches that trained as well as the best one (within 2 accuracy points, or 25 % of "

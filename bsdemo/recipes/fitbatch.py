@@ -57,7 +57,7 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
                 text += (f" by the accounting, but not in real memory: {at}, no lower — on this "
                          "machine it would not fit a larger batch")
         if name == "checkpointing" and speed > 1 + NOISE:  # it does fp32's work and more
-            parts.append(f"{text}. Its timing was too noisy to read: it came out {speed:.2f}× as "
+            parts.append(f"- {text}. Its timing was too noisy to read: it came out {speed:.2f}× as "
                          "fast as fp32, which a technique that runs the forward pass twice "
                          "cannot be. No conclusion about its speed is drawn; run it again when "
                          "the machine is quieter.")
@@ -80,7 +80,7 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
             text += (" — mostly bf16's arithmetic on this device (bf16 alone was slower too), "
                      "plus the recomputation" if slow_bf16 else " — the recomputed forward "
                      "passes: bf16 alone was not slower here")
-        parts.append(text + ".")
+        parts.append(f"- {text}.")
     acc = by.get("accumulation")
     if acc and acc["max_batch_size"]:
         memory = "at the memory of one micro-batch"
@@ -92,7 +92,7 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
                        + (f": {format_bytes(extra)} more while the micro-batches' gradients "
                           "are summed, however many there are)" if extra > REAL_SAVING * real_base
                           else ")"))
-        parts.append(f"Accumulation reaches an effective batch of "
+        parts.append(f"- Accumulation reaches an effective batch of "
                      f"{acc['effective_batch_size']:,} ({acc['accumulation_steps']} "
                      f"micro-batches of {acc['max_batch_size']:,}) {memory}: the batch the "
                      "optimizer sees is not limited by memory, only by time.")
@@ -108,4 +108,6 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
         parts.append(f"After {steps} steps at batch {batch} from the same start, every "
                      f"technique's training loss is within {SAME_LOSS} of fp32's "
                      f"({base['loss_after']:.4f}): none of them changed the result here.")
-    return " ".join(parts)
+    # the measurement's opening, a line per technique, then what the loss comparison showed
+    items = parts[1:-1]
+    return parts[0] + ("\n\n" + "\n".join(items) if items else "") + "\n\n" + parts[-1]
