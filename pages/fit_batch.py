@@ -49,9 +49,18 @@ def draw(snap) -> None:
     chart = charts.fit_chart(rows, snap.options["memory_budget_bytes"])
     show_chart(chart, "fit_chart")
     table = chart.table
+    helps = {"loss after": f"Training loss after {rows[0]['budget_steps']} steps at batch "
+                           f"{rows[0]['budget_batch']} from the same start",
+             "vs fp32": "This technique's loss after those steps, less fp32's",
+             "accounted MiB": "The engine's count at the largest batch: what the budget is "
+                              "applied to on the CPU"}
     st.dataframe(table, hide_index=True, key="fit_table", column_config={
-        name: st.column_config.NumberColumn(format="%.4g") for name in table[0]
-        if name not in ("technique", "largest batch", "effective batch")})
+        name: st.column_config.NumberColumn(
+            format="%.4g", help=helps.get(name) or (
+                "What torch's CPU allocator held during one step at this batch (the profiler's "
+                "memory events), parameters and optimizer state included"
+                if name.startswith("real MiB") else None))
+        for name in table[0] if name not in ("technique", "largest batch", "effective batch")})
     if snap.done:
         verdict = recipes.fit_verdict(rows, snap.options["memory_budget_bytes"],
                                       "cpu" if cpu else "cuda")

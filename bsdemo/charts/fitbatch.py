@@ -65,6 +65,5 @@ def fit_table(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if real:  # the allocator's, at one batch for all: a saving is real only if this is lower
             row[f"real MiB, batch {real}"] = (r["real_peak_bytes"] / 2**20
                                               if r.get("real_peak_bytes") else None)
-        rows.append(row | {"loss after budget": r["loss_after"],
-                           "loss − fp32's": r["loss_vs_fp32"]})
+        rows.append(row | {"loss after": r["loss_after"], "vs fp32": r["loss_vs_fp32"]})
     return rows

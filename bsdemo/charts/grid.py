@@ -49,14 +49,16 @@ def _rule_traces(fig: go.Figure, best: dict[int, float], lrs: list[float],
             past = lr > max(lrs) * 1.5 or lr < min(lrs) / 1.5
             xs.append(f"{column:g}")
             ys.append(str(b))
-            symbols.append(("triangle-right" if lr > max(lrs) else "triangle-left") if past
-                           else "circle")
+            # open symbols: the cell's accuracy stays readable through them
+            symbols.append(("triangle-right-open" if lr > max(lrs) else "triangle-left-open")
+                           if past else "circle-open")
             hover.append(f"{name} rule at batch {b}: lr {lr:.3g}" + (" (past the grid)" if past
                                                                        else ""))
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=f"{name} rule",
-                                 line=dict(color=colour, dash=dash, width=3),
-                                 marker=dict(symbol=symbols, size=13, color=colour,
-                                             line=dict(color="#000000", width=1)),
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers",
+                                 name=f"{name.replace(' ', '-')} rule",
+                                 line=dict(color=colour, dash=dash, width=2),
+                                 marker=dict(symbol=symbols, size=22, color=colour,
+                                             line=dict(color=colour, width=3)),
                                  hovertext=hover, hoverinfo="text"))
     return True
 

@@ -130,7 +130,7 @@ def test_lr_grid_marks_the_best_lr_per_batch_and_skips_diverged_cells():
     assert "linear rule batch 8: 0.1, batch 64: 0.8" in chart.alt
     past = charts.lr_grid_chart([dict(c, batch=c["batch"] * 8) if c["batch"] == 64 else c
                                  for c in cells])  # batches 8 and 512: linear says lr 6.4
-    assert past.figure.data[1].marker.symbol[1] == "triangle-right"
+    assert past.figure.data[1].marker.symbol[1] == "triangle-right-open"
     assert "(past the grid)" in past.figure.data[1].hovertext[1]
 
 
