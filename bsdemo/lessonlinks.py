@@ -22,6 +22,20 @@ SIZE_OPTIONS = ("preset", *SIZES["mlp"])  # every model has the same S/M/L/XL na
 LR_STEPS = (1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 
 
+# a page whose default experiment needs another optimizer than its default preset's own:
+# prefix -> (that preset, the optimizer). The lr page's default is its Linear rule preset's.
+PAGE_OPTIMIZERS = {"lr": ("digits-mlp", next(iter(recipes.LR_PRESETS.values()))["optimizer"])}
+
+
+def default_optimizer(prefix: str, preset: str) -> str:
+    """The optimizer a page starts `preset` with: the page's own for its default preset (where
+    it has one), else the preset's own."""
+    page = PAGE_OPTIMIZERS.get(prefix)
+    if page is not None and page[0] == preset:
+        return page[1]
+    return PRESETS[preset].settings.get("optimizer", "sgd")
+
+
 def workload_controls(prefix: str) -> tuple[Control, Control, Control]:
     """Preset (dataset + model), size and optimizer; the optimizer's default (None) is the
     preset's own."""
@@ -57,7 +71,8 @@ LR_TIME_CAP_S = 30.0  # each of the five runs
 
 def lr_runs(values: Mapping[str, Any]) -> list[tuple[str, RunConfig]]:
     """(label, config) of the five runs, from the controls' values by parameter."""
-    base = dataclasses.replace(workload(values["preset"], values["size"], values["optimizer"]),
+    optimizer = values["optimizer"] or default_optimizer("lr", values["preset"])
+    base = dataclasses.replace(workload(values["preset"], values["size"], optimizer),
                                epochs=int(values["epochs"]), time_limit_s=LR_TIME_CAP_S)
     return recipes.lr_variants(base, int(values["ref_batch"]), values["ref_lr"],
                                int(values["k"]), int(values["warmup"]))

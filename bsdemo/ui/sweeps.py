@@ -45,8 +45,9 @@ def workload(prefix: str, link: PageLink) -> RunConfig:
     name = link.control(left, preset, format_func=lambda n: PRESETS[n].label)
     chosen = link.control(middle, size,
                           help="S/M/L/XL set the width and depth: XL fills a large GPU.")
-    # the preset's own optimizer, unless the link or the reader set one
-    own = PRESETS[name].settings.get("optimizer", "sgd")
+    # the preset's own optimizer (or the page's, for its default preset), unless the link or
+    # the reader set one
+    own = lessonlinks.default_optimizer(prefix, name)
     picked = link.control(right, dataclasses.replace(optimizer, default=own),
                           format_func=OPTIMIZER_LABELS.get,
                           help="Adam keeps two extra copies of the parameters as state.")

@@ -49,7 +49,7 @@ def test_lr_scaling_page_compares_the_rules_and_draws_the_grid():
     run_until(at, lambda a: group_done(a) and len(a.dataframe) == 1
               and len(a.dataframe[0].value) == 5)
     runs = list(at.dataframe[0].value["run"])
-    assert runs[2].startswith("linear rule") and "lr 0.4" in runs[2]
+    assert runs[2].startswith("linear rule") and "lr 0.08" in runs[2]  # 0.01 × 8
     at.number_input(key="lr_grid_epochs").set_value(1).run()
     at.button(key="grid_run").click().run()
     run_until(at, lambda a: group_done(a) and any("Best lr per batch" in m.value
