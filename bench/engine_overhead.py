@@ -39,32 +39,15 @@ WORKLOADS = {
 
 
 def bare_loop(cfg: RunConfig, steps: int) -> float:
-    """samples/s of the plainest correct loop: randperm slices, forward, mean loss, step."""
+    """samples/s of the plainest correct loop (bare_steps) over `steps` steps, the first SKIP
+    untimed."""
     device = resolve_device(cfg.device)
-    data = load_dataset(cfg, device)
-    torch.manual_seed(cfg.seed)
-    model = build_model(cfg, data.input_shape, data.n_classes).to(device)
-    opt = make_optimizer(cfg, model.parameters())
-    g = torch.Generator(device=device).manual_seed(cfg.seed)
-    n, b = len(data.y_train), cfg.batch_size
-    done = samples = 0
-    t0 = None
-    while done < steps:
-        for idx in torch.randperm(n, generator=g, device=device).split(b):
-            if done == SKIP:
-                synchronize(device)
-                t0, samples = CLOCK(), 0
-            opt.zero_grad(set_to_none=True)
-            logits = model(data.x_train[idx])
-            y = data.y_train[idx]
-            if logits.dim() > 2:  # a sequence model: (B, T, V) against (B, T)
-                logits, y = logits.flatten(0, 1), y.flatten()
-            F.cross_entropy(logits, y).backward()
-            opt.step()
-            samples += len(idx)
-            done += 1
-            if done == steps:
-                break
+    loop = bare_steps(cfg)
+    for _ in range(SKIP):
+        next(loop)
+    synchronize(device)
+    t0 = CLOCK()
+    samples = sum(next(loop) for _ in range(steps - SKIP))
     synchronize(device)
     return samples / (CLOCK() - t0)
 
@@ -85,7 +68,8 @@ def engine_loop(cfg: RunConfig, steps: int) -> float:
 
 
 def bare_steps(cfg: RunConfig) -> Iterator[int]:
-    """The bare loop as a generator: one step per next(), its sample count."""
+    """The plainest correct loop, one step per next() (its sample count): randperm slices,
+    forward, mean loss, backward, step."""
     device = resolve_device(cfg.device)
     data = load_dataset(cfg, device)
     torch.manual_seed(cfg.seed)
