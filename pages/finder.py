@@ -29,7 +29,9 @@ with controls:
     if cpu:
         st.caption(f"Nothing limits memory on this CPU, so the default budget is a simulated device "
                    f"of {format_bytes(device)}: what this model is predicted to need at batch "
-                   f"{about}, with the margin. Choose “the device's own” for this machine's memory.")
+                   f"{about}, with the margin, applied to accounted memory (a lower bound of "
+                   "what the process holds). Choose “the device's own” for this machine's "
+                   "memory.")
     left, right = st.columns(2)
     margin = link.choice(left, "Safety margin (share of memory kept free)", MARGINS, 0.1,
                          key="find_margin", widget="select_slider", format_func=lambda m: f"{m:.0%}")

@@ -153,7 +153,9 @@ def memory_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]]) -> str
     if source == "accounted":
         text += ("On the CPU this line fits by construction (R² "
                  f"{fit['r2_memory']:.3f}): accounted memory is a sum of per-sample terms, so "
-                 "the lesson is in its two numbers, not in how straight it is. ")
+                 "the lesson is in its two numbers, not in how straight it is. It is a lower "
+                 "bound of what the process holds: the allocator's temporaries and Python's "
+                 "own objects come on top (the Fit-a-bigger-batch page reads the real peak). ")
     elif fit.get("r2_memory") is not None:
         text += f"The allocator's readings lie on that line with R² {fit['r2_memory']:.3f}. "
     oom = next((p for p in points if p["status"] == "oom"), None)
