@@ -49,18 +49,26 @@ def draw(snap) -> None:
     chart = charts.fit_chart(rows, snap.options["memory_budget_bytes"])
     show_chart(chart, "fit_chart")
     table = chart.table
-    helps = {"loss after": f"Training loss after {rows[0]['budget_steps']} steps at batch "
+    helps = {"batch": "The largest batch one step of this technique fitted under the budget",
+             "effective": "The batch the optimizer sees: accumulation's is its micro-batches "
+                          "times that batch",
+             "loss after": f"Training loss after {rows[0]['budget_steps']} steps at batch "
                            f"{rows[0]['budget_batch']} from the same start",
              "vs fp32": "This technique's loss after those steps, less fp32's",
              "accounted MiB": "The engine's count at the largest batch: what the budget is "
                               "applied to on the CPU"}
+    # short number formats keep all nine columns inside 1280 px
+    formats = {"samples/s": "%.0f", "bytes/sample": "%.0f", "loss after": "%.3f",
+               "vs fp32": "%+.3f"}
     st.dataframe(table, hide_index=True, key="fit_table", column_config={
         name: st.column_config.NumberColumn(
-            format="%.4g", help=helps.get(name) or (
+            format=formats.get(name, "%.2f" if "MiB" in name else "%d" if name in (
+                "batch", "effective") else "%.4g"),
+            help=helps.get(name) or (
                 "What torch's CPU allocator held during one step at this batch (the profiler's "
                 "memory events), parameters and optimizer state included"
                 if name.startswith("real MiB") else None))
-        for name in table[0] if name not in ("technique", "largest batch", "effective batch")})
+        for name in table[0] if name != "technique"})
     if snap.done:
         verdict = recipes.fit_verdict(rows, snap.options["memory_budget_bytes"],
                                       "cpu" if cpu else "cuda")

@@ -52,18 +52,19 @@ def fit_chart(results: Sequence[dict[str, Any]], budget: int) -> Chart:
 
 
 def fit_table(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A row per technique; on the CPU the peak is the accounting's, and the allocator's real
-    peak at one common batch sits beside it (its column named with that batch)."""
+    """A row per technique: its largest batch, the effective batch it makes (accumulation's is
+    k × that), ...; on the CPU the peak is the accounting's, and the allocator's real peak at
+    one common batch sits beside it (its column named with that batch)."""
     real = next((r["real_batch"] for r in results if r.get("real_peak_bytes")), None)
     rows = []
     for r in results:
-        row = {"technique": r["technique"], "largest batch": r["max_batch_size"],
-               "effective batch": r["effective_batch_size"],
+        row = {"technique": r["technique"], "batch": r["max_batch_size"],
+               "effective": r["effective_batch_size"],
                "samples/s": r["samples_per_sec"],
                "bytes/sample": r["bytes_per_sample"],
                ("accounted MiB" if real else "peak MiB"): (r["peak_memory_bytes"] or 0) / 2**20}
         if real:  # the allocator's, at one batch for all: a saving is real only if this is lower
-            row[f"real MiB, batch {real}"] = (r["real_peak_bytes"] / 2**20
+            row[f"real MiB ({real})"] = (r["real_peak_bytes"] / 2**20
                                               if r.get("real_peak_bytes") else None)
         rows.append(row | {"loss after": r["loss_after"], "vs fp32": r["loss_vs_fp32"]})
     return rows

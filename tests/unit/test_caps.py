@@ -25,8 +25,11 @@ HEAVY = [
     ("accum_check", dict(WIDE, epochs=1), {"micro_batch": 64, "accum": 12, "steps": 1000}),
     ("norms", dict(WIDE, epochs=20), {"batch_sizes": [2, 4], "norms": ["batch"]}),
     ("noise", dict(WIDE, epochs=1), {"batch_sizes": [256, 1024], "draws": 256}),
-    ("sharpness", dict(WIDE, epochs=1, lr=0.01), {"batch_sizes": [16, 4000]}),
-    ("critical", dict(WIDE, epochs=1), {"batch_sizes": [1, 4000]}),
+    # the large batch at 1,000: a step of it stays admissible on a CPU whose measured peak is
+    # as low as ~20 GFLOP/s (4,000 was refused at 60); the small batch's run to its target
+    # holds the worker for minutes anyway
+    ("sharpness", dict(WIDE, epochs=1, lr=0.01), {"batch_sizes": [16, 1000]}),
+    ("critical", dict(WIDE, epochs=1), {"batch_sizes": [1, 1000]}),
     ("fit_batch", dict(WIDE, epochs=1), {"memory_budget_bytes": 2**33}),
     ("ddp", dict(WIDE, batch_size=1024, epochs=1), {"processes": 2, "steps": 200}),
     ("pipeline", dict(WIDE, batch_size=2048, epochs=1), {"micro_batches": 4, "steps": 200}),

@@ -211,4 +211,4 @@ def test_the_chart_draws_each_technique_and_accumulations_micro_batch():
     chart = fit_chart(rows, 8 * 2**20)
     bars, micro = chart.figure.data
     assert list(bars.x) == [2000, 8000] and list(micro.x) == [2000]
-    assert chart.table[1]["effective batch"] == 8000 and "accumulation 8,000" in chart.alt
+    assert chart.table[1]["effective"] == 8000 and "accumulation 8,000" in chart.alt
