@@ -25,10 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
+from lessons_bench import run as summary  # a run's summary with its status
 
 from bsdemo import recipes
 from bsdemo.config import RunConfig
-from bsdemo.engine.train import train
 
 CANDIDATES = {  # name -> (optimizer, reference batch, reference lr, k, epochs, warm-up epochs)
     "sgd 16/0.05 k8 10ep": ("sgd", 16, 0.05, 8, 10, 1),
@@ -47,14 +47,6 @@ CANDIDATES = {  # name -> (optimizer, reference batch, reference lr, k, epochs, 
     "adam 16/0.002 k32 20ep w5": ("adam", 16, 0.002, 32, 20, 5),
     "adam 16/0.001 k32 20ep w5": ("adam", 16, 0.001, 32, 20, 5),
 }
-
-
-def summary(cfg: RunConfig) -> dict:
-    end = None
-    for event in train(cfg):
-        if event.kind == "end":
-            end = event
-    return end.summary | {"status": end.status}
 
 
 def acc(r: dict) -> float:

@@ -9,6 +9,7 @@ is that loss for free), and the run stops the first time it is at or below the t
 
 from __future__ import annotations
 
+import collections
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -47,7 +48,8 @@ class Descent:
 
 def descend(*args, **kwargs) -> Descent:
     """descending() to its end: the finished run."""
-    *_, run = descending(*args, **kwargs)  # every item is the same Descent, updated in place
+    # every item is the same Descent, updated in place: keep only the last, not a list of them
+    (run,) = collections.deque(descending(*args, **kwargs), maxlen=1)
     return run
 
 
