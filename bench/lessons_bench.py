@@ -325,14 +325,15 @@ def sharpness(seed: int) -> list[Claim]:
 
 def architectures(seed: int) -> list[Claim]:
     """The finder page's architecture study at its defaults (4 architectures x batches 8, 32,
-    128, 512, 0.75 s of training each). The page reads a range only from runs that learned."""
-    from bsdemo.architectures import ARCHITECTURES, DEFAULT_BATCHES, learned_in_budget
+    128, 512, DEFAULT_SECONDS of training each). The page reads a range only from runs that
+    learned."""
+    from bsdemo.architectures import ARCHITECTURES, DEFAULT_BATCHES, DEFAULT_SECONDS, learned_in_budget
     from bsdemo.engine.architectures import architecture_sweep
 
     records = list(architecture_sweep(RunConfig(seed=seed), list(ARCHITECTURES), DEFAULT_BATCHES))
     points = [r for r in records if r["kind"] == "architecture_point"]
     summaries = {r["architecture"]: r for r in records if r["kind"] == "architecture_summary"}
-    text = recipes.architecture_verdict(list(summaries.values()), 0.75, points) or ""
+    text = recipes.architecture_verdict(list(summaries.values()), DEFAULT_SECONDS, points) or ""
 
     def ranged(name: str) -> str:
         r = summaries[name]

@@ -49,7 +49,7 @@ VIEW_PARAMS = ("present", "hide")  # a link's view switches, not settings (bsdem
 @dataclass(frozen=True)
 class RunConfig:
     dataset: str = "digits"  # one of DATASETS; the 2-D toy sets and synthetic images are generated
-    model: str = "mlp"  # "mlp", "cnn" (images), "transformer" (arithmetic), "lstm" (either), "gan"
+    model: str = "mlp"  # "mlp", "cnn" (images), "transformer" and "lstm" (either), "gan"
     norm: str = "none"  # normalisation after each hidden layer; "batch" depends on the batch
     width: int = 256  # MLP/LSTM hidden units per layer / CNN channels of the first conv
     depth: int = 3  # MLP hidden layers / CNN conv blocks / LSTM layers
@@ -117,11 +117,10 @@ class RunConfig:
         if self.model == "cnn" and self.dataset not in IMAGE_DATASETS:
             raise ConfigError("dataset", self.dataset,
                               f"an image dataset for the CNN: {', '.join(IMAGE_DATASETS)}")
-        if self.model == "transformer" and self.dataset not in SEQUENCE_DATASETS:
-            raise ConfigError("dataset", self.dataset, "arithmetic for the transformer")
-        if self.model == "lstm" and self.dataset not in (*IMAGE_DATASETS, *SEQUENCE_DATASETS):
+        if self.model in ("transformer", "lstm") and self.dataset not in (*IMAGE_DATASETS,
+                                                                         *SEQUENCE_DATASETS):
             raise ConfigError("dataset", self.dataset, "an image dataset (read row by row) or "
-                                                       "arithmetic for the LSTM: "
+                                                       f"arithmetic for the {self.model}: "
                                                        + ", ".join((*IMAGE_DATASETS,
                                                                     *SEQUENCE_DATASETS)))
         if self.model == "gan" and self.dataset not in GAN_DATASETS:

@@ -68,8 +68,8 @@ class EvalEvent(_Event):
     epoch: float
     samples_seen: int
     wall_time_s: float
-    train_loss: float
-    train_accuracy: float
+    train_loss: float | None  # None where only the test split was evaluated
+    train_accuracy: float | None
     test_loss: float  # a GAN: its discriminator's loss on the split's real images and as many
     test_accuracy: float  # generated ones, and the share of those it calls right
     frechet_distance: float | None = None  # a GAN: generated vs test images (lower is better)

@@ -85,8 +85,9 @@ def step_flops_bound(cfg: RunConfig, effective_batch: int | None = None) -> floa
     input gradients only add to it; embedding tables are looked up, not multiplied.
     effective_batch: the step's samples (default: cfg's effective batch, at most its training set)."""
     params = _walk(cfg)[0]
-    if cfg.model == "transformer":
-        params -= (VOCAB_SIZE + SEQUENCE_LENGTH) * cfg.width  # token and position tables
+    if cfg.model == "transformer":  # its position table, and the token table on the characters
+        shape = input_shape(cfg)
+        params -= (shape[0] + n_classes(cfg) if len(shape) == 1 else shape[1]) * cfg.width
     elif cfg.model == "lstm" and cfg.dataset == "arithmetic":
         params -= n_classes(cfg) * cfg.width  # its token table
     return 4.0 * params * (effective_batch or min(cfg.effective_batch_size, cfg.train_samples))
@@ -122,10 +123,10 @@ def _walk(cfg: RunConfig) -> tuple[int, list[int], int]:
     input, cross-entropy its log-probabilities and targets. A tensor saved by two ops (ReLU's
     output is the next layer's input) is listed once, as SavedActivations counts storages once.
     """
-    if cfg.model == "transformer":
-        return _transformer(cfg.width, cfg.depth)
     classes = n_classes(cfg)
     shape = input_shape(cfg)
+    if cfg.model == "transformer":
+        return _transformer(cfg.width, cfg.depth, shape, classes)
     if cfg.model == "lstm":
         return _lstm(cfg.width, cfg.depth, shape, classes)
     if cfg.model == "gan":
@@ -191,10 +192,19 @@ def _cnn(cfg: RunConfig, shape: tuple[int, ...], classes: int) -> tuple[int, lis
     return params, saved + _loss(classes), per_batch
 
 
-def _transformer(width: int, depth: int) -> tuple[int, list[int], int]:
-    t, c, v, heads = SEQUENCE_LENGTH, width, VOCAB_SIZE, TRANSFORMER_HEADS
-    params = v * c + t * c + depth * (12 * c * c + 13 * c) + 2 * c + c * v + v
-    saved = [I64 * t]  # token ids (the embedding's backward)
+def _transformer(width: int, depth: int, shape: tuple[int, ...], classes: int
+                 ) -> tuple[int, list[int], int]:
+    """bsdemo.engine.models.TinyTransformer: on token ids the embedding table and a prediction
+    at every position; on images a projection of each row and one prediction (from the last
+    position, read from the final LayerNorm's output, which stays saved whole)."""
+    tokens = len(shape) == 1
+    t = shape[0] if tokens else shape[1]
+    c, heads = width, TRANSFORMER_HEADS
+    features = c if tokens else shape[0] * shape[-1]
+    inputs = classes * c if tokens else features * c + c  # embedding table, or a Linear
+    params = inputs + t * c + depth * (12 * c * c + 13 * c) + 2 * c + c * classes + classes
+    # token ids (the embedding's backward), or the rows (the projection's input)
+    saved = [I64 * t] if tokens else [F32 * t * features]
     for _ in range(depth):
         saved += [
             F32 * t * c, F32 * 2 * t,  # block input (saved by ln1) and ln1's mean/rstd
@@ -206,7 +216,7 @@ def _transformer(width: int, depth: int) -> tuple[int, list[int], int]:
             F32 * 4 * t * c, F32 * 4 * t * c,  # fc1 output (GELU's input), GELU output (fc2's)
         ]
     saved += [F32 * t * c, F32 * 2 * t, F32 * t * c]  # final LayerNorm's input, stats, output
-    return params, saved + _loss(v, t), I64 * t + LOSS_PER_BATCH  # + position ids
+    return params, saved + _loss(classes, t if tokens else 1), I64 * t + LOSS_PER_BATCH  # + positions
 
 
 def _lstm(width: int, depth: int, shape: tuple[int, ...], classes: int) -> tuple[int, list[int], int]:

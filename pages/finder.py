@@ -84,7 +84,8 @@ with results:
     sweeps.job_view("find", draw)
 
 st.subheader("Each architecture's batch size, measured here")
-st.caption("A CNN, a tiny Transformer, an LSTM and a GAN, each from its own preset, trained at "
+st.caption("A CNN, a tiny Transformer and an LSTM (these two read the digits row by row) and a "
+           "GAN, each from its own preset, trained at "
            "each batch size for the same short time — the budget you really have is time; "
            "on a CPU worker, the training thread's CPU time, so a busy server makes the study "
            "take longer but trains each run as far — "

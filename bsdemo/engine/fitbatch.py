@@ -76,12 +76,7 @@ def segments(model: torch.nn.Module) -> tuple[Callable, list[torch.nn.Module], C
             current.append(layer)
         blocks.append(torch.nn.Sequential(*current))
         return (lambda x: x), blocks, model.head
-
-    def stem(idx):  # TinyTransformer: token + position embeddings
-        pos = torch.arange(idx.shape[1], device=idx.device)
-        return model.tokens(idx) + model.positions(pos)
-
-    return stem, list(model.blocks), lambda x: model.head(model.ln(x))
+    return model.embed, list(model.blocks), model.read  # TinyTransformer
 
 
 def _loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -24,7 +24,7 @@ def build_model(cfg: RunConfig, input_shape: tuple[int, ...], n_classes: int) ->
     if cfg.model == "mlp":
         return MLP(math.prod(input_shape), cfg.width, cfg.depth, n_classes, cfg.norm)
     if cfg.model == "transformer":
-        return TinyTransformer(n_classes, input_shape[0], cfg.width, cfg.depth, TRANSFORMER_HEADS)
+        return TinyTransformer(input_shape, cfg.width, cfg.depth, TRANSFORMER_HEADS, n_classes)
     if cfg.model == "lstm":
         return LSTM(input_shape, cfg.width, cfg.depth, n_classes)
     if cfg.model == "gan":
@@ -117,23 +117,45 @@ class Block(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
-class TinyTransformer(nn.Module):
-    """Decoder-only character model: token + position embeddings -> blocks -> LayerNorm -> head.
+def rows(x: torch.Tensor) -> torch.Tensor:
+    """Images (B, C, H, W) as sequences of rows (B, H, C*W): what the sequence models read."""
+    b, c, h, w = x.shape
+    return x.view(b, h, w) if c == 1 else x.permute(0, 2, 1, 3).reshape(b, h, c * w)
 
-    Its normalisation is always LayerNorm (the `norm` setting applies to the MLP and CNN).
+
+class TinyTransformer(nn.Module):
+    """Decoder-only Transformer: inputs + position embeddings -> blocks -> LayerNorm -> head.
+
+    On the arithmetic characters (`input_shape` (T,): token ids) it predicts the next character
+    at every position. On images it reads the rows as a sequence like the LSTM does (each row's
+    pixels projected to `width`; attention is causal) and classifies from the last position,
+    which has attended to every row. Its normalisation is always LayerNorm (the `norm` setting
+    applies to the MLP and CNN).
     """
 
-    def __init__(self, vocab: int, length: int, width: int, depth: int, heads: int):
+    def __init__(self, input_shape: tuple[int, ...], width: int, depth: int, heads: int,
+                 n_classes: int):
         super().__init__()
-        self.tokens = nn.Embedding(vocab, width)
+        self.tokens = len(input_shape) == 1  # (T,) token ids, else (C, H, W) pixels
+        length = input_shape[0] if self.tokens else input_shape[1]
+        self.inputs = (nn.Embedding(n_classes, width) if self.tokens
+                       else nn.Linear(input_shape[0] * input_shape[-1], width))
         self.positions = nn.Embedding(length, width)
         self.blocks = nn.Sequential(*(Block(width, heads) for _ in range(depth)))
         self.ln = nn.LayerNorm(width)
-        self.head = nn.Linear(width, vocab)
+        self.head = nn.Linear(width, n_classes)
 
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:  # (B, T) ids -> (B, T, vocab) logits
-        pos = torch.arange(idx.shape[1], device=idx.device)
-        return self.head(self.ln(self.blocks(self.tokens(idx) + self.positions(pos))))
+    def embed(self, x: torch.Tensor) -> torch.Tensor:  # inputs -> (B, T, width)
+        seq = x if self.tokens else rows(x)  # (B, T) ids, or (B, H, C*W) pixels
+        pos = torch.arange(seq.shape[1], device=x.device)
+        return self.inputs(seq) + self.positions(pos)
+
+    def read(self, h: torch.Tensor) -> torch.Tensor:  # (B, T, vocab) or (B, classes) logits
+        h = self.ln(h)
+        return self.head(h if self.tokens else h[:, -1])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.read(self.blocks(self.embed(x)))
 
 
 class LSTMLayer(nn.Module):
@@ -187,9 +209,8 @@ class LSTM(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.tokens:  # (B, T) ids -> (B, T, vocab) logits
             seq = self.embed(x)
-        else:  # (B, C, H, W) -> rows (B, H, C*W)
-            b, c, h, w = x.shape
-            seq = x.view(b, h, w) if c == 1 else x.permute(0, 2, 1, 3).reshape(b, h, c * w)
+        else:
+            seq = rows(x)
         for i, layer in enumerate(self.layers):
             outputs = layer(seq)
             if self.tokens or i < len(self.layers) - 1:

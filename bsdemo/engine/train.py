@@ -141,14 +141,15 @@ def is_out_of_memory(exc: BaseException) -> bool:
 
 
 def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
-          prepared: Prepared | None = None, evaluations: bool = True,
+          prepared: Prepared | None = None, evaluations: bool | str = True,
           memory_budget_bytes: int | None = None, cpu_budget_s: float | None = None
           ) -> Iterator:
     """Run cfg to completion (or divergence, OOM, cancellation), yielding events as it goes.
 
     Raises ConfigError for an invalid cfg before anything runs; every other outcome ends with
     an EndEvent. Pass `prepared` (from prepare(cfg)) to keep hold of the trained model;
-    evaluations=False skips the train/test evaluations (sweeps time steps only).
+    evaluations=False skips the train/test evaluations (sweeps time steps only); "test"
+    evaluates the test split alone (the train split's numbers are then None).
     memory_budget_bytes caps memory: on CUDA the allocator itself (a real OOM), elsewhere the
     accounted memory (a *simulated* OOM). cpu_budget_s ends the run like its time cap once the
     training thread has spent that much CPU time training (evaluations not counted), where a
@@ -189,7 +190,7 @@ class _Interrupted(Exception):
 
 
 def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, should_stop,
-          evaluations: bool, budget: int | None, began: float,
+          evaluations: bool | str, budget: int | None, began: float,
           cpu_budget_s: float | None = None) -> Iterator:
     """One optimizer step per effective batch, epoch after epoch, until the budget ends the run,
     or Stop, the time cap, divergence or an out-of-memory does.
@@ -234,7 +235,7 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
     # checked between micro-batches only when a step has several (not on batch 1's hot path)
     between = interrupted if cfg.accumulation_steps > 1 else None
     if evaluations:
-        yield _evaluation(run, tally, 0.0)
+        yield _evaluation(run, tally, 0.0, evaluations)
     tally.restart_clock()  # training time starts now: the first evaluation is not in it
     cpu_began = cpu_time() if cpu_time is not None else 0.0
     for epoch in range(cfg.epochs) if cfg.epochs is not None else itertools.count():
@@ -317,13 +318,13 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
             done = max_steps is not None and tally.step >= max_steps
             if evaluations and ((eval_interval and tally.step % eval_interval == 0) or (
                     not eval_interval and batch_index == last_index) or done):
-                yield _evaluation(run, tally, epoch_done)
+                yield _evaluation(run, tally, epoch_done, evaluations)
             if done:
                 break
         if done:
             break
     if evaluations and tally.last["step"] != tally.step:  # a budget that did not end on an eval
-        yield _evaluation(run, tally, tally.epochs())
+        yield _evaluation(run, tally, tally.epochs(), evaluations)
     yield _completed(summary())
 
 
@@ -336,12 +337,12 @@ def _players(model: GAN, n_eff: int) -> tuple[float, float]:
 
 
 def _time_capped(run: Prepared, tally: _Tally, summary: Callable[[], dict],
-                 evaluations: bool, why: str = "cap", cpu_budget_s: float | None = None
+                 evaluations: bool | str, why: str = "cap", cpu_budget_s: float | None = None
                  ) -> Iterator:
     """The end of a run at its time cap, or at its CPU-time budget (why="budget"): the result is
     what it reached (evaluated, if the last step was not)."""
     if evaluations and tally.step and tally.last["step"] != tally.step:
-        yield _evaluation(run, tally, tally.epochs())
+        yield _evaluation(run, tally, tally.epochs(), evaluations)
     limit = (f"its budget of {cpu_budget_s:g} s of CPU time" if why == "budget" else
              f"the time cap of {run.cfg.time_limit_s:g} s")
     left = run.cfg.planned_steps - tally.step if run.cfg.epochs or run.cfg.max_steps else 0
@@ -454,8 +455,10 @@ class _Tally:
         return False
 
 
-def _evaluation(run: Prepared, tally: _Tally, epoch_done: float) -> EvalEvent:
-    """Loss and accuracy over both splits, timed apart from training."""
+def _evaluation(run: Prepared, tally: _Tally, epoch_done: float,
+                splits: bool | str = True) -> EvalEvent:
+    """Loss and accuracy over both splits (splits="test": the test split alone), timed apart
+    from training."""
     t, c = time.perf_counter(), time.thread_time()
     extra = {}
     if isinstance(run.model, GAN):  # the discriminator's calls, the Fréchet distance, samples
@@ -465,7 +468,8 @@ def _evaluation(run: Prepared, tally: _Tally, epoch_done: float) -> EvalEvent:
         if tally.reference is None:
             tally.reference = reference_distance(run.data, run.cfg.dataset)
     else:
-        train_loss, train_acc = evaluate(run.model, run.data.x_train, run.data.y_train)
+        train_loss, train_acc = (None, None) if splits == "test" else evaluate(
+            run.model, run.data.x_train, run.data.y_train)
         test_loss, test_acc = evaluate(run.model, run.data.x_test, run.data.y_test)
     tally.last_eval_s = time.perf_counter() - t
     tally.eval_time += tally.last_eval_s

@@ -19,7 +19,7 @@ def by_cpu_time(points: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def budget_words(points: Sequence[Mapping[str, Any]], seconds: float) -> str:
-    """How a run's budget reads on the page: "0.75 s of CPU time" or "2.5 s"."""
+    """How a run's budget reads on the page: "0.6 s of CPU time" or "2.5 s"."""
     return f"{seconds:g} s of CPU time" if by_cpu_time(points) else f"{seconds:g} s"
 
 

@@ -211,6 +211,31 @@ def test_tiny_transformer_learns_arithmetic_digits():
     assert end.summary["test_accuracy"] > 0.35  # per answer digit; chance is 0.1
 
 
+def test_tiny_transformer_reads_digits_row_by_row_and_learns_them():
+    """The Transformer on images: rows as the sequence, one prediction per image (from the last
+    row, which attends to all of them), and it learns the digits in a few epochs."""
+    prepared = prepare(RunConfig(dataset="digits", model="transformer", width=32, depth=1))
+    x = prepared.data.x_test[:5]
+    assert prepared.model(x).shape == (5, 10)
+    # causal: the last row's output changes with the first row, the first row's does not
+    # with the last
+    h = prepared.model.blocks(prepared.model.embed(x))
+    changed = x.clone()
+    changed[:, :, -1] += 1.0
+    h2 = prepared.model.blocks(prepared.model.embed(changed))
+    assert torch.allclose(h[:, 0], h2[:, 0]) and not torch.allclose(h[:, -1], h2[:, -1])
+    end = run(RunConfig(dataset="digits", model="transformer", width=64, depth=2,
+                        optimizer="adamw", lr=0.003, epochs=4))[-1]
+    assert end.status == "completed"
+    assert end.summary["test_accuracy"] > 0.8  # chance is 0.1
+
+
+def test_only_the_test_split_is_evaluated_when_asked():
+    evals = [e for e in train(RunConfig(epochs=1), evaluations="test") if e.kind == "eval"]
+    assert evals and all(e.train_loss is None and e.train_accuracy is None for e in evals)
+    assert all(0.0 <= e.test_accuracy <= 1.0 for e in evals)
+
+
 def test_size_presets_set_width_and_depth():
     from bsdemo.config import SIZES, sized
 

@@ -53,11 +53,13 @@ def test_transformer_prediction(shape):
 
 
 @pytest.mark.parametrize("model,dataset", [("lstm", "digits"), ("lstm", "synthetic"),
-                                           ("lstm", "arithmetic"), ("gan", "digits")])
+                                           ("lstm", "arithmetic"), ("gan", "digits"),
+                                           ("transformer", "digits"),
+                                           ("transformer", "synthetic")])
 @pytest.mark.parametrize("shape", [(16, 1), (24, 3)])
-def test_lstm_and_gan_prediction(model, dataset, shape):
-    """The LSTM on an image read row by row and on the characters, and the GAN's two players:
-    to the byte."""
+def test_sequence_models_and_gan_prediction(model, dataset, shape):
+    """The LSTM and the Transformer on an image read row by row, the LSTM on the characters,
+    and the GAN's two players: to the byte."""
     cfg = RunConfig(dataset=dataset, model=model, width=shape[0], depth=shape[1], batch_size=4,
                     samples=200, epochs=None, max_steps=1, optimizer="momentum")
     s = one_step(cfg)
