@@ -72,10 +72,13 @@ def throughput(seed: int) -> list[Claim]:
     rates = {p["batch_size"]: p["samples_per_sec"] for p in points}
     best = max(rates.values())
     return [
-        ("samples/s rise with the batch, then level off (a knee below the largest batch)",
-         end["knee_batch_size"] is not None and end["knee_batch_size"] < 1024
-         and best > 5 * rates[1], f"knee {end['knee_batch_size']}, best/batch-1 "
-                                  f"{best / rates[1]:.0f}x"),
+        ("samples/s rise with the batch (the best at least 5x batch 1's)", best > 5 * rates[1],
+         f"best/batch-1 {best / rates[1]:.0f}x"),
+        # the page's knee sentence follows the reading: a knee, the span the rounds leave it
+        # in, or "still rising at the largest batch"
+        (REPORT + "the knee (or its span) lies below the largest batch",
+         (end["knee_batch_size"] or (end["knee_range"] or [1024])[0]) < 1024,
+         f"knee {end['knee_batch_size'] or end['knee_range']}"),
         ("no share of peak FLOP/s above 100%", all(p["share_of_peak"] <= 1.0 for p in points),
          f"max {max(p['share_of_peak'] for p in points):.0%}"),
         ("fixed overhead t0 >= 0", end["fit"]["t0_s"] >= 0,

@@ -82,6 +82,8 @@ LAB_SCENARIOS = {
     "Batch 256, lr × 8": "batch_size=256&lr=0.4&epochs=10",
     "Accumulate 8 × 32": "batch_size=32&accumulation_steps=8&epochs=10",
 }
+# the two scenarios the quiz suggests running first: its explanations then quote their numbers
+COMPARED_SCENARIOS = ("The default (batch 32)", "Batch 256: 8× fewer updates")
 
 # Every lesson's lecture scenarios: slug -> name -> the page's own query string (its link's
 # settings; a control a scenario leaves out takes the page's default). Each page draws its own

@@ -46,7 +46,8 @@ class Question:
 
 
 def load_questions(path: Path = QUESTIONS_FILE) -> list[Question]:
-    """The questions of a quiz file, in order; a ConfigError naming the question, the field,
+    """The questions of a quiz file in lesson order (the file's order within a lesson); a
+    ConfigError naming the question, the field,
     the value and what is allowed, for anything the page could not ask."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -63,7 +64,7 @@ def load_questions(path: Path = QUESTIONS_FILE) -> list[Question]:
             raise ConfigError(f"question {number} id", q.id, "an id no other question uses")
         seen.add(q.id)
         questions.append(q)
-    return questions
+    return sorted(questions, key=lambda q: q.lesson)  # stable: the file's order within a lesson
 
 
 def _question(entry: Any, where: str) -> Question:

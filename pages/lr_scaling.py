@@ -64,12 +64,15 @@ def draw_grid(snaps) -> None:
     results = recipes.grid_cells(snaps)
     grid = charts.lr_grid_chart(results)
     show_chart(grid, "lr_grid")
+    if not all(s.done for _, s in snaps):  # no ranking from cells still training
+        st.caption(f"{sum(not s.done for _, s in snaps)} of {len(snaps)} cells still training: "
+                   "a batch's ★ appears when its whole row is done, the verdict when all are.")
+        return
     verdict = recipes.best_lr_verdict(recipes.best_lr_per_batch(results),
                                       sorted({c["lr"] for c in results}))
     if verdict:
         st.markdown(verdict)
-    if all(s.done for _, s in snaps):
-        downloads("lr_scaling", "grid_dl", results, grid)
+    downloads("lr_scaling", "grid_dl", results, grid)
 
 
 sweeps.group_view("grid", draw_grid)

@@ -5,6 +5,7 @@ import json
 import streamlit as st
 
 from bsdemo import quiz
+from bsdemo.presets import COMPARED_SCENARIOS
 from bsdemo.ui.header import lesson_header
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.state import scheduler, session_runs
@@ -36,7 +37,8 @@ end.download_button("Your answers (JSON)", json.dumps(
     file_name="batch-size-lab-quiz.json", mime="application/json", disabled=not answers,
     icon=":material/download:")
 if not any(s.status == "completed" for s in runs):
-    st.caption("Tip: run the Training Lab at two batch sizes (say 16 and 128) first — the "
+    first, second = COMPARED_SCENARIOS
+    st.caption(f"Tip: run the Training Lab's scenarios “{first}” and “{second}” first — the "
                "explanations then quote your own numbers.")
 
 

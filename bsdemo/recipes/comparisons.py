@@ -116,11 +116,16 @@ def grid_cells(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, Any]]:
     return cells
 
 
+UNFINISHED = ("queued", "running")
+
+
 def best_lr_per_batch(cells: Sequence[dict[str, Any]]) -> dict[int, float]:
-    """batch -> the learning rate with the best test accuracy (diverged cells never win)."""
+    """batch -> the learning rate with the best test accuracy (diverged cells never win), for
+    the batches whose every cell has finished: a row still training names no best."""
+    waiting = {c["batch"] for c in cells if c.get("status") in UNFINISHED}
     best: dict[int, tuple[float, float]] = {}
     for c in cells:
-        if c.get("accuracy") is None or c.get("diverged"):
+        if c.get("accuracy") is None or c.get("diverged") or c["batch"] in waiting:
             continue
         if c["batch"] not in best or c["accuracy"] > best[c["batch"]][0]:
             best[c["batch"]] = (c["accuracy"], c["lr"])

@@ -52,6 +52,9 @@ def test_lr_scaling_page_compares_the_rules_and_draws_the_grid():
     assert runs[2].startswith("linear rule") and "lr 0.08" in runs[2]  # 0.01 × 8
     at.number_input(key="lr_grid_epochs").set_value(1).run()
     at.button(key="grid_run").click().run()
+    # while cells train: no verdict, and the page says how many are left
+    assert not any("Best lr per batch" in m.value for m in at.markdown)
+    assert any("cells still training" in c.value for c in at.caption)
     run_until(at, lambda a: group_done(a) and any("Best lr per batch" in m.value
                                                    for m in a.markdown), timeout=180)
     spec = json.loads(at.get("plotly_chart")[-1].proto.spec)

@@ -134,6 +134,19 @@ def test_lr_grid_marks_the_best_lr_per_batch_and_skips_diverged_cells():
     assert "(past the grid)" in past.figure.data[1].hovertext[1]
 
 
+def test_a_grid_row_still_training_names_no_best_lr():
+    """No star and no rule from a batch whose row has a cell queued or running."""
+    cells = [{"batch": 8, "lr": 0.1, "accuracy": 0.9, "status": "completed"},
+             {"batch": 8, "lr": 1.0, "accuracy": 0.7, "status": "completed"},
+             {"batch": 64, "lr": 0.1, "accuracy": 0.5, "status": "completed"},
+             {"batch": 64, "lr": 1.0, "accuracy": None, "status": "running"}]
+    assert charts.best_lr_per_batch(cells) == {8: 0.1}
+    stars = charts.lr_grid_chart(cells).figure.data[-1]
+    assert list(stars.y) == ["8"]
+    cells[-1].update(accuracy=0.8, status="completed")
+    assert charts.best_lr_per_batch(cells) == {8: 0.1, 64: 1.0}
+
+
 def test_comparison_table_marks_time_caps_and_divergence():
     snap = fake_snapshot()
     snap.end["summary"]["time_capped"] = True

@@ -32,6 +32,14 @@ def test_the_shipped_quiz_is_valid_and_covers_the_built_lessons():
     assert "batch 16" in seed.text and "utilisation drops" in seed.choices[seed.answer].lower()
     # answers are not all in one position
     assert len({q.answer for q in questions}) >= 3
+    # asked in lesson order, whatever order the file lists them in
+    assert [q.lesson for q in questions] == sorted(q.lesson for q in questions)
+
+
+def test_the_quiz_tip_names_scenarios_the_lab_offers():
+    from bsdemo.presets import COMPARED_SCENARIOS, LAB_SCENARIOS
+
+    assert set(COMPARED_SCENARIOS) <= set(LAB_SCENARIOS) and len(set(COMPARED_SCENARIOS)) == 2
 
 
 @pytest.mark.parametrize("change, message", [
