@@ -38,6 +38,7 @@ from bsdemo.units import MIB
 # time even when nothing changed, so a waiting tab polls slowly and a starting one quickly
 QUEUED_REFRESH_S = 2.0
 STARTING_REFRESH_S = 0.25
+COMPARED = 5  # earlier runs drawn beside the newest by default (more: the student adds them)
 BATCH_POWERS = [2**i for i in range(13)]  # 1 … 4096 on the slider; any value via "exact"
 
 
@@ -259,11 +260,10 @@ def live_view() -> None:
 
 
 def _body(snap: JobSnapshot, current: int) -> None:
-    """Tiles, the x-axis choice and the charts of the run on screen (with chosen overlays)."""
+    """Tiles, the x-axis choice and the charts of the run on screen, with the session's earlier
+    runs it is compared with (compared_runs)."""
     _tiles(snap)
-    overlays = [scheduler().snapshot(j) for j in st.session_state.get("overlays", [])
-                if j != current]
-    _charts([s for s in overlays if s is not None] + [snap])
+    _charts(compared_runs(current) + [snap])
 
 
 def _chart_controls() -> tuple[str, float, bool]:
@@ -392,6 +392,33 @@ def _tiles(snap: JobSnapshot) -> None:
                    "the CPU all count in the wall clock, not in the median.")
 
 
+# ----- comparison -----
+def _newest_finished(current: int) -> tuple[list[JobSnapshot], list[int]]:
+    """(the session's finished runs other than `current`, oldest first; the ids of the
+    COMPARED newest of them: the ones drawn unless dropped)."""
+    done = [s for j in session_runs() if j != current
+            and (s := scheduler().snapshot(j)) is not None and s.done]
+    return done, [s.id for s in done[-COMPARED:]]
+
+
+def compared_runs(current: int) -> list[JobSnapshot]:
+    """The earlier runs drawn beside the run on screen: the COMPARED newest finished ones,
+    less those the student dropped, plus older ones they added back."""
+    done, newest = _newest_finished(current)
+    s = st.session_state
+    dropped, added = s.get("overlays_dropped", set()), s.get("overlays_added", set())
+    return [r for r in done if (r.id in newest and r.id not in dropped) or r.id in added]
+
+
+def _chosen(current: int) -> None:
+    """on_change of the compared runs: remember what the student dropped and added, against
+    the default, so a run finishing later joins the comparison on its own."""
+    _, newest = _newest_finished(current)
+    chosen = set(st.session_state["overlays"])
+    st.session_state["overlays_dropped"] = set(newest) - chosen
+    st.session_state["overlays_added"] = chosen - set(newest)
+
+
 # ----- history -----
 def _runs_table(current: JobSnapshot) -> None:
     """The session's runs as a table, the run on screen from the very snapshot its tiles and
@@ -410,9 +437,14 @@ def history() -> list[JobSnapshot]:
     snaps = [s for s in (scheduler().snapshot(j) for j in runs) if s is not None]
     finished = [s.id for s in snaps if s.done and s.id != runs[-1]]
     labels = {s.id: charts.run_label(s) for s in snaps}
-    st.multiselect("Overlay earlier runs on the charts", finished, key="overlays",
-                   format_func=lambda j: labels.get(j, str(j)),
-                   help="Each batch size keeps its own colour on every chart.")
+    if finished:
+        st.session_state["overlays"] = [s.id for s in compared_runs(runs[-1])]
+        st.multiselect("Earlier runs drawn beside this one", finished, key="overlays",
+                       format_func=lambda j: labels.get(j, str(j)), on_change=_chosen,
+                       args=(runs[-1],),
+                       help=f"Your {COMPARED} newest finished runs are drawn by default: remove "
+                            "one to drop it, add an older one to bring it back. Each batch size "
+                            "keeps its own colour on every chart.")
     left, right = st.columns(2)
     left.download_button("Download these runs (JSON)", export.runs_json(snaps),
                          file_name="batch-size-lab-runs.json", mime="application/json",

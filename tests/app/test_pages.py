@@ -57,7 +57,7 @@ def test_lab_run_draws_live_charts_and_tiles():
     assert at.button(key="run").disabled is False
 
 
-def test_second_run_can_overlay_the_first():
+def test_a_second_run_is_compared_with_the_first_by_default_and_can_be_dropped():
     at = open_lab()
     at.button(key="run").click().run()
     run_until(at, lambda a: bool(a.success))
@@ -65,10 +65,9 @@ def test_second_run_can_overlay_the_first():
     at.button(key="run").click().run()
     run_until(at, lambda a: len(a.success) == 1 and "256" in " ".join(
         str(r) for r in a.dataframe[-1].value["effective batch"]))
-    overlay = at.multiselect(key="overlays")
-    assert len(overlay.options) == 1
+    compared = at.multiselect(key="overlays")
+    assert len(compared.options) == 1 and len(compared.value) == 1  # drawn without asking
     assert len(at.get("download_button")) == 2  # the session's runs as JSON and CSV
-    overlay.select(overlay.options[0]).run()
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     # two runs x (step loss, its smoothed line, train, test), one legend entry per run, each run
     # in its batch's colour (a mark for points above the chart belongs to no run)
@@ -77,6 +76,12 @@ def test_second_run_can_overlay_the_first():
     legend = [t for t in spec["data"] if t.get("showlegend", True) and t.get("legendgroup")]
     assert len(legend) == 2 and legend[0]["legendgroup"] != legend[1]["legendgroup"]
     assert legend[0]["line"]["color"] != legend[1]["line"]["color"]
+    # dropped, it stays dropped over the reruns that follow
+    compared.unselect(compared.value[0]).run()
+    at.run()
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert len({t["legendgroup"] for t in spec["data"] if t.get("legendgroup")}) == 1
+    assert at.multiselect(key="overlays").value == []
 
 
 def test_query_params_fill_the_widgets():
