@@ -136,6 +136,7 @@ LESSONS = (
            "numbers.", "quiz", ":material/quiz:",
            "check what the lessons showed. Each answer is explained once you have given it, and "
            "where you ran the matching experiment in the Training Lab, the explanation quotes "
-           "your own numbers. Nothing is stored beyond this browser tab."),
+           "your own numbers. Your answers come back when this browser reloads the page, until "
+           "the server restarts; nothing is written to disk."),
 )
 BY_SLUG = {lesson.slug: lesson for lesson in LESSONS if lesson.slug}

@@ -8,13 +8,13 @@ from bsdemo import quiz
 from bsdemo.presets import COMPARED_SCENARIOS
 from bsdemo.ui.header import lesson_header
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.state import scheduler, session_runs
+from bsdemo.ui.state import remembered, scheduler, session_runs
 
 lesson_header("quiz")
 link = PageLink("quiz", owns_url=False)  # no settings to link: presentation mode only
 
 questions = quiz.load_questions()
-answers: dict[str, int] = st.session_state.setdefault("quiz_answers", {})  # checked answers
+answers: dict[str, int] = remembered("quiz_answers", dict)  # checked answers, kept on reload
 runs = [s for s in (scheduler().snapshot(j) for j in session_runs()) if s is not None]
 
 right, answered = quiz.score(questions, answers)

@@ -7,6 +7,7 @@ import streamlit as st
 from bsdemo.lessons import BY_SLUG, Lesson
 from bsdemo.plaintext import plain
 from bsdemo.ui.entry import require_entrypoint
+from bsdemo.ui.state import remembered
 
 
 def lesson_header(slug: str) -> Lesson:
@@ -25,7 +26,7 @@ def predict(slug: str) -> None:
     the settings, whose first run must not be cut short by a widget above them)."""
     lesson = BY_SLUG[slug]
     key, saved = f"predict_{slug}", predictions()
-    if key not in st.session_state and slug in saved:  # kept across pages of this tab
+    if key not in st.session_state and slug in saved:  # kept across pages and reloads
         st.session_state[key] = saved[slug]
     st.radio("Your prediction, before you run it" + (" (the question's first part)"
              if lesson.predict.count("?") > 1 else ""), lesson.answers, index=None,
@@ -33,8 +34,9 @@ def predict(slug: str) -> None:
 
 
 def predictions() -> dict[str, str]:
-    """This tab's answers to the lessons' "Predict first" questions: lesson slug -> answer."""
-    return st.session_state.setdefault("predictions", {})
+    """This browser's answers to the lessons' "Predict first" questions: lesson slug -> answer
+    (back after a reload)."""
+    return remembered("predictions", dict)
 
 
 def _keep(slug: str, key: str) -> None:

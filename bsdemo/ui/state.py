@@ -13,7 +13,9 @@ import os
 import re
 import secrets
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -21,6 +23,7 @@ from bsdemo.addresses import client_address as address_of
 from bsdemo.addresses import parse_trusted
 from bsdemo.config import ConfigError, clip
 from bsdemo.limits import Limits, default_threads, threads_rule
+from bsdemo.recall import BrowserMemory
 from bsdemo.scheduler import Scheduler
 from bsdemo.scheduler.ids import default_counter
 from bsdemo.store import RunStore
@@ -119,6 +122,20 @@ def client_address() -> str:
     return address_of(st.context.ip_address, forwarded, trusted_proxies())
 
 
+@st.cache_resource(show_spinner=False)
+def browser_memory() -> BrowserMemory:
+    """One per server process: what each browser did, for its next reload (bsdemo.recall)."""
+    return BrowserMemory()
+
+
+def remembered(name: str, factory: Callable[[], Any]) -> Any:
+    """This browser's `name` — kept across its reloads (bsdemo.recall) — in this session."""
+    state = st.session_state
+    if name not in state:
+        state[name] = browser_memory().get(owner(), name, factory)
+    return state[name]
+
+
 def session_runs() -> list[int]:
-    """Job ids this session submitted or opened from a link, oldest first."""
-    return st.session_state.setdefault("runs", [])
+    """Job ids this browser submitted or opened from a link, oldest first (back after a reload)."""
+    return remembered("runs", list)

@@ -274,6 +274,41 @@ def stop_button(page):
     return page.get_by_test_id("stMainBlockContainer").get_by_role("button", name="Stop")
 
 
+def test_a_reload_keeps_the_runs_the_predictions_and_the_quiz_answers(server, browser):
+    """The same browser (its cookie) gets its runs, its prediction and its quiz score back
+    after a reload; another browser starts clean."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.goto(f"{server}/training_lab")
+    page.get_by_role("button", name="Run", exact=True).wait_for(timeout=ms(60))
+    settled(page)
+    predicted = page.locator(".st-key-predict_training_lab")
+    predicted.get_by_text("about 8× fewer").click()
+    settled(page)
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=ms(120))
+    page.goto(f"{server}/quiz")
+    page.locator(".st-key-quiz_pick_updates-per-epoch").get_by_text(
+        "About an eighth: 6 instead of 45").click()
+    settled(page)
+    page.locator(".st-key-quiz_check_updates-per-epoch").get_by_role("button").click()
+    page.get_by_text(re.compile(r"Score: 1 of 1")).wait_for(timeout=ms(30))
+    page.reload()
+    page.get_by_text(re.compile(r"Score: 1 of 1")).wait_for(timeout=ms(30))
+    page.goto(f"{server}/training_lab")
+    page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=ms(60))
+    checked = page.locator(".st-key-predict_training_lab input[type=radio]:checked")
+    checked.wait_for(state="attached", timeout=ms(30))
+    assert page.locator(".st-key-predict_training_lab label").filter(
+        has=page.locator("input:checked")).inner_text().strip() == "about 8× fewer"
+    context.close()
+    fresh = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = fresh.new_page()
+    page.goto(f"{server}/quiz")
+    page.get_by_text(re.compile(r"Score: 0 of 0")).wait_for(timeout=ms(30))
+    fresh.close()
+
+
 def test_a_copied_link_shows_the_run_but_control_stays_with_its_browser(server, browser):
     """Two browsers (two contexts: separate cookies). The first starts a long run; the second
     opens the first one's address bar: it sees the run, its Stop is disabled. The first reloads
