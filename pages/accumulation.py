@@ -29,8 +29,8 @@ with controls:
                            key="acc_var")
     cfg = RunConfig(norm="batch" if batchnorm else "none")
     link.scenarios(SCENARIOS["accumulation"])
-    predict("accumulation")
 with results:
+    predict("accumulation")  # above the run button, in either order of the areas
     sweeps.run_button("acc", "Compare", "accum_check", cfg,
                       {"micro_batch": int(micro), "accum": int(k), "steps": int(steps),
                        "unscaled_loss": unscaled, "variable_length": variable})

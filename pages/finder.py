@@ -39,8 +39,8 @@ with controls:
                          sweeps.scheduler().limits.max_effective_batch_size, 0, key="find_target",
                          help="Reached with micro-batch × gradient-accumulation steps.")
     link.scenarios(SCENARIOS["finder"])
-    predict("finder")
 with results:
+    predict("finder")  # above the run button, in either order of the areas
     sweeps.run_button("find", "Find my batch size", "find", cfg, {
         "memory_budget_bytes": budget, "margin": margin, "target_effective_batch": target or None,
         "reference_batch": 32, "reference_lr": cfg.lr})

@@ -36,8 +36,8 @@ with controls:
     accum = link.choice(st, "Accumulation: micro-batches per step", (2, 4, 8), 4,
                         key="fit_accum", widget="select_slider")
     link.scenarios(SCENARIOS["fit_batch"])
-    predict("fit_batch")
 with results:
+    predict("fit_batch")  # above the run button, in either order of the areas
     sweeps.run_button("fit", "Fit the biggest batch", "fit_batch", cfg,
                       {"memory_budget_bytes": budget, "accumulation": int(accum)})
 

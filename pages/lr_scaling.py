@@ -30,8 +30,8 @@ with controls:
         st.info(f"Batch {values['ref_batch'] * values['k']} is more than the training set: it will "
                 "be clamped (full batch).")
     link.scenarios(SCENARIOS["lr_scaling"])
-    predict("lr_scaling")
 with results:
+    predict("lr_scaling")  # above the run button, in either order of the areas
     sweeps.group_button("lr", "Compare", [v for _, v in variants], [n for n, _ in variants])
 
 

@@ -22,8 +22,8 @@ with controls:
     largest = link.choice(st, "Largest batch size in the sweep", choices, min(4096, choices[-1]),
                           key="mem_largest", widget="select_slider")
     link.scenarios(SCENARIOS["memory"])
-    predict("memory")
 with results:
+    predict("memory")  # above the run button, in either order of the areas
     sweeps.run_button("mem", "Measure memory", "sweep", cfg,
                       {"batch_sizes": powers_of_two(largest), "memory_budget_bytes": budget,
                        "warmup_steps": 1, "timed_steps": 2, "min_timed_s": 0,

@@ -38,8 +38,8 @@ with controls:
                "gradient g_B over B samples drawn without replacement. Nothing is trained "
                "unless you ask for steps first.")
     link.scenarios(SCENARIOS["noise"])
-    predict("noise")
 with results:
+    predict("noise")  # above the run button, in either order of the areas
     sweeps.run_button("noi", "Measure the noise", "noise", cfg,
                       {"batch_sizes": [int(s) for s in sizes.split(",")], "draws": int(draws),
                        "after_steps": int(after)})

@@ -28,8 +28,8 @@ with controls:
                "batch size from the same seed: one run per cell, then two evaluations of the "
                "test set in training mode, shuffled two ways.")
     link.scenarios(SCENARIOS["norms"])
-    predict("norms")
 with results:
+    predict("norms")  # above the run button, in either order of the areas
     sweeps.run_button("nrm", "Train the grid", "norms",
                       dataclasses.replace(cfg, epochs=int(epochs), accumulation_steps=1),
                       {"batch_sizes": [int(b) for b in sizes.split(",")]})

@@ -31,8 +31,8 @@ with controls:
     budget = sweeps.budget_widget("reg", link, allow_none=True)
     runs = lessonlinks.regimes_runs(link.values())
     link.scenarios(SCENARIOS["regimes"])
-    predict("regimes")
 with results:
+    predict("regimes")  # above the run button, in either order of the areas
     sweeps.group_button("reg", "Train all three", [r for _, r in runs], [n for n, _ in runs])
 
 

@@ -68,9 +68,9 @@ with controls:
                f"{SHARPNESS_MAX_STEPS:,} steps). Sharpness is measured at each solution; nothing "
                "is replayed.")
     link.scenarios(SCENARIOS["sharpness"])
-    predict("sharpness")
 cfg = dataclasses.replace(workload(name, chosen, "sgd"), lr=float(lr))
 with results:
+    predict("sharpness")  # above the run button, in either order of the areas
     sweeps.run_button("shp", "Train both to the target", "sharpness", cfg,
                       {"batch_sizes": [int(small), int(large)], "target_loss": float(target),
                        "remedies": list(picked)})

@@ -25,8 +25,8 @@ with controls:
                "of this lab shares the device meanwhile; other processes' load is measured and "
                "shown.")
     link.scenarios(SCENARIOS["throughput"])
-    predict("throughput")
 with results:
+    predict("throughput")  # above the run button, in either order of the areas
     sweeps.run_button("tp", "Run sweep", "sweep", cfg,
                       {"batch_sizes": powers_of_two(largest)})
 

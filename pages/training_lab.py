@@ -7,7 +7,7 @@ from bsdemo.links import Control
 from bsdemo.plaintext import plain
 from bsdemo.ui import lab
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink, areas
+from bsdemo.ui.links import PageLink, areas, presenting
 
 lesson_header("training_lab")
 # the lab writes its settings into its link itself (bsdemo.config); presentation mode can hide:
@@ -27,14 +27,21 @@ url_error = lab.init_from_url()
 if url_error:
     st.error(plain(url_error))  # it quotes what the link held: shown as text, not Markdown
 
-controls, results = areas()  # presentation mode: the run and its charts above the settings
+# on screen the settings are a panel beside the run and its charts (one screen holds controls,
+# loss and samples/s); projected, the run and its charts come first, full width, the settings
+# under them
+projected = presenting()
+controls, results = areas() if projected else st.columns([4, 9], gap="medium")
 with controls:
-    cfg = lab.settings_form()
-    lab.scenario_buttons()  # below the settings: above them, a click during the first run reset them
-    predict("training_lab")
+    cfg = lab.settings_form(narrow=not projected)
+    if projected:  # below the settings: above them, a click during the first run reset them
+        lab.scenario_buttons()
 with results:
+    predict("training_lab")  # just above Run, in either order of the areas: never below results
     lab.run_controls(cfg)
     lab.live_view()
+if not projected:
+    lab.scenario_buttons()  # full width under the panel and the charts: every name fits
 snaps = lab.history()
 
 verdict = recipes.lab_verdict(snaps)

@@ -193,15 +193,15 @@ def throughput_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothi
         chart = _per_step_chart([_by_cpu_time(s) for s in runs], x_axis, "cpu_samples_per_sec",
                                 "Throughput", "Samples per second (measured)",
                                 unit=" samples/s", smoothing=smoothing, log=log)
-        chart.figure.update_layout(title_subtitle_text="by the training thread's CPU time, which "
-                                   "other programs on the machine cannot lengthen")
+        # short: a subtitle does not wrap, and a half-width chart at projector size cuts it
+        chart.figure.update_layout(title_subtitle_text="by the training thread's CPU time")
         return chart
     chart = _per_step_chart(runs, x_axis, "samples_per_sec", "Throughput",
                             "Samples per second (measured)", unit=" samples/s",
                             smoothing=smoothing, log=log)
     if len(timed) > 1:
-        chart.figure.update_layout(title_subtitle_text="wall clock: each run's speed under its "
-                                   "own conditions (load, device) — compare runs measured alike")
+        chart.figure.update_layout(title_subtitle_text="wall clock: each run under its own load "
+                                   "and device — compare runs measured alike")
     return chart
 
 

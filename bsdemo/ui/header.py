@@ -7,6 +7,7 @@ import streamlit as st
 from bsdemo.lessons import BY_SLUG, Lesson
 from bsdemo.plaintext import plain
 from bsdemo.ui.entry import require_entrypoint
+from bsdemo.ui.links import presenting
 from bsdemo.ui.state import remembered
 
 
@@ -15,7 +16,12 @@ def lesson_header(slug: str) -> Lesson:
     require_entrypoint()
     lesson = BY_SLUG[slug]
     st.title(lesson.title)
-    st.markdown(f"**Goal:** {lesson.intro}")
+    # the one-line goal; the paragraph folded under it (projected, left out: the presenter
+    # says it), so the controls and the chart reach the first screen
+    st.markdown(f"**Goal:** {lesson.goal}")
+    if lesson.intro and not presenting():
+        with st.expander("More about this lesson"):
+            st.markdown(lesson.intro)
     if lesson.predict:
         st.info(f"**Predict first:** {lesson.predict}", icon=":material/psychology:")
     return lesson
@@ -30,7 +36,9 @@ def predict(slug: str) -> None:
         st.session_state[key] = saved[slug]
     st.radio("Your prediction, before you run it" + (" (the question's first part)"
              if lesson.predict.count("?") > 1 else ""), lesson.answers, index=None,
-             key=key, horizontal=True, on_change=_keep, args=(slug, key))
+             key=key, horizontal=True, on_change=_keep, args=(slug, key),
+             # projected, right under the question it answers: its label is a line too many
+             label_visibility="collapsed" if presenting() else "visible")
 
 
 def predictions() -> dict[str, str]:

@@ -8,6 +8,7 @@ the run — read-only: control belongs to the browser that started it (bsdemo.ui
 
 from __future__ import annotations
 
+import functools
 import statistics
 from urllib.parse import parse_qsl
 
@@ -109,12 +110,13 @@ def _use_scenario(query: str) -> None:
     _to_widgets(cfg)
 
 
-def settings_form() -> RunConfig:
-    """Draw the settings widgets; return the RunConfig they describe (not yet validated)."""
+def settings_form(narrow: bool = False) -> RunConfig:
+    """Draw the settings widgets; return the RunConfig they describe (not yet validated).
+    narrow: one column (a side panel beside the charts), else two."""
     s = st.session_state
     st.selectbox("Dataset and model", list(PRESETS), key="w_preset",
                  format_func=lambda name: PRESETS[name].label, on_change=_apply_preset)
-    left, right = st.columns(2)
+    left, right = (st.container(), st.container()) if narrow else st.columns(2)
     with left:
         top = scheduler().limits.max_batch_size  # the server refuses more: never offer it
         if s["w_batch_exact"]:
@@ -140,7 +142,7 @@ def settings_form() -> RunConfig:
                         help="0 = no epoch budget: then set max steps under Advanced.")
         st.number_input("Seed (model init and shuffling)", 0, 2**31 - 1, key="w_seed")
     with st.container(key="lab_advanced"), st.expander("Advanced"):  # keyed: hideable
-        a, b, c = st.columns(3)
+        a, b, c = (st.container(),) * 3 if narrow else st.columns(3)
         a.selectbox("Normalisation", NORMS, key="w_norm")
         a.number_input("Width (units / CNN channels)", 1, 4096, key="w_width")
         a.number_input("Depth (hidden layers / conv blocks / LSTM layers)", 1, 16, key="w_depth")
@@ -178,15 +180,16 @@ def run_controls(cfg: RunConfig) -> None:
         checked, notices = None, []
     for notice in notices:
         st.info(notice)
+    active = sched.active_job(owner())
+    # one row: the buttons, and what the settings mean beside them (a line saved for the chart)
+    run_col, stop_col, meaning = st.columns([1, 1, 4], vertical_alignment="center")
     if checked is not None:
-        st.markdown(
+        meaning.markdown(
             f"**Effective batch** {checked.batch_size} × {checked.accumulation_steps} = "
-            f"**{checked.effective_batch_size}** samples per optimizer step · "
+            f"**{checked.effective_batch_size}** samples a step · "
             f"**{checked.updates_per_epoch}** updates per epoch "
             f"(ceil({checked.train_samples} / {checked.effective_batch_size})) · "
-            f"**{checked.planned_steps:,}** optimizer steps planned")
-    active = sched.active_job(owner())
-    run_col, stop_col, _ = st.columns([1, 1, 4])
+            f"**{checked.planned_steps:,}** planned")
     # callbacks run before the script reruns, so this very run already shows the new job
     run_col.button("Run" if active is None else "Queue another run", type="primary", key="run",
                    disabled=checked is None or not sched.can_submit(owner()),
@@ -260,17 +263,18 @@ def live_view() -> None:
 
 
 def _body(snap: JobSnapshot, current: int) -> None:
-    """Tiles, the x-axis choice and the charts of the run on screen, with the session's earlier
-    runs it is compared with (compared_runs)."""
-    _tiles(snap)
+    """The charts of the run on screen, with the session's earlier runs it is compared with
+    (compared_runs), then its tiles: the loss and samples/s charts come right after Run, in
+    the first screen."""
     _charts(compared_runs(current) + [snap])
+    _tiles(snap)
 
 
 def _chart_controls() -> tuple[str, float, bool]:
     """(x-axis, smoothing weight, log x) for the run charts, with the tables toggle."""
     x_axis = st.segmented_control("x-axis", list(charts.X_AXES), key="x_axis", default="steps",
                                   format_func=lambda k: charts.X_AXES[k][1], required=True) or "steps"
-    smooth_col, log_col, table_col = st.columns([3, 1, 1], vertical_alignment="bottom")
+    smooth_col, log_col, table_col = st.columns([2, 1, 1.3], vertical_alignment="bottom")
     smoothing = smooth_col.slider("Smoothing", 0.0, 0.99, 0.6, 0.01, key="smoothing",
                                   help="An exponential moving average over the per-step curves, "
                                        "as TensorBoard draws it (0 = none); the raw curve stays "
@@ -283,13 +287,21 @@ def _chart_controls() -> tuple[str, float, bool]:
 
 
 def _charts(shown: list[JobSnapshot]) -> None:
+    """Loss and samples/s side by side, their display controls under them (drawn first: the
+    charts read them), then memory and GPU utilisation."""
+    top = st.container()
     x_axis, smoothing, log = _chart_controls()
+    with top:
+        left, right = st.columns(2)
+        with left:
+            show_chart(charts.loss_chart(shown, x_axis, smoothing, log), "loss_chart")
+        with right:
+            show_chart(charts.throughput_chart(shown, x_axis, smoothing, log),
+                       "throughput_chart")
     left, right = st.columns(2)
     with left:
-        show_chart(charts.loss_chart(shown, x_axis, smoothing, log), "loss_chart")
         show_chart(charts.memory_chart(shown, x_axis, log), "memory_chart")
     with right:
-        show_chart(charts.throughput_chart(shown, x_axis, smoothing, log), "throughput_chart")
         if charts.has_utilization(shown):
             show_chart(charts.utilization_chart(shown, x_axis, smoothing, log),
                        "utilization_chart")
@@ -347,18 +359,21 @@ def _tiles(snap: JobSnapshot) -> None:
     rates = steps["samples_per_sec"][3:] or steps["samples_per_sec"]  # skip warm-up steps
     peaks = [p for p in steps["peak_memory_bytes"] if p is not None]
     source = (snap.start or {}).get("memory_source", "")
-    cols = st.columns(5)
-    cols[0].metric("Optimizer steps", f"{latest.get('step', 0):,}" + (f" / {planned:,}" if planned else ""))
-    cols[1].metric("Step loss", f"{latest['loss']:.4f}" if "loss" in latest else "–")
+    # a row that wraps: five tiles side by side where the column is wide, on two lines where
+    # it is narrow (the panel beside the settings at 1280 px), never cut to "26,2…"
+    row = st.container(horizontal=True, gap="medium")
+    cols = [functools.partial(row.metric, width="content")] * 5
+    cols[0]("Optimizer steps", f"{latest.get('step', 0):,}" + (f" / {planned:,}" if planned else ""))
+    cols[1]("Step loss", f"{latest['loss']:.4f}" if "loss" in latest else "–")
     if is_gan(snap):
         distances = [d for d in evals.get("frechet_distance", []) if d is not None]
         reference = snap.summary.get("frechet_reference")
-        cols[2].metric("Fréchet distance", f"{distances[-1]:.3g}" if distances else "–",
+        cols[2]("Fréchet distance", f"{distances[-1]:.3g}" if distances else "–",
                        help="Generated against real test images, lower is better"
                             + (f"; real training images score {reference:.2g}." if reference
                                else "."))
     else:
-        cols[2].metric("Test accuracy", f"{evals['test_accuracy'][-1]:.1%}"
+        cols[2]("Test accuracy", f"{evals['test_accuracy'][-1]:.1%}"
                        if evals["test_accuracy"] else "–")
     # live: the median of the steps so far; once ended, the run's own summary (full batches);
     # by the training thread's CPU time where the run has it (what the device did), else the
@@ -371,14 +386,14 @@ def _tiles(snap: JobSnapshot) -> None:
     wall = (latest["samples_seen"] / latest["wall_time_s"]
             if latest.get("wall_time_s") else None)  # what the run got over its wall clock
     # short labels: five tiles fit 1280 px, in presentation mode too; the help says the rest
-    cols[3].metric("Samples/s", f"{rate:,.0f}" if rate is not None else "–",
+    cols[3]("Samples/s", f"{rate:,.0f}" if rate is not None else "–",
                    help="Samples per second of the median step (the first few are warm-up and "
                         "left out)" + (", by the training thread's CPU time, which other programs "
                                        "on the machine cannot lengthen" if by_cpu else "") + "."
                         + (f" Over its wall clock the run got {wall:,.0f} samples/s."
                            if wall else ""))
     rss = snap.summary.get("process_rss_bytes")
-    cols[4].metric("Memory, " + (source or "measured"),
+    cols[4]("Memory, " + (source or "measured"),
                    f"{max(peaks) / MIB:,.2f} MiB" if peaks else "–",
                    help=("Accounted: the tensors counted exactly (parameters, gradients, optimizer "
                          "state, saved activations) — a lower bound on what the process holds."
