@@ -246,7 +246,6 @@ def live_view() -> None:
 
         polled(pending, QUEUED_REFRESH_S if snap.status == "queued" else STARTING_REFRESH_S)
         _body(snap, current)
-        _runs_table(snap)
         return
 
     def view() -> bool:
@@ -255,8 +254,7 @@ def live_view() -> None:
             st.warning(f"Run {current} is no longer held by the server.")
             return False
         _status(now)
-        _body(now, current)
-        _runs_table(now)  # tiles, charts and table: one snapshot, one frame
+        _body(now, current)  # tiles and charts: one snapshot, one frame
         return now.done  # once: refresh the controls outside the fragment
 
     polled(view, REFRESH_S if was_active else None)
@@ -435,21 +433,19 @@ def _chosen(current: int) -> None:
 
 
 # ----- history -----
-def _runs_table(current: JobSnapshot) -> None:
-    """The session's runs as a table, the run on screen from the very snapshot its tiles and
-    charts were drawn from."""
-    snaps = [current if j == current.id else scheduler().snapshot(j) for j in session_runs()]
-    st.subheader("Your runs")
-    show_table(charts.runs_table([s for s in snaps if s is not None]), "runs_table")
-
-
 def history() -> list[JobSnapshot]:
-    """Overlays of earlier runs, and the session's runs as downloads; returns the snapshots it
-    drew them from (the page's closing text reads the same ones)."""
+    """The session's runs as a table, the choice of earlier runs drawn beside the current one,
+    and the runs as downloads; returns the snapshots it drew them from (the page's closing text
+    reads the same ones)."""
     runs = session_runs()
     if not runs:
         return []
     snaps = [s for s in (scheduler().snapshot(j) for j in runs) if s is not None]
+    # full width, under the panel and the charts (beside the settings its columns were cut);
+    # as of this script run: the tiles above are the live figures, and the page reruns when
+    # the run ends
+    st.subheader("Your runs")
+    show_table(charts.runs_table(snaps), "runs_table")
     finished = [s.id for s in snaps if s.done and s.id != runs[-1]]
     labels = {s.id: charts.run_label(s) for s in snaps}
     if finished:
