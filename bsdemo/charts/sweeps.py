@@ -16,6 +16,9 @@ BREAKDOWN = (("parameters", "Parameters"), ("gradients", "Gradients"),
              ("optimizer_state", "Optimizer state"), ("activations", "Saved activations"),
              ("workspace", "Workspace / temporaries"),
              ("allocator_cache", "Allocator cache (reserved − allocated)"))
+# stacked neighbours told apart by hue and lightness (gradients orange beside activations
+# vermillion read as one colour): blue, orange, green, pink, olive, grey
+BREAKDOWN_COLOURS = ("#0072B2", "#C77C00", "#009E73", "#CC79A7", "#938A00", "#555555")
 
 
 def _log2_axis(fig: go.Figure, sizes: Sequence[int]) -> None:
@@ -180,10 +183,13 @@ def memory_breakdown_chart(points: Sequence[dict], fit: dict | None, budget: int
     ok = [p for p in _ok(points) if p["memory_breakdown"]]
     sizes = [p["batch_size"] for p in ok]
     fig = go.Figure()
-    for i, (key, label) in enumerate(BREAKDOWN):  # stacked areas: bars do not suit a log axis
-        fig.add_trace(go.Scatter(x=sizes, y=[(p["memory_breakdown"].get(key) or 0) / MIB for p in ok],
-                                 name=label, mode="lines+markers", stackgroup="memory",
-                                 line=dict(color=OKABE_ITO[i], width=1)))
+    for (key, label), colour in zip(BREAKDOWN, BREAKDOWN_COLOURS, strict=True):
+        ys = [(p["memory_breakdown"].get(key) or 0) / MIB for p in ok]
+        if not any(ys):  # nothing of it here (SGD's optimizer state, a CPU's allocator cache):
+            continue     # no band of zero height, no legend entry for it
+        # stacked areas: bars do not suit a log axis
+        fig.add_trace(go.Scatter(x=sizes, y=ys, name=label, mode="lines+markers",
+                                 stackgroup="memory", line=dict(color=colour, width=1)))
     top = max([p["peak_memory_bytes"] or 0 for p in ok] + [budget or 0]) / MIB
     alt = "Memory by component against batch size."
     if fit and fit.get("m0_bytes") is not None:

@@ -9,6 +9,7 @@ import pytest
 from bsdemo import charts
 from bsdemo.config import RunConfig
 from bsdemo.runs import EVAL_FIELDS, STEP_FIELDS, JobSnapshot
+from bsdemo.units import MIB
 from tests.timeouts import scaled
 
 
@@ -65,7 +66,7 @@ def test_runs_share_a_chart_each_in_its_batch_colour():
     assert "batch 256 (64×4)" in chart.figure.data[1].name
     assert chart.figure.layout.xaxis.title.text == "Wall-clock time (s)"
     # two runs by the wall clock: the chart says each speed is its own conditions'
-    assert "each run's speed under its own conditions" in chart.figure.layout.title.subtitle.text
+    assert "each run under its own load" in chart.figure.layout.title.subtitle.text
 
 
 def test_runs_with_thread_cpu_times_are_drawn_by_that_clock():
@@ -290,3 +291,20 @@ def test_a_run_with_one_evaluation_never_shows_negative_epochs():
     snap.status = "running"
     chart = charts.labelled_loss_chart([("mid-run", snap)], "epochs")
     assert chart.figure.layout.xaxis.rangemode == "nonnegative"
+
+
+def test_memory_breakdown_draws_only_the_parts_there_are_in_colours_apart():
+    """SGD on a CPU has no optimizer state and no allocator cache: no zero-height band and no
+    legend entry for them; the bands drawn each have a colour of their own."""
+    parts = {"parameters": 2 * MIB, "gradients": 2 * MIB, "optimizer_state": 0,
+             "workspace": MIB // 4, "allocator_cache": None}
+    points = [{"status": "ok", "batch_size": b, "peak_memory_bytes": 5 * MIB + b * 1024,
+               "memory_breakdown": {**parts, "activations": b * 1024}, "message": ""}
+              for b in (8, 64, 512)]
+    points.append({"status": "oom", "batch_size": 4096, "peak_memory_bytes": None,
+                   "memory_breakdown": None, "simulated": True, "message": "Simulated OOM"})
+    fig = charts.memory_breakdown_chart(points, None, None, None).figure
+    bands = [t for t in fig.data if t.stackgroup == "memory"]
+    assert [t.name for t in bands] == ["Parameters", "Gradients", "Saved activations",
+                                       "Workspace / temporaries"]
+    assert len({t.line.color for t in bands}) == len(bands)
