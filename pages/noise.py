@@ -60,12 +60,12 @@ def draw(snap) -> None:
                    help="Least squares on log variance against log batch; 1/B is −1.")
     lo, hi = r["b_simple_range"]
     cols[1].metric("B_simple, direct", f"{r['b_simple']:.0f}",
-                   help=f"tr(Σ)/|G|²; 16–84 % bootstrap range {lo:.0f}–{hi:.0f}.")
+                   help=f"tr(Σ)/|G|²; the middle 68 % of bootstrap estimates: {lo:.0f}–{hi:.0f}.")
     lo2, hi2 = r["b_simple_two_batch_range"]
     small, big = r["two_batch_sizes"]
     cols[2].metric(f"B_simple, two-batch ({small}/{big})", f"{r['b_simple_two_batch']:.0f}",
-                   help=f"From |g_B|² at batch {small} and {big} only; 16–84 % range "
-                        f"{lo2:.0f}–{hi2:.0f}.")
+                   help=f"From |g_B|² at batch {small} and {big} only; the middle 68 % of "
+                        f"bootstrap estimates: {lo2:.0f}–{hi2:.0f}.")
     verdict = recipes.noise_verdict(r)
     if verdict:
         st.markdown(verdict)
