@@ -112,7 +112,10 @@ def accumulation_check(cfg: RunConfig, micro_batch: int, accum: int, steps: int 
             "max_abs_grad_diff": max(d for _, d, _ in first_grads),
             "rel_grad_diff": rel_grad, "max_abs_param_diff": param_diff,
             "equivalent": rel_grad < EQUIVALENT_REL, "drift_grew": param_diff > PARAM_DRIFT,
-            "per_layer": [{"layer": name, "max_abs_grad_diff": d, "grad_norm": g}
+            # the module's type beside its name: the page numbers layers, not module indices
+            "per_layer": [{"layer": name, "module": type(big.model.get_submodule(
+                              name.rpartition(".")[0])).__name__,
+                           "max_abs_grad_diff": d, "grad_norm": g}
                           for name, d, g in first_grads],
             "unscaled_loss": unscaled_loss, "norm": cfg.norm, "variable_length": variable_length,
             **memory}

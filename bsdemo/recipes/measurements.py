@@ -101,16 +101,32 @@ def accumulation_verdict(r: dict[str, Any]) -> tuple[str, str]:
                               "different order), at the first step and after the last.")
 
 
-def layer_rows(per_layer: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The per-parameter gradient differences with names a person reads ("net.1.weight" ->
-    "layer 1 weights")."""
-    def name(raw: str) -> str:
-        parts = raw.split(".")
-        kind = {"weight": "weights", "bias": "biases"}.get(parts[-1], parts[-1])
-        index = next((p for p in reversed(parts[:-1]) if p.isdigit()), None)
-        return f"layer {index} {kind}" if index is not None else f"{'.'.join(parts[:-1])} {kind}"
+MODULE_WORDS = {"Linear": "linear layer", "Conv2d": "conv layer", "BatchNorm1d": "BatchNorm",
+                "BatchNorm2d": "BatchNorm", "LayerNorm": "LayerNorm", "GroupNorm": "GroupNorm",
+                "Embedding": "embedding"}
 
-    return [{"parameter": name(row["layer"]),
+
+def layer_rows(per_layer: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The per-parameter gradient differences with names a person reads: each kind of layer
+    numbered in the model's order ("net.4.weight" of an MLP's second Linear -> "linear layer 2
+    weights"), not by its index among the model's modules. Without the module's type (a result
+    stored before it was recorded): "layer 4 weights", the module index."""
+    numbers: dict[str, int] = {}  # module path -> its number among layers of its kind
+    counts: dict[str, int] = {}
+
+    def name(row: dict[str, Any]) -> str:
+        path, _, leaf = row["layer"].rpartition(".")
+        kind = {"weight": "weights", "bias": "biases"}.get(leaf, leaf)
+        module = row.get("module")
+        if module is not None:
+            words = MODULE_WORDS.get(module, module)
+            if path not in numbers:
+                counts[words] = numbers[path] = counts.get(words, 0) + 1
+            return f"{words} {numbers[path]} {kind}"
+        index = next((p for p in reversed(path.split(".")) if p.isdigit()), None)
+        return f"layer {index} {kind}" if index is not None else f"{path} {kind}"
+
+    return [{"parameter": name(row),
              "largest gradient difference": row["max_abs_grad_diff"],
              "gradient norm": row["grad_norm"]} for row in per_layer]
 

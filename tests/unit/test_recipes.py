@@ -191,6 +191,14 @@ def test_accumulation_is_equivalent_only_if_the_parameters_still_agree():
     assert recipes.accumulation_verdict(r | {"equivalent": False})[1].endswith("NOT equivalent.")
     assert recipes.layer_rows([{"layer": "net.1.weight", "max_abs_grad_diff": 0.0,
                                 "grad_norm": 1.0}])[0]["parameter"] == "layer 1 weights"
+    # with the module's type: each kind numbered in order, not by module index
+    rows = recipes.layer_rows([{"layer": f"net.{i}.{leaf}", "module": module,
+                                "max_abs_grad_diff": 0.0, "grad_norm": 1.0}
+                               for i, module in ((1, "Linear"), (2, "BatchNorm1d"), (4, "Linear"))
+                               for leaf in ("weight", "bias")])
+    assert [r["parameter"] for r in rows] == [
+        "linear layer 1 weights", "linear layer 1 biases", "BatchNorm 1 weights",
+        "BatchNorm 1 biases", "linear layer 2 weights", "linear layer 2 biases"]
 
 
 def test_a_knee_at_the_largest_batch_is_not_called_saturation():
