@@ -8,6 +8,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from bsdemo.charts import vision
 from bsdemo.charts.style import DASHES, OKABE_ITO, Chart, batch_colour, fit_legend, layout
 from bsdemo.jobkinds import LONGER_FACTOR
 
@@ -24,11 +25,13 @@ def run_name(run: dict[str, Any], samples: int | None = None) -> str:
 
 def _style(index: int, run: dict[str, Any], plain: Sequence[int] = ()) -> dict[str, Any]:
     """The two plain runs in their batch colours; each remedy run (index 2, 3, ...) in a colour
-    of its own, none of the plain runs' (their batches: `plain`), and a dash."""
+    of its own that every reader tells from the plain runs' (their batches: `plain`), and a
+    dash."""
     if run["remedy"] is None:
         return {"color": batch_colour(run["batch_size"]), "dash": "solid"}
     taken = {batch_colour(b) for b in plain}
-    free = [c for c in OKABE_ITO if c not in taken]
+    free = [c for c in OKABE_ITO if all(vision.least_difference(c, t) >= vision.MIN_DIFFERENCE
+                                        for t in taken)]
     return {"color": free[(index - 2) % len(free)], "dash": DASHES[1 + index % (len(DASHES) - 1)]}
 
 

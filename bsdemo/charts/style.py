@@ -19,21 +19,24 @@ import numpy  # noqa: F401
 import pandas  # noqa: F401
 import plotly.graph_objects as go
 
+from bsdemo.charts import vision
 from bsdemo.runs import JobSnapshot
 
-# Paul Tol's "muted" scheme, its pale sand swapped for Okabe-Ito's orange (pale lines vanish on
-# a projector), and its three lightest colours (that orange, cyan, teal) darkened in the same hue
-# to 3:1 on white, WCAG's minimum for lines and marks: nine colours colour-blind readers tell
-# apart. A batch's colour is keyed by log2(batch), in an order where neighbouring powers of two
-# (and batch 256 and 512, where it wraps) sit far apart; batches nine doublings apart share a hue.
-BATCH_PALETTE = ("#332288", "#C77C00", "#117733", "#CC6677", "#3A8FC8", "#882255", "#33907F",
-                 "#AA4499", "#999933")
+# Nine colours every reader tells apart: no two closer than vision.MIN_DIFFERENCE (CIEDE2000)
+# with normal vision or simulated protanopia, deuteranopia or tritanopia, each at least 3:1 on
+# white (WCAG's minimum for lines and marks). From Paul Tol's muted and vibrant schemes, Okabe
+# and Ito's orange darkened in hue to 3:1, IBM's violet and D3's red. A batch's colour is keyed
+# by log2(batch); batches nine doublings apart (1 and 512) share a hue. The batches a lesson
+# compares most (32 against 256, 8 against 64) are far apart in hue.
+BATCH_PALETTE = ("#332288", "#EE3377", "#117733", "#D62728", "#3A8FC8", "#882255", "#785EF0",
+                 "#AA4499", "#C77C00")
 # the second channel, for runs that share a batch: the k-th such run's marker and line dash
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "star", "hexagon", "x")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
-# Okabe and Ito's colour-blind-safe set for the measurement charts' series, its orange, sky blue
-# and yellow darkened in the same hue to 3:1 on white
-OKABE_ITO = ("#0072B2", "#C77C00", "#009E73", "#D55E00", "#CC79A7", "#3A8FC8", "#938A00", "#000000")
+# the measurement charts' series: Okabe and Ito's blue, orange (darkened in hue to 3:1 on white),
+# green and pink, with Paul Tol's red, indigo and purple in place of their vermillion, sky blue
+# and yellow, which a reader without red cones cannot tell from the orange (CIEDE2000 1-3)
+OKABE_ITO = ("#0072B2", "#C77C00", "#009E73", "#CC3311", "#CC79A7", "#332288", "#AA3377", "#000000")
 OOM_COLOUR = "#D55E00"  # Okabe-Ito vermillion: out of memory and divergence, everywhere
 ENDINGS = {  # how a run ended -> (its mark on the curve, the words beside it)
     "diverged": ("x", "diverged"), "oom": ("x", "out of memory"),
@@ -70,15 +73,35 @@ def batch_colour(batch_size: int) -> str:
 
 def styles(runs: Sequence[JobSnapshot]) -> list[Style]:
     """Each run's style: its batch's colour, and the k-th run of a batch the k-th marker and
-    dash, so two runs of one batch (different learning rates, say) still differ."""
+    dash. A run whose batch colour another run already holds (a second run of one batch, at
+    another learning rate, say; or batches nine doublings apart) takes a spare colour instead,
+    one every reader tells from those drawn (vision.MIN_DIFFERENCE), while any is left: runs
+    differ by colour, not by dash alone."""
+    batches = [snap.effective_batch for snap in runs]
+    # first pass: each batch's first run in its batch colour, unless another batch holds it
+    colours: list[str | None] = [None] * len(runs)
+    owner: dict[str, int] = {}  # colour -> the batch that holds it
+    for i, b in enumerate(batches):
+        if b not in batches[:i] and owner.setdefault(batch_colour(b), b) == b:
+            colours[i] = batch_colour(b)
+    # second pass: the rest in spare colours every reader tells from all held so far
+    for i, b in enumerate(batches):
+        if colours[i] is None:
+            held = [c for c in colours if c is not None]
+            colours[i] = next((c for c in _spares() if c not in held and all(
+                vision.distinguishable(c, h) for h in held)), batch_colour(b))
     seen: dict[int, int] = {}
     out = []
-    for snap in runs:
-        b = snap.effective_batch
+    for b, colour in zip(batches, colours, strict=True):
         k = seen.get(b, 0)
         seen[b] = k + 1
-        out.append(Style(batch_colour(b), SYMBOLS[k % len(SYMBOLS)], DASHES[k % len(DASHES)]))
+        out.append(Style(colour, SYMBOLS[k % len(SYMBOLS)], DASHES[k % len(DASHES)]))
     return out
+
+
+def _spares() -> tuple[str, ...]:
+    """Colours for runs whose batch colour is taken: the series colours, then the batch ones."""
+    return tuple(dict.fromkeys((*OKABE_ITO[:-1], *BATCH_PALETTE)))
 
 
 def ema(values: Sequence[float | None], weight: float) -> list[float | None]:

@@ -17,8 +17,8 @@ BREAKDOWN = (("parameters", "Parameters"), ("gradients", "Gradients"),
              ("workspace", "Workspace / temporaries"),
              ("allocator_cache", "Allocator cache (reserved − allocated)"))
 # stacked neighbours told apart by hue and lightness (gradients orange beside activations
-# vermillion read as one colour): blue, orange, green, pink, olive, grey
-BREAKDOWN_COLOURS = ("#0072B2", "#C77C00", "#009E73", "#CC79A7", "#938A00", "#555555")
+# vermillion read as one colour): blue, orange, green, pink, purple, grey
+BREAKDOWN_COLOURS = ("#0072B2", "#C77C00", "#009E73", "#CC79A7", "#AA3377", "#555555")
 
 
 def _log2_axis(fig: go.Figure, sizes: Sequence[int]) -> None:

@@ -209,12 +209,18 @@ def test_neighbouring_powers_of_two_never_share_a_colour():
     assert charts.batch_colour(3) in charts.BATCH_PALETTE  # not a power of two: the nearest
 
 
-def test_runs_sharing_a_batch_differ_by_marker_and_dash():
+def test_runs_sharing_a_batch_differ_by_colour_marker_and_dash():
     a, b, c = fake_snapshot(1, 32), fake_snapshot(2, 32), fake_snapshot(3, 64)
     sa, sb, sc = charts.styles([a, b, c])
-    assert sa.colour == sb.colour != sc.colour
+    assert sa.colour == charts.batch_colour(32) and sc.colour == charts.batch_colour(64)
+    assert len({sa.colour, sb.colour, sc.colour}) == 3  # the second batch-32 run: a spare colour
     assert (sa.symbol, sa.dash) != (sb.symbol, sb.dash)
     assert (sa.symbol, sa.dash) == (sc.symbol, sc.dash)  # the first of its batch
+
+
+def test_batches_that_share_a_palette_colour_get_two_colours():
+    one, far = charts.styles([fake_snapshot(1, 1), fake_snapshot(2, 512)])
+    assert charts.batch_colour(1) == charts.batch_colour(512) == one.colour != far.colour
 
 
 def test_ema_is_debiased_and_keeps_gaps():
