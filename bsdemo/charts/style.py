@@ -180,19 +180,21 @@ LEGEND_ROW_PX = 22
 
 
 def fit_legend(fig: go.Figure) -> go.Figure:
-    """The legend under the plot in the figure's own coordinates, with room made for its rows,
-    so it never sits on the x-axis title however many entries it has (two per row, one when a
-    name is long: an estimate that errs towards room)."""
+    """The legend right under the plot's x-axis title, with room made below for its rows, so
+    it never sits on the title however many entries it has (two per row, one when a name is
+    long: an estimate that errs towards room, the spare room left at the figure's foot rather
+    than between the plot and its legend)."""
     names = [t.name for t in fig.data if t.showlegend is not False and t.name]
     if len(names) < 2 and fig.layout.showlegend is not True:
         return fig  # plotly shows no legend for a single trace
     font = fig.layout.legend.font.size or 12  # a projector's legend is larger
     rows = math.ceil(len(names) / (1 if max(len(n) for n in names) * font > 45 * 12 else 2))
     extra = max(LEGEND_ROW_PX, round(font * 1.8)) * rows + 10
-    fig.update_layout(legend=dict(orientation="h", yref="container", y=0, yanchor="bottom",
-                                  x=0, xanchor="left"),
-                      margin=dict(b=(fig.layout.margin.b or 50) + extra),
-                      height=(fig.layout.height or 360) + extra)
+    height = (fig.layout.height or 360) + extra
+    # the axis keeps its own room (the margin's first part); the legend's top where it ends
+    fig.update_layout(legend=dict(orientation="h", yref="container", y=extra / height,
+                                  yanchor="top", x=0, xanchor="left"),
+                      margin=dict(b=(fig.layout.margin.b or 50) + extra), height=height)
     return fig
 
 

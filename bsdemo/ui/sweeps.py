@@ -1,7 +1,8 @@
 """Shared widgets for the measurement pages: workload, memory budget, and a polled job view.
 
-Sweeps and finders run as exclusive scheduler jobs; a page keeps its newest job id in session
-state under its own key and redraws the job's points from a polling fragment while it runs.
+Sweeps and finders run as exclusive scheduler jobs; a page keeps its newest job id under its own
+key in what this browser is shown (back after a reload) and redraws the job's points from a
+polling fragment while it runs.
 """
 
 from __future__ import annotations
@@ -21,13 +22,19 @@ from bsdemo.runs import JobSnapshot
 from bsdemo.scheduler import ActiveRunError
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.queue import waiting_message
-from bsdemo.ui.state import client_address, owner, scheduler, session_runs
+from bsdemo.ui.state import client_address, owner, remembered, scheduler, session_runs
 from bsdemo.ui.widgets import OPTIMIZER_LABELS, REFRESH_S, measured_on, polled, stored_time
 from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
 
 CPU_BUDGETS = [m * MIB for m in (0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128,
                                   256, 512, 1024)]
 GPU_BUDGETS = [g * GIB for g in (0.25, 0.5, 1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 128)]
+
+
+def shown() -> dict:
+    """What each page of this browser shows: "<prefix>_job" -> its newest job id, and
+    "<prefix>_group" -> its newest comparison's (label, job id) pairs; back after a reload."""
+    return remembered("shown", dict)
 
 
 def largest_batches() -> list[int]:
@@ -85,7 +92,7 @@ def submit(prefix: str, kind: str, cfg: RunConfig, options: dict) -> None:
     except (ConfigError, ActiveRunError) as exc:
         st.session_state[f"{prefix}_error"] = str(exc)
     else:
-        st.session_state[f"{prefix}_job"] = job
+        shown()[f"{prefix}_job"] = job
         session_runs()  # make sure the session has its list (the lab page reads it)
 
 
@@ -102,7 +109,7 @@ def run_button(prefix: str, label: str, kind: str, cfg: RunConfig, options: dict
 
 def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
     """Draw this page's newest job with `draw`, polled while it is queued or running."""
-    job_id = st.session_state.get(f"{prefix}_job")
+    job_id = shown().get(f"{prefix}_job")
     if job_id is None:
         return
     first = scheduler().snapshot(job_id)
@@ -165,7 +172,7 @@ def submit_group(prefix: str, cfgs: list[RunConfig], labels: list[str],
     except (ConfigError, ActiveRunError) as exc:
         st.session_state[f"{prefix}_error"] = str(exc)
     else:
-        st.session_state[f"{prefix}_group"] = list(zip(labels, ids, strict=True))
+        shown()[f"{prefix}_group"] = list(zip(labels, ids, strict=True))
 
 
 def group_button(prefix: str, label: str, cfgs: list[RunConfig], labels: list[str],
@@ -179,7 +186,7 @@ def group_button(prefix: str, label: str, cfgs: list[RunConfig], labels: list[st
 
 def group_view(prefix: str, draw: Callable[[list[tuple[str, JobSnapshot]]], None]) -> None:
     """Draw this page's newest comparison, polled while any of its runs is active."""
-    group = st.session_state.get(f"{prefix}_group")
+    group = shown().get(f"{prefix}_group")
     if not group:
         return
     first = [(label, s) for label, j in group if (s := scheduler().snapshot(j)) is not None]
