@@ -3,12 +3,12 @@
 import streamlit as st
 
 from bsdemo.lessons import LESSONS
+from bsdemo.ui.links import presenting
 from bsdemo.ui.sidebar import device_badge
 
 # a presentation link opens with the sidebar (the presenter's controls) folded away
-presenting = st.query_params.get("present") == "1" or st.session_state.get("present")
 st.set_page_config(page_title="Batch Size Lab", page_icon=":material/science:", layout="wide",
-                   initial_sidebar_state="collapsed" if presenting else "auto")
+                   initial_sidebar_state="collapsed" if presenting() else "auto")
 
 page = st.navigation(
     [st.Page("pages/home.py", title="Home", icon=":material/home:", default=True)]

@@ -7,14 +7,14 @@ from bsdemo.config import RunConfig
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink, areas
+from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads
 from bsdemo.units import format_bytes
 
 lesson_header("accumulation")
 link = PageLink("accumulation")
 
-controls, results = areas()  # presentation mode: results above the controls
+controls, results = link.areas()  # folded settings; projected: results first
 with controls:
     a, b, c = st.columns(3)
     micro = link.number(a, "Micro-batch b", 1, min(1024, sweeps.scheduler().limits.max_batch_size),

@@ -9,7 +9,7 @@ from bsdemo.presets import SCENARIOS
 from bsdemo.recipes.measurements import FINDER_DEVICE_MARGIN
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink, areas
+from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, show_table
 from bsdemo.units import format_bytes
 
@@ -20,7 +20,7 @@ ARCH_SECONDS = (DEFAULT_SECONDS, 1.5, 2.5, 5.0, 10.0)
 lesson_header("finder")
 link = PageLink("finder")
 
-controls, results = areas()  # presentation mode: results above the controls
+controls, results = link.areas()  # folded settings; projected: results first
 with controls:
     cfg = sweeps.workload("find", link)
     cpu = (sweeps.scheduler().device_info or {}).get("type", "cpu") == "cpu"

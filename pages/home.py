@@ -3,7 +3,9 @@
 import streamlit as st
 
 from bsdemo.lessons import LESSONS
+from bsdemo.plaintext import plain
 from bsdemo.ui.entry import require_entrypoint
+from bsdemo.ui.header import predictions
 from bsdemo.ui.links import PageLink
 
 require_entrypoint()
@@ -17,13 +19,21 @@ st.markdown(
     "watch the loss, the throughput (samples per second) and the memory respond.")
 st.page_link("pages/training_lab.py", label="Open the Training Lab", icon=":material/arrow_forward:")
 
-st.subheader("Lessons")
-for lesson in LESSONS:
-    left, right = st.columns([3, 1])
-    left.markdown(f"**{lesson.number}. {lesson.title}** — {lesson.goal}")
-    if lesson.page:
-        with right:
-            st.page_link(lesson.page, label="Open", icon=":material/play_circle:")
-    else:
-        right.caption("Coming")
+st.subheader("Twelve lessons")
+st.caption("Each lesson asks one question, lets you predict the answer, and answers it with runs "
+           "on this machine. Start with the Training Lab, or open any lesson.")
+guesses = predictions()
+ACROSS = 3  # cards a row: at 1280 px each card holds a two-line question without crowding
+for first in range(0, len(LESSONS), ACROSS):
+    for column, lesson in zip(st.columns(ACROSS), LESSONS[first:first + ACROSS], strict=False):
+        card = column.container(border=True, height="stretch")
+        card.markdown(f"**{lesson.number}. {lesson.title}**")
+        card.caption(plain(lesson.goal))  # the one-line question the lesson answers
+        guess = guesses.get(lesson.slug) if lesson.slug else None
+        if guess:
+            card.caption(plain(f"Your prediction: “{guess}”"))
+        if lesson.page:
+            card.page_link(lesson.page, label="Open the lesson", icon=lesson.icon)
+        else:
+            card.caption("Coming")
 link.finish()

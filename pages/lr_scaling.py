@@ -6,13 +6,13 @@ from bsdemo import charts, lessonlinks, recipes
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink, areas
+from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, show_table
 
 lesson_header("lr_scaling")
 link = PageLink("lr_scaling")
 
-controls, results = areas()  # presentation mode: results above the controls
+controls, results = link.areas()  # folded settings; projected: results first
 with controls:
     cfg = sweeps.workload("lr", link)
     a, b, c, d, e = st.columns(5)

@@ -6,14 +6,14 @@ from bsdemo import charts, recipes
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink, areas
+from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart
 from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
 
 lesson_header("memory")
 link = PageLink("memory")
 
-controls, results = areas()  # presentation mode: results above the controls
+controls, results = link.areas()  # folded settings; projected: results first
 with controls:
     cfg = sweeps.workload("mem", link)
     budget = sweeps.budget_widget("mem", link, allow_none=False,
@@ -32,10 +32,10 @@ with results:
 
 def draw(snap) -> None:
     points, end = snap.points, snap.result
-    st.toggle("Show data tables", key="show_tables")
     main = charts.memory_breakdown_chart(points, end and end["fit"], budget,
                                          end and end["predicted_max_batch_size"])
     show_chart(main, "mem_chart")
+    st.toggle("Show data tables", key="show_tables")  # under the chart: it reaches the screen
     oom = next((p for p in points if p["status"] == "oom"), None)
     if oom:
         st.error(f"**Batch {oom['batch_size']}: out of memory"

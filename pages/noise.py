@@ -9,7 +9,7 @@ from bsdemo.jobkinds import LR_RULES
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink, areas
+from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart
 
 BATCH_SETS = ("1,4,16,64,256", "1,2,4,8,16,32,64,128,256,512", "1,8,64,512")
@@ -24,7 +24,7 @@ def paths_chart_for(steps: int, lr: float):
 lesson_header("noise")
 link = PageLink("noise")
 
-controls, results = areas()  # presentation mode: results above the controls
+controls, results = link.areas()  # folded settings; projected: results first
 with controls:
     cfg = sweeps.workload("noi", link)
     a, b, c = st.columns(3)

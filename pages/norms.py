@@ -8,7 +8,7 @@ from bsdemo import charts, recipes
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink, areas
+from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart
 
 BATCH_SETS = ("2,4,8,32,128", "2,8,32", "2,4,8,16,32,64,128,256")
@@ -16,7 +16,7 @@ BATCH_SETS = ("2,4,8,32,128", "2,8,32", "2,4,8,16,32,64,128,256")
 lesson_header("norms")
 link = PageLink("norms")
 
-controls, results = areas()  # presentation mode: results above the controls
+controls, results = link.areas()  # folded settings; projected: results first
 with controls:
     cfg = sweeps.workload("nrm", link)
     left, right = st.columns(2)

@@ -8,14 +8,14 @@ from bsdemo import charts, lessonlinks, recipes
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink, areas
+from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, show_table
 from bsdemo.units import format_bytes
 
 lesson_header("regimes")
 link = PageLink("regimes")
 
-controls, results = areas()  # presentation mode: results above the controls
+controls, results = link.areas()  # folded settings; projected: results first
 with controls:
     sweeps.workload("reg", link)
     epochs, sgd, mini, cap = lessonlinks.REGIMES_CONTROLS[3:]

@@ -16,7 +16,7 @@ from bsdemo.lessonlinks import workload, workload_controls
 from bsdemo.presets import PRESETS, SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink, areas
+from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart
 
 SMALL = (4, 8, 16, 32, 64)
@@ -41,7 +41,7 @@ REMEDY_HELP = {
 lesson_header("sharpness")
 link = PageLink("sharpness")
 
-controls, results = areas()  # presentation mode: results above the controls
+controls, results = link.areas()  # folded settings; projected: results first
 with controls:
     preset, size, _ = workload_controls("shp")
     left, middle, right = st.columns([3, 1, 2])

@@ -6,14 +6,14 @@ from bsdemo import charts, recipes
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
-from bsdemo.ui.links import PageLink, areas
+from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart
 from bsdemo.units import powers_of_two
 
 lesson_header("throughput")
 link = PageLink("throughput")
 
-controls, results = areas()  # presentation mode: results above the controls
+controls, results = link.areas()  # folded settings; projected: results first
 with controls:
     cfg = sweeps.workload("tp", link)
     choices = sweeps.largest_batches()
@@ -57,7 +57,6 @@ def draw(snap) -> None:
     if best.get("tokens_per_sec") and best["tokens_per_sec"] != best["samples_per_sec"]:
         st.caption(f"As tokens: {best['tokens_per_sec']:,.0f} tokens/s at batch "
                    f"{best['batch_size']} (each sample is a sequence of tokens).")
-    st.toggle("Show data tables", key="show_tables")
     left, right = st.columns(2)
     with left:
         main = charts.sweep_throughput_chart(points)
@@ -67,6 +66,7 @@ def draw(snap) -> None:
         show_chart(charts.sweep_step_time_chart(points, end and end["fit"],
                                                 end and end["crossover_batch_size"]), "tp_step")
         show_chart(charts.sweep_utilisation_chart(points), "tp_util")
+    st.toggle("Show data tables", key="show_tables")  # under the charts: they reach the screen
     if end:
         st.markdown(recipes.throughput_verdict(end, points, end.get("peak_source")))
         prediction_check("throughput", recipes.throughput_prediction(points))

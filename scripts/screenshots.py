@@ -70,8 +70,10 @@ VISUAL_PROBLEMS = """() => {
   const visible = r => r.width > 0 && r.height > 0;
   const overlap = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 2
       && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 2;
-  const PARTS = [['title', '.g-gtitle'], ['x title', '.g-xtitle'], ['y title', '.g-ytitle'],
+  const PARTS = [['title', '.gtitle'], ['subtitle', '.gtitle-subtitle'],
+                 ['x title', '.g-xtitle'], ['y title', '.g-ytitle'],
                  ['legend', '.legend .bg'], ['annotation', '.annotation']];
+  const OUTSIDE = ['title', 'subtitle', 'x title', 'y title', 'legend'];  // never on the plot
   document.querySelectorAll('.js-plotly-plot').forEach((plot, i) => {
     const parts = [];
     for (const [name, selector] of PARTS) {
@@ -79,6 +81,13 @@ VISUAL_PROBLEMS = """() => {
         const r = e.getBoundingClientRect();
         if (visible(r)) parts.push([name, r, (e.textContent || '').trim().slice(0, 40)]);
       });
+    }
+    const area = plot.querySelector('.nsewdrag');
+    if (area) {
+      const r = area.getBoundingClientRect();
+      for (const [name, box, text] of parts)
+        if (OUTSIDE.includes(name) && overlap(box, r))
+          problems.push(`chart ${i}: ${name} "${text}" runs onto the plot`);
     }
     for (let a = 0; a < parts.length; a++)
       for (let b = a + 1; b < parts.length; b++)
@@ -96,6 +105,50 @@ VISUAL_PROBLEMS = """() => {
     problems.push('an exception box');
   return problems;
 }"""
+
+
+LEGEND_GAP_PX = 20  # a legend this far at most from its plot (its axis labels included)
+FIRST_SCREEN = """([slug, gap]) => {
+  const problems = [];
+  const main = document.querySelector('[data-testid="stMain"]') || document.body;
+  main.scrollTop = 0;
+  const plots = [...document.querySelectorAll('.js-plotly-plot')];
+  const view = window.innerHeight;
+  // the main result: the page's first chart, or its first table where that comes first (the
+  // finder's probes)
+  const result = document.querySelector('.js-plotly-plot, [data-testid="stDataFrame"]');
+  if (result) {
+    const top = result.getBoundingClientRect().top;
+    if (top >= view) problems.push(`the main result starts at ${Math.round(top)} px, below `
+                                   + `the first screen (${view} px)`);
+    const predict = document.querySelector(`.st-key-predict_${slug}`);
+    if (predict && predict.getBoundingClientRect().bottom > top + 1)
+      problems.push('the prediction sits below the results');
+  }
+  plots.forEach((plot, i) => {
+    const legend = plot.querySelector('.legend .bg');
+    const area = plot.querySelector('.nsewdrag') || plot.querySelector('.cartesianlayer');
+    if (!legend || !area) return;
+    const l = legend.getBoundingClientRect(), a = area.getBoundingClientRect();
+    if (!(l.width > 0 && l.height > 0)) return;
+    let bottom = a.bottom;  // the plot with its x-axis ticks and title
+    plot.querySelectorAll('.xtick text, .g-xtitle text').forEach(e => {
+      const r = e.getBoundingClientRect();
+      if (r.height > 0 && r.bottom > bottom && r.top < l.top) bottom = r.bottom;
+    });
+    const below = l.top - bottom, right = l.left - a.right;
+    const off = l.top >= a.bottom - 1 ? below : l.left >= a.right - 1 ? right : 0;
+    if (off > gap) problems.push(`chart ${i}: its legend sits ${Math.round(off)} px from the plot`);
+  });
+  return problems;
+}"""
+
+
+def first_screen_problems(page, slug: str) -> list[str]:
+    """What a projected first screen must hold, checked at the viewport's own size: the main
+    result (the first chart, or a table before it) starting inside it, the prediction above the results, every legend within
+    LEGEND_GAP_PX of its plot."""
+    return page.evaluate(FIRST_SCREEN, [slug, LEGEND_GAP_PX])
 
 
 def visual_problems(page) -> list[str]:
@@ -127,7 +180,9 @@ def settled(page) -> None:
 
 def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> tuple[Path, list[str]]:
     """The page after its default experiment, saved whole at `size`; returns the picture and
-    its visual problems (visual_problems), checked at that size."""
+    its problems at that size: its first screen's (first_screen_problems) and its whole
+    page's (visual_problems); then the same results projected (?present=1), the first screen
+    checked again and saved beside it."""
     route, preset, query = VARIANTS.get(name, (name, None, ""))
     experiments = [PAGES[route], *SECOND.get(route, [])]
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
@@ -148,8 +203,19 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> tup
         page.wait_for_timeout(2000)
         settled(page)
     path = out / f"{name or 'home'}-{size[0]}x{size[1]}.png"
+    problems = first_screen_problems(page, route)
     full_page(page, path, size[0])
-    problems = visual_problems(page)
+    problems += visual_problems(page)
+    if experiments[0][0] and "present=1" not in query:  # the same results, projected
+        page.set_viewport_size({"width": size[0], "height": size[1]})
+        page.goto(f"{url}/{route}{query}{'&' if query else '?'}present=1")
+        page.get_by_role("button", name=experiments[0][0], exact=True).first.wait_for(
+            timeout=60_000)
+        settled(page)
+        page.wait_for_timeout(1500)  # Plotly draws after the script run
+        projected = out / f"{name or 'home'}-{size[0]}x{size[1]}-present-first.png"
+        problems += [f"projected: {p}" for p in first_screen_problems(page, route)]
+        page.screenshot(path=str(projected))
     context.close()
     for problem in problems:
         print(f"{path.name}: {problem}", file=sys.stderr)

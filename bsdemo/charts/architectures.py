@@ -9,7 +9,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from bsdemo.architectures import ARCHITECTURES
-from bsdemo.charts.style import OKABE_ITO, SYMBOLS, Chart, empty, layout
+from bsdemo.charts.style import OKABE_ITO, SYMBOLS, Chart, empty, layout, log_ticks
 from bsdemo.recipes.architectures import budget_words, by_cpu_time
 from bsdemo.units import format_bytes
 
@@ -57,7 +57,7 @@ def _chart(points: Sequence[dict[str, Any]], metric: str, seconds: float) -> Cha
     if metric == "accuracy":
         fig.update_yaxes(tickformat=".0%", rangemode="tozero")
     elif metric == "speed":
-        fig.update_yaxes(type="log")
+        fig.update_yaxes(type="log", **log_ticks([y for t in fig.data for y in t.y or ()]))
     else:
         fig.update_yaxes(rangemode="tozero")
     fig.update_layout(hovermode="closest")

@@ -4,6 +4,7 @@ utilisation, and the labelled loss of a comparison, all in the chart language of
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -17,6 +18,7 @@ from bsdemo.charts.style import (
     empty,
     end_mark,
     layout,
+    log_ticks,
     log_x,
     robust_top,
     styles,
@@ -48,9 +50,22 @@ def _last(xs: list, ys: list) -> tuple:
     return None, None
 
 
-def _finish_y(fig: go.Figure, drawn: list[tuple[list, list]], floor: float = 0.0) -> float | None:
-    """A robust y-range from the main curves, their clipped points marked at the top edge."""
+SPIKE_FACTOR = 4.0  # a point this many times the robust top: a log axis rather than a clip
+
+
+def _finish_y(fig: go.Figure, drawn: list[tuple[list, list]], floor: float = 0.0,
+              spikes: Sequence[tuple[float, float]] | None = None) -> float | None:
+    """A robust y-range from the main curves, their clipped points marked at the top edge.
+    spikes (curves without per-step noise, where a spike is the event to see: its (x, y)
+    points): one over SPIKE_FACTOR times that range puts the axis on a log scale holding
+    every point."""
     top = robust_top([ys for _, ys in drawn], floor)
+    drawn = [*drawn, *(([x], [y]) for x, y in spikes or ())]
+    values = [y for _, ys in drawn for y in ys if y is not None and math.isfinite(y)]
+    if spikes and top and max(values) > SPIKE_FACTOR * top and min(values) > 0:
+        title = fig.layout.yaxis.title.text or ""
+        fig.update_yaxes(type="log", title_text=f"{title}, log scale", **log_ticks(values))
+        return None
     if top is not None:
         fig.update_yaxes(range=[0, top])
         clip_marks(fig, [(x, y) for xs, ys in drawn for x, y in zip(xs, ys, strict=True)], top)
@@ -112,9 +127,10 @@ def loss_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: fl
 
 
 def _finish_loss(fig: go.Figure, drawn: list[tuple[list, list]], ends: list[tuple],
-                 log: bool, empty_text: str) -> None:
+                 log: bool, empty_text: str,
+                 spikes: Sequence[tuple[float, float]] | None = None) -> None:
     """A loss chart's robust y-range, each run's end marked, the log axis, the empty state."""
-    top = _finish_y(fig, drawn)
+    top = _finish_y(fig, drawn, spikes=spikes)
     for snap, x, y, style in ends:
         end_mark(fig, snap, x, y, style, top)
     if log:
@@ -123,6 +139,22 @@ def _finish_loss(fig: go.Figure, drawn: list[tuple[list, list]], ends: list[tupl
         fig.update_xaxes(rangemode="nonnegative")
     if not any(xs for xs, _ in drawn):
         empty(fig, empty_text)
+
+
+SPIKE_OVER_START = 2.0  # a step's loss this many times the run's first evaluated loss: a spike
+
+
+def _spike(snap: JobSnapshot, x_field: str, evaluated: list) -> tuple[float, float] | None:
+    """(x, loss) of the run's highest step loss where it is a spike — over SPIKE_OVER_START
+    times its first evaluated loss (warm-up's jump, an lr too large) — that its evaluations,
+    an epoch apart, would not show; else None."""
+    start = next((v for v in evaluated if v is not None), None)
+    pts = [(x, y) for x, y in zip(snap.steps[x_field], snap.steps["loss"], strict=False)
+           if x is not None and y is not None and math.isfinite(y)]
+    if start is None or not pts:
+        return None
+    x, peak = max(pts, key=lambda p: p[1])
+    return (x, peak) if peak > SPIKE_OVER_START * start else None
 
 
 def _loss_alt(runs: Sequence[JobSnapshot], x_title: str) -> str:
@@ -242,6 +274,7 @@ def labelled_loss_chart(runs: Sequence[tuple[str, JobSnapshot]], x_axis: str,
     its batch (runs of one batch told apart by marker and dash), each run's end marked."""
     x_field, x_title = X_AXES[x_axis]
     fig, table, drawn, ends = go.Figure(), [], [], []
+    peaks: list[tuple[float, float]] = []  # each run's spike between two evaluations
     snaps = [snap for _, snap in runs]
     for (label, snap), style in zip(runs, styles(snaps), strict=True):
         ex, train, test = _eval_traces(fig, snap, style, label, x_field, log)
@@ -250,12 +283,21 @@ def labelled_loss_chart(runs: Sequence[tuple[str, JobSnapshot]], x_axis: str,
         if snap.latest and snap.status in ("diverged", "oom") and snap.latest.get(x_field):
             x, y = snap.latest[x_field], snap.latest.get("loss", y)  # where it actually stopped
         ends.append((snap, x, y, style))
+        if (spike := _spike(snap, x_field, train)) is not None:  # between two evaluations
+            fig.add_trace(go.Scatter(
+                x=[spike[0]], y=[spike[1]], mode="markers+text", text=[f"spike {spike[1]:.3g}"],
+                textposition="middle right", showlegend=False, legendgroup=str(snap.id),
+                hoverinfo="text", hovertext=[f"{label}: a step's loss reached {spike[1]:.4g}"],
+                marker=dict(symbol="triangle-up", size=12, color=style.colour),
+                textfont=dict(color=style.colour)))
+            peaks.append(spike)
         table += [{"run": label, x_title: x, "train loss": a, "test loss": b}
                   for x, a, b in zip(snap.evals[x_field], snap.evals["train_loss"],
                                      snap.evals["test_loss"], strict=True)]
     layout(fig, f"Loss against {x_title.lower()}", x_title, "Cross-entropy loss (nats)",
            subtitle="thick: train loss · thin, open markers: test loss" if runs else None)
-    _finish_loss(fig, drawn, ends, log, "The runs' evaluated loss appears here as they train.")
+    _finish_loss(fig, drawn, ends, log, "The runs' evaluated loss appears here as they train.",
+                 spikes=peaks)
     finals = [f"{label}: {snap.evals['test_loss'][-1]:.3g}" for label, snap in runs
               if snap.evals["test_loss"]]
     return Chart(fig, f"Evaluated loss against {x_title.lower()}. Latest test loss — "

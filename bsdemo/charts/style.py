@@ -220,14 +220,32 @@ def projector(fig: go.Figure) -> go.Figure:
                 trace.marker.size = round(1.5 * (trace.marker.size or 6))
     for note in fig.layout.annotations or ():
         note.font.size = max(note.font.size or 0, size - 2)
+    _wrap_y_title(fig, size)
     subtitle = fig.layout.title.subtitle.text if fig.layout.title.subtitle else None
     if subtitle and " · " in subtitle:  # one line per part: a long subtitle would run off
         parts = subtitle.split(" · ")
         fig.update_layout(title_subtitle=dict(text="<br>".join(parts),
                                               font=dict(size=size - 4, color="#333333")),
-                          margin=dict(t=round(50 + 1.3 * (size + 6) + 1.5 * size * len(parts))))
-        fig.layout.height += round(1.5 * size * len(parts))
+                          # room for the title and each line under it, clear of the plot
+                          margin=dict(t=round(62 + 1.3 * (size + 6) + 1.5 * size * len(parts))))
+        fig.layout.height += round(12 + 1.5 * size * len(parts))
     return fig
+
+
+def _wrap_y_title(fig: go.Figure, size: int) -> None:
+    """A y-axis title longer than its plot is tall, in two lines (at a projector's size it would
+    run past the plot's top into the subtitle), with room made for the second line."""
+    title = fig.layout.yaxis.title.text
+    if not title or "<br>" in title:
+        return
+    margin = fig.layout.margin
+    plot = (fig.layout.height or 360) - (margin.t or 80) - (margin.b or 80)
+    if len(title) * 0.55 * size <= plot or " " not in title:
+        return
+    middle = len(title) // 2
+    cut = min((i for i, c in enumerate(title) if c == " "), key=lambda i: abs(i - middle))
+    fig.update_yaxes(title_text=f"{title[:cut]}<br>{title[cut + 1:]}")
+    fig.update_layout(margin=dict(l=(margin.l or 80) + round(1.3 * size)))
 
 
 def empty(fig: go.Figure, message: str) -> None:
@@ -240,3 +258,29 @@ def empty(fig: go.Figure, message: str) -> None:
 
 def log_x(fig: go.Figure) -> None:
     fig.update_xaxes(type="log")
+
+
+def log_ticks(values: Sequence[float | None]) -> dict[str, list]:
+    """tickvals and ticktext for a log axis over `values`: 1, 2 and 5 times each power of ten
+    (only the powers over more than three decades), each labelled in full (1k, 2k, 5k, 10k):
+    plotly's own small digits between the decades read as stray numbers. {} without data."""
+    finite = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not finite:
+        return {}
+    lo, hi = min(finite), max(finite)
+    steps = (1,) if hi / lo > 1000 else (1, 2, 5)
+    ticks = [m * 10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+             for m in steps]
+    inside = [t for t in ticks if lo <= t <= hi]
+    # the nearest tick outside the data on each side, so the ends are read too
+    below = [t for t in ticks if t < lo][-1:]
+    above = [t for t in ticks if t > hi][:1]
+    ticks = below + inside + above
+    return {"tickvals": ticks, "ticktext": [_si(t) for t in ticks]}
+
+
+def _si(value: float) -> str:
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"

@@ -1,4 +1,5 @@
-"""A lesson page's header, from the lesson registry: title, goal and the "Predict first" question."""
+"""A lesson page's header, from the lesson registry: title and goal; and the "Predict first"
+question with its answers, above the run button."""
 
 from __future__ import annotations
 
@@ -16,29 +17,30 @@ def lesson_header(slug: str) -> Lesson:
     require_entrypoint()
     lesson = BY_SLUG[slug]
     st.title(lesson.title)
-    # the one-line goal; the paragraph folded under it (projected, left out: the presenter
+    # the one-line goal, the paragraph folded under it (projected, left out: the presenter
     # says it), so the controls and the chart reach the first screen
-    st.markdown(f"**Goal:** {lesson.goal}")
     if lesson.intro and not presenting():
-        with st.expander("More about this lesson"):
+        with st.expander(f"**Goal:** {lesson.goal}", icon=":material/flag:"):
             st.markdown(lesson.intro)
-    if lesson.predict:
-        st.info(f"**Predict first:** {lesson.predict}", icon=":material/psychology:")
+    else:
+        st.markdown(f"**Goal:** {lesson.goal}")
     return lesson
 
 
 def predict(slug: str) -> None:
-    """The "Predict first" question's answers, drawn just above the page's run button (after
-    the settings, whose first run must not be cut short by a widget above them)."""
+    """The "Predict first" question and its answers, drawn just above the page's run button
+    (after the settings, whose first run must not be cut short by a widget above them)."""
     lesson = BY_SLUG[slug]
+    st.info(f"**Predict first:** {lesson.predict}", icon=":material/psychology:")
     key, saved = f"predict_{slug}", predictions()
     if key not in st.session_state and slug in saved:  # kept across pages and reloads
         st.session_state[key] = saved[slug]
     st.radio("Your prediction, before you run it" + (" (the question's first part)"
              if lesson.predict.count("?") > 1 else ""), lesson.answers, index=None,
              key=key, horizontal=True, on_change=_keep, args=(slug, key),
-             # projected, right under the question it answers: its label is a line too many
-             label_visibility="collapsed" if presenting() else "visible")
+             # right under the question it answers: its label (read out by screen readers)
+             # would be a line too many on screen
+             label_visibility="collapsed")
 
 
 def predictions() -> dict[str, str]:

@@ -27,18 +27,33 @@ PRESENT_KEY = "present"  # one switch for every page of this tab
 BASE_CSS = """
 [data-testid="stCaptionContainer"], .stCaption { color: #595D69 !important; }
 [data-testid="stMainBlockContainer"] { padding-top: 2.5rem; }
+[data-testid="stMainBlockContainer"] h1 { font-size: 2.4rem; padding-bottom: 0.5rem; }
 """
 
-# large type everywhere (Streamlit sizes in rem), the page's full width, no header strip
+# large type everywhere (Streamlit sizes in rem), the page's full width, no header strip; and
+# tighter around the large type (title, the prediction box, the gaps, the figures' tiles), so
+# the main chart starts on a 1280x720 projector's first screen
 PRESENT_CSS = """
 html { font-size: 22px; }
-[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1.5rem 2.5rem 3rem; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 2.2rem 2.5rem 3rem; }
 [data-testid="stHeader"] { background: transparent; }
 [data-testid="stCaptionContainer"], .stCaption { color: #222222 !important; }
+[data-testid="stMainBlockContainer"] h1 { font-size: 2rem; padding: 0 0 0.25rem; }
+[data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.6rem; }
+[data-testid="stMainBlockContainer"] [data-testid="stAlert"] [role="alert"] {
+  padding: 0.45rem 0.8rem; }
+[data-testid="stMetricValue"] { font-size: 1.6rem; }
 """
 
 
 def presenting() -> bool:
+    """Presentation mode: the sidebar's switch, or on a page's first run a link's ?present=
+    (the header is drawn before PageLink reads the link and sets the switch)."""
+    if PRESENT_KEY not in st.session_state and "present" in st.query_params:
+        try:
+            return Control("present", "", "", "bool").parse(st.query_params["present"])
+        except ConfigError:
+            return False  # PageLink shows the message
     return bool(st.session_state.get(PRESENT_KEY))
 
 
@@ -84,6 +99,7 @@ class PageLink:
         st.session_state[first] = True
         self._errors: list[str] = []
         self._notice = st.empty()  # a bad link's message, at the top of the page
+        self._strip = None  # where the scenario buttons go, outside the folded settings
         if self._params:
             self._read_view()
 
@@ -138,9 +154,26 @@ class PageLink:
         """A row of buttons, one a scenario (name -> the page's own query string): each sets
         every linked control of the page, those it does not name to the page's default.
         Drawn after the controls (a click during the page's first run must find them)."""
-        scenario_row(f"{self.slug}_scenarios", f"{self.slug}_scenario", named, self._use, label)
-        if self._scenario_error in st.session_state:
-            st.error(plain(st.session_state.pop(self._scenario_error)))
+        with self._strip if self._strip is not None else st.container():
+            scenario_row(f"{self.slug}_scenarios", f"{self.slug}_scenario", named, self._use,
+                         label)
+            if self._scenario_error in st.session_state:
+                st.error(plain(st.session_state.pop(self._scenario_error)))
+
+    # ----- the page's areas -----
+    def areas(self, settings: str = "Settings"):
+        """(where the page's controls go, where its results go), in the script's order.
+
+        Presentation mode: areas(), the results above the controls. Otherwise the controls fold
+        into a `settings` expander under the header (open when a link set some of them), with
+        the scenario buttons in a strip below it, then the results: the prediction, the run
+        button and the main chart reach a 1280x720 screen's first view."""
+        if presenting():
+            return areas()
+        linked = any(k not in ("present", "hide", "run") for k in self._params)
+        controls = st.expander(settings, expanded=linked, icon=":material/tune:")
+        self._strip = st.container()
+        return controls, st.container()
 
     @property
     def _scenario_error(self) -> str:

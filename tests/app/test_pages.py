@@ -8,7 +8,7 @@ import time
 
 from streamlit.testing.v1 import AppTest
 
-from bsdemo.plaintext import unescape
+from bsdemo.plaintext import plain, unescape
 from tests.app.helpers import APP, open_page, run_until
 from tests.timeouts import scaled
 
@@ -33,9 +33,20 @@ def test_home_lists_the_lessons_and_links_the_lab():
     at.switch_page(HOME).run()
     assert not at.exception
     assert at.title[0].value == "Batch Size Lab"
-    text = " ".join(m.value for m in at.markdown)
+    text = " ".join(m.value for m in [*at.markdown, *at.caption])
     assert "What a batch is" in text and "Memory and out-of-memory" in text
     assert sum(c.value == "Coming" for c in at.caption) == 0  # every lesson built
+    from bsdemo.lessons import LESSONS
+    assert all(f"**{lesson.number}. {lesson.title}**" in text for lesson in LESSONS)  # a card each
+
+
+def test_home_cards_show_the_students_predictions():
+    at = AppTest.from_file(APP, default_timeout=scaled(60))
+    at.session_state["predictions"] = {"throughput": "about the same"}
+    at.switch_page(HOME).run()
+    assert not at.exception
+    mine = [c.value for c in at.caption if c.value.startswith("Your prediction")]
+    assert mine == [plain("Your prediction: “about the same”")]  # shown as typed, never Markdown
 
 
 def test_lab_run_draws_live_charts_and_tiles():

@@ -157,6 +157,7 @@ def test_accumulation_page_toggles_a_pitfall(server, browser):
     # the first result can show before its job has ended (the result record comes before the
     # end record): let that rerun settle before the toggle, and the toggle's before Compare
     settled(page)
+    open_settings(page)  # folded under the header until the student opens them
     page.get_by_text("Forget to divide the loss by k").click()
     page.wait_for_function("""() => [...document.querySelectorAll('label')].some(label =>
         label.innerText.includes('Forget to divide the loss by k')
@@ -169,7 +170,15 @@ def test_accumulation_page_toggles_a_pitfall(server, browser):
     page.get_by_role("button", name="Compare").click()
     page.get_by_text(re.compile(r"NOT equivalent\.$")).wait_for(timeout=ms(180))
     assert page.locator(".stException").count() == 0
+    page.reload()  # the page's newest result comes back with the browser's cookie
+    page.get_by_text(re.compile(r"NOT equivalent\.$")).wait_for(timeout=ms(60))
     page.close()
+
+
+def open_settings(page) -> None:
+    """Unfold a lesson page's settings (folded under its header)."""
+    page.locator("[data-testid=stExpander] summary").filter(has_text="Settings").click()
+    settled(page)
 
 
 def test_lr_page_warm_up_preset_shows_the_spike_it_prevents(server, browser):
@@ -210,10 +219,12 @@ def test_a_copied_page_link_reproduces_its_settings_and_its_presentation(server,
     assert page.evaluate("getComputedStyle(document.documentElement).fontSize") == "22px"
     assert page.locator("[data-testid=stAlert]").filter(has_text="could not").count() == 0
     page.goto(f"{server}/lr_scaling?k=64")
-    page.get_by_text("Reference batch").first.wait_for(timeout=ms(30))
+    page.get_by_text("Reference batch").first.wait_for(timeout=ms(30))  # a setting linked: open
     settled(page)
     page.get_by_role("link", name="SGD, full batch, mini-batch").click()
-    page.get_by_text("Epochs (each regime)").wait_for(timeout=ms(30))
+    # no setting in this page's link: its settings stay folded
+    page.get_by_text("Epochs (each regime)").wait_for(state="attached", timeout=ms(30))
+    assert page.get_by_text("Epochs (each regime)").is_hidden()
     settled(page)
     page.wait_for_function("() => location.search.includes('mini=32')", timeout=ms(30))
     assert page.locator("[data-testid=stAlert]").filter(has_text="could not").count() == 0

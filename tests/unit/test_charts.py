@@ -314,3 +314,26 @@ def test_memory_breakdown_draws_only_the_parts_there_are_in_colours_apart():
     assert [t.name for t in bands] == ["Parameters", "Gradients", "Saved activations",
                                        "Workspace / temporaries"]
     assert len({t.line.color for t in bands}) == len(bands)
+
+
+def test_log_axes_label_every_tick_in_full():
+    ticks = charts.style.log_ticks([1_100, 45_000, None])
+    assert ticks["ticktext"] == ["1k", "2k", "5k", "10k", "20k", "50k"]
+    assert ticks["tickvals"][0] <= 1_100 and ticks["tickvals"][-1] >= 45_000
+    wide = charts.style.log_ticks([3, 2e6])  # over three decades: the powers of ten only
+    assert wide["ticktext"] == ["1", "10", "100", "1k", "10k", "100k", "1M", "10M"]
+    assert charts.style.log_ticks([]) == {}
+
+
+def test_a_warm_up_spike_between_evaluations_is_drawn_inside_the_comparison():
+    calm, jumpy = fake_snapshot(1, 32), fake_snapshot(2, 1024)
+    jumpy.steps["loss"][3] = 52.1  # one step's loss jumps (an lr too large, no warm-up)
+    fig = charts.labelled_loss_chart([("reference", calm), ("linear rule", jumpy)],
+                                     "epochs").figure
+    spikes = [t for t in fig.data if t.text and str(t.text[0]).startswith("spike")]
+    assert len(spikes) == 1 and spikes[0].y[0] == 52.1
+    assert fig.layout.yaxis.type == "log"  # the spike and the curves both in the plot
+    assert not [t for t in fig.data if "above the chart" in (t.name or "")]
+    calm_only = charts.labelled_loss_chart([("reference", calm)], "epochs").figure
+    assert calm_only.layout.yaxis.type != "log"
+    assert not [t for t in calm_only.data if t.text and str(t.text[0]).startswith("spike")]
