@@ -74,6 +74,9 @@ class EvalEvent(_Event):
     test_accuracy: float  # generated ones, and the share of those it calls right
     frechet_distance: float | None = None  # a GAN: generated vs test images (lower is better)
     samples: list[list[float]] | None = None  # a GAN: a grid of generated images, pixels in [0, 1]
+    # a 2-D dataset: the model's decision regions on a grid and test points to draw on them
+    # (bsdemo.engine.regions.decision_regions)
+    regions: dict[str, Any] | None = None
 
 
 @dataclass

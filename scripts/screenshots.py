@@ -62,6 +62,8 @@ VARIANTS = {
                                                 "&optimizer=adam&lr=0.001&epochs=30"),
     "training_lab-lstm": ("training_lab", None, "?model=lstm&width=64&depth=1&optimizer=adam"
                                                  "&lr=0.01"),
+    "training_lab-spirals": ("training_lab", None, "?dataset=spirals&width=64&depth=3&lr=0.1"
+                                                    "&epochs=30"),
 }
 
 

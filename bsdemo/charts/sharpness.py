@@ -9,7 +9,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from bsdemo.charts import vision
-from bsdemo.charts.style import DASHES, OKABE_ITO, Chart, batch_colour, fit_legend, layout
+from bsdemo.charts.style import DASHES, OKABE_ITO, Chart, batch_colour, layout
 from bsdemo.jobkinds import LONGER_FACTOR
 
 REMEDY_LABELS = {None: "", "scale_lr": " + scaled lr", "warmup": " + warm-up, scaled lr",
@@ -50,7 +50,6 @@ def loss_curves(runs: Sequence[dict[str, Any]], target: float, samples: int | No
     layout(fig, "Training loss until the target", "Optimizer steps",
            "Training loss, whole set (log scale)")
     fig.update_yaxes(type="log", dtick=1)  # a label per power of ten, none between
-    fit_legend(fig)
     reached = [f"{run_name(r, samples)} in {r['reached_at']:,} steps" for r in runs
                if r["reached_at"] is not None]
     alt = (f"Training loss against steps for {len(runs)} runs, down to the target {target:g}"
@@ -89,7 +88,6 @@ def trace_chart(runs: Sequence[dict[str, Any]], samples: int | None, trace_sampl
     layout(fig, "Sharpness during training", "Optimizer steps", "Top Hessian eigenvalue",
            subtitle=f"Power iteration on {trace_samples:,} training samples; ★ at the solution, "
                     f"on {hessian_samples:,}; dashed: 2/lr")
-    fit_legend(fig)
     ends = [f"{run_name(r, samples)} {r['trace'][-1][1]:.3g}" for r in runs if r["trace"]]
     alt = ("The top Hessian eigenvalue against optimizer steps for each run, with 2/lr dashed; "
            f"at the end: {', '.join(ends)}.")
@@ -109,7 +107,6 @@ def slice_chart(cut: dict[str, list[float]], first: str, second: str) -> Chart:
     layout(fig, "The loss between the two solutions", f"t: 0 = {first}, 1 = {second}",
            "Loss (log scale)")
     fig.update_yaxes(type="log", dtick=1)
-    fit_legend(fig)
     low = min(range(len(cut["t"])), key=lambda i: cut["train_loss"][i])
     alt = (f"Training and test loss along the line from the {first} solution (t = 0) to the "
            f"{second} solution (t = 1) and half as far past each; the training loss is "

@@ -8,6 +8,7 @@ Pure: run data in, Plotly objects out (no Streamlit, no torch).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,33 +166,54 @@ def end_mark(fig: go.Figure, snap: JobSnapshot, x: float | None, y: float | None
 
 def layout(fig: go.Figure, title: str, x_title: str, y_title: str, subtitle: str | None = None,
            **yaxis) -> go.Figure:
-    """Title, axis titles, the legend under the plot (clear of the x title) and margins."""
+    """Title, axis titles, the legend under the plot (clear of the x title) and margins. A
+    subtitle longer than half a page's chart holds goes one part (" · ") a line."""
+    lines = 1
+    if subtitle and len(subtitle) > SUBTITLE_CHARS and " · " in subtitle:
+        lines = subtitle.count(" · ") + 1
+        subtitle = subtitle.replace(" · ", "<br>")
     fig.update_layout(
         title=dict(text=title, subtitle=dict(text=subtitle) if subtitle else None),
-        xaxis_title=x_title, yaxis_title=y_title, height=360,
-        margin=dict(l=60, r=20, t=70 if subtitle else 50, b=50),
+        xaxis_title=x_title, yaxis_title=y_title, height=360 + 16 * (lines - 1),
+        margin=dict(l=60, r=20, t=(70 + 16 * (lines - 1)) if subtitle else 50, b=50),
         legend=dict(orientation="h", y=-0.3, yanchor="top"), hovermode="x unified")
     if yaxis:
         fig.update_yaxes(**yaxis)
     return fig
 
 
+SUBTITLE_CHARS = 60  # about what one line holds in a chart half a 1280 px page wide
 LEGEND_ROW_PX = 22
+LEGEND_WIDTH_PX = 360  # the narrowest a legend gets: a chart in half of a 1280 px page
+
+
+def legend_rows(names: Sequence[str], font: int) -> int:
+    """How many rows a horizontal legend of `names` takes at LEGEND_WIDTH_PX: its entries
+    packed in order, each its symbol (40 px) and its text (~0.6 em a character)."""
+    rows, used = 1, 0.0
+    for name in names:
+        width = 40 + 0.6 * font * len(name)
+        if used and used + width > LEGEND_WIDTH_PX:
+            rows, used = rows + 1, 0.0
+        used += width
+    return rows
 
 
 def fit_legend(fig: go.Figure) -> go.Figure:
-    """The legend right under the plot's x-axis title, with room made below for its rows, so
-    it never sits on the title however many entries it has (two per row, one when a name is
-    long: an estimate that errs towards room, the spare room left at the figure's foot rather
-    than between the plot and its legend)."""
+    """The legend right under the plot's x-axis title, with room made below for its rows
+    (legend_rows: an estimate that errs towards room, the spare room left at the figure's foot
+    rather than between the plot and its legend), so it never sits on the title nor is cut."""
     names = [t.name for t in fig.data if t.showlegend is not False and t.name]
     if len(names) < 2 and fig.layout.showlegend is not True:
         return fig  # plotly shows no legend for a single trace
+    if fig.layout.legend.yref == "container":
+        return fig  # fitted already: a second fit would count the legend's room as the axis's
     font = fig.layout.legend.font.size or 12  # a projector's legend is larger
-    rows = math.ceil(len(names) / (1 if max(len(n) for n in names) * font > 45 * 12 else 2))
+    rows = legend_rows(names, font)
     extra = max(LEGEND_ROW_PX, round(font * 1.8)) * rows + 10
     height = (fig.layout.height or 360) + extra
-    # the axis keeps its own room (the margin's first part); the legend's top where it ends
+    # the legend's top where the axis's own room (the margin's first part) ends; the rows get
+    # the rest: a low estimate would make plotly push the plot up, away from its legend
     fig.update_layout(legend=dict(orientation="h", yref="container", y=extra / height,
                                   yanchor="top", x=0, xanchor="left"),
                       margin=dict(b=(fig.layout.margin.b or 50) + extra), height=height)
@@ -222,8 +244,8 @@ def projector(fig: go.Figure) -> go.Figure:
         note.font.size = max(note.font.size or 0, size - 2)
     _wrap_y_title(fig, size)
     subtitle = fig.layout.title.subtitle.text if fig.layout.title.subtitle else None
-    if subtitle and " · " in subtitle:  # one line per part: a long subtitle would run off
-        parts = subtitle.split(" · ")
+    if subtitle and (" · " in subtitle or "<br>" in subtitle):  # a line a part: it would run off
+        parts = re.split(" · |<br>", subtitle)
         fig.update_layout(title_subtitle=dict(text="<br>".join(parts),
                                               font=dict(size=size - 4, color="#333333")),
                           # room for the title and each line under it, clear of the plot

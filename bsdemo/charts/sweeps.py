@@ -9,7 +9,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from bsdemo.charts.style import OKABE_ITO, OOM_COLOUR, Chart, batch_colour, fit_legend, layout
+from bsdemo.charts.style import OKABE_ITO, OOM_COLOUR, Chart, batch_colour, layout
 from bsdemo.units import MIB
 
 BREAKDOWN = (("parameters", "Parameters"), ("gradients", "Gradients"),
@@ -369,7 +369,6 @@ def critical_chart(result: dict) -> Chart:
                     + (f", at most {result['lr_cap']:g}" if result.get("lr_cap") else ""))
     fig.update_yaxes(type="log", dtick=1)
     _log2_axis(fig, sizes)
-    fit_legend(fig)
     rows = [{"batch": b, "lr": lr, "steps to target": s, "samples": s * b if s else None,
              "ended": status} for b, lr, s, status in
             zip(sizes, result["lrs"], steps, result["statuses"], strict=True)]

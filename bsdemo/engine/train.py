@@ -40,6 +40,7 @@ from bsdemo.engine.memory import (
     tensor_bytes,
 )
 from bsdemo.engine.models import GAN, build_model, make_optimizer
+from bsdemo.engine.regions import decision_regions, is_planar
 from bsdemo.events import EndEvent, EvalEvent, StartEvent, StepEvent
 from bsdemo.footprint import EVAL_CHUNK, expected_optimizer_state_bytes
 from bsdemo.units import format_bytes
@@ -471,6 +472,9 @@ def _evaluation(run: Prepared, tally: _Tally, epoch_done: float,
         train_loss, train_acc = (None, None) if splits == "test" else evaluate(
             run.model, run.data.x_train, run.data.y_train)
         test_loss, test_acc = evaluate(run.model, run.data.x_test, run.data.y_test)
+        if is_planar(run.data.x_train):  # what the model learned, where a picture can show it
+            extra["regions"] = decision_regions(run.model, run.data.x_train, run.data.x_test,
+                                                run.data.y_test)
     tally.last_eval_s = time.perf_counter() - t
     tally.eval_time += tally.last_eval_s
     tally.cpu_eval_s += time.thread_time() - c

@@ -16,6 +16,7 @@ import streamlit as st
 
 from bsdemo import charts, export
 from bsdemo.charts.gan import frechet_chart, is_gan, samples_chart
+from bsdemo.charts.regions import latest_regions, regions_chart
 from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, ConfigError, RunConfig, config_from_query, parse_run_id
 from bsdemo.plaintext import plain
 from bsdemo.presets import LAB_SCENARIOS, PRESETS, preset_of
@@ -296,6 +297,8 @@ def _charts(shown: list[JobSnapshot]) -> None:
         with right:
             show_chart(charts.throughput_chart(shown, x_axis, smoothing, log),
                        "throughput_chart")
+    if any(latest_regions(snap) for snap in shown):  # a 2-D dataset: what each run learned
+        show_chart(regions_chart(shown), "regions_chart")
     left, right = st.columns(2)
     with left:
         show_chart(charts.memory_chart(shown, x_axis, log), "memory_chart")

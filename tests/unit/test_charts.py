@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import plotly.graph_objects as go
 import pytest
 
 from bsdemo import charts
@@ -337,3 +338,25 @@ def test_a_warm_up_spike_between_evaluations_is_drawn_inside_the_comparison():
     calm_only = charts.labelled_loss_chart([("reference", calm)], "epochs").figure
     assert calm_only.layout.yaxis.type != "log"
     assert not [t for t in calm_only.data if t.text and str(t.text[0]).startswith("spike")]
+
+
+def test_the_legend_gets_a_row_for_every_line_it_wraps_to():
+    names = ["measured", "tr(Σ)/B: 1/B from the batch-1 variance",
+             "× (N − B)/(N − 1), drawn from N = 1,438"]
+    assert charts.style.legend_rows(names, 12) == 3  # each on a line of its own in half a page
+    assert charts.style.legend_rows(["batch 32", "batch 256"], 12) == 1
+    fig = go.Figure([go.Scatter(x=[1], y=[1], name=n) for n in names])
+    charts.style.layout(fig, "t", "x", "y")
+    before = fig.layout.height
+    charts.style.fit_legend(fig)
+    assert fig.layout.height - before >= 3 * charts.style.LEGEND_ROW_PX
+    # the legend's top where the axis's own room ends: under the x title, not at the foot
+    assert fig.layout.legend.yanchor == "top" and fig.layout.legend.yref == "container"
+    assert fig.layout.legend.y * fig.layout.height == pytest.approx(fig.layout.height - before)
+
+
+def test_fitting_a_legend_twice_changes_nothing():
+    fig = charts.loss_chart([fake_snapshot(1, 32), fake_snapshot(2, 64)], "steps").figure
+    once = charts.style.fit_legend(fig).to_plotly_json()["layout"]
+    twice = charts.style.fit_legend(fig).to_plotly_json()["layout"]
+    assert once == twice
