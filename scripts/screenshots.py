@@ -147,9 +147,9 @@ FIRST_SCREEN = """([slug, gap]) => {
 
 
 def first_screen_problems(page, slug: str) -> list[str]:
-    """What a projected first screen must hold, checked at the viewport's own size: the main
-    result (the first chart, or a table before it) starting inside it, the prediction above the results, every legend within
-    LEGEND_GAP_PX of its plot."""
+    """What a first screen must hold, normal or projected, checked at the viewport's own size:
+    the main result (the first chart, or a table before it) starting inside it, the
+    prediction above the results, every legend within LEGEND_GAP_PX of its plot."""
     return page.evaluate(FIRST_SCREEN, [slug, LEGEND_GAP_PX])
 
 
