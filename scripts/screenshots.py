@@ -140,7 +140,9 @@ FIRST_SCREEN = """([slug, gap]) => {
     });
     const below = l.top - bottom, right = l.left - a.right;
     const off = l.top >= a.bottom - 1 ? below : l.left >= a.right - 1 ? right : 0;
-    if (off > gap) problems.push(`chart ${i}: its legend sits ${Math.round(off)} px from the plot`);
+    const title = (plot.querySelector('.gtitle') || {}).textContent || '';
+    if (off > gap) problems.push(`chart ${i} ("${title.slice(0, 40)}"): its legend sits `
+                                 + `${Math.round(off)} px from the plot`);
   });
   return problems;
 }"""

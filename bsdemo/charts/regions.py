@@ -37,9 +37,11 @@ def regions_chart(runs: Sequence[JobSnapshot]) -> Chart:
     """The newest MOST runs with decision regions, one panel each: the class the model
     predicts over the plane (tinted) and the test points in their true class (dark)."""
     shown = [(snap, found) for snap in runs if (found := latest_regions(snap))][-MOST:]
-    n = max(len(shown), 1)
-    titles = [f"{run_label(snap)} · step {step:,}" for snap, (_, step) in shown] or [""]
-    fig = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.04)
+    # always MOST columns (the unused ones blank): each panel about as wide as it is tall in
+    # half a 1280 px page, with no aspect lock (a locked panel shrinks away from its legend)
+    titles = [f"{run_label(snap)} · step {step:,}" for snap, (_, step) in shown]
+    fig = make_subplots(rows=1, cols=MOST, subplot_titles=titles + [""] * (MOST - len(titles)),
+                        horizontal_spacing=0.04)
     classes = sorted({CLASS_CHARS.index(c) for _, (r, _) in shown for c in set(r["classes"])}
                      | {p[2] for _, (r, _) in shown for p in r["points"]})
     k = max(classes, default=1) + 1
@@ -69,12 +71,13 @@ def regions_chart(runs: Sequence[JobSnapshot]) -> Chart:
         wrong = sum(cells[_cell(p, regions)] != p[2] for p in regions["points"])
         parts.append(f"{run_label(snap)} at step {step:,}: {wrong} of {len(regions['points'])} "
                      "drawn test points on the wrong side")
-    layout(fig, "What the model learned", "", "",
+    layout(fig, "What the model learned", "feature 1 (standardised)", "feature 2",
            subtitle="tint: the class it predicts · dots: test points in their true class")
-    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
-    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False)
-    for col in range(1, n + 1):  # each panel square, whatever the page's width
-        fig.update_yaxes(scaleanchor=f"x{col if col > 1 else ''}", row=1, col=col)
+    fig.update_xaxes(showgrid=False, zeroline=False, nticks=5)
+    fig.update_yaxes(showgrid=False, zeroline=False, nticks=5)
+    for col in range(len(shown) + 1, MOST + 1):  # blank columns: no axis lines either
+        fig.update_xaxes(visible=False, row=1, col=col)
+        fig.update_yaxes(visible=False, row=1, col=col)
     fig.update_layout(hovermode="closest", height=380)
     if not shown:
         empty(fig, "A 2-D dataset's decision regions appear here at the first evaluation.")

@@ -174,8 +174,8 @@ def layout(fig: go.Figure, title: str, x_title: str, y_title: str, subtitle: str
         subtitle = subtitle.replace(" · ", "<br>")
     fig.update_layout(
         title=dict(text=title, subtitle=dict(text=subtitle) if subtitle else None),
-        xaxis_title=x_title, yaxis_title=y_title, height=360 + 16 * (lines - 1),
-        margin=dict(l=60, r=20, t=(70 + 16 * (lines - 1)) if subtitle else 50, b=50),
+        xaxis_title=x_title, yaxis_title=y_title, height=360 + 18 * (lines - 1),
+        margin=dict(l=60, r=20, t=(74 + 18 * (lines - 1)) if subtitle else 50, b=50),
         legend=dict(orientation="h", y=-0.3, yanchor="top"), hovermode="x unified")
     if yaxis:
         fig.update_yaxes(**yaxis)
@@ -183,7 +183,8 @@ def layout(fig: go.Figure, title: str, x_title: str, y_title: str, subtitle: str
 
 
 SUBTITLE_CHARS = 60  # about what one line holds in a chart half a 1280 px page wide
-LEGEND_ROW_PX = 22
+AXIS_LABELS_PX = 38  # below a plot whose x axis has no title: its tick labels' band
+LEGEND_ROW_PX = 26  # a row with its padding, generous: too little and plotly pushes the plot up
 LEGEND_WIDTH_PX = 360  # the narrowest a legend gets: a chart in half of a 1280 px page
 
 
@@ -210,13 +211,16 @@ def fit_legend(fig: go.Figure) -> go.Figure:
         return fig  # fitted already: a second fit would count the legend's room as the axis's
     font = fig.layout.legend.font.size or 12  # a projector's legend is larger
     rows = legend_rows(names, font)
-    extra = max(LEGEND_ROW_PX, round(font * 1.8)) * rows + 10
+    extra = max(LEGEND_ROW_PX, round(font * 2)) * rows + 14
     height = (fig.layout.height or 360) + extra
-    # the legend's top where the axis's own room (the margin's first part) ends; the rows get
-    # the rest: a low estimate would make plotly push the plot up, away from its legend
+    axis = fig.layout.margin.b or 50  # the x axis's own room: its tick labels and title
+    if not fig.layout.xaxis.title.text:  # tick labels only: the least room plotly keeps them
+        axis = min(axis, AXIS_LABELS_PX)
+    # the legend's top where the axis's room ends; the rows get the rest: a low estimate would
+    # make plotly push the plot up, away from its legend
     fig.update_layout(legend=dict(orientation="h", yref="container", y=extra / height,
                                   yanchor="top", x=0, xanchor="left"),
-                      margin=dict(b=(fig.layout.margin.b or 50) + extra), height=height)
+                      margin=dict(b=axis + extra), height=height)
     return fig
 
 

@@ -387,11 +387,13 @@ def test_a_link_cannot_put_links_or_images_into_the_page(server, browser, value)
 
 @pytest.mark.parametrize("name", ["", "training_lab", "throughput", "memory", "finder", "regimes",
                                   "lr_scaling", "accumulation", "norms", "noise", "sharpness", "fit_batch",
-                                  "quiz", "training_lab-gan"])
+                                  "quiz", "training_lab-gan", "training_lab-spirals"])
 def test_every_page_after_its_default_experiment_reads_cleanly(server, browser, tmp_path, name):
-    """At both sizes, after the page's default experiment: no chart text over another, no table
-    with columns cut off, no exception box. The screenshots stay in the test's temporary
-    folder (scripts/screenshots.py saves the same pictures anywhere)."""
+    """At both sizes, after the page's default experiment: its main result starting on the first
+    screen, normal and projected (?present=1, the same results after a reload), the prediction
+    above the results, every legend right under its plot, no chart text over another or on the
+    plot, no table with columns cut off, no exception box. The screenshots stay in the test's
+    temporary folder (scripts/screenshots.py saves the same pictures anywhere)."""
     sys.path.insert(0, str(ROOT))
     from scripts.screenshots import SIZES, shoot
 
