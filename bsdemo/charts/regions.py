@@ -15,6 +15,7 @@ from bsdemo.charts.curves import run_label
 from bsdemo.charts.style import OKABE_ITO, Chart, empty, layout
 from bsdemo.runs import JobSnapshot
 
+PANEL_TITLE_PX = 24
 MOST = 3  # runs side by side: more would shrink each below reading at 1280 px
 CLASS_CHARS = "0123456789abcdefghijklmnopqrstuvwxyz"
 CLASS_COLOURS = OKABE_ITO[:4] + OKABE_ITO[4:7]  # the points: the series colours, told apart
@@ -39,7 +40,8 @@ def regions_chart(runs: Sequence[JobSnapshot]) -> Chart:
     shown = [(snap, found) for snap in runs if (found := latest_regions(snap))][-MOST:]
     # always MOST columns (the unused ones blank): each panel about as wide as it is tall in
     # half a 1280 px page, with no aspect lock (a locked panel shrinks away from its legend)
-    titles = [f"{run_label(snap)} · step {step:,}" for snap, (_, step) in shown]
+    titles = [f"#{snap.id} · batch {snap.effective_batch:,} · step {step:,}"
+              for snap, (_, step) in shown]  # short: a panel is a third of the chart
     fig = make_subplots(rows=1, cols=MOST, subplot_titles=titles + [""] * (MOST - len(titles)),
                         horizontal_spacing=0.04)
     classes = sorted({CLASS_CHARS.index(c) for _, (r, _) in shown for c in set(r["classes"])}
@@ -78,7 +80,10 @@ def regions_chart(runs: Sequence[JobSnapshot]) -> Chart:
     for col in range(len(shown) + 1, MOST + 1):  # blank columns: no axis lines either
         fig.update_xaxes(visible=False, row=1, col=col)
         fig.update_yaxes(visible=False, row=1, col=col)
-    fig.update_layout(hovermode="closest", height=380)
+    # room above the panels for their titles, under the chart's subtitle
+    fig.update_layout(hovermode="closest", height=380 + PANEL_TITLE_PX,
+                      margin=dict(t=fig.layout.margin.t + PANEL_TITLE_PX),
+                      title=dict(yref="container", y=1, yanchor="top", pad=dict(t=14)))
     if not shown:
         empty(fig, "A 2-D dataset's decision regions appear here at the first evaluation.")
     alt = ("Decision regions: " + "; ".join(parts) + ".") if parts else \
