@@ -2,9 +2,11 @@
 
 No Streamlit, no torch. Every chart speaks one language (`style`): a run is coloured by its
 effective batch size from a colour-blind-safe palette keyed by log2(batch), so "batch 256" looks
-the same on every page, and runs sharing a batch differ by marker and dash.
+the same on every page; a run whose colour another already holds takes a spare one, with its
+own marker and dash; every pair drawn together passes `vision`'s colour-vision check.
 
     style.py   the chart language: colours, run styles, smoothing, robust y-range, end marks
+    vision.py  colour differences under simulated protanopia, deuteranopia and tritanopia
     curves.py  a run's curves: loss, throughput, memory, utilisation; a comparison's loss
     sweeps.py  quantities against batch size (a sweep's points)
     tables.py  runs as rows
@@ -14,6 +16,7 @@ the same on every page, and runs sharing a batch differ by marker and dash.
     fitbatch.py   the largest batch each technique fits under a memory budget
     architectures.py  each architecture's samples/s, memory and quality against the batch
     gan.py        a GAN run's generated images and Fréchet distance (the Training Lab)
+    regions.py    decision regions of runs on a 2-D dataset, side by side (the Training Lab)
     parallel.py   a data-parallel step against one process's; a pipeline's bubble and memory
 """
 
