@@ -110,7 +110,7 @@ VISUAL_PROBLEMS = """() => {
 
 
 LEGEND_GAP_PX = 20  # a legend this far at most from its plot (its axis labels included)
-FIRST_SCREEN = """([slug, gap]) => {
+FIRST_SCREEN = """([slug, gap, expect]) => {
   const problems = [];
   const main = document.querySelector('[data-testid="stMain"]') || document.body;
   main.scrollTop = 0;
@@ -119,6 +119,7 @@ FIRST_SCREEN = """([slug, gap]) => {
   // the main result: the page's first chart, or its first table where that comes first (the
   // finder's probes)
   const result = document.querySelector('.js-plotly-plot, [data-testid="stDataFrame"]');
+  if (!result && expect) problems.push('no result on the page (no chart, no table)');
   if (result) {
     const top = result.getBoundingClientRect().top;
     if (top >= view) problems.push(`the main result starts at ${Math.round(top)} px, below `
@@ -148,11 +149,12 @@ FIRST_SCREEN = """([slug, gap]) => {
 }"""
 
 
-def first_screen_problems(page, slug: str) -> list[str]:
+def first_screen_problems(page, slug: str, expect: bool = True) -> list[str]:
     """What a first screen must hold, normal or projected, checked at the viewport's own size:
     the main result (the first chart, or a table before it) starting inside it, the
-    prediction above the results, every legend within LEGEND_GAP_PX of its plot."""
-    return page.evaluate(FIRST_SCREEN, [slug, LEGEND_GAP_PX])
+    prediction above the results, every legend within LEGEND_GAP_PX of its plot; `expect`: a
+    page that ran an experiment must show a result at all."""
+    return page.evaluate(FIRST_SCREEN, [slug, LEGEND_GAP_PX, expect])
 
 
 def visual_problems(page) -> list[str]:
@@ -207,7 +209,7 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> tup
         page.wait_for_timeout(2000)
         settled(page)
     path = out / f"{name or 'home'}-{size[0]}x{size[1]}.png"
-    problems = first_screen_problems(page, route)
+    problems = first_screen_problems(page, route, expect=bool(experiments[0][0]))
     full_page(page, path, size[0])
     problems += visual_problems(page)
     if experiments[0][0] and "present=1" not in query:  # the same results, projected
