@@ -76,7 +76,7 @@ def pipeline_memory_chart(r: dict[str, Any]) -> Chart:
                          marker_color=OKABE_ITO[0]))
     fig.add_trace(go.Bar(x=names, y=[a / MIB for a in saved], name="activations saved",
                          marker_color=OKABE_ITO[1]))
-    layout(fig, "Memory per process", "", "MiB",
+    layout(fig, "Memory per process", "Process", "MiB",
            subtitle="accounted; activations: all micro-batches in flight")
     fig.update_layout(barmode="stack", hovermode="closest", height=300)
     alt = "Memory: " + "; ".join(f"{n} {(p + a) / MIB:.2f} MiB" for n, p, a in
