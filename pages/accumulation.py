@@ -8,7 +8,7 @@ from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import downloads
+from bsdemo.ui.widgets import downloads, takeaway
 from bsdemo.units import format_bytes
 
 lesson_header("accumulation")
@@ -41,7 +41,7 @@ def draw(snap) -> None:
     if r is None:
         return
     level, text = recipes.accumulation_verdict(r)
-    {"success": st.success, "warning": st.warning, "error": st.error}[level](text)
+    takeaway(text, level)
     cols = st.columns(4)
     cols[0].metric(f"Peak memory, one batch of {r['effective_batch_size']}",
                    format_bytes(r["big_peak_memory_bytes"]))

@@ -10,7 +10,7 @@ from bsdemo.recipes.measurements import FINDER_DEVICE_MARGIN
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import downloads, show_chart, show_table
+from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
 from bsdemo.units import format_bytes
 
 MARGINS = [round(0.05 * i, 2) for i in range(11)]  # 0%, 5%, … 50% of memory kept free
@@ -111,17 +111,16 @@ def draw_architectures(snap) -> None:
     if not points:
         return
     figures = charts.architecture_charts(points, snap.options["seconds"])
+    summaries = [p for p in snap.points if p.get("kind") == "architecture_summary"]
     for pair in (("speed", "memory"), ("accuracy", "frechet")):
         for column, name in zip(st.columns(2), pair, strict=True):
             with column:
                 show_chart(figures[name], f"arch_{name}")
-    summaries = [p for p in snap.points if p.get("kind") == "architecture_summary"]
+        if pair[0] == "speed" and snap.done:  # the takeaway right under the main charts
+            takeaway(recipes.architecture_verdict(summaries, snap.options["seconds"], points))
     if summaries:
         show_table(charts.architecture_table(summaries), "arch_table")
     if snap.done:
-        verdict = recipes.architecture_verdict(summaries, snap.options["seconds"], points)
-        if verdict:
-            st.markdown(verdict)
         downloads("architectures", "arch_dl", points, figures["speed"])
 
 

@@ -12,7 +12,7 @@ from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import downloads, show_chart, show_table
+from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
 from bsdemo.units import format_bytes
 
 lesson_header("fit_batch")
@@ -48,6 +48,9 @@ def draw(snap) -> None:
         return
     chart = charts.fit_chart(rows, snap.options["memory_budget_bytes"])
     show_chart(chart, "fit_chart")
+    if snap.done:  # the takeaway right under the main chart
+        takeaway(recipes.fit_verdict(rows, snap.options["memory_budget_bytes"],
+                                     "cpu" if cpu else "cuda"))
     table = chart.table
     helps = {"batch": "The largest batch one step of this technique fitted under the budget",
              "effective": "The batch the optimizer sees: accumulation's is its micro-batches "
@@ -70,10 +73,6 @@ def draw(snap) -> None:
                 if name.startswith("real MiB") else None))
         for name in table[0] if name != "technique"})
     if snap.done:
-        verdict = recipes.fit_verdict(rows, snap.options["memory_budget_bytes"],
-                                      "cpu" if cpu else "cuda")
-        if verdict:
-            st.markdown(verdict)
         prediction_check("fit_batch", recipes.fit_prediction(rows))
         downloads("fit_batch", "fit_dl", table, chart)
 
@@ -123,6 +122,7 @@ def draw_ddp(snap) -> None:
         progress_line(snap, "ddp_progress")
         return
     show_chart(charts.ddp_chart(r), "ddp_chart")
+    takeaway(recipes.ddp_verdict(r))
     cols = st.columns(3)
     cols[0].metric("Largest parameter difference", f"{r['max_abs_param_diff']:.2g}",
                    help="Against one process with the whole global batch, after the same steps; "
@@ -132,7 +132,6 @@ def draw_ddp(snap) -> None:
                    f"{r['scaling_efficiency']:.0%}",
                    help="One process's time for the global batch ÷ (the group's step time × "
                         "processes). 100 % = perfect scaling.")
-    st.markdown(recipes.ddp_verdict(r))
     st.markdown("**What a cluster of 8 GPUs would add — *predicted*, not measured:** the "
                 "all-reduce of this model's gradients over a ring, at each link's published "
                 "peak bandwidth (latency and protocol overhead come on top).")
@@ -174,7 +173,7 @@ def draw_pipeline(snap) -> None:
         show_chart(charts.pipeline_chart(r), "pipe_chart")
     with right:
         show_chart(charts.pipeline_memory_chart(r), "pipe_memory")
-    st.markdown(recipes.pipeline_verdict(r))
+    takeaway(recipes.pipeline_verdict(r))
     downloads("fit_pipeline", "pipe_dl", [{k: v for k, v in r.items() if k != "schedule"}], None)
 
 

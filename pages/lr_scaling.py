@@ -7,7 +7,7 @@ from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import downloads, show_chart, show_table
+from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
 
 lesson_header("lr_scaling")
 link = PageLink("lr_scaling")
@@ -39,12 +39,11 @@ def draw(snaps) -> None:
     main = charts.labelled_loss_chart(snaps, "epochs")
     show_chart(main, "lr_loss")
     rows = charts.comparison_table(snaps)
+    verdict = recipes.lr_verdict(rows)
+    takeaway(verdict)  # right under the main chart
     # batch and lr are in the run labels, the first loss is in the closing text's ratio, and
     # memory belongs to another lesson: what is left fits 1280 px
     show_table(rows, "lr_table", hide=("batch", "lr", "first loss", "peak memory (MiB)"))
-    verdict = recipes.lr_verdict(rows)
-    if verdict:
-        st.markdown(verdict)
     prediction_check("lr_scaling", recipes.lr_prediction(rows))
     if verdict:  # all five ended
         downloads("lr_scaling", "lr_dl", rows, main)
@@ -70,8 +69,7 @@ def draw_grid(snaps) -> None:
         return
     verdict = recipes.best_lr_verdict(recipes.best_lr_per_batch(results),
                                       sorted({c["lr"] for c in results}))
-    if verdict:
-        st.markdown(verdict)
+    takeaway(verdict)
     downloads("lr_scaling", "grid_dl", results, grid)
 
 

@@ -7,7 +7,7 @@ from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import downloads, show_chart
+from bsdemo.ui.widgets import downloads, show_chart, takeaway
 from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
 
 lesson_header("memory")
@@ -35,6 +35,8 @@ def draw(snap) -> None:
     main = charts.memory_breakdown_chart(points, end and end["fit"], budget,
                                          end and end["predicted_max_batch_size"])
     show_chart(main, "mem_chart")
+    if end:  # the takeaway right under the main chart
+        takeaway(recipes.memory_verdict(end, points))
     st.toggle("Show data tables", key="show_tables")  # under the chart: it reaches the screen
     oom = next((p for p in points if p["status"] == "oom"), None)
     if oom:
@@ -53,9 +55,6 @@ def draw(snap) -> None:
                        "verifies it.")
         st.session_state["mem_over"] = oom["batch_size"] if oom else None
         st.session_state["mem_safe"] = end["max_batch_size_fits"]
-        verdict = recipes.memory_verdict(end, points)
-        if verdict:
-            st.markdown(verdict)
         prediction_check("memory", recipes.memory_prediction(points))
         downloads("memory", "mem_dl", points, main)
 

@@ -10,7 +10,7 @@ from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import downloads, show_chart
+from bsdemo.ui.widgets import downloads, show_chart, takeaway
 
 BATCH_SETS = ("1,4,16,64,256", "1,2,4,8,16,32,64,128,256,512", "1,8,64,512")
 CRITICAL_BATCHES = (1, 4, 16, 64, 256, 4096)  # 4096: the whole training set
@@ -55,6 +55,7 @@ def draw(snap) -> None:
         show_chart(variance, "noi_variance")
     with right:
         show_chart(cosine, "noi_cosine")
+    takeaway(recipes.noise_verdict(r))  # right under the main chart
     cols = st.columns(3)
     cols[0].metric("Variance slope (log-log)", f"{r['variance_slope']:.2f}",
                    help="Least squares on log variance against log batch; 1/B is −1.")
@@ -66,9 +67,6 @@ def draw(snap) -> None:
     cols[2].metric(f"B_simple, two-batch ({small}/{big})", f"{r['b_simple_two_batch']:.0f}",
                    help=f"From |g_B|² at batch {small} and {big} only; the middle 68 % of "
                         f"bootstrap estimates: {lo2:.0f}–{hi2:.0f}.")
-    verdict = recipes.noise_verdict(r)
-    if verdict:
-        st.markdown(verdict)
     prediction_check("noise", recipes.noise_prediction(r))
     downloads("noise", "noi_dl", variance.table, variance)
 
@@ -108,6 +106,7 @@ def draw_critical(snap) -> None:
         return
     chart = charts.critical_chart(r)
     show_chart(chart, "noc_chart")
+    takeaway(recipes.critical_verdict(r))
     cols = st.columns(3)
     cols[0].metric("Fewest steps (S_min)", f"{r['s_min']:,.0f}" if r["s_min"] else "–")
     cols[1].metric("Critical batch", f"{r['b_crit']:.0f}" if r["b_crit"] else "–",
@@ -115,9 +114,6 @@ def draw_critical(snap) -> None:
                         "interpolation between the measured batches).")
     cols[2].metric("B_simple at initialisation", f"{r['b_simple']:.0f}",
                    help="tr(Σ)/|G|² from 32 batch-1 gradients at the runs' common start.")
-    verdict = recipes.critical_verdict(r)
-    if verdict:
-        st.markdown(verdict)
     downloads("critical", "noc_dl", chart.table, chart)
 
 
@@ -133,7 +129,7 @@ lr = link.choice(right, "Learning rate (every path)", (0.01, 0.02, 0.05, 0.1), 0
                  key="noi_path_lr", widget="select_slider", format_func=lambda v: f"{v:g}")
 surface = paths_chart_for(int(steps), float(lr))
 show_chart(surface, "noi_paths")
-st.markdown(recipes.paths_verdict(surface.table, int(steps)))
+takeaway(recipes.paths_verdict(surface.table, int(steps)))
 
 st.markdown(
     "**Why.** A mini-batch gradient is the mean of B per-sample gradients. Averaging B "

@@ -9,7 +9,7 @@ from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import downloads, show_chart
+from bsdemo.ui.widgets import downloads, show_chart, takeaway
 
 BATCH_SETS = ("2,4,8,32,128", "2,8,32", "2,4,8,16,32,64,128,256")
 
@@ -41,6 +41,8 @@ def draw(snap) -> None:
         return
     chart = charts.norms_chart(cells)
     show_chart(chart, "nrm_chart")
+    if snap.done:  # the takeaway right under the main chart
+        takeaway(recipes.norms_verdict(cells, cfg.model))
     st.caption("Test accuracy (%) per normalisation and batch size; the last two BatchNorm rows: "
                "accuracy with the test batch's own statistics, and the share (%) of its "
                "predictions that changed when only the batch-mates did.")
@@ -49,9 +51,6 @@ def draw(snap) -> None:
         name: st.column_config.NumberColumn(format="%.1f") for name in table[0]
         if name != "normalisation"})
     if snap.done:
-        verdict = recipes.norms_verdict(cells, cfg.model)
-        if verdict:
-            st.markdown(verdict)
         prediction_check("norms", recipes.norms_prediction(cells))
         downloads("norms", "nrm_dl", cells, chart)
 

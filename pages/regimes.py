@@ -9,7 +9,7 @@ from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import downloads, show_chart, show_table
+from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
 from bsdemo.units import format_bytes
 
 lesson_header("regimes")
@@ -43,13 +43,12 @@ def draw(snaps) -> None:
             show_chart(charts.labelled_loss_chart(snaps, axis, log=axis != "epochs"),
                        f"reg_loss_{axis}")
     rows = charts.comparison_table(snaps)
+    verdict = recipes.regimes_verdict(rows)
+    takeaway(verdict)  # right under the main chart
     show_table(rows, "reg_table", hide=("batch", "first loss", "peak loss"))  # batch: in labels
     for label, peak in recipes.over_budget(snaps, budget) if budget else []:
         st.error(f"{label} needs {format_bytes(peak)}: it would not fit in a "
                  f"{format_bytes(budget)} budget.", icon=":material/error:")
-    verdict = recipes.regimes_verdict(rows)
-    if verdict:
-        st.markdown(verdict)
     prediction_check("regimes", recipes.regimes_prediction(rows))
     if verdict:  # all three ended
         downloads("regimes", "reg_dl", rows, charts.labelled_loss_chart(snaps, "epochs"))

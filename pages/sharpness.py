@@ -17,7 +17,7 @@ from bsdemo.presets import PRESETS, SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import downloads, show_chart
+from bsdemo.ui.widgets import downloads, show_chart, takeaway
 
 SMALL = (4, 8, 16, 32, 64)
 LARGE = (256, 512, 4096)  # 4096: the whole training set of every preset the study offers
@@ -93,6 +93,7 @@ def draw(snap) -> None:
         show_chart(curves, "shp_curves")
     with right:
         show_chart(trace, "shp_trace")
+    takeaway(recipes.sharpness_verdict(r))  # right under the main charts
     show_chart(cut, "shp_slice")
     table = charts.sharpness_table(r["runs"], r["train_samples"])
     st.dataframe(table, hide_index=True, key="shp_table", column_config={
@@ -102,9 +103,6 @@ def draw(snap) -> None:
                f"{r['hessian_samples']:,} training samples, 20 power iterations. Rise nearby: "
                f"the mean rise of the training loss at 8 random points "
                f"{r['radius']:.0%} of each weight row's norm away.")
-    verdict = recipes.sharpness_verdict(r)
-    if verdict:
-        st.markdown(verdict)
     prediction_check("sharpness", recipes.sharpness_prediction(r))
     downloads("sharpness", "shp_dl", table, cut)
 

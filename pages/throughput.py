@@ -7,7 +7,7 @@ from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import downloads, show_chart
+from bsdemo.ui.widgets import downloads, show_chart, takeaway
 from bsdemo.units import powers_of_two
 
 lesson_header("throughput")
@@ -61,6 +61,8 @@ def draw(snap) -> None:
     with left:
         main = charts.sweep_throughput_chart(points)
         show_chart(main, "tp_throughput")
+        if end:  # the takeaway right under the main chart
+            takeaway(recipes.throughput_verdict(end, points, end.get("peak_source")))
         show_chart(charts.sweep_epoch_time_chart(points, start["train_samples"]), "tp_epoch")
     with right:
         show_chart(charts.sweep_step_time_chart(points, end and end["fit"],
@@ -68,7 +70,6 @@ def draw(snap) -> None:
         show_chart(charts.sweep_utilisation_chart(points), "tp_util")
     st.toggle("Show data tables", key="show_tables")  # under the charts: they reach the screen
     if end:
-        st.markdown(recipes.throughput_verdict(end, points, end.get("peak_source")))
         prediction_check("throughput", recipes.throughput_prediction(points))
         downloads("throughput", "tp_dl", points, main)
 

@@ -44,12 +44,12 @@ if not projected:
     lab.scenario_buttons()  # full width under the panel and the charts: every name fits
 snaps = lab.history()
 
-verdict = recipes.lab_verdict(snaps)
-st.markdown(verdict or (
-    "**What to look for.** Each optimizer step uses one *effective batch* (micro-batch × "
-    "accumulation steps); an epoch is ceil(N / effective batch) steps, so a small batch makes "
-    "many cheap, noisy updates and a large one a few expensive, smoother ones. Run once, then "
-    "again at another batch size with the same epochs: this paragraph then says what your two "
-    "runs showed."))
+if recipes.lab_verdict(snaps) is None:  # once a run ended, its takeaway sits under the charts
+    st.markdown(
+        "**What to look for.** Each optimizer step uses one *effective batch* (micro-batch × "
+        "accumulation steps); an epoch is ceil(N / effective batch) steps, so a small batch "
+        "makes many cheap, noisy updates and a large one a few expensive, smoother ones. Run "
+        "once, then again at another batch size with the same epochs: the line under the "
+        "charts then says what your two runs showed.")
 prediction_check("training_lab", recipes.lab_prediction(snaps))
 link.finish()

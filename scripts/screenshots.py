@@ -34,23 +34,25 @@ COMPARISON_DONE = ("() => !!document.querySelector('[data-testid=\"stDataFrame\"
 PAGES = {
     "": (None, None),
     "training_lab": ("Run", r"^Completed \d+ steps"),
-    "throughput": ("Run sweep", r"^What your sweep shows"),
+    "throughput": ("Run sweep", r"^Samples/s rose"),
     "memory": ("Measure memory", r"out of memory"),
     "finder": ("Find my batch size", r"^Use batch \d+"),
-    "regimes": ("Train all three", r"^What your runs show"),
+    "regimes": ("Train all three", r"weight updates[,;.]"),
     "lr_scaling": ("Compare", COMPARISON_DONE),
-    "accumulation": ("Compare", r"equivalent"),
-    "norms": ("Train the grid", r"^What your grid shows"),
-    "noise": ("Measure the noise", r"^What your measurement shows"),
-    "sharpness": ("Train both to the target", r"^What your runs show"),
-    "fit_batch": ("Fit the biggest batch", r"^What your measurement shows"),
+    "accumulation": ("Compare", r"^(Equivalent|Not equivalent)"),
+    "norms": ("Train the grid", r"^At batch \d+ BatchNorm reached"),
+    "noise": ("Measure the noise", r"^The gradient's variance fell"),
+    "sharpness": ("Train both to the target",
+                  r"found the sharper minimum|about as sharp|did not reach the training loss"),
+    "fit_batch": ("Fit the biggest batch", r"^Under .*, fp32 fits batch"),
     "quiz": (None, None),
 }
 # a page another way: name -> (page, a preset's button to press first, the link's query); then the
 # page's own experiment
 # pages with more experiments, run after the first: name -> [(its button, what says it finished)]
-SECOND = {"noise": [("Train to the target at each batch", r"^What your runs show")],
-          "fit_batch": [("Run the process group", r"scaling efficiency of|too noisy to read"),
+SECOND = {"noise": [("Train to the target at each batch",
+                     r"^The critical batch is about|critical batch (can|could) be read")],
+          "fit_batch": [("Run the process group", r"^\d+ processes × batch \d+ = batch"),
                         ("Run the pipeline", r"^Each stage held at most")],
           "finder": [("Measure each architecture", r"meets the rule of thumb's")]}
 VARIANTS = {

@@ -36,3 +36,27 @@ def scheduler():
     assert sched.workers_ready(), "the worker did not start within 60 s"
     yield sched
     sched.close()
+
+
+def _leads_checked(name, verdict):
+    """verdict, wrapped: every closing text it returns must lead with one short sentence."""
+    from bsdemo.recipes import closing
+
+    def checked(*args, **kwargs):
+        out = verdict(*args, **kwargs)
+        text = out[1] if isinstance(out, tuple) else out
+        if text is not None:
+            problem = closing.lead_problem(text)
+            assert problem is None, f"recipes.{name}: {problem}"
+        return out
+    return checked
+
+
+@pytest.fixture(autouse=True)
+def closing_texts_lead_with_one_short_sentence(monkeypatch):
+    """Every closing text a test (or a page under AppTest) draws from bsdemo.recipes leads with
+    its takeaway: one sentence of at most LEAD_WORDS words (the page folds the rest)."""
+    from bsdemo import recipes
+
+    for name in recipes.VERDICTS:
+        monkeypatch.setattr(recipes, name, _leads_checked(name, getattr(recipes, name)))

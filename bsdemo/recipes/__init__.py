@@ -41,11 +41,14 @@ Training Lab.
                          with the numbers that show it (predictions.py)
     architecture_verdict each architecture's measured batch range beside the rule of thumb, and
                          why they differ (architectures.py)
+    closing              a closing text's shape: a one-sentence takeaway, then the rest (split,
+                         lead_problem, join); VERDICTS: every function here that writes one
     ddp_verdict, pipeline_verdict, cluster_prediction
                          a data-parallel check and a pipeline in words; a cluster's all-reduce
                          predicted from published link bandwidths (parallel.py)
 """
 
+from bsdemo.recipes import closing
 from bsdemo.recipes.architectures import architecture_verdict
 from bsdemo.recipes.comparisons import (
     GRID_BATCHES,
@@ -108,4 +111,7 @@ __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_P
            "regimes_prediction", "throughput_prediction", "lr_grid", "lr_variants", "lr_verdict",
            "memory_verdict", "over_budget", "regime_configs", "regime_label", "regimes_verdict",
            "rule_predictions",
-           "simulated_device", "throughput_verdict"]
+           "simulated_device", "throughput_verdict", "closing", "VERDICTS"]
+
+# every closing text's writer: each leads with a takeaway sentence (closing.lead_problem)
+VERDICTS = tuple(sorted(name for name in __all__ if name.endswith("_verdict")))

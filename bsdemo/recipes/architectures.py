@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bsdemo.recipes.closing import join
 from bsdemo.recipes.measurements import CONTENDED, contention
 from bsdemo.timing import THREAD_CLOCK
 
@@ -51,18 +52,16 @@ def architecture_verdict(summaries: Sequence[dict[str, Any]], seconds: float,
                if cpu else "trained: each run's seconds bought fewer steps than on a quiet "
                "machine, and a rerun may land differently.*")
             if busy is not None and busy > CONTENDED else "")
-    return (f"**On this machine, with {budget_words(points, seconds)} of training per run,** "
-            "the measured range "
-            f"of {agree} of {len(measured)} architectures "
-            + (f"(of {len(measured) + len(unjudged)}: {len(unjudged)} did not learn in this "
-               f"budget and {'is' if len(unjudged) == 1 else 'are'} not judged) "
-               if unjudged else "")
-            + "meets the rule of thumb's. A measured range is read only from runs that learned "
-            "(closed at least half the gap from where they started to perfect), and is the "
-            "batches that trained as well as the best one (within 2 accuracy points, or 25 % of "
-            "the best Fréchet distance) at ≥ 50 % of the best samples/s:\n\n"
-            + "\n".join(lines)
-            + "\n\nThe rules of thumb come from GPUs and long training: a GPU needs larger batches "
-              "to fill, and a longer budget lets larger batches catch up on the updates they "
-              "skip. Here the budget and the device are yours — run it again with more seconds, "
-              "or on a GPU, and see the range move." + load)
+    lead = (f"With {budget_words(points, seconds)} of training a run, the measured batch range of "
+            f"{agree} of {len(measured)} architectures meets the rule of thumb's.")
+    return join(lead, "A measured range is read only from runs that learned (closed at least "
+                "half the gap from where they started to perfect), and is the batches that "
+                "trained as well as the best one (within 2 accuracy points, or 25 % of the best "
+                "Fréchet distance) at ≥ 50 % of the best samples/s"
+                + (f"; {len(unjudged)} did not learn in this budget and "
+                   f"{'is' if len(unjudged) == 1 else 'are'} not judged" if unjudged else "")
+                + ":", "\n".join(lines),
+                "The rules of thumb come from GPUs and long training: a GPU needs larger batches "
+                "to fill, and a longer budget lets larger batches catch up on the updates they "
+                "skip. Here the budget and the device are yours — run it again with more "
+                "seconds, or on a GPU, and see the range move." + load)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bsdemo.config import RunConfig
+from bsdemo.recipes.closing import join
 from bsdemo.runs import JobSnapshot
 
 GRID_BATCHES = (8, 32, 128, 512)
@@ -44,27 +45,33 @@ def regimes_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
                 and r["test accuracy"] is not None]
     short = [r for r in rows if r not in finished]
     most = max(rows, key=lambda r: r["weight updates"] or 0)
-    text = f"**What your runs show.** {most['run']} made {most['weight updates']:,} weight updates"
+    least = min(rows, key=lambda r: r["weight updates"] or 0)
+    lead = (f"{most['run']} made {most['weight updates'] or 0:,} weight updates, "
+            f"{least['run']} {least['weight updates'] or 0:,}"
+            if (most["weight updates"] or 0) > (least["weight updates"] or 0) else
+            f"Every run made {most['weight updates'] or 0:,} weight updates")
+    text = ""
     timed = [r for r in finished if r["wall time (s)"] is not None]
     if timed:
         fastest = min(timed, key=lambda r: r["wall time (s)"])
-        text += (f"; of the runs that finished, {fastest['run']} took the least training time "
-                 f"({fastest['wall time (s)']:.2f} s)")
+        text += (f"Of the runs that finished, {fastest['run']} took the least training time "
+                 f"({fastest['wall time (s)']:.2f} s).")
     if len(finished) >= 2:
         best = max(finished, key=lambda r: r["test accuracy"])
         ties = [r for r in finished if abs(r["test accuracy"] - best["test accuracy"]) < 0.005]
-        text += (f"; {best['run']} reached the best test accuracy ({best['test accuracy']:.1%})"
+        lead += (f"; {best['run']} reached the best test accuracy ({best['test accuracy']:.1%})"
                  if len(ties) == 1 else "; " + " and ".join(r["run"] for r in ties)
-                 + f" tied for the best test accuracy ({best['test accuracy']:.1%})")
-    text += "."
+                 + f" tied on test accuracy ({best['test accuracy']:.1%})")
+    lead += "."
     for r in short:
         why = {"time cap": "hit its time cap", "diverged": "diverged"}.get(
             r["note"], "was stopped" if r["status"] == "cancelled" else f"ended {r['status']}")
         text += (f" {r['run']} {why} before its epochs were done, so its accuracy is not "
                  "compared with the others (raise the cap, or fewer epochs).")
-    return text + (" The full batch makes one update per epoch, batch 1 one per sample and "
-                   "pays the fixed per-step cost each time: compare the curves against weight "
-                   "updates and against seconds to see both effects.")
+    return join(lead, text + (" The full batch makes one update per epoch, batch 1 one per "
+                              "sample and pays the fixed per-step cost each time: compare the "
+                              "curves against weight updates and against seconds to see both "
+                              "effects."))
 
 
 def over_budget(runs: Sequence[tuple[str, JobSnapshot]], budget: int) -> list[tuple[str, int]]:
@@ -174,13 +181,14 @@ def best_lr_verdict(best: dict[int, float], lrs: Sequence[float] = ()) -> str | 
     items = sorted(best.items())
     (b0, lr0), (bn, lrn) = items[0], items[-1]
     k, rise = bn / b0, lrn / lr0
-    listing = "**Best lr per batch:** " + ", ".join(f"batch {b} → {lr:g}" for b, lr in items)
-    text = f"{listing}. In your grid the best learning rate {_lr_path(items)}."
     rules = {"no change": 1.0, "the square-root rule": math.sqrt(k), "the linear rule": k}
     closest = min(rules, key=lambda name: abs(math.log(rise) - math.log(rules[name])))
-    text += (f" From batch {b0} to {bn} ({k:g}× the batch) it changed {rise:.3g}×, where the "
-             f"square-root rule predicts {math.sqrt(k):.3g}× and the linear rule {k:g}× (drawn "
-             f"on the grid): closest to {closest}.")
+    lead = (f"From batch {b0} to {bn} the best learning rate changed {rise:.3g}×: closest to "
+            f"{closest}.")
+    listing = "**Best lr per batch:** " + ", ".join(f"batch {b} → {lr:g}" for b, lr in items)
+    text = f"{listing}. In your grid the best learning rate {_lr_path(items)}."
+    text += (f" For {k:g}× the batch the square-root rule predicts {math.sqrt(k):.3g}× and the "
+             f"linear rule {k:g}× (drawn on the grid).")
     falls = [b for a, b in zip(items, items[1:], strict=False) if b[1] < a[1]]
     if falls:
         text += (" It does not move one way only: with few epochs and one seed the cells are "
@@ -191,7 +199,7 @@ def best_lr_verdict(best: dict[int, float], lrs: Sequence[float] = ()) -> str | 
         if edge:
             text += (f" At batch {', '.join(edge)} the best is the grid's {word} lr ({end:g}): "
                      f"the true best may lie {where} it.")
-    return text
+    return join(lead, text)
 
 
 def lr_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
@@ -210,10 +218,11 @@ def lr_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
                                               else "")
 
     k = same["batch"] / ref["batch"]
-    text = (f"**What your runs show.** The reference reached {acc(ref)}. With the batch "
-            f"{k:g}× larger and the same lr: {acc(same)}; the "
-            f"linear rule: {acc(linear)}; the square-root rule: {acc(sqrt_rule)}; the linear "
-            f"rule after a warm-up: {acc(warm)}.")
+    lead = (f"At {k:g}× the batch, the same lr reached {acc(same)} and the linear rule "
+            f"{acc(linear)}, against the reference's {acc(ref)}.")
+    text = (f"The reference reached {acc(ref)}. With the batch {k:g}× larger and the same lr: "
+            f"{acc(same)}; the linear rule: {acc(linear)}; the square-root rule: "
+            f"{acc(sqrt_rule)}; the linear rule after a warm-up: {acc(warm)}.")
     if ref["test accuracy"] is not None:
         recovered = [name for name, r in (("the linear rule", linear),
                                           ("the square-root rule", sqrt_rule))
@@ -222,7 +231,8 @@ def lr_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
         text += (" " + " and ".join(recovered).capitalize() + " came within a point of the "
                  "reference." if recovered else " No rule came within a point of the reference "
                  "at these epochs.")
-    return text + " " + _warmup_words(linear, warm) + _root_words(linear, sqrt_rule, warm)
+    return join(lead, text + " " + _warmup_words(linear, warm) + _root_words(linear, sqrt_rule,
+                                                                              warm))
 
 
 def _root_words(linear: dict[str, Any], root: dict[str, Any], warm: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bsdemo.bounds import NOISE
+from bsdemo.recipes.closing import join
 from bsdemo.units import format_bytes
 
 NAMES = {"bf16": "bf16 autocast", "fp16": "fp16 with a gradient scaler",
@@ -34,7 +35,13 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
     base = by.get("fp32")
     if base is None or not base["max_batch_size"]:
         return None
-    parts = [f"**What your measurement shows.** Under {format_bytes(budget)}, plain fp32 fits "
+    fitted = [by[t] for t in NAMES if by.get(t) and by[t]["max_batch_size"]]
+    most = max(fitted, key=lambda r: r["max_batch_size"], default=None)
+    lead = (f"Under {format_bytes(budget)}, fp32 fits batch {base['max_batch_size']:,}"
+            + (f"; {NAMES[most['technique']][:1].lower() + NAMES[most['technique']][1:]} fits "
+               f"the most, {most['max_batch_size']:,} (by the accounting)"
+               if most and most["max_batch_size"] > base["max_batch_size"] else "") + ".")
+    parts = [f"Under {format_bytes(budget)}, plain fp32 fits "
              f"batch {base['max_batch_size']:,} ({base['bytes_per_sample']:,.0f} bytes of "
              f"activations a sample on top of {format_bytes(base['fixed_bytes'])} for the "
              f"model, its gradients and optimizer state) at {base['samples_per_sec']:,.0f} "
@@ -110,4 +117,4 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
                      f"({base['loss_after']:.4f}): none of them changed the result here.")
     # the measurement's opening, a line per technique, then what the loss comparison showed
     items = parts[1:-1]
-    return parts[0] + ("\n\n" + "\n".join(items) if items else "") + "\n\n" + parts[-1]
+    return join(lead, parts[0], "\n".join(items), parts[-1])

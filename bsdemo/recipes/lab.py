@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bsdemo.recipes.closing import join
 from bsdemo.runs import JobSnapshot, comparable_rates, stable_rate
 
 ENDED = {"completed": "", "time_cap": " It hit its time cap before its budget was done.",
@@ -23,15 +24,15 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
     s, b = new.summary, new.effective_batch
     acc = s.get("test_accuracy")
     rate = stable_rate(s)
-    if s.get("frechet_distance") is not None:  # a GAN: how real its images looked
-        reached = (f", and its images reached a Fréchet distance of {s['frechet_distance']:.3g} "
-                   f"to real test digits (real training digits score "
-                   f"{s['frechet_reference']:.2g})")
-    else:
-        reached = f", and reached {acc:.1%} test accuracy" if acc is not None else ""
-    text = (f"**What your runs show.** Run #{new.id} at batch {b} made {s['steps']:,} optimizer "
-            f"steps ({s.get('epochs', 0):.3g} epochs) in {s.get('wall_time_s', 0):.2f} s"
-            + (f", a median {rate:,.0f} samples/s" if rate else "") + reached + "."
+    # a GAN: how real its images looked, against what real digits score
+    reached = (f" Real training digits score {s['frechet_reference']:.2g} against the test "
+               "digits." if s.get("frechet_distance") is not None else "")
+    short = (f" and reached a Fréchet distance of {s['frechet_distance']:.3g}"
+             if s.get("frechet_distance") is not None else
+             f" and reached {acc:.1%} test accuracy" if acc is not None else "")
+    lead = f"Run #{new.id} at batch {b} made {s['steps']:,} optimizer steps{short}."
+    text = (f"It trained {s.get('epochs', 0):.3g} epochs in {s.get('wall_time_s', 0):.2f} s"
+            + (f", a median {rate:,.0f} samples/s" if rate else "") + "." + reached
             + ENDED.get(new.ending, f" It {new.status}."))
     if new.shared_device:
         text += " Another run shared the device meanwhile, so its speed was shared too."
@@ -41,16 +42,17 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
     small = min(alike, key=lambda r: r.effective_batch, default=None)
     large = max(alike, key=lambda r: r.effective_batch, default=None)
     if small is None or small.effective_batch == large.effective_batch:
-        return text + (" Run it again at another batch size (same epochs and lr) to compare.")
+        return join(lead, text + " Run it again at another batch size (same epochs and lr) to "
+                    "compare.")
     ss, ls = small.summary, large.summary
     ks, kl = small.effective_batch, large.effective_batch
-    text += (f" Batch {kl} made {ls['steps'] / ls['epochs']:.0f} updates per epoch against "
-             f"batch {ks}'s {ss['steps'] / ss['epochs']:.0f}")
     rates = comparable_rates(ss, ls)
+    lead = (f"Batch {kl} made {ls['steps'] / ls['epochs']:.0f} updates an epoch against batch "
+            f"{ks}'s {ss['steps'] / ss['epochs']:.0f}"
+            + (f", at {rates[1] / rates[0]:.1f}× the samples per second" if rates else "") + ".")
+    text = f"Run #{new.id} at batch {b}: " + text[:1].lower() + text[1:]
     if rates is not None:
-        text += (f" and processed {rates[1] / rates[0]:.1f}× the samples per second (by "
-                 f"{rates[2]})")
-    text += "."
+        text += f" The two runs' samples per second are compared by {rates[2]}."
     if rates is None and ss.get("samples_per_sec") and ls.get("samples_per_sec"):
         text += (" Their speeds are not compared: they were measured under different conditions "
                  "(another load on this machine, another device or thread count); run both "
@@ -75,4 +77,4 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
     if ss.get("peak_memory_bytes") and ls.get("peak_memory_bytes"):
         text += (f" Its peak memory was {ls['peak_memory_bytes'] / ss['peak_memory_bytes']:.1f}× "
                  f"as much ({ls.get('memory_source', 'measured')}).")
-    return text
+    return join(lead, text)

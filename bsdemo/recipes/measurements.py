@@ -8,6 +8,7 @@ from typing import Any
 
 from bsdemo import footprint
 from bsdemo.config import RunConfig
+from bsdemo.recipes.closing import join
 from bsdemo.timing import DEVICE_CLOCK, THREAD_CLOCK
 from bsdemo.units import format_bytes
 
@@ -26,19 +27,20 @@ def throughput_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]],
     """What a sweep shows, in words from its own fit, knee and peak share, each named only
     where the rounds' noise allows it: a fixed overhead only when the fit found one, the fit's
     quality, the clock, and the load it was measured under."""
+    lead = _throughput_lead(end, points)
     fit = end["fit"]
     r2 = fit.get("r2_time")
     quality = f" (R² {r2:.2f})" if r2 is not None else ""
     if fit.get("t0_s") is None:
-        return "**What your sweep shows.** Too few batch sizes ran to fit a model of step time."
+        return join(lead, "Too few batch sizes ran to fit a model of step time.")
     if fit.get("t0_constrained") or not fit["t0_s"]:
-        text = ("**What your sweep shows.** Step time grew in proportion to the batch, about "
+        text = ("Step time grew in proportion to the batch, about "
                 f"**{fit['t1_s_per_sample'] * 1e6:.3g} µs per sample**{quality}: the fit found no "
                 "fixed per-step overhead it could measure (held at zero). At these sizes the "
                 "work per sample dominates; try a smaller model or smaller batches to see the "
                 "overhead.")
     else:
-        text = (f"**What your sweep shows.** A step cost about **{fit['t0_s'] * 1e3:.3g} ms** of "
+        text = (f"A step cost about **{fit['t0_s'] * 1e3:.3g} ms** of "
                 "fixed overhead (kernel launches, Python, the optimizer) plus "
                 f"**{fit['t1_s_per_sample'] * 1e6:.3g} µs per sample** — the model "
                 f"t(B) = t0 + t1·B fitted to your points{quality}.")
@@ -57,7 +59,7 @@ def throughput_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]],
         text += (f" Samples/s were still rising at the largest batch that ran ({largest}): the "
                  "device did not saturate within this sweep.")
     elif knee:
-        text += f" Samples/s come within 10% of your best from batch **{knee}**."
+        text += f" Samples/s come within 10% of your best from batch {knee}."
     elif span:
         text += (f" Samples/s level off somewhere between batch {span[0]:.0f} and {span[1]:.0f}: "
                  "the rounds disagree too much to name one knee.")
@@ -79,7 +81,27 @@ def throughput_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]],
     elif busy is not None and busy > CONTENDED:
         text += (f" While it measured, other processes kept about {busy:.0%} of the CPU busy: "
                  "these rates are lower and noisier than on an idle machine.")
-    return text
+    return join(lead, text)
+
+
+def _throughput_lead(end: dict[str, Any], points: Sequence[dict[str, Any]]) -> str:
+    """A sweep's takeaway: how far samples/s rose over the batches, and where they level off
+    (only where the rounds allow naming it)."""
+    ok = sorted((p for p in points if p.get("status") == "ok" and p.get("samples_per_sec")),
+                key=lambda p: p["batch_size"])
+    if len(ok) < 2:
+        return "Too few batch sizes ran to compare their samples/s."
+    first, best = ok[0], max(ok, key=lambda p: p["samples_per_sec"])
+    text = (f"Samples/s rose {best['samples_per_sec'] / first['samples_per_sec']:.1f}× from "
+            f"batch {first['batch_size']} to batch {best['batch_size']}")
+    knee, span = end.get("knee_batch_size"), end.get("knee_range")
+    if knee and knee == ok[-1]["batch_size"]:
+        return text + ", still rising at the largest batch."
+    if knee:
+        return text + f", within 10% of the best from batch {knee}."
+    if span:
+        return text + f", levelling off somewhere in batch {span[0]:.0f}–{span[1]:.0f}."
+    return text + "."
 
 
 # ----- gradient accumulation -----
@@ -89,16 +111,23 @@ def accumulation_verdict(r: dict[str, Any]) -> tuple[str, str]:
     head = (f"Relative gradient difference **{r['rel_grad_diff']:.3g}** at the first step; "
             f"largest parameter difference after {r['steps']} steps "
             f"**{r['max_abs_param_diff']:.3g}** — ")
+    shape = f"{r['accumulation_steps']} micro-batches of {r['micro_batch']}"
     if not r["equivalent"]:
-        return "error", head + "the accumulated gradient is not one big batch's: NOT equivalent."
+        return "error", join(f"Not equivalent: {shape} did not give the gradient of one batch of "
+                             f"{r['effective_batch_size']}.", head + "the accumulated gradient "
+                             "is not one big batch's.")
     if r.get("drift_grew"):
-        return "warning", head + (
+        return "warning", join(
+            f"Equivalent at the first step, but the parameters drifted apart by "
+            f"{r['max_abs_param_diff']:.2g} over {r['steps']} steps.", head + (
             "the gradients agree to float32 rounding, but over the steps that rounding grew: "
             "accumulation sums the same numbers in another order, and a model can amplify the "
             "tiny difference (normalisation layers divide by small variances). The same "
-            "computation, not the same bits.")
-    return "success", head + ("equivalent: what is left is float32 rounding (summing in a "
-                              "different order), at the first step and after the last.")
+            "computation, not the same bits."))
+    return "success", join(f"Equivalent: {shape} gave one batch of {r['effective_batch_size']}'s "
+                           f"gradient, to float32 rounding ({r['rel_grad_diff']:.2g}).",
+                           head + "what is left is float32 rounding (summing in a different "
+                           "order), at the first step and after the last.")
 
 
 MODULE_WORDS = {"Linear": "linear layer", "Conv2d": "conv layer", "BatchNorm1d": "BatchNorm",
@@ -159,8 +188,11 @@ def memory_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]]) -> str
     if ok:
         parts = ok[0]["memory_breakdown"]
         fixed = sum(parts.get(k) or 0 for k in ("parameters", "gradients", "optimizer_state"))
-    text = (f"**What your sweep shows.** Memory was {format_bytes(fit['m0_bytes'])} that did not "
-            f"depend on the batch")
+    oom = next((p for p in points if p["status"] == "oom"), None)
+    lead = (f"Memory grew {format_bytes(fit['m_bytes_per_sample'])} per sample on top of "
+            f"{format_bytes(fit['m0_bytes'])} that no batch size changes"
+            + (f"; batch {oom['batch_size']} ran out" if oom else "") + ".")
+    text = (f"Memory was {format_bytes(fit['m0_bytes'])} that did not depend on the batch")
     if fixed:
         text += (f" (parameters, gradients and optimizer state: {format_bytes(fixed)} of it)")
     text += (f", plus {format_bytes(fit['m_bytes_per_sample'])} per sample — the activations "
@@ -174,7 +206,6 @@ def memory_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]]) -> str
                  "own objects come on top (the Fit-a-bigger-batch page reads the real peak). ")
     elif fit.get("r2_memory") is not None:
         text += f"The allocator's readings lie on that line with R² {fit['r2_memory']:.3f}. "
-    oom = next((p for p in points if p["status"] == "oom"), None)
     largest = end.get("max_batch_size_fits")
     predicted = end.get("predicted_max_batch_size")
     if oom and largest:
@@ -185,4 +216,4 @@ def memory_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]]) -> str
                      "finder verifies such a prediction with a real step.")
     elif largest:
         text += f"Every batch up to {largest} fitted."
-    return text
+    return join(lead, text)

@@ -6,6 +6,8 @@ import itertools
 import math
 from typing import Any
 
+from bsdemo.recipes.closing import join
+
 SLOPE_TOLERANCE = 0.1  # a slope within this of −1 counts as "1/B"
 AGREE = 0.25  # the two B_simple estimates agree when within this share of the direct one
 
@@ -29,7 +31,11 @@ def noise_verdict(result: dict[str, Any] | None) -> str | None:
         return None
     s, sizes = result["variance_slope"], result["batch_sizes"]
     n, last = result["train_samples"], sizes[-1]
-    parts = ["**What your measurement shows.**"]
+    lead = ((f"The gradient's variance fell as 1/B (log-log slope {s:.2f})"
+             if abs(s + 1) <= SLOPE_TOLERANCE else
+             f"The gradient's variance fell with a log-log slope of {s:.2f}, not 1/B's −1")
+            + f"; the noise scale B_simple is about {result['b_simple']:.0f}.")
+    parts = []
     if abs(s + 1) <= SLOPE_TOLERANCE:
         parts.append(f"The gradient's variance fell as 1/B: a log-log slope of {s:.2f} from "
                      f"batch {sizes[0]} to {last} (−1 is 1/B).")
@@ -65,7 +71,7 @@ def noise_verdict(result: dict[str, Any] | None) -> str | None:
     parts.append(f"*Predicted* (McCandlish et al. 2018): well below B ≈ {direct:.0f} doubling the "
                  "batch nearly halves the steps a target loss takes; well above it, a step is "
                  "mostly signal already and more batch buys few steps.")
-    return " ".join(parts)
+    return join(lead, " ".join(parts))
 
 
 def paths_verdict(rows: list[dict[str, Any]], steps: int) -> str:
@@ -73,11 +79,13 @@ def paths_verdict(rows: list[dict[str, Any]], steps: int) -> str:
     full batch (rows: charts.paths_chart's table, smallest batch first)."""
     small, full = rows[0], rows[-1]
     ratio = small["distance walked"] / full["distance walked"] if full["distance walked"] else 0
-    return (f"In the same {steps} steps, {small['path']} walked {small['distance walked']:g} "
-            f"through (w, b) — {ratio:.1f}× the {full['path']}'s {full['distance walked']:g} — "
-            f"and ended at loss {small['final loss']:g} against {full['final loss']:g}. Each "
-            "step's direction is the full gradient plus noise: the noise zig-zags the small "
-            "batch across the valley; the full batch follows the gradient itself.")
+    return join(f"In the same {steps} steps {small['path']} walked {ratio:.1f}× as far as the "
+                f"{full['path']}, ending at loss {small['final loss']:g} against "
+                f"{full['final loss']:g}.",
+                f"It walked {small['distance walked']:g} through (w, b), the {full['path']} "
+                f"{full['distance walked']:g}. Each step's direction is the full gradient plus "
+                "noise: the noise zig-zags the small batch across the valley; the full batch "
+                "follows the gradient itself.")
 
 
 PERFECT = 0.7  # steps falling by at least this share of the batch's growth count as "perfect"
@@ -91,16 +99,15 @@ def critical_verdict(result: dict[str, Any] | None) -> str | None:
         return None
     sizes, steps = result["batch_sizes"], result["steps"]
     cap = f", at most {result['lr_cap']:g}" if result.get("lr_cap") else ""
-    parts = ["**What your runs show.**"]
+    parts = []
     failed = [f"batch {b:,} {status} (lr {lr:.3g})" for b, s, status, lr in
               zip(sizes, steps, result["statuses"], result["lrs"], strict=True) if not s]
     arrived = [(b, s) for b, s in zip(sizes, steps, strict=True) if s]
     if len(arrived) < 2:
-        parts.append(f"Fewer than two batch sizes reached the training loss "
-                     f"{result['target_loss']:g}"
-                     + (f" ({'; '.join(failed)})" if failed else "")
-                     + ": raise the step cap, lower the lr, or choose an easier target.")
-        return " ".join(parts)
+        return join(f"Fewer than two batch sizes reached the training loss "
+                    f"{result['target_loss']:g}, so no critical batch can be read.",
+                    (f"Never reached: {'; '.join(failed)}. " if failed else "")
+                    + "Raise the step cap, lower the lr, or choose an easier target.")
     parts.append(f"With the lr by the {result['rule']} rule from batch "
                  f"{result['reference_batch']} at {result['reference_lr']:g}{cap}, the steps "
                  f"to a training loss of {result['target_loss']:g} went from "
@@ -120,6 +127,11 @@ def critical_verdict(result: dict[str, Any] | None) -> str | None:
     if failed:
         parts.append("Never reached the target: " + "; ".join(failed) + ".")
     b_crit, b_simple = result["b_crit"], result["b_simple"]
+    lead = (f"The critical batch is about {b_crit:.0f}: past it, doubling the batch saves few "
+            f"steps (B_simple at the start: {b_simple:.0f})." if b_crit else
+            f"Steps to loss {result['target_loss']:g} went from {arrived[0][1]:,} at batch "
+            f"{arrived[0][0]:,} to {arrived[-1][1]:,} at batch {arrived[-1][0]:,}; no critical "
+            "batch could be read.")
     if b_crit:
         parts.append(f"The steps are twice the fewest at batch ≈ {b_crit:.0f}: the **critical "
                      f"batch**. Below it a bigger batch still saves many steps; above it each "
@@ -133,4 +145,4 @@ def critical_verdict(result: dict[str, Any] | None) -> str | None:
         parts.append(f"No critical batch could be read off: the steps never fell from over "
                      f"twice the fewest to under it between two measured batches. B_simple at "
                      f"initialisation is {b_simple:.0f}.")
-    return " ".join(parts)
+    return join(lead, " ".join(parts))

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bsdemo.recipes.closing import join
+
 NAMES = {"none": "no normalisation", "batch": "BatchNorm", "group": "GroupNorm",
          "layer": "LayerNorm"}
 BN_WORSE = 10.0  # points below the best per-sample normalisation that count as "fails"
@@ -53,22 +55,20 @@ def norms_verdict(cells: Sequence[dict[str, Any]], model: str = "mlp") -> str | 
     bn = at["batch"]
     best_name, best = max(others.items(), key=lambda kv: kv[1]["test_accuracy"])
     gap = 100 * (best["test_accuracy"] - bn["test_accuracy"])
-    parts = ["**What your grid shows.**"]
+    lead = (f"At batch {smallest} BatchNorm reached {bn['test_accuracy']:.1%}, "
+            + (f"{gap:.0f} points below {NAMES[best_name]}'s {best['test_accuracy']:.1%}."
+               if gap >= BN_WORSE else
+               f"within {max(gap, 0):.0f} points of {NAMES[best_name]}: no small-batch failure "
+               "this time."))
+    parts = []
     if gap >= BN_WORSE:
-        parts.append(f"At batch {smallest} BatchNorm reached {bn['test_accuracy']:.1%} test "
-                     f"accuracy, {gap:.0f} points below {NAMES[best_name]} "
-                     f"({best['test_accuracy']:.1%}): with {smallest} samples, a batch's mean "
-                     "and variance are mostly noise, and BatchNorm normalises with them.")
-    else:
-        parts.append(f"At batch {smallest} BatchNorm reached {bn['test_accuracy']:.1%}, within "
-                     f"{max(gap, 0):.0f} points of {NAMES[best_name]} "
-                     f"({best['test_accuracy']:.1%}): the small-batch failure did not appear in "
-                     "this run.")
-        if model == "cnn":
-            parts.append("A CNN's BatchNorm averages each channel over the batch *and* every "
-                         "position of the image, so even two images give it hundreds of values "
-                         "to estimate from; the MLP preset (one value per feature per sample) "
-                         "shows the effect.")
+        parts.append(f"With {smallest} samples, a batch's mean and variance are mostly noise, "
+                     "and BatchNorm normalises with them.")
+    elif model == "cnn":
+        parts.append("A CNN's BatchNorm averages each channel over the batch *and* every "
+                     "position of the image, so even two images give it hundreds of values "
+                     "to estimate from; the MLP preset (one value per feature per sample) shows "
+                     "the effect.")
     bn_cells = sorted((c for c in done if c["norm"] == "batch"), key=lambda c: c["batch_size"])
     top = max(bn_cells, key=lambda c: c["test_accuracy"])
     parts.append(f"BatchNorm did best at batch {top['batch_size']} "
@@ -91,4 +91,4 @@ def norms_verdict(cells: Sequence[dict[str, Any]], model: str = "mlp") -> str | 
                          f"updates: without normalisation it reached {last['test_accuracy']:.1%} "
                          f"against {peak['test_accuracy']:.1%} at batch {peak['batch_size']}. "
                          "That fall is too few steps, not normalisation.")
-    return " ".join(parts)
+    return join(lead, " ".join(parts))

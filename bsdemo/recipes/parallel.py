@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from bsdemo.bounds import noisy_line
+from bsdemo.recipes.closing import join
 from bsdemo.timing import THREAD_CLOCK
 from bsdemo.units import format_bytes
 
@@ -35,20 +36,23 @@ def ddp_verdict(r: dict[str, Any]) -> str:
             "float32 rounding — check the shards")
     share = r["allreduce_s"] / r["step_s"]
     speed = r["samples_per_sec"] / r["single_process_samples_per_sec"]
-    return (f"**{r['processes']} processes × batch {r['per_process_batch_size']} = global batch "
-            f"{r['global_batch_size']}.** After {r['steps']} steps they hold {same} (largest "
-            f"difference {r['max_abs_param_diff']:.2g}): averaging the shards' gradients is the "
-            f"gradient of the whole batch. " + (noisy_line(r) or (
-                f"A step took {r['step_s'] * 1e3:.1f} ms, "
-                f"{share:.0%} of it the all-reduce of {format_bytes(r['gradient_bytes'])} of "
-                f"gradients; one process on one member's share of the cores "
-                f"({_threads(r)}) took {r['single_process_step_s'] * 1e3:.1f} ms for the "
-                f"whole batch. So the group ran at {speed:.2f}× one process's samples/s: a "
-                f"scaling efficiency of {r['scaling_efficiency']:.0%}{_clocks(r)}.")) + " Here "
-            "the processes "
-            "share one machine's cores and talk through its memory; on separate GPUs each brings "
-            "its own compute, and the all-reduce crosses a link instead — the table below "
-            "predicts that part.")
+    lead = (f"{r['processes']} processes × batch {r['per_process_batch_size']} = batch "
+            f"{r['global_batch_size']}: " + ("the same parameters as one process, to float32 "
+                                             "rounding." if r["equivalent"] else
+                                             "parameters unlike one process's — check the "
+                                             "shards."))
+    measured = noisy_line(r) or (
+        f"A step took {r['step_s'] * 1e3:.1f} ms, {share:.0%} of it the all-reduce of "
+        f"{format_bytes(r['gradient_bytes'])} of gradients; one process on one member's share of "
+        f"the cores ({_threads(r)}) took {r['single_process_step_s'] * 1e3:.1f} ms for the whole "
+        f"batch. So the group ran at {speed:.2f}× one process's samples/s: a scaling efficiency "
+        f"of {r['scaling_efficiency']:.0%}{_clocks(r)}.")
+    return join(lead, f"After {r['steps']} steps they hold {same} (largest difference "
+                f"{r['max_abs_param_diff']:.2g}): averaging the shards' gradients is the "
+                f"gradient of the whole batch. {measured} Here the processes share one "
+                "machine's cores and talk through its memory; on separate GPUs each brings its "
+                "own compute, and the all-reduce crosses a link instead — the table below "
+                "predicts that part.")
 
 
 def _threads(r: dict[str, Any]) -> str:
@@ -71,14 +75,15 @@ def pipeline_verdict(r: dict[str, Any]) -> str:
     whole = r["single_parameter_bytes"] + r["single_activation_bytes"]
     same = ("the same parameters as one process, up to float32 rounding" if r["equivalent"]
             else "parameters that differ from one process's by more than float32 rounding")
-    return (f"**Each stage held at most {format_bytes(most)}, against {format_bytes(whole)} for "
-            f"the whole model in one process** ({most / whole:.0%}): that is why a model too big "
-            f"for one device is cut into stages. The two stages reached {same} (largest difference "
-            f"{r['max_abs_param_diff']:.2g}). Sending one micro-batch's activations "
-            f"({format_bytes(r['transfer_bytes'])}) took {r['transfer_s'] * 1e3:.3f} ms. The cost "
-            f"is the bubble: with {r['micro_batches']} micro-batches the stages sat idle "
-            f"{r['bubble']:.0%} of a step (GPipe's (S−1)/(M+S−1) for equal stages is "
-            f"{r['ideal_bubble']:.0%}) — more micro-batches shrink it. On one CPU the stages "
-            "share the cores: this is the mechanism at small scale, not a speed-up. "
-            + (noisy_line(r) or f"The pipelined step took {r['step_s'] * 1e3:.1f} ms, one "
-               f"process {r['single_process_step_s'] * 1e3:.1f} ms."))
+    return join(f"Each stage held at most {format_bytes(most)}, {most / whole:.0%} of the "
+                f"{format_bytes(whole)} the whole model needs in one process.",
+                f"That is why a model too big for one device is cut into stages. The two stages "
+                f"reached {same} (largest difference {r['max_abs_param_diff']:.2g}). Sending one "
+                f"micro-batch's activations ({format_bytes(r['transfer_bytes'])}) took "
+                f"{r['transfer_s'] * 1e3:.3f} ms. The cost is the bubble: with "
+                f"{r['micro_batches']} micro-batches the stages sat idle {r['bubble']:.0%} of a "
+                f"step (GPipe's (S−1)/(M+S−1) for equal stages is {r['ideal_bubble']:.0%}) — "
+                "more micro-batches shrink it. On one CPU the stages share the cores: this is "
+                "the mechanism at small scale, not a speed-up. "
+                + (noisy_line(r) or f"The pipelined step took {r['step_s'] * 1e3:.1f} ms, one "
+                   f"process {r['single_process_step_s'] * 1e3:.1f} ms."))

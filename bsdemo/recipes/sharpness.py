@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from bsdemo.recipes.closing import join
+
 SHARPER = 1.2  # a top eigenvalue this many times the other's counts as sharper
 SAME_LOSS = 0.1  # test losses within this share of each other count as the same
 SAME_POINTS = 0.5  # test accuracies within this many points count as the same
@@ -77,19 +79,21 @@ def sharpness_verdict(result: dict[str, Any] | None) -> str | None:
     samples = result.get("train_samples")
     s_name, l_name = _name(small), _name(large, samples)
     target = result["target_loss"]
-    parts = ["**What your runs show.**"]
+    parts = []
     missed = [r for r in pair if r["reached_at"] is None]
+    lead = (f"{' and '.join(_name(r, samples) for r in missed).capitalize()} did not reach the "
+            f"training loss {target:g}, so the two minima are not compared."
+            if missed else _sharp_lead(small, large, s_name, l_name))
     if missed:
         parts += [f"{_name(r, samples).capitalize()} did not reach the training loss {target:g} "
                   f"({_ending(r)})." for r in missed]
-        parts.append("The two are not compared at the same training loss: raise the step cap "
-                     "or the target.")
+        parts.append("Raise the step cap or the target to compare them at the same loss.")
         if any(not _ok(r) for r in pair):
-            return " ".join(parts)
+            return join(lead, " ".join(parts))
     else:
         parts.append(f"Both runs trained to a training loss of {target:g}: {s_name} in "
                      f"{small['reached_at']:,} steps, {l_name} in {large['reached_at']:,}.")
-    parts.append(_sharper(small, large, s_name, l_name, result.get("radius", 0.05)))
+    parts.append(_neighbourhood(small, large, s_name, l_name, result.get("radius", 0.05)))
     late_s, late_l = settled(small["trace"]), settled(large["trace"])
     if late_s is not None and late_l is not None:
         edge = large["two_over_lr"]
@@ -115,7 +119,7 @@ def sharpness_verdict(result: dict[str, Any] | None) -> str | None:
                      + f"half that distance past {s_name}'s end it is {before:.3g}, past "
                      f"{l_name}'s {after:.3g}.")
     remedies = [remedy_text(run) for run in result["runs"] if run["remedy"] is not None]
-    text = " ".join(parts)
+    text = join(lead, " ".join(parts))
     if remedies:
         text += (f"\n\n**What each remedy did to the large batch** (without one: test loss "
                  f"{large['test_loss']:.3g}, test minus train {large['loss_gap']:.3g}, top eigenvalue "
@@ -123,27 +127,36 @@ def sharpness_verdict(result: dict[str, Any] | None) -> str | None:
     return text
 
 
-def _sharper(small: dict[str, Any], large: dict[str, Any], s_name: str, l_name: str,
-             radius: float) -> str:
-    """Which minimum is sharper by the top Hessian eigenvalue, with the random-neighbourhood
-    rise cited as support only where it points the same way (else named as disagreeing)."""
+def _sharp_lead(small: dict[str, Any], large: dict[str, Any], s_name: str, l_name: str) -> str:
+    """The study's takeaway: which minimum is sharper by the top Hessian eigenvalue, or neither."""
+    a, b = small["top_hessian_eigenvalue"], large["top_hessian_eigenvalue"]
+    if b >= SHARPER * a or a >= SHARPER * b:
+        sharp, hi, lo = (l_name, b, a) if b > a else (s_name, a, b)
+        return ((f"{sharp.capitalize()} found the sharper minimum" if b > a else
+                 f"{sharp.capitalize()} found the sharper minimum, the opposite of the usual "
+                 "finding")
+                + f": top Hessian eigenvalue {hi:.3g} against {lo:.3g} ({hi / lo:.1f}×).")
+    return f"The two minima are about as sharp: top Hessian eigenvalue {a:.3g} and {b:.3g}."
+
+
+def _neighbourhood(small: dict[str, Any], large: dict[str, Any], s_name: str, l_name: str,
+                   radius: float) -> str:
+    """The random-neighbourhood rise beside the takeaway's eigenvalues: cited as support only
+    where it points the same way, else named as disagreeing; nothing where neither is sharper
+    or it was not measured."""
     a, b = small["top_hessian_eigenvalue"], large["top_hessian_eigenvalue"]
     ra, rb = small["neighbourhood_rise"], large["neighbourhood_rise"]
+    if not (b >= SHARPER * a or a >= SHARPER * b) or not (math.isfinite(ra) and math.isfinite(rb)):
+        return ""
+    (sharp, flat), (r_sharp, r_flat) = ((l_name, s_name), (rb, ra)) if b > a else \
+        ((s_name, l_name), (ra, rb))
     step = f"a random step of {radius:.0%} of each weight row's norm"
-    if b >= SHARPER * a or a >= SHARPER * b:
-        (sharp, flat), (hi, lo) = ((l_name, s_name), (b, a)) if b > a else ((s_name, l_name), (a, b))
-        r_sharp, r_flat = (rb, ra) if b > a else (ra, rb)
-        lead = (f"**{sharp.capitalize()} found the sharper minimum:**" if b > a else
-                f"Here {sharp} found the sharper minimum — the opposite of the usual finding:")
-        text = f"{lead} its top Hessian eigenvalue is {hi:.3g} against {lo:.3g} ({hi / lo:.1f}×)"
-        if not (math.isfinite(r_sharp) and math.isfinite(r_flat)):
-            return text + "."
-        if r_sharp >= SHARPER * r_flat:
-            return text + f", and {step} raises its training loss by {r_sharp:.2g} against {r_flat:.2g}."
-        return (text + f". The random-neighbourhood measure does not agree: {step} raises "
-                f"{sharp}'s training loss by {r_sharp:.2g} and {flat}'s by {r_flat:.2g} — the "
-                "top eigenvalue is one direction; most random directions miss it.")
-    return f"The two minima are about as sharp: top Hessian eigenvalue {a:.3g} and {b:.3g}."
+    if r_sharp >= SHARPER * r_flat:
+        return (f"The random-neighbourhood measure agrees ({step} raises "
+                f"{sharp}'s training loss by {r_sharp:.2g} against {r_flat:.2g}).")
+    return (f"The random-neighbourhood measure does not agree: {step} raises {sharp}'s training "
+            f"loss by {r_sharp:.2g} and {flat}'s by {r_flat:.2g} — the top eigenvalue is one "
+            "direction; most random directions miss it.")
 
 
 def _generalisation(small: dict[str, Any], large: dict[str, Any], s_name: str,

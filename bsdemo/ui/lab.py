@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl
 
 import streamlit as st
 
-from bsdemo import charts, export
+from bsdemo import charts, export, recipes
 from bsdemo.charts.gan import frechet_chart, is_gan, samples_chart
 from bsdemo.charts.regions import latest_regions, regions_chart
 from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, ConfigError, RunConfig, config_from_query, parse_run_id
@@ -33,6 +33,7 @@ from bsdemo.ui.widgets import (
     polled,
     show_chart,
     show_table,
+    takeaway,
 )
 from bsdemo.units import MIB
 
@@ -297,6 +298,7 @@ def _charts(shown: list[JobSnapshot]) -> None:
         with right:
             show_chart(charts.throughput_chart(shown, x_axis, smoothing, log),
                        "throughput_chart")
+        takeaway(recipes.lab_verdict(shown))  # what the runs drawn show, right under them
     if any(latest_regions(snap) for snap in shown):  # a 2-D dataset: what each run learned
         show_chart(regions_chart(shown), "regions_chart")
     left, right = st.columns(2)

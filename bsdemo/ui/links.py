@@ -23,11 +23,13 @@ from bsdemo.plaintext import plain
 PRESENT_KEY = "present"  # one switch for every page of this tab
 
 # always: captions dark enough for WCAG AA on white (Streamlit's own grey is 3.8:1); less empty
-# space above the title (Streamlit's 6rem), so the first screen reaches the charts
+# space above the title (Streamlit's 6rem), so the first screen reaches the charts; on a phone
+# (no hover to summon it) no plotly toolbar over every chart
 BASE_CSS = """
 [data-testid="stCaptionContainer"], .stCaption { color: #595D69 !important; }
 [data-testid="stMainBlockContainer"] { padding-top: 2.5rem; }
 [data-testid="stMainBlockContainer"] h1 { font-size: 2.4rem; padding-bottom: 0.5rem; }
+@media (max-width: 640px), (hover: none) { .modebar-container { display: none !important; } }
 """
 
 # large type everywhere (Streamlit sizes in rem), the page's full width, no header strip; and

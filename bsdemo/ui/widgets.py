@@ -15,6 +15,7 @@ import streamlit as st
 from bsdemo import export
 from bsdemo.charts import Chart, fit_legend, for_people, projector
 from bsdemo.lessonlinks import LR_STEPS
+from bsdemo.recipes import closing
 from bsdemo.runs import JobSnapshot
 from bsdemo.ui.header import predictions
 from bsdemo.ui.links import presenting
@@ -32,6 +33,19 @@ def show_chart(chart: Chart, key: str) -> None:
     st.plotly_chart(fit_legend(figure), key=key, alt=chart.alt, config={"displaylogo": False})
     if st.session_state.get("show_tables"):  # opt-in: re-sending tables every poll is costly
         st.dataframe(chart.table, hide_index=True, key=f"{key}_table", height=200)
+
+
+def takeaway(text: str | None, level: str = "info") -> None:
+    """A closing text as a page shows it, right under its main chart: the one-sentence takeaway
+    in a box (level: info, success, warning or error), the explanation folded under "More"."""
+    if not text:
+        return
+    lead, more = closing.split(text)
+    box = {"info": st.info, "success": st.success, "warning": st.warning, "error": st.error}
+    box[level](lead, icon=":material/arrow_right_alt:")
+    if more:
+        with st.expander("More"):
+            st.markdown(more)
 
 
 def show_table(rows: list[dict], key: str, height: int | None = None,

@@ -7,7 +7,7 @@ import json
 from streamlit.testing.v1 import AppTest
 
 from bsdemo.plaintext import unescape
-from tests.app.helpers import open_page, run_until
+from tests.app.helpers import closing, open_page, run_until
 
 
 def group_done(at: AppTest) -> bool:
@@ -21,8 +21,7 @@ def test_regimes_page_trains_the_three_and_tabulates_them():
     at.number_input(key="reg_cap").set_value(200).run()  # the default limits allow 600 / 3
     at.radio(key="predict_regimes").set_value("the full batch does").run()  # predict first
     at.button(key="reg_run").click().run()
-    run_until(at, lambda a: group_done(a) and any("What your runs show" in m.value
-                                                   for m in a.markdown))
+    run_until(at, lambda a: group_done(a) and "weight updates" in closing(a))
     table = at.dataframe[0].value
     assert list(table["weight updates"]) == [2 * 1438, 2, 2 * 45]
     assert len(at.get("plotly_chart")) == 3  # against epochs, updates, seconds
@@ -65,7 +64,7 @@ def test_accumulation_page_shows_equivalence_and_a_pitfall():
     at = open_page("pages/accumulation.py")
     at.button(key="acc_run").click().run()
     run_until(at, lambda a: bool(a.success) or bool(a.error))
-    assert "equivalent" in at.success[0].value
+    assert at.success[0].value.startswith("Equivalent: ")
     # no prediction given: the runs' answer is said, with the numbers, as an invitation
     said = [c.value for c in at.caption if c.value.startswith("Your runs say")]
     assert len(said) == 1 and "4 × 32 trained" in said[0] and "one batch of 128" in said[0]
@@ -74,7 +73,7 @@ def test_accumulation_page_shows_equivalence_and_a_pitfall():
     assert labels == ["Results (CSV)", "Results (JSON)"]
     at.toggle(key="acc_unscaled").set_value(True).run()
     at.button(key="acc_run").click().run()
-    run_until(at, lambda a: bool(a.error) and "NOT equivalent" in a.error[0].value)
+    run_until(at, lambda a: bool(a.error) and a.error[0].value.startswith("Not equivalent: "))
     assert "k − 1 = 3" in " ".join(m.value for m in at.markdown)
 
 
@@ -82,7 +81,7 @@ def test_norms_page_trains_the_grid_and_says_what_it_showed():
     at = open_page("pages/norms.py", {"batches": "2,8,32", "epochs": "1"})
     at.radio(key="predict_norms").set_value("BatchNorm").run()
     at.button(key="nrm_run").click().run()
-    run_until(at, lambda a: any("What your grid shows" in m.value for m in a.markdown)
+    run_until(at, lambda a: "BatchNorm reached" in closing(a)
               or bool(a.error), timeout=240)
     assert not at.error
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
@@ -90,7 +89,7 @@ def test_norms_page_trains_the_grid_and_says_what_it_showed():
     assert names[:2] == ["no normalisation", "BatchNorm"] and "LayerNorm" in names
     table = at.dataframe[0].value  # a row per normalisation (BatchNorm: three), a column a batch
     assert len(table) == 6 and list(table.columns)[1:] == ["batch 2", "batch 8", "batch 32"]
-    verdict = next(m.value for m in at.markdown if "What your grid shows" in m.value)
+    verdict = closing(at)
     assert "At batch 2 BatchNorm reached" in verdict and "none of their predictions changed" in (
         verdict)
     judged = [m.value for m in [*at.success, *at.warning] if "You predicted" in m.value]
@@ -101,7 +100,7 @@ def test_noise_page_measures_the_variance_and_both_noise_scales():
     at = open_page("pages/noise.py", {"draws": "8", "batches": "1,8,64,512"})
     at.radio(key="predict_noise").set_value("about 4× smaller").run()
     at.button(key="noi_run").click().run()
-    run_until(at, lambda a: any("What your measurement shows" in m.value for m in a.markdown)
+    run_until(at, lambda a: "The gradient's variance fell" in closing(a)
               or bool(a.error), timeout=180)
     assert not at.error
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
@@ -118,7 +117,7 @@ def test_sharpness_page_trains_both_to_the_target_and_measures_each_minimum():
     at = open_page("pages/sharpness.py", {"target": "0.05", "noise": "1"})
     at.radio(key="predict_sharpness").set_value("the large batch's").run()
     at.button(key="shp_run").click().run()
-    run_until(at, lambda a: any("What your runs show" in m.value for m in a.markdown)
+    run_until(at, lambda a: "trained to a training loss of" in closing(a)
               or bool(a.error), timeout=240)
     assert not at.error
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
@@ -127,7 +126,7 @@ def test_sharpness_page_trains_both_to_the_target_and_measures_each_minimum():
     table = at.dataframe[0].value
     assert list(table["run"]) == ["batch 16", "full batch (1,438)", "full batch + small-batch noise"]
     assert (table["top eigenvalue"] > 0).all() and (table["train loss"] <= 0.05 + 1e-9).all()
-    verdict = next(m.value for m in at.markdown if "What your runs show" in m.value)
+    verdict = closing(at)
     assert "trained to a training loss of 0.05" in verdict and "- **Added small-batch noise**" in (
         verdict)
     judged = [m.value for m in [*at.success, *at.warning, *at.caption] if "runs" in m.value

@@ -7,7 +7,7 @@ import json
 from streamlit.testing.v1 import AppTest
 
 from bsdemo.plaintext import unescape
-from tests.app.helpers import open_page, run_until
+from tests.app.helpers import closing, open_page, run_until
 
 
 def sweep_done(at: AppTest) -> bool:
@@ -84,8 +84,7 @@ def test_fit_batch_page_measures_each_technique_under_the_budget():
     at = open_page("pages/fit_batch.py")
     at.radio(key="predict_fit_batch").set_value("both together").run()
     at.button(key="fit_run").click().run()
-    run_until(at, lambda a: any("What your measurement shows" in m.value for m in a.markdown)
-              or bool(a.error), timeout=300)
+    run_until(at, lambda a: "plain fp32 fits batch" in closing(a) or bool(a.error), timeout=300)
     assert not at.error
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert spec["layout"]["title"]["text"] == "The largest batch that fits, by technique"
@@ -93,7 +92,7 @@ def test_fit_batch_page_measures_each_technique_under_the_budget():
     assert list(table["technique"]) == ["fp32", "bf16", "checkpointing", "bf16+checkpointing",
                                         "accumulation"]  # fp16 needs CUDA
     assert (table["batch"] > 0).all()
-    verdict = next(m.value for m in at.markdown if "What your measurement shows" in m.value)
+    verdict = closing(at)
     assert "plain fp32 fits batch" in verdict and "Accumulation reaches an effective batch" in (
         verdict)
     judged = [m.value for m in [*at.success, *at.warning] if "You predicted" in m.value]
@@ -107,24 +106,23 @@ def test_fit_batch_page_runs_a_process_group_and_a_pipeline():
     at.selectbox(key="fit_ddp_steps").set_value(3).run()
     at.button(key="ddp_run").click().run()
     read = ("scaling efficiency of", "too noisy to read")  # a loaded machine may say the latter
-    run_until(at, lambda a: any(w in m.value for m in a.markdown for w in read)
-              or bool(a.error), timeout=300)
+    run_until(at, lambda a: any(w in closing(a) for w in read) or bool(a.error), timeout=300)
     assert not at.error
     tiles = {m.label: m.value for m in at.metric}
     assert float(tiles["Largest parameter difference"]) < 1e-5
-    verdict = next(m.value for m in at.markdown if any(w in m.value for w in read))
+    verdict = closing(at)
     if "too noisy to read" in verdict:  # a breach measured twice: no figure, no claim
         assert tiles["Scaling efficiency"] == "too noisy" and "×" in verdict
     else:
         assert tiles["Scaling efficiency"].endswith("%")
-    assert "2 processes × batch 16 = global batch 32" in verdict and "up to float32" in verdict
+    assert "2 processes × batch 16 = batch 32: the same parameters as one process" in verdict
+    assert "up to float32" in verdict
     cluster = [t for t in at.dataframe if "predicted all-reduce ms" in t.value.columns]
     assert cluster and (cluster[0].value["predicted all-reduce ms"] > 0).all()
 
     at.select_slider(key="fit_pipe_batch").set_value(64).run()
     at.button(key="pipe_run").click().run()
-    run_until(at, lambda a: any("Each stage held at most" in m.value for m in a.markdown)
-              or bool(a.error), timeout=300)
+    run_until(at, lambda a: "Each stage held at most" in closing(a) or bool(a.error), timeout=300)
     assert not at.error
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
     assert any(t.startswith("A pipelined step: the stages idle") for t in titles)
@@ -137,8 +135,8 @@ def test_finder_page_measures_each_architecture_against_the_rule_of_thumb():
     at.selectbox(key="find_arch_seconds").set_value(1.5).run()
     at.button(key="arch_run").click().run()
     # "of N of 4 architectures meets", or "of N of M architectures (of 4: ... not judged) meets"
-    run_until(at, lambda a: any("architectures" in m.value and "meets the rule of thumb" in m.value
-                                for m in a.markdown) or bool(a.error), timeout=600)
+    run_until(at, lambda a: "architectures meets the rule of thumb" in closing(a)
+              or bool(a.error), timeout=600)
     assert not at.error
     table = next(t.value for t in at.dataframe if "rule of thumb" in t.value.columns)
     assert list(table["architecture"]) == ["CNN", "Transformer", "LSTM (an RNN)", "GAN"]

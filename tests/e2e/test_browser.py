@@ -152,7 +152,7 @@ def test_accumulation_page_toggles_a_pitfall(server, browser):
     page.goto(f"{server}/accumulation")
     page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(30))
     page.get_by_role("button", name="Compare").click()
-    page.get_by_text(re.compile(r"— equivalent: what is left is float32 rounding")).wait_for(
+    page.get_by_text(re.compile(r"^Equivalent: \d+ micro-batches of \d+ gave")).wait_for(
         timeout=ms(60))
     # the first result can show before its job has ended (the result record comes before the
     # end record): let that rerun settle before the toggle, and the toggle's before Compare
@@ -168,10 +168,10 @@ def test_accumulation_page_toggles_a_pitfall(server, browser):
     page.wait_for_function("""() => [...document.querySelectorAll('button')].some(b =>
         b.innerText.trim().endsWith('Compare') && !b.disabled)""", timeout=ms(120))
     page.get_by_role("button", name="Compare").click()
-    page.get_by_text(re.compile(r"NOT equivalent\.$")).wait_for(timeout=ms(180))
+    page.get_by_text(re.compile(r"^Not equivalent: ")).wait_for(timeout=ms(180))
     assert page.locator(".stException").count() == 0
     page.reload()  # the page's newest result comes back with the browser's cookie
-    page.get_by_text(re.compile(r"NOT equivalent\.$")).wait_for(timeout=ms(60))
+    page.get_by_text(re.compile(r"^Not equivalent: ")).wait_for(timeout=ms(60))
     page.close()
 
 
@@ -191,8 +191,13 @@ def test_lr_page_warm_up_preset_shows_the_spike_it_prevents(server, browser):
     settled(page)
     assert page.get_by_label("Batch multiplier k").input_value() == "32"
     page.get_by_role("button", name="Compare").click()
+    # the takeaway under the chart, then the explanation folded under it
+    page.get_by_text(re.compile(r"^At [\d.]+× the batch, the same lr reached")).wait_for(
+        timeout=ms(180))
+    page.locator("[data-testid=stExpander] summary").filter(
+        has_text=re.compile(r"^More$")).first.click()
     verdict = page.get_by_text(re.compile(r"That jump is what warm-up prevents\.$"))
-    verdict.wait_for(timeout=ms(180))
+    verdict.wait_for(timeout=ms(30))
     assert re.search(r"jumped to [\d.]+, \d+× its first step's", verdict.inner_text())
     assert page.locator(".stException").count() == 0
     page.close()

@@ -79,8 +79,9 @@ def test_no_range_is_read_from_models_that_did_not_learn():
                           _point("cnn", 512, 9000, 0.40) | {"initial_quality": 0.1}])
     assert cnn["range"] == [32, 128] and 512 not in cnn["good_batches"]
     verdict = architecture_verdict([cnn, s], 0.75)
-    assert ("the measured range of 1 of 1 architectures (of 2: 1 did not learn in this budget "
-            "and is not judged) meets the rule of thumb's") in verdict
+    assert verdict.startswith("With 0.75 s of training a run, the measured batch range of 1 of 1 "
+                              "architectures meets the rule of thumb's.\n\n")
+    assert "; 1 did not learn in this budget and is not judged:" in verdict
     assert "- **Transformer**: not judged (into the thousands, with warm-up): no run learned" \
         in verdict
     gan = _point("gan", 32, 1000, 60.0) | {"initial_quality": 200.0, "frechet_reference": 1.3}

@@ -132,8 +132,11 @@ def test_the_paths_text_quotes_the_paths():
     text = recipes.paths_verdict(chart.table, 100)
     first, last = chart.table[0], chart.table[-1]
     assert first["path"] == "batch 1" and last["path"] == "full batch"
-    assert f"batch 1 walked {first['distance walked']:g}" in text
-    assert f"the full batch's {last['distance walked']:g}" in text
+    ratio = first["distance walked"] / last["distance walked"]
+    assert text.startswith(f"In the same 100 steps batch 1 walked {ratio:.1f}× as far as the full "
+                           "batch")
+    assert f"It walked {first['distance walked']:g} through (w, b), the full batch " \
+        f"{last['distance walked']:g}" in text
 
 
 def test_the_critical_batch_is_read_where_the_steps_are_twice_the_fewest():

@@ -53,10 +53,10 @@ def test_the_grid_verdict_describes_the_best_lr_as_it_is_against_the_rules():
     text = recipes.best_lr_verdict({8: 0.1, 32: 0.3, 128: 0.3, 512: 0.3}, lrs)
     assert ("In your grid the best learning rate is 0.1 at batch 8, rises to 0.3 at batch 32 "
             "and stays there up to batch 512.") in text
-    assert ("From batch 8 to 512 (64× the batch) it changed 3×, where the square-root rule "
-            "predicts 8× and the linear rule 64× (drawn on the grid): closest to the square-root "
-            "rule.") \
-        in text
+    assert text.startswith("From batch 8 to 512 the best learning rate changed 3×: closest to "
+                           "the square-root rule.\n\n")
+    assert ("For 64× the batch the square-root rule predicts 8× and the linear rule 64× (drawn on "
+            "the grid).") in text
     assert "tolerates" not in text and "rises with the batch" not in text
     assert "one way only" not in text and "true best" not in text
     text = recipes.best_lr_verdict({8: 0.3, 64: 0.1}, lrs)
@@ -99,7 +99,10 @@ def test_a_capped_regime_is_named_and_not_ranked():
 
 def test_regimes_with_equal_accuracy_tie_rather_than_rank():
     rows = [row("SGD (batch 1)", 0.931), row("full batch", 0.2), row("mini-batch", 0.933)]
-    assert "tied for the best" in recipes.regimes_verdict(rows)
+    assert "SGD (batch 1) and mini-batch tied on test accuracy (93.3%)." in \
+        recipes.regimes_verdict(rows)
+    same = [row(name, acc, updates=100) for name, acc in (("a", 0.5), ("b", 0.6))]
+    assert recipes.regimes_verdict(same).startswith("Every run made 100 weight updates; b reached")
 
 
 def test_the_lr_verdict_speaks_from_the_runs():
@@ -164,9 +167,9 @@ def test_the_lab_verdict_compares_batches_that_trained_alike():
     large.end["summary"].update(steps=20, epochs=10.0, wall_time_s=0.5, test_accuracy=0.47,
                                 samples_per_sec=9630.0, **like)
     text = recipes.lab_verdict([small, large])
-    assert text.startswith("**What your runs show.** Run #2 at batch 1024 made 20 optimizer")
-    assert "2 updates per epoch against batch 32's 45" in text
-    assert "3.0× the samples per second (by wall clock)" in text
+    assert text.startswith("Batch 1024 made 2 updates an epoch against batch 32's 45, at 3.0× "
+                           "the samples per second.\n\nRun #2 at batch 1024: it trained 10 epochs")
+    assert "compared by wall clock" in text
     # a quiet stored run against a loaded live one: their wall-clock speeds are not compared
     large.end["summary"]["others_busy_share"] = 0.9
     apart = recipes.lab_verdict([small, large])
@@ -174,7 +177,8 @@ def test_the_lab_verdict_compares_batches_that_trained_alike():
     # the training thread's CPU time is comparable whatever the load
     small.end["summary"]["cpu_samples_per_sec"] = 4000.0
     large.end["summary"]["cpu_samples_per_sec"] = 20000.0
-    assert "5.0× the samples per second (by thread CPU time)" in recipes.lab_verdict([small, large])
+    cpu = recipes.lab_verdict([small, large])
+    assert "5.0× the samples per second" in cpu and "compared by thread CPU time" in cpu
     assert "47.0% against 96.0%" in text
     large.status = "cancelled"
     large.end["summary"]["time_capped"] = True
@@ -184,11 +188,16 @@ def test_the_lab_verdict_compares_batches_that_trained_alike():
 
 def test_accumulation_is_equivalent_only_if_the_parameters_still_agree():
     r = {"rel_grad_diff": 1.7e-7, "max_abs_param_diff": 1e-8, "steps": 5, "equivalent": True,
-         "drift_grew": False}
-    assert recipes.accumulation_verdict(r)[0] == "success"
+         "drift_grew": False, "accumulation_steps": 4, "micro_batch": 32,
+         "effective_batch_size": 128}
+    level, text = recipes.accumulation_verdict(r)
+    assert level == "success" and text.startswith(
+        "Equivalent: 4 micro-batches of 32 gave one batch of 128's gradient, to float32 rounding "
+        "(1.7e-07).\n\n")
     level, text = recipes.accumulation_verdict(r | {"max_abs_param_diff": 2e-4, "drift_grew": True})
     assert level == "warning" and "rounding grew" in text and "— equivalent" not in text
-    assert recipes.accumulation_verdict(r | {"equivalent": False})[1].endswith("NOT equivalent.")
+    assert recipes.accumulation_verdict(r | {"equivalent": False})[1].startswith(
+        "Not equivalent: 4 micro-batches of 32 did not give the gradient of one batch of 128.")
     assert recipes.layer_rows([{"layer": "net.1.weight", "max_abs_grad_diff": 0.0,
                                 "grad_norm": 1.0}])[0]["parameter"] == "layer 1 weights"
     # with the module's type: each kind numbered in order, not by module index
@@ -202,10 +211,16 @@ def test_accumulation_is_equivalent_only_if_the_parameters_still_agree():
 
 
 def test_a_knee_at_the_largest_batch_is_not_called_saturation():
-    points = [{"batch_size": b, "status": "ok"} for b in (1, 2, 4)]
+    points = [{"batch_size": b, "status": "ok", "samples_per_sec": 100.0 * b ** 0.5}
+              for b in (1, 2, 4)]
     text = recipes.throughput_verdict(end(1e-4, 1e-5, knee=4), points, None)
+    assert text.startswith("Samples/s rose 2.0× from batch 1 to batch 4, still rising at the "
+                           "largest batch.\n\n")
     assert "still rising at the largest batch that ran (4)" in text
-    assert "from batch **2**" in recipes.throughput_verdict(end(1e-4, 1e-5, knee=2), points, None)
+    knee = recipes.throughput_verdict(end(1e-4, 1e-5, knee=2), points, None)
+    assert knee.startswith("Samples/s rose 2.0× from batch 1 to batch 4, within 10% of the best "
+                           "from batch 2.")
+    assert "from batch 2." in knee.partition("\n\n")[2]
 
 
 def test_the_memory_verdict_says_what_the_line_is_worth_on_a_cpu():

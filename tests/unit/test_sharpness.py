@@ -262,8 +262,8 @@ def test_the_verdict_names_the_sharper_minimum_and_the_gap_from_the_numbers():
                 _run(1438, top_hessian_eigenvalue=4.0, test_loss=0.07, loss_gap=0.06,
                      trace=[[1, 1.0], [250, 4.4]]))
     text = recipes.sharpness_verdict(r)
-    assert "The full batch (1,438) found the sharper minimum:** its top Hessian eigenvalue is 4 " \
-        "against 0.5 (8.0×)" in text
+    assert text.startswith("The full batch (1,438) found the sharper minimum: top Hessian "
+                           "eigenvalue 4 against 0.5 (8.0×).\n\n")
     assert ("Over the second half of training the full batch (1,438)'s sharpness, traced on 512 "
             "samples, was 4.4 (median), 66% of 2/lr = 6.67, and batch 16's 1.") in text
     assert "stopped short of that edge" in text and "rose to that edge" not in text
@@ -285,7 +285,8 @@ def test_the_verdict_cites_only_the_measures_that_agree_with_it():
                     _run(1438, top_hessian_eigenvalue=4.0, neighbourhood_rise=1.2e-3,
                          trace=[[1, 1.0], [200, 6.5], [250, 6.4]]))
     text = recipes.sharpness_verdict(agree)
-    assert "raises its training loss by 0.0012 against 0.0003" in text
+    assert ("The random-neighbourhood measure agrees (a random step of 10% of each weight row's "
+            "norm raises the full batch (1,438)'s training loss by 0.0012 against 0.0003)") in text
     assert "does not agree" not in text
     assert "rose to that edge" in text and "stopped short" not in text
     against = _result(_run(16, top_hessian_eigenvalue=0.5, neighbourhood_rise=1e-3),
@@ -316,7 +317,8 @@ def test_the_verdict_says_when_the_usual_finding_did_not_appear_or_a_run_missed_
                                     train_loss=0.02))
     text = recipes.sharpness_verdict(capped)
     assert "did not reach the training loss 0.01 (it stopped at 3,000 steps with loss 0.02)" in text
-    assert "not compared at the same training loss" in text
+    assert text.startswith("The full batch (1,438) did not reach the training loss 0.01, so the "
+                           "two minima are not compared.\n\n")
     diverged = _result(_run(16), _run(1438, reached_at=None, status="diverged",
                                       top_hessian_eigenvalue=float("nan")))
     text = recipes.sharpness_verdict(diverged)
