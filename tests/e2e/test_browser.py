@@ -194,8 +194,7 @@ def test_lr_page_warm_up_preset_shows_the_spike_it_prevents(server, browser):
     # the takeaway under the chart, then the explanation folded under it
     page.get_by_text(re.compile(r"^At [\d.]+× the batch, the same lr reached")).wait_for(
         timeout=ms(180))
-    page.locator("[data-testid=stExpander] summary").filter(
-        has_text=re.compile(r"^More$")).first.click()
+    page.locator("[data-testid=stExpander] summary").get_by_text("More", exact=True).first.click()
     verdict = page.get_by_text(re.compile(r"That jump is what warm-up prevents\.$"))
     verdict.wait_for(timeout=ms(30))
     assert re.search(r"jumped to [\d.]+, \d+× its first step's", verdict.inner_text())
