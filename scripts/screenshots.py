@@ -37,7 +37,7 @@ PAGES = {
     "throughput": ("Run sweep", r"^Samples/s rose"),
     "memory": ("Measure memory", r"out of memory"),
     "finder": ("Find my batch size", r"^Use batch \d+"),
-    "regimes": ("Train all three", r"weight updates[,;.]"),
+    "regimes": ("Train all three", r"made [\d,]+ weight updates"),
     "lr_scaling": ("Compare", COMPARISON_DONE),
     "accumulation": ("Compare", r"^(Equivalent|Not equivalent)"),
     "norms": ("Train the grid", r"^At batch \d+ BatchNorm reached"),
