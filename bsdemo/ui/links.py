@@ -173,7 +173,10 @@ class PageLink:
         if presenting():
             return areas()
         linked = any(k not in ("present", "hide", "run") for k in self._params)
-        controls = st.expander(settings, expanded=linked, icon=":material/tune:")
+        # keyed by page: the browser then draws each page's expander afresh (unkeyed, one
+        # page's open expander could carry over to the next page's, drawn in the same place)
+        controls = st.expander(settings, expanded=linked, icon=":material/tune:",
+                               key=f"settings_{self.slug}")
         self._strip = st.container()
         return controls, st.container()
 
