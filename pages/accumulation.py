@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from bsdemo import recipes
+from bsdemo import charts, recipes
 from bsdemo.config import RunConfig
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.widgets import downloads, takeaway
+from bsdemo.ui.widgets import downloads, show_chart, takeaway
 from bsdemo.units import format_bytes
 
 lesson_header("accumulation")
@@ -41,7 +41,9 @@ def draw(snap) -> None:
     if r is None:
         return
     level, text = recipes.accumulation_verdict(r)
-    takeaway(text, level)
+    chart = charts.accumulation_chart(r)
+    show_chart(chart, "acc_chart")
+    takeaway(text, level)  # right under the main chart
     cols = st.columns(4)
     cols[0].metric(f"Peak memory, one batch of {r['effective_batch_size']}",
                    format_bytes(r["big_peak_memory_bytes"]))
@@ -49,29 +51,11 @@ def draw(snap) -> None:
                    format_bytes(r["accumulated_peak_memory_bytes"]), help=r["memory_source"])
     cols[2].metric("Samples/s, one batch", f"{r['big_samples_per_sec']:,.0f}")
     cols[3].metric("Samples/s, accumulated", f"{r['accumulated_samples_per_sec']:,.0f}")
-    st.dataframe(recipes.layer_rows(r["per_layer"]), hide_index=True, key="acc_layers",
-                 column_config={c: st.column_config.NumberColumn(format="%.2e") for c in (
-                     "largest gradient difference", "gradient norm")})
-    why = []
-    if r["unscaled_loss"]:
-        why.append(f"Without the 1/k the summed gradient is k = {r['accumulation_steps']} times "
-                   f"too large: the relative difference is k − 1 = {r['accumulation_steps'] - 1}.")
-    if r["norm"] == "batch":
-        why.append("BatchNorm normalises with each micro-batch's own mean and variance, so the "
-                   "forward pass itself differs from one batch of k·b.")
-    if r["variable_length"]:
-        why.append("Each micro-batch averaged over its own tokens: a micro-batch with few "
-                   "tokens weighs as much as one with many. Divide the summed token losses by "
-                   "the token count of the whole batch instead.")
-    if not why:
-        why.append("Accumulation saves memory (activations of one micro-batch at a time) but "
-                   "not time: the same samples still pass through the model, in smaller pieces "
-                   "that use the device less well.")
-    st.markdown("**Why.** " + " ".join(why))
+    st.markdown("**Why.** " + recipes.accumulation_why(r))
     prediction_check("accumulation", recipes.accumulation_prediction(r))
     # the check's summary, then one row per parameter tensor
     downloads("accumulation", "acc_dl",
-              [{k: v for k, v in r.items() if k != "per_layer"}, *r["per_layer"]])
+              [{k: v for k, v in r.items() if k != "per_layer"}, *r["per_layer"]], chart)
 
 
 with results:

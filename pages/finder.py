@@ -117,7 +117,8 @@ def draw_architectures(snap) -> None:
             with column:
                 show_chart(figures[name], f"arch_{name}")
         if pair[0] == "speed" and snap.done:  # the takeaway right under the main charts
-            takeaway(recipes.architecture_verdict(summaries, snap.options["seconds"], points))
+            takeaway(recipes.architecture_verdict(summaries, snap.options["seconds"], points),
+                     key="takeaway_architectures")
     if summaries:
         show_table(charts.architecture_table(summaries), "arch_table")
     if snap.done:

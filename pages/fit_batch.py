@@ -122,7 +122,7 @@ def draw_ddp(snap) -> None:
         progress_line(snap, "ddp_progress")
         return
     show_chart(charts.ddp_chart(r), "ddp_chart")
-    takeaway(recipes.ddp_verdict(r))
+    takeaway(recipes.ddp_verdict(r), key="takeaway_ddp")
     cols = st.columns(3)
     cols[0].metric("Largest parameter difference", f"{r['max_abs_param_diff']:.2g}",
                    help="Against one process with the whole global batch, after the same steps; "
@@ -173,7 +173,7 @@ def draw_pipeline(snap) -> None:
         show_chart(charts.pipeline_chart(r), "pipe_chart")
     with right:
         show_chart(charts.pipeline_memory_chart(r), "pipe_memory")
-    takeaway(recipes.pipeline_verdict(r))
+    takeaway(recipes.pipeline_verdict(r), key="takeaway_pipeline")
     downloads("fit_pipeline", "pipe_dl", [{k: v for k, v in r.items() if k != "schedule"}], None)
 
 

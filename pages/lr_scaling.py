@@ -69,7 +69,7 @@ def draw_grid(snaps) -> None:
         return
     verdict = recipes.best_lr_verdict(recipes.best_lr_per_batch(results),
                                       sorted({c["lr"] for c in results}))
-    takeaway(verdict)
+    takeaway(verdict, key="takeaway_grid")
     downloads("lr_scaling", "grid_dl", results, grid)
 
 

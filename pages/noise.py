@@ -106,7 +106,7 @@ def draw_critical(snap) -> None:
         return
     chart = charts.critical_chart(r)
     show_chart(chart, "noc_chart")
-    takeaway(recipes.critical_verdict(r))
+    takeaway(recipes.critical_verdict(r), key="takeaway_critical")
     cols = st.columns(3)
     cols[0].metric("Fewest steps (S_min)", f"{r['s_min']:,.0f}" if r["s_min"] else "–")
     cols[1].metric("Critical batch", f"{r['b_crit']:.0f}" if r["b_crit"] else "–",
@@ -129,7 +129,7 @@ lr = link.choice(right, "Learning rate (every path)", (0.01, 0.02, 0.05, 0.1), 0
                  key="noi_path_lr", widget="select_slider", format_func=lambda v: f"{v:g}")
 surface = paths_chart_for(int(steps), float(lr))
 show_chart(surface, "noi_paths")
-takeaway(recipes.paths_verdict(surface.table, int(steps)))
+takeaway(recipes.paths_verdict(surface.table, int(steps)), key="takeaway_paths")
 
 st.markdown(
     "**Why.** A mini-batch gradient is the mean of B per-sample gradients. Averaging B "

@@ -37,6 +37,15 @@ def draw(snap) -> None:
     if not ok:
         return
     best = max(ok, key=lambda p: p["samples_per_sec"])
+    left, right = st.columns(2)
+    main = charts.sweep_throughput_chart(points)
+    with left:
+        show_chart(main, "tp_throughput")
+    with right:
+        show_chart(charts.sweep_step_time_chart(points, end and end["fit"],
+                                                end and end["crossover_batch_size"]), "tp_step")
+    if end:  # the takeaway right under the main charts, across both
+        takeaway(recipes.throughput_verdict(end, points, end.get("peak_source")))
     cols = st.columns(4)
     cols[0].metric("Best samples/s (measured)", f"{best['samples_per_sec']:,.0f}",
                    help=f"at batch {best['batch_size']}")
@@ -59,14 +68,8 @@ def draw(snap) -> None:
                    f"{best['batch_size']} (each sample is a sequence of tokens).")
     left, right = st.columns(2)
     with left:
-        main = charts.sweep_throughput_chart(points)
-        show_chart(main, "tp_throughput")
-        if end:  # the takeaway right under the main chart
-            takeaway(recipes.throughput_verdict(end, points, end.get("peak_source")))
         show_chart(charts.sweep_epoch_time_chart(points, start["train_samples"]), "tp_epoch")
     with right:
-        show_chart(charts.sweep_step_time_chart(points, end and end["fit"],
-                                                end and end["crossover_batch_size"]), "tp_step")
         show_chart(charts.sweep_utilisation_chart(points), "tp_util")
     st.toggle("Show data tables", key="show_tables")  # under the charts: they reach the screen
     if end:

@@ -129,6 +129,20 @@ FIRST_SCREEN = """([slug, gap, expect]) => {
     const predict = document.querySelector(`.st-key-predict_${slug}`);
     if (predict && predict.getBoundingClientRect().bottom > top + 1)
       problems.push('the prediction sits below the results');
+    // the main takeaway (widgets.takeaway): under its chart; projected, lifted above it, so
+    // that the first screen holds it whole, under the prediction
+    const lead = document.querySelector('.st-key-takeaway [data-testid="stAlert"]');
+    const projected = getComputedStyle(document.documentElement).fontSize === '22px';
+    if (lead) {
+      const t = lead.getBoundingClientRect();
+      if (!projected && t.top < result.getBoundingClientRect().bottom - 1)
+        problems.push('the takeaway sits above the chart it closes');
+      if (projected && t.bottom > view)
+        problems.push(`the takeaway ends at ${Math.round(t.bottom)} px, below the first `
+                      + `screen (${view} px)`);
+      if (predict && predict.getBoundingClientRect().bottom > t.top + 1)
+        problems.push('the prediction sits below the takeaway');
+    }
   }
   plots.forEach((plot, i) => {
     const legend = plot.querySelector('.legend .bg');
@@ -154,8 +168,9 @@ FIRST_SCREEN = """([slug, gap, expect]) => {
 def first_screen_problems(page, slug: str, expect: bool = True) -> list[str]:
     """What a first screen must hold, normal or projected, checked at the viewport's own size:
     the main result (the first chart, or a table before it) starting inside it, the
-    prediction above the results, every legend within LEGEND_GAP_PX of its plot; `expect`: a
-    page that ran an experiment must show a result at all."""
+    prediction above the results, the main takeaway under its chart (projected: above it, whole
+    inside the first screen), every legend within LEGEND_GAP_PX of its plot; `expect`: a page
+    that ran an experiment must show a result at all."""
     return page.evaluate(FIRST_SCREEN, [slug, LEGEND_GAP_PX, expect])
 
 

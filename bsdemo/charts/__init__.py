@@ -18,8 +18,10 @@ own marker and dash; every pair drawn together passes `vision`'s colour-vision c
     gan.py        a GAN run's generated images and Fréchet distance (the Training Lab)
     regions.py    decision regions of runs on a 2-D dataset, side by side (the Training Lab)
     parallel.py   a data-parallel step against one process's; a pipeline's bubble and memory
+    accumulation.py  accumulated gradients against one big batch's, per parameter tensor
 """
 
+from bsdemo.charts.accumulation import accumulation_chart
 from bsdemo.charts.architectures import architecture_charts, architecture_table
 from bsdemo.charts.curves import (
     has_utilization,
@@ -63,6 +65,7 @@ from bsdemo.charts.tables import comparison_table, for_people, runs_table
 from bsdemo.recipes import best_lr_per_batch
 
 __all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "Chart",
+           "accumulation_chart",
            "architecture_charts", "architecture_table", "ddp_chart", "pipeline_chart",
            "pipeline_memory_chart",
            "batch_colour", "best_lr_per_batch", "critical_chart", "fit_chart", "comparison_table", "ema",

@@ -16,6 +16,7 @@ Training Lab.
     LR_PRESETS           the lr page's starting points: the linear rule, and warm-up's case
     lab_verdict          what the Training Lab's runs show: the newest, and the batch extremes
     accumulation_verdict whether accumulation matched one big batch: gradients, then parameters
+    accumulation_why     why: each pitfall switched on, or what it cost in speed on this run
     layer_rows           the accumulation check's per-parameter table, named for people
     simulated_device     the finder's default memory budget on a CPU, sized to the model
     memory_verdict       what a memory sweep measured: the fixed part, the per-sample part, the
@@ -73,6 +74,7 @@ from bsdemo.recipes.measurements import (
     CONTENDED,
     FINDER_DEVICE_BATCH,
     accumulation_verdict,
+    accumulation_why,
     contention,
     layer_rows,
     memory_verdict,
@@ -106,7 +108,7 @@ __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_P
            "fit_verdict", "finder_prediction",
            "noise_prediction", "noise_verdict", "norms_prediction", "norms_verdict",
            "paths_verdict", "memory_prediction", "sharpness_prediction", "sharpness_verdict",
-           "accumulation_verdict", "best_lr_per_batch", "best_lr_verdict", "contention",
+           "accumulation_verdict", "accumulation_why", "best_lr_per_batch", "best_lr_verdict", "contention",
            "grid_cells", "lab_prediction", "layer_rows", "lab_verdict", "lr_prediction",
            "regimes_prediction", "throughput_prediction", "lr_grid", "lr_variants", "lr_verdict",
            "memory_verdict", "over_budget", "regime_configs", "regime_label", "regimes_verdict",

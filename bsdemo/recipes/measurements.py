@@ -130,6 +130,45 @@ def accumulation_verdict(r: dict[str, Any]) -> tuple[str, str]:
                            "order), at the first step and after the last.")
 
 
+SAME_SPEED = 0.1  # accumulated samples/s within this share of one batch's: "about as fast"
+
+
+def accumulation_why(r: dict[str, Any]) -> str:
+    """Why the check came out as it did: each pitfall switched on, or, with none, what
+    accumulation buys (memory) and what this run measured it cost in speed: faster, about as
+    fast or slower, from the run's own samples/s (the same bands as the prediction's)."""
+    k = r["accumulation_steps"]
+    why = []
+    if r["unscaled_loss"]:
+        why.append(f"Without the 1/k the summed gradient is k = {k} times too large: the "
+                   f"relative difference is k − 1 = {k - 1}.")
+    if r["norm"] == "batch":
+        why.append("BatchNorm normalises with each micro-batch's own mean and variance, so the "
+                   "forward pass itself differs from one batch of k·b.")
+    if r["variable_length"]:
+        why.append("Each micro-batch averaged over its own tokens: a micro-batch with few "
+                   "tokens weighs as much as one with many. Divide the summed token losses by "
+                   "the token count of the whole batch instead.")
+    if why:
+        return " ".join(why)
+    text = ("Accumulation saves memory: the activations of one micro-batch at a time. What it "
+            "costs in speed depends on the device: ")
+    big, small = r.get("big_samples_per_sec"), r.get("accumulated_samples_per_sec")
+    if not big or not small:
+        return text + "this run did not time it."
+    ratio, shape = small / big, f"{k} × {r['micro_batch']}"
+    if ratio < 1 - SAME_SPEED:
+        return text + (f"here {shape} ran {ratio:.2f}× the samples/s of one batch, the same "
+                       "samples in smaller pieces that used the device less well.")
+    if ratio > 1 + SAME_SPEED:
+        return text + (f"here {shape} ran {ratio:.2f}× the samples/s of one batch: on this "
+                       f"device batch {r['effective_batch_size']} was no more efficient than "
+                       f"batch {r['micro_batch']} (the throughput page measures where samples/s "
+                       "stops rising).")
+    return text + (f"here {shape} ran about as fast as one batch ({ratio:.2f}×): the device "
+                   f"was as busy with batches of {r['micro_batch']}.")
+
+
 MODULE_WORDS = {"Linear": "linear layer", "Conv2d": "conv layer", "BatchNorm1d": "BatchNorm",
                 "BatchNorm2d": "BatchNorm", "LayerNorm": "LayerNorm", "GroupNorm": "GroupNorm",
                 "Embedding": "embedding"}

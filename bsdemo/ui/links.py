@@ -45,6 +45,8 @@ html { font-size: 22px; }
 [data-testid="stMainBlockContainer"] [data-testid="stAlert"] [role="alert"] {
   padding: 0.45rem 0.8rem; }
 [data-testid="stMetricValue"] { font-size: 1.6rem; }
+/* the main takeaway (widgets.takeaway) above the chart it closes: the first screen's answer */
+[data-testid="stLayoutWrapper"]:has(> .st-key-takeaway) { order: -1; }
 """
 
 

@@ -35,14 +35,20 @@ def show_chart(chart: Chart, key: str) -> None:
         st.dataframe(chart.table, hide_index=True, key=f"{key}_table", height=200)
 
 
-def takeaway(text: str | None, level: str = "info") -> None:
+def takeaway(text: str | None, level: str = "info", key: str = "takeaway") -> None:
     """A closing text as a page shows it, right under its main chart: the one-sentence takeaway
-    in a box (level: info, success, warning or error), the explanation folded under "More"."""
+    in a box (level: info, success, warning or error), the explanation folded under "More".
+
+    The lead in a container keyed `key` (a page with several takeaways names each:
+    "takeaway_…"): projected, the page's styles lift the main one above the chart it closes
+    (PRESENT_CSS), where a 1280x720 screen still shows it under the run button; "More" stays
+    under the chart."""
     if not text:
         return
     lead, more = closing.split(text)
     box = {"info": st.info, "success": st.success, "warning": st.warning, "error": st.error}
-    box[level](lead, icon=":material/arrow_right_alt:")
+    with st.container(key=key):
+        box[level](lead, icon=":material/arrow_right_alt:")
     if more:
         with st.expander("More"):
             st.markdown(more)

@@ -68,9 +68,14 @@ def test_accumulation_page_shows_equivalence_and_a_pitfall():
     # no prediction given: the runs' answer is said, with the numbers, as an invitation
     said = [c.value for c in at.caption if c.value.startswith("Your runs say")]
     assert len(said) == 1 and "4 × 32 trained" in said[0] and "one batch of 128" in said[0]
-    # the result goes out as CSV and JSON (with the page's settings)
+    # the main chart: each parameter's gradient against its difference, in the model's words
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    norm, diff = spec["data"]
+    assert norm["y"][0] == "linear layer 1 weights" and spec["layout"]["xaxis"]["type"] == "log"
+    assert max(diff["x"]) < 1e-3 * min(norm["x"])  # float32 rounding: powers of ten apart
+    # the result goes out as CSV and JSON (with the page's settings), the chart as HTML
     labels = [b.proto.label for b in at.get("download_button")]
-    assert labels == ["Results (CSV)", "Results (JSON)"]
+    assert labels == ["Results (CSV)", "Results (JSON)", "Chart (HTML)"]
     at.toggle(key="acc_unscaled").set_value(True).run()
     at.button(key="acc_run").click().run()
     run_until(at, lambda a: bool(a.error) and a.error[0].value.startswith("Not equivalent: "))

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import pytest
 
 from bsdemo import charts
+from bsdemo.charts import vision
 from bsdemo.config import RunConfig
 from bsdemo.runs import EVAL_FIELDS, STEP_FIELDS, JobSnapshot
 from bsdemo.units import MIB
@@ -360,3 +361,26 @@ def test_fitting_a_legend_twice_changes_nothing():
     once = charts.style.fit_legend(fig).to_plotly_json()["layout"]
     twice = charts.style.fit_legend(fig).to_plotly_json()["layout"]
     assert once == twice
+
+
+def test_accumulation_chart_sets_each_gradient_against_its_difference_on_a_log_axis():
+    per_layer = [{"layer": "net.0.weight", "module": "Linear", "max_abs_grad_diff": 3e-8,
+                  "grad_norm": 0.4},
+                 {"layer": "net.0.bias", "module": "Linear", "max_abs_grad_diff": 0.0,
+                  "grad_norm": 0.05},
+                 {"layer": "net.2.weight", "module": "Linear", "max_abs_grad_diff": 2e-8,
+                  "grad_norm": 0.3}]
+    r = {"per_layer": per_layer, "equivalent": True, "accumulation_steps": 4, "micro_batch": 32,
+         "effective_batch_size": 128}
+    chart = charts.accumulation_chart(r)
+    norm, diff = chart.figure.data
+    assert list(norm.y) == ["linear layer 1 weights", "linear layer 1 biases",
+                            "linear layer 2 weights"]  # names a person reads, in model order
+    assert list(norm.x) == [0.4, 0.05, 0.3]
+    assert diff.x[1] > 0 and diff.x[0] == 3e-8  # an exact zero still has a (tiny) bar
+    assert chart.figure.layout.xaxis.type == "log"
+    assert chart.table[1]["largest difference"] == 0.0  # the table keeps the measured value
+    assert vision.distinguishable(norm.marker.color, diff.marker.color)
+    broken = charts.accumulation_chart({**r, "equivalent": False}).figure.data
+    assert broken[1].marker.color == charts.OOM_COLOUR != diff.marker.color
+    assert vision.distinguishable(broken[0].marker.color, broken[1].marker.color)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bsdemo import recipes
 from bsdemo.config import RunConfig
 
@@ -308,3 +310,19 @@ def test_accumulation_and_finder_predictions_quote_the_measured_numbers():
     assert index == 2 and "takes 13 trials" in numbers and "took 4 real runs" in numbers
     assert recipes.finder_prediction({"max_batch_size": 4, "probes": 2})[0] == 1  # 1,2,4,8: 4
     assert recipes.finder_prediction({"max_batch_size": None, "probes": 3}) is None
+
+
+@pytest.mark.parametrize("accumulated, said", [
+    (28_000, "ran 1.40× the samples/s of one batch: on this device batch 128 was no more"),
+    (19_000, "ran about as fast as one batch (0.95×)"),
+    (10_000, "ran 0.50× the samples/s of one batch, the same samples in smaller pieces"),
+    (None, "this run did not time it.")])
+def test_accumulation_why_says_what_this_run_measured_its_speed_cost_to_be(accumulated, said):
+    r = {"accumulation_steps": 4, "micro_batch": 32, "effective_batch_size": 128,
+         "unscaled_loss": False, "norm": "none", "variable_length": False,
+         "big_samples_per_sec": 20_000, "accumulated_samples_per_sec": accumulated}
+    why = recipes.accumulation_why(r)
+    assert why.startswith("Accumulation saves memory") and said in why
+    pitfall = recipes.accumulation_why({**r, "unscaled_loss": True})
+    assert pitfall.startswith("Without the 1/k") and "k − 1 = 3" in pitfall
+    assert "saves memory" not in pitfall  # a broken check is about the pitfall, not speed
