@@ -7,6 +7,7 @@ from bsdemo.plaintext import plain
 from bsdemo.ui.entry import require_entrypoint
 from bsdemo.ui.header import predictions
 from bsdemo.ui.links import PageLink
+from bsdemo.ui.sketches import sketch
 
 require_entrypoint()
 link = PageLink("home", owns_url=False)  # presentation mode only
@@ -28,6 +29,9 @@ for first in range(0, len(LESSONS), ACROSS):
     for column, lesson in zip(st.columns(ACROSS), LESSONS[first:first + ACROSS], strict=False):
         card = column.container(border=True, height="stretch")
         card.markdown(f"**{lesson.number}. {lesson.title}**")
+        if lesson.slug:
+            picture, alt = sketch(lesson.slug)  # the shape of its main chart, no numbers
+            card.image(picture, width="stretch", alt=alt)
         card.caption(plain(lesson.goal))  # the one-line question the lesson answers
         guess = guesses.get(lesson.slug) if lesson.slug else None
         if guess:

@@ -38,6 +38,8 @@ def test_home_lists_the_lessons_and_links_the_lab():
     assert sum(c.value == "Coming" for c in at.caption) == 0  # every lesson built
     from bsdemo.lessons import LESSONS
     assert all(f"**{lesson.number}. {lesson.title}**" in text for lesson in LESSONS)  # a card each
+    pictures = at.get("image")  # each card's sketch of its main chart
+    assert len(pictures) == len(LESSONS)
 
 
 def test_home_cards_show_the_students_predictions():

@@ -23,3 +23,22 @@ def test_every_page_is_one_lesson_and_every_built_lesson_has_its_page_and_header
         assert f'lesson_header("{lesson.slug}")' in text  # the header comes from here
         assert "st.title(" not in text  # … and from nowhere else
 
+
+
+def test_every_lesson_card_has_a_sketch_that_reads_as_a_sketch():
+    """Home's pictures: valid SVG, the shape of the main chart with no numbers in it (nothing
+    that could pass for a result), labelled a sketch, with alt text saying what it shows."""
+    import xml.etree.ElementTree as ET
+
+    from bsdemo.ui.sketches import sketch
+
+    alts = set()
+    for lesson in LESSONS:
+        svg, alt = sketch(lesson.slug)
+        root = ET.fromstring(svg)
+        texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+        assert texts == ["sketch"], lesson.slug
+        assert len(list(root)) >= 3  # axes, at least one mark, the label
+        assert alt.startswith("Sketch of the main chart: ") and len(alt) > 40
+        alts.add(alt)
+    assert len(alts) == len(LESSONS)  # each lesson its own picture
