@@ -104,6 +104,12 @@ def draw_critical(snap) -> None:
             st.caption("So far: " + "; ".join(
                 f"batch {p['batch_size']}: {p['reached_at'] or p['status']}" for p in done))
         return
+    noise_job = sweeps.shown().get("noi_job")
+    noise = sweeps.scheduler().snapshot(noise_job) if noise_job is not None else None
+    shared = noise and recipes.shared_b_simple(noise.config, noise.options, noise.result,
+                                               snap.config)
+    if shared:  # the measurement above saw the same start: its value, not a second estimate
+        r = {**r, "b_simple": shared}
     chart = charts.critical_chart(r)
     show_chart(chart, "noc_chart")
     takeaway(recipes.critical_verdict(r), key="takeaway_critical")
@@ -113,7 +119,9 @@ def draw_critical(snap) -> None:
                    help="Where the steps to the target are twice the fewest (log-log "
                         "interpolation between the measured batches).")
     cols[2].metric("B_simple at initialisation", f"{r['b_simple']:.0f}",
-                   help="tr(Σ)/|G|² from 32 batch-1 gradients at the runs' common start.")
+                   help="The measurement above's direct estimate: it measured this same start."
+                   if shared else "tr(Σ)/|G|² from 32 batch-1 gradients at the runs' common "
+                   "start (measure the noise above, at initialisation, for a finer estimate).")
     downloads("critical", "noc_dl", chart.table, chart)
 
 

@@ -31,6 +31,8 @@ Training Lab.
     noise_prediction     what 4× the batch did to the gradient's variance
     fit_verdict          what fitting a bigger batch measured: each technique against fp32 in
                          batch, speed and result (fitbatch.py); fit_prediction: which fitted most
+    shared_b_simple      the noise measurement's B_simple where it measured the critical study's
+                         start: one value for one quantity on the page
     critical_verdict     steps to a target loss against the batch: the regimes, the critical
                          batch beside B_simple (noise.py)
     norms_verdict        what a normalisation grid shows: BatchNorm at tiny batches (norms.py)
@@ -86,6 +88,7 @@ from bsdemo.recipes.noise import (
     noise_prediction,
     noise_verdict,
     paths_verdict,
+    shared_b_simple,
 )
 from bsdemo.recipes.norms import norms_prediction, norms_verdict
 from bsdemo.recipes.parallel import cluster_prediction, ddp_verdict, pipeline_verdict
@@ -106,7 +109,7 @@ __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_P
            "cluster_prediction", "ddp_verdict", "pipeline_verdict",
            "fit_prediction",
            "fit_verdict", "finder_prediction",
-           "noise_prediction", "noise_verdict", "norms_prediction", "norms_verdict",
+           "noise_prediction", "noise_verdict", "shared_b_simple", "norms_prediction", "norms_verdict",
            "paths_verdict", "memory_prediction", "sharpness_prediction", "sharpness_verdict",
            "accumulation_verdict", "accumulation_why", "best_lr_per_batch", "best_lr_verdict", "contention",
            "grid_cells", "lab_prediction", "layer_rows", "lab_verdict", "lr_prediction",

@@ -12,6 +12,24 @@ SLOPE_TOLERANCE = 0.1  # a slope within this of −1 counts as "1/B"
 AGREE = 0.25  # the two B_simple estimates agree when within this share of the direct one
 
 
+# what fixes a model's starting parameters and its data: two jobs alike in these start from
+# the same initialisation, whatever each then trains with
+SAME_START = ("dataset", "model", "norm", "width", "depth", "seed", "samples", "noise")
+
+
+def shared_b_simple(noise_config: dict[str, Any], noise_options: dict[str, Any],
+                    noise_result: dict[str, Any] | None,
+                    critical_config: dict[str, Any]) -> float | None:
+    """The noise measurement's direct B_simple where it measured the critical study's start
+    (the same model, data and seed, nothing trained first), so a page shows one value for the
+    one quantity; else None (the critical study's own estimate stands)."""
+    if not noise_result or noise_options.get("after_steps"):
+        return None
+    if any(noise_config.get(k) != critical_config.get(k) for k in SAME_START):
+        return None
+    return noise_result.get("b_simple")
+
+
 def noise_prediction(result: dict[str, Any] | None) -> tuple[int, str] | None:
     """What 4× the batch did to the variance, from the fitted slope (answers: about 4×
     smaller, about 2× smaller, about the same), with the numbers."""

@@ -140,15 +140,21 @@ def test_sharpness_page_trains_both_to_the_target_and_measures_each_minimum():
 
 
 def test_noise_page_trains_to_the_target_at_each_batch_and_marks_the_critical_batch():
-    at = open_page("pages/noise.py", {"target": "0.3"})
+    at = open_page("pages/noise.py", {"target": "0.3", "draws": "4", "batches": "1,8,64,512"})
+    at.button(key="noi_run").click().run()  # the noise measured first, at the same start
+    run_until(at, lambda a: "The gradient's variance fell" in closing(a)
+              or bool(a.error), timeout=180)
     at.button(key="noc_run").click().run()
     run_until(at, lambda a: any("steps to a training loss of 0.3" in m.value for m in a.markdown)
               or bool(a.error), timeout=240)
     assert not at.error
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
-    assert titles == ["Steps to the target loss against batch size",
+    assert titles == ["Gradient variance against batch size", "How well a mini-batch points the way",
+                      "Steps to the target loss against batch size",
                       "SGD paths on the whole loss surface"]
     tiles = {m.label: m.value for m in at.metric}
+    # one value for one quantity: the study shows the measurement above's B_simple
+    assert tiles["B_simple at initialisation"] == tiles["B_simple, direct"]
     assert float(tiles["B_simple at initialisation"]) > 1
     assert tiles["Critical batch"] != "–" or any("No critical batch" in m.value
                                                  for m in at.markdown)

@@ -226,3 +226,16 @@ def test_the_critical_study_runs_as_a_job(scheduler):
         scheduler.submit(Config().validated()[0], owner="cat", kind="critical",
                          options={"rule": "cubic"})
     assert err.value.field == "rule"
+
+
+def test_the_critical_study_takes_the_noise_measurements_b_simple_only_from_the_same_start():
+    start = {"dataset": "digits", "model": "mlp", "norm": "none", "width": 64, "depth": 2,
+             "seed": 0, "samples": 4000, "noise": 0.1, "optimizer": "adam", "lr": 0.001}
+    critical = {**start, "optimizer": "sgd", "lr": 0.2}  # how it trains does not matter
+    result = {"b_simple": 84.0}
+    assert recipes.shared_b_simple(start, {"after_steps": 0}, result, critical) == 84.0
+    # trained first, another seed, another width: another point, so no shared value
+    assert recipes.shared_b_simple(start, {"after_steps": 100}, result, critical) is None
+    assert recipes.shared_b_simple({**start, "seed": 1}, {}, result, critical) is None
+    assert recipes.shared_b_simple({**start, "width": 128}, {}, result, critical) is None
+    assert recipes.shared_b_simple(start, {}, None, critical) is None
