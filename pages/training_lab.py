@@ -31,7 +31,9 @@ if url_error:
 # loss and samples/s); projected, the run and its charts come first, full width, the settings
 # under them
 projected = presenting()
-controls, results = areas() if projected else st.columns([4, 9], gap="medium")
+# keyed: on a phone the panel's styles (lab.PHONE_CSS) interleave its two columns
+controls, results = areas() if projected else st.container(key="lab_panel").columns(
+    [4, 9], gap="medium")
 with controls:
     cfg = lab.settings_form(narrow=not projected)
     if projected:  # below the settings: above them, a click during the first run reset them

@@ -289,7 +289,7 @@ def _chart_controls() -> tuple[str, float, bool]:
 def _charts(shown: list[JobSnapshot]) -> None:
     """Loss and samples/s side by side, their display controls under them (drawn first: the
     charts read them), then memory and GPU utilisation."""
-    top = st.container()
+    top = st.container(key="lab_charts")  # keyed: a phone draws them before the status line
     x_axis, smoothing, log = _chart_controls()
     with top:
         left, right = st.columns(2)
