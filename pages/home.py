@@ -2,12 +2,12 @@
 
 import streamlit as st
 
+from bsdemo.charts.sketches import sketch
 from bsdemo.lessons import LESSONS
 from bsdemo.plaintext import plain
 from bsdemo.ui.entry import require_entrypoint
 from bsdemo.ui.header import predictions
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.sketches import sketch
 
 require_entrypoint()
 link = PageLink("home", owns_url=False)  # presentation mode only

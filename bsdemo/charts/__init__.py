@@ -19,6 +19,7 @@ own marker and dash; every pair drawn together passes `vision`'s colour-vision c
     regions.py    decision regions of runs on a 2-D dataset, side by side (the Training Lab)
     parallel.py   a data-parallel step against one process's; a pipeline's bubble and memory
     accumulation.py  accumulated gradients against one big batch's, per parameter tensor
+    sketches.py   Home's card pictures: the shape of each lesson's main chart as SVG, no data
 """
 
 from bsdemo.charts.accumulation import accumulation_chart

@@ -30,7 +30,7 @@ def test_every_lesson_card_has_a_sketch_that_reads_as_a_sketch():
     that could pass for a result), labelled a sketch, with alt text saying what it shows."""
     import xml.etree.ElementTree as ET
 
-    from bsdemo.ui.sketches import sketch
+    from bsdemo.charts.sketches import sketch
 
     alts = set()
     for lesson in LESSONS:

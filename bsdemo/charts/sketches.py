@@ -7,8 +7,10 @@ the real chart from the student's runs.
 
 from __future__ import annotations
 
+from bsdemo.charts.style import OKABE_ITO, OOM_COLOUR
+
 W, H = 160, 72  # the picture's own units; it scales to the card's width
-INK, SECOND, THIRD, FAIL = "#0072B2", "#E69F00", "#009E73", "#D55E00"  # Okabe-Ito
+INK, SECOND, THIRD, FAIL = OKABE_ITO[0], OKABE_ITO[1], OKABE_ITO[2], OOM_COLOUR  # the pages' own
 
 
 def _path(points: list[tuple[float, float]]) -> str:
