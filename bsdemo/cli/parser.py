@@ -331,7 +331,8 @@ def _add_datasets(sub, train: argparse.ArgumentParser) -> None:
     data = sub.add_parser("datasets", help="list or fetch the downloadable datasets",
                           description="MNIST, Fashion-MNIST and CIFAR-10 from their published "
                                       "files, checked against their published MD5s.")
-    data.add_argument("action", choices=["list", "fetch"])
+    data.add_argument("action", nargs="?", choices=["list", "fetch"], default="list",
+                      help="list (the default) or fetch")
     data.add_argument("names", nargs="*", help="default: all of them")
     data.add_argument("--cache", help="the cache folder (default $BSDEMO_DATA_DIR/datasets)")
 

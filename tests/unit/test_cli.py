@@ -161,3 +161,13 @@ def test_every_flag_of_every_command_rejects_hostile_values_before_importing_tor
         flag = ([a.split("=")[0] for a in r["argv"] if a.startswith("--")] or [None])[-1]
         if flag:
             assert flag in r["stderr"], r
+
+
+def test_datasets_without_an_action_lists_them(tmp_path):
+    from bsdemo.datasets import SOURCES
+
+    out = bsdemo("datasets", "--cache", str(tmp_path))  # an empty cache: nothing fetched
+    assert out.returncode == 0, out.stderr
+    rows = [line.split(None, 1) for line in out.stdout.splitlines()]
+    assert [name for name, _ in rows] == list(SOURCES)
+    assert all(rest.startswith("not fetched") for _, rest in rows)
