@@ -10,12 +10,13 @@ from __future__ import annotations
 from bsdemo.charts.style import OKABE_ITO, OOM_COLOUR
 
 W, H = 160, 72  # the picture's own units; it scales to the card's width
+AREA = (14, 6, W - 22, H - 18)  # the plot area inside them: left, top, width, height
 INK, SECOND, THIRD, FAIL = OKABE_ITO[0], OKABE_ITO[1], OKABE_ITO[2], OOM_COLOUR  # the pages' own
 
 
 def _path(points: list[tuple[float, float]]) -> str:
     """Points in a unit square (y up) to an SVG path in the plot's area."""
-    x0, y0, w, h = 14, 6, W - 22, H - 18
+    x0, y0, w, h = AREA
     return "M" + " L".join(f"{x0 + x * w:.1f},{y0 + (1 - y) * h:.1f}" for x, y in points)
 
 
@@ -30,7 +31,7 @@ def _line(points, colour: str, width: float = 2, dash: str = "") -> str:
 
 
 def _bars(heights: list[float], colours: list[str]) -> str:
-    x0, y0, w, h = 14, 6, W - 22, H - 18
+    x0, y0, w, h = AREA
     step = w / len(heights)
     return "".join(f'<rect x="{x0 + i * step + step * 0.2:.1f}" y="{y0 + (1 - v) * h:.1f}" '
                    f'width="{step * 0.6:.1f}" height="{v * h:.1f}" fill="{c}"/>'
@@ -38,7 +39,7 @@ def _bars(heights: list[float], colours: list[str]) -> str:
 
 
 def _cross(x: float, y: float) -> str:
-    x0, y0, w, h = 14, 6, W - 22, H - 18
+    x0, y0, w, h = AREA
     cx, cy = x0 + x * w, y0 + (1 - y) * h
     return (f'<path d="M{cx - 4},{cy - 4} L{cx + 4},{cy + 4} M{cx - 4},{cy + 4} L{cx + 4},'
             f'{cy - 4}" stroke="{FAIL}" stroke-width="2.5"/>')

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bsdemo.recipes.measurements import SAME_SPEED
 from bsdemo.runs import JobSnapshot, batch_extremes
 from bsdemo.units import format_bytes
 
@@ -80,7 +81,7 @@ def accumulation_prediction(result: dict[str, Any] | None) -> Judged:
     if not result or not result.get("big_samples_per_sec"):
         return None
     ratio = result["accumulated_samples_per_sec"] / result["big_samples_per_sec"]
-    index = 0 if ratio > 1.1 else 2 if ratio < 0.9 else 1
+    index = 0 if ratio > 1 + SAME_SPEED else 2 if ratio < 1 - SAME_SPEED else 1
     k, b = result["accumulation_steps"], result["micro_batch"]
     return index, (f"{k} × {b} trained {result['accumulated_samples_per_sec']:,.0f} samples/s, "
                    f"one batch of {k * b} {result['big_samples_per_sec']:,.0f} (× {ratio:.2f}); "
