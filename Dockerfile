@@ -1,12 +1,12 @@
 # Batch Size Lab, for a class: `docker compose up` (see README, "Deploy").
 # Two stages: build a venv with scripts/install.sh, then copy it into a slim runtime image that
-# runs as a non-root user. TORCH_REQUIREMENT picks the torch build: plain "torch" brings the
-# CUDA wheels (they carry their own CUDA libraries); for a CPU-only image pass
-# --build-arg TORCH_INDEX_URL=<PyTorch's CPU wheel index>.
+# runs as a non-root user. TORCH_REQUIREMENT pins torch (empty: pyproject.toml's range);
+# TORCH_INDEX_URL picks the build: empty brings the CUDA wheels (they carry their own CUDA
+# libraries); for a CPU-only image pass --build-arg TORCH_INDEX_URL=cpu (PyTorch's CPU wheels).
 ARG PYTHON_VERSION=3.11
 
 FROM python:${PYTHON_VERSION}-slim AS build
-ARG TORCH_REQUIREMENT=torch
+ARG TORCH_REQUIREMENT=
 ARG TORCH_INDEX_URL=
 WORKDIR /src
 COPY pyproject.toml README.md ./

@@ -1,8 +1,11 @@
 # Batch Size Lab. `make run` serves the lab; `make test` runs the whole suite.
-# Both create .venv and install on first use. TORCH is the torch requirement: plain "torch"
-# (pip picks the CUDA build on Linux) for real use; CI pins a CPU build: make test TORCH=torch==2.13.0
+# Both create .venv and install on first use (scripts/install.sh). TORCH is the torch requirement
+# (empty: pyproject.toml's range, the one CI tests); TORCH_INDEX where torch comes from: "auto"
+# takes PyTorch's CPU-only wheels on Linux without an NVIDIA driver and pip's index (the CUDA
+# build) with one; "cpu", "default" or an index URL choose. CI: TORCH=torch==2.13.0 TORCH_INDEX=default
 PYTHON ?= python3
-TORCH ?= torch
+TORCH ?=
+TORCH_INDEX ?= auto
 PORT ?= 8501
 VENV := .venv
 BIN := $(VENV)/bin
@@ -15,7 +18,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml scripts/install.sh | $(BIN)/python
-	scripts/install.sh $(BIN)/pip "$(TORCH)" dev
+	scripts/install.sh $(BIN)/pip "$(TORCH)" dev "$(TORCH_INDEX)"
 	touch $@
 
 install: $(STAMP)

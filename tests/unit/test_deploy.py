@@ -46,6 +46,46 @@ def test_dockerfile_and_makefile_install_the_same_way():
     assert (ROOT / "scripts/install.sh").stat().st_mode & 0o111, "install.sh must be executable"
 
 
+def _install_plan(index: str, torch_req: str = "", nvidia: bool = False, tmp_path=None) -> str:
+    """What scripts/install.sh would do (its dry run), with or without an nvidia-smi on PATH."""
+    import subprocess
+
+    bindir = tmp_path / ("with" if nvidia else "without")
+    bindir.mkdir(exist_ok=True)
+    if nvidia:
+        (bindir / "nvidia-smi").write_text("#!/bin/sh\nexit 0\n")
+        (bindir / "nvidia-smi").chmod(0o755)
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "BSDEMO_INSTALL_DRY_RUN": "1"}
+    out = subprocess.run(["/bin/sh", str(ROOT / "scripts/install.sh"), "/venv/bin/pip", torch_req,
+                          "dev", index], env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_install_takes_the_projects_torch_range_and_the_cpu_build_without_a_driver(tmp_path):
+    import os
+    import platform
+
+    rng = re.search(r'"(torch[<>=][^"]*)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    assert "<" in rng and ">=" in rng, "the torch range needs a floor and an upper bound"
+    ci = (ROOT / ".ci/run").read_text()
+    pinned = re.search(r'TORCH="torch==([\d.]+)"', ci).group(1)
+    low, high = re.search(r">=([\d.]+),<([\d.]+)", rng).groups()
+    as_tuple = lambda v: tuple(int(x) for x in v.split("."))
+    assert as_tuple(low) <= as_tuple(pinned) < as_tuple(high), "CI's pin must lie in the range"
+    assert "TORCH_INDEX=default" in ci, "CI takes its pinned build from pip's configured index"
+
+    with_driver = _install_plan("auto", nvidia=True, tmp_path=tmp_path)
+    assert f"install --quiet --no-cache-dir {rng}" in with_driver and "--index-url" not in with_driver
+    assert "NVIDIA driver is present" in with_driver
+    if platform.system() == "Linux" and not os.path.exists("/proc/driver/nvidia/version"):
+        without = _install_plan("auto", tmp_path=tmp_path)
+        assert "--index-url https://download.pytorch.org/whl/cpu " + rng in without
+        assert "no NVIDIA driver found" in without and "-e .[dev]" in without
+    pinned_plan = _install_plan("default", "torch==2.13.0", tmp_path=tmp_path)
+    assert "no-cache-dir torch==2.13.0" in pinned_plan and "--index-url" not in pinned_plan
+
+
 def test_dockerfile_copies_what_the_app_needs():
     stage = " ".join(final_stage((ROOT / "Dockerfile").read_text()))
     for path in ("app.py", "pages", ".streamlit", "assets"):
