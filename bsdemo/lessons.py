@@ -69,8 +69,8 @@ LESSONS = (
            "per epoch, and how much of that the linear rule (lr × k) and the square-root rule "
            "(lr × √k) win back. A warm-up ramps the learning rate up over its first epochs: at "
            "these defaults nothing blows up without it, and the Warm-up preset (Adam, k = 32, "
-           "5 epochs of warm-up) shows the loss spike it prevents — and whether the √ rule, "
-           "with no warm-up at all, did better still.",
+           "5 epochs of warm-up) shows a loss spike and how much the ramp cuts it — and whether "
+           "the √ rule, with no warm-up at all, did better still.",
            "at 8× the batch and the same lr, will 10 epochs reach the same accuracy? What if the "
            "lr is 8× too?",
            ("about the same accuracy", "clearly worse (more than a point)",

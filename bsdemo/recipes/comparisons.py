@@ -266,9 +266,14 @@ def _warmup_words(linear: dict[str, Any], warm: dict[str, Any]) -> str:
              + ("ahead" if delta >= 0 else "behind"))
     if first and peak and w_peak and peak >= SPIKE * first:
         if w_peak < peak:
-            return (f"Without warm-up the training loss jumped to {peak:.3g}, {peak / first:.0f}× "
-                    f"its first step's; the warm-up held its peak to {w_peak:.3g} "
-                    f"({w_peak / first:.1f}×){ended}. That jump is what warm-up prevents.")
+            jump = (f"Without warm-up the training loss jumped to {peak:.3g}, {peak / first:.0f}× "
+                    f"its first step's; the warm-up ")
+            if w_peak < SPIKE * first:
+                return (jump + f"held its peak to {w_peak:.3g} ({w_peak / first:.1f}×){ended}. "
+                        "That jump is what warm-up prevents.")
+            # lowered, but still a spike by the page's own mark: say so, not "prevented"
+            return (jump + f"cut its peak to {w_peak:.3g} ({w_peak / first:.1f}×){ended}: still "
+                    f"a spike by this page's {SPIKE:g}× mark, but {peak / w_peak:.0f}× smaller.")
         return (f"Both the linear rule and its warm-up spiked (peak losses {peak:.3g} and "
                 f"{w_peak:.3g}): the ramp was too short to help here.")
     return ("Without warm-up nothing blew up or spiked here, so warm-up had nothing to prevent"

@@ -129,6 +129,10 @@ def test_a_loss_spike_warm_up_prevented_is_named_with_its_size():
     text = recipes.lr_verdict(rows)
     assert "jumped to 52.1, 23× its first step's" in text and "peak to 5.9 (2.6×)" in text
     assert "60.0 points of test accuracy ahead" in text and "what warm-up prevents" in text
+    rows[4] |= {"peak loss": 11.5}  # lowered, but still over the 5× mark: not "prevented"
+    text = recipes.lr_verdict(rows)
+    assert "cut its peak to 11.5 (5.0×)" in text and "what warm-up prevents" not in text
+    assert "still a spike by this page's 5× mark, but 5× smaller." in text
     rows[4] |= {"peak loss": 60.0}  # the ramp did not lower the spike: not credited
     assert "too short to help" in recipes.lr_verdict(rows)
     rows[2] |= {"peak loss": 3.0}  # no spike at all
