@@ -1,4 +1,4 @@
-# Batch Size Lab, for a class: `docker compose up` (see README, "Deploy").
+# Batch Size Lab, for a class: `docker compose up` (see docs/deploy.md).
 # Two stages: build a venv with scripts/install.sh, then copy it into a slim runtime image that
 # runs as a non-root user. TORCH_REQUIREMENT pins torch (empty: pyproject.toml's range);
 # TORCH_INDEX_URL picks the build: empty brings the CUDA wheels (they carry their own CUDA

@@ -1,0 +1,80 @@
+"""The layers' boundaries (docs/architecture.md), read from every module's own imports — at the
+top or inside a function alike: only bsdemo/engine imports torch; only bsdemo/ui, the pages and
+app.py import streamlit; the pure layers import neither, directly or through another module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+SPAWNED = {"bsdemo.scheduler.pool": "_worker_main"}  # a spawned child's entry: its imports run there
+
+
+def imports(path: Path, skip: str | None = None) -> set[str]:
+    """Every module name `path` imports, anywhere in it but the function named `skip`."""
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == skip:
+            node.body = []
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+def modules() -> dict[str, set[str]]:
+    """Each module of the product (dotted name, or a path for pages and app.py) -> its imports."""
+    out = {}
+    for path in sorted((ROOT / "bsdemo").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = imports(path, SPAWNED.get(name))
+    for path in [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]:
+        out[str(path.relative_to(ROOT))] = imports(path)
+    return out
+
+
+def top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def test_only_the_engine_imports_torch():
+    wrong = sorted(m for m, names in modules().items()
+                   if "torch" in map(top, names) and not m.startswith("bsdemo.engine"))
+    assert not wrong, f"torch imported outside bsdemo/engine: {wrong}"
+
+
+def test_only_the_ui_the_pages_and_app_import_streamlit():
+    wrong = sorted(m for m, names in modules().items() if "streamlit" in map(top, names)
+                   and not (m.startswith("bsdemo.ui") or m.startswith("pages/") or m == "app.py"))
+    assert not wrong, f"streamlit imported outside bsdemo/ui, pages/ and app.py: {wrong}"
+
+
+def test_the_pure_layers_reach_neither_torch_nor_streamlit_through_another_module():
+    graph = modules()
+
+    def reach(module: str, seen: set[str]) -> set[str]:
+        for name in graph.get(module, ()):
+            if top(name) in ("torch", "streamlit"):
+                seen.add(top(name))
+            elif name in graph and name not in seen:
+                seen.add(name)
+                reach(name, seen)
+        return seen
+
+    pure = [m for m in graph if m.startswith(("bsdemo.charts", "bsdemo.recipes", "bsdemo.scheduler"))
+            or m in ("bsdemo.config", "bsdemo.runs", "bsdemo.events", "bsdemo.footprint",
+                     "bsdemo.jobkinds", "bsdemo.lessons", "bsdemo.units", "bsdemo.fits")]
+    assert len(pure) > 20
+    leaks = {m: sorted(reach(m, set()) & {"torch", "streamlit"}) for m in pure}
+    assert not {m: v for m, v in leaks.items() if v}, leaks
+    # the pages reach the scheduler, never the engine (its workers run in other processes)
+    pages = [m for m in graph if m.startswith("pages/")]
+    assert pages and not [p for p in pages if any(n.startswith("bsdemo.engine") for n in
+                                                   reach(p, set()))]
