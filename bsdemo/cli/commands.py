@@ -18,13 +18,17 @@ EXIT_STATUS = {"completed": 0, "cancelled": 130}
 
 
 def train(cfg: RunConfig, notices: list[str], as_json: bool) -> int:
+    from tqdm import tqdm
+
     from bsdemo.engine.train import train  # imports torch: only once the flags are known good
 
     for notice in notices:
         print(f"note: {notice}", file=sys.stderr)
     stop = {"requested": False}
     events = train(cfg, should_stop=lambda: stop["requested"])
-    bar = _Progress(enabled=not as_json and sys.stderr.isatty())
+    # on a terminal only: a pipe or --json gets no bar
+    bar = tqdm(unit="step", file=sys.stderr, mininterval=0.1, dynamic_ncols=True, leave=True,
+               disable=as_json or not sys.stderr.isatty())
     end = None
     while True:
         try:
@@ -41,9 +45,11 @@ def train(cfg: RunConfig, notices: list[str], as_json: bool) -> int:
                   f"{event.device.get('name')}: batch {cfg.batch_size} × {cfg.accumulation_steps} "
                   f"= {event.effective_batch_size} per step, {event.updates_per_epoch} steps per "
                   f"epoch, {event.planned_steps} planned.", file=sys.stderr)
-            bar.total = event.planned_steps
+            bar.reset(total=event.planned_steps)
         elif event.kind == "step":
-            bar.update(event.step, event.loss, event.samples_per_sec)
+            bar.set_postfix_str(f"loss {event.loss:.4f}, {event.samples_per_sec:,.0f} samples/s",
+                                refresh=False)
+            bar.update(event.step - bar.n)
         if event.kind == "end":
             end = event
     bar.close()
@@ -432,27 +438,3 @@ def _fmt(value, pattern) -> str:
     if value is None:
         return "–"
     return pattern(value) if callable(pattern) else pattern.format(value)
-
-
-class _Progress:
-    """A one-line progress bar on stderr (only on a terminal), redrawn at most 10 times/s."""
-
-    def __init__(self, enabled: bool):
-        self.enabled, self.total, self._last = enabled, 0, 0.0
-
-    def update(self, step: int, loss: float, rate: float) -> None:
-        import time
-
-        now = time.monotonic()
-        if not self.enabled or (now - self._last < 0.1 and step != self.total):
-            return
-        self._last = now
-        frac = step / self.total if self.total else 0.0
-        filled = int(frac * 30)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {step}/{self.total} "
-                         f"loss {loss:.4f} {rate:,.0f} samples/s ")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")

@@ -36,6 +36,37 @@ def test_json_lines_follow_the_documented_schema():
     assert end["summary"]["steps"] == 12 and end["summary"]["memory_source"] == "accounted"
 
 
+def test_on_a_terminal_train_draws_a_tqdm_progress_bar_and_in_a_pipe_none():
+    """stderr on a pseudo-terminal (30 rows, 100 columns) gets the bar; a pipe gets none."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "bsdemo", "train", "--steps", "60"],
+                            stdout=subprocess.DEVNULL, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=scaled(120))
+    os.close(master)
+    bar = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, bar
+    assert "100%|" in bar and "60/60" in bar and "samples/s" in bar and "loss " in bar, bar
+    piped = bsdemo("train", "--steps", "60")
+    assert piped.returncode == 0 and "60/60" not in piped.stderr and "%|" not in piped.stderr
+
+
 def test_default_output_is_a_summary():
     out = bsdemo("train", "--epochs", "1", "--dataset", "moons", "--width", "32")
     assert out.returncode == 0, out.stderr
