@@ -142,6 +142,16 @@ def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
     polled(view, REFRESH_S if active else None)
 
 
+def group_progress(snap: JobSnapshot, kind: str) -> None:
+    """A process group's first figure while its interpreters start: one process's step,
+    measured (the `kind` progress records of a ddp or pipeline check)."""
+    shown = [p for p in snap.points if p.get("kind") == kind]
+    if shown and snap.result is None:
+        st.metric("One process, a step (measured)",
+                  f"{shown[-1]['single_process_step_s'] * 1e3:.1f} ms")
+        st.caption(shown[-1]["message"])
+
+
 def stored_note(prefix: str, snaps: list[tuple[str, JobSnapshot]]) -> None:
     """Say which runs of a comparison the run store served (when and where they were
     measured), with a button to train them all again now."""

@@ -65,6 +65,19 @@ def show_table(rows: list[dict], key: str, height: int | None = None,
                  **({"height": height} if height else {}))
 
 
+def numbers_table(rows: list[dict], key: str, helps: dict[str, str], formats: dict[str, str],
+                  default: str = "%.4g") -> None:
+    """Rows of numbers as a table: each column's printf format (`formats`, else `default`) and
+    its help (`helps`, by column name or the start of one), every column but the first."""
+    def help_for(name: str) -> str | None:
+        return helps.get(name) or next((h for k, h in helps.items() if name.startswith(k)), None)
+
+    st.dataframe(rows, hide_index=True, key=key, column_config={
+        name: st.column_config.NumberColumn(format=formats.get(name, default),
+                                            help=help_for(name))
+        for name in list(rows[0])[1:]})
+
+
 def polled(draw: Callable[[], bool], every: float | None) -> None:
     """Draw with `draw` inside a fragment rerun every `every` seconds (None: drawn once).
 
