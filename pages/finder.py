@@ -17,7 +17,7 @@ MARGINS = [round(0.05 * i, 2) for i in range(11)]  # 0%, 5%, … 50% of memory k
 ARCH_BATCH_SETS = ("8,32,128,512", "4,16,64,256", "16,64,256,1024")
 ARCH_SECONDS = (DEFAULT_SECONDS, 1.5, 2.5, 5.0, 10.0)
 
-lesson_header("finder")
+lesson = lesson_header("finder")
 link = PageLink("finder")
 
 controls, results = link.areas()  # folded settings; projected: results first
@@ -27,17 +27,13 @@ with controls:
     device, about = recipes.simulated_device(cfg, FINDER_DEVICE_MARGIN)
     budget = sweeps.budget_widget("find", link, default=device if cpu else None, allow_none=True)
     if cpu:
-        st.caption(f"Nothing limits memory on this CPU, so the default budget is a simulated device "
-                   f"of {format_bytes(device)}: what this model is predicted to need at batch "
-                   f"{about}, with the margin, applied to accounted memory (a lower bound of "
-                   "what the process holds). Choose “the device's own” for this machine's "
-                   "memory.")
+        st.caption(lesson.text("budget_cpu", device=format_bytes(device), about=about))
     left, right = st.columns(2)
     margin = link.choice(left, "Safety margin (share of memory kept free)", MARGINS, 0.1,
                          key="find_margin", widget="select_slider", format_func=lambda m: f"{m:.0%}")
     target = link.number(right, "Target effective batch (0 = none)", 0,
                          sweeps.scheduler().limits.max_effective_batch_size, 0, key="find_target",
-                         help="Reached with micro-batch × gradient-accumulation steps.")
+                         help=lesson.text("help_target"))
     link.scenarios(SCENARIOS["finder"])
 with results:
     predict("finder")  # above the run button, in either order of the areas
@@ -47,59 +43,38 @@ with results:
 
 
 def draw(snap) -> None:
-    rows = [{"probe": p["probe"], "batch size": p["batch_size"], "status": p["status"],
-             "peak memory": format_bytes(p["peak_memory_bytes"]) if p["peak_memory_bytes"] else "–",
-             "samples/s": round(p["samples_per_sec"]) if p["samples_per_sec"] else None,
-             "why": p["reason"]} for p in snap.points]
-    show_table(rows, "find_probes")
+    show_table(charts.probe_table(snap.points), "find_probes")
     r = snap.result
     if r is None:
         return
     if r["batch_size"] is None:
-        st.error(f"No batch size fits. {r['message']}")
+        st.error(lesson.text("no_fit", message=r["message"]))
         return
     accum = f" × {r['accumulation_steps']} accumulation steps" if r["accumulation_steps"] > 1 else ""
-    st.success(f"**Use batch {r['batch_size']}{accum}.** {r['message']} The largest batch "
-               f"took {r['probes']} real memory probes ({', '.join(map(str, r['tested_batch_sizes']))}); "
-               f"doubling from 1 would have taken {recipes.doubling_trials(r['max_batch_size'] or 1)} "
-               "(the last one failing) plus a bisection.")
+    st.success(lesson.text("use", batch=r["batch_size"], accum=accum, message=r["message"],
+                           probes=r["probes"], tested=", ".join(map(str, r["tested_batch_sizes"])),
+                           doubling=recipes.doubling_trials(r["max_batch_size"] or 1)))
     if r.get("throughput"):
-        st.caption("The recommendation's samples/s: the sizes that fit, each timed in rounds "
-                   "(a shuffled order each round), median and middle half.")
-        show_table([{"batch size": t["batch_size"], "samples/s": round(t["samples_per_sec"]),
-                     "middle half": f"{t['samples_per_sec_q1']:,.0f}–"
-                                    f"{t['samples_per_sec_q3']:,.0f}",
-                     "rounds": t["rounds"], "timed by": t["clock"]} for t in r["throughput"]],
-                   "find_throughput")
+        st.caption(lesson.text("throughput"))
+        show_table(charts.throughput_table(r["throughput"]), "find_throughput")
     prediction_check("finder", recipes.finder_prediction(r))
     if "lr_linear" in r:
-        st.markdown(f"Tuned at batch 32 with lr {cfg.lr:g}? For effective batch "
-                    f"{r['effective_batch_size']} try **{r['lr_linear']:.3g}** (linear rule, "
-                    f"lr × k) or **{r['lr_sqrt']:.3g}** (square-root rule, lr × √k), with a "
-                    "warm-up.")
+        st.markdown(lesson.text("lr_advice", lr=cfg.lr, batch=r["effective_batch_size"],
+                                linear=r["lr_linear"], sqrt=r["lr_sqrt"]))
     downloads("finder", "find_dl", snap.points)
 
 
 with results:
     sweeps.job_view("find", draw)
 
-st.subheader("Each architecture's batch size, measured here")
-st.caption("A CNN, a tiny Transformer and an LSTM (these two read the digits row by row) and a "
-           "GAN, each from its own preset, trained at "
-           "each batch size for the same short time — the budget you really have is time; "
-           "on a CPU worker, the training thread's CPU time, so a busy server makes the study "
-           "take longer but trains each run as far — "
-           "with the lr scaled by √(B/32) from the preset's lr at batch 32 (the Transformer "
-           "warms up over its first 10 steps). Each run gives samples/s, peak memory and the "
-           "quality it reached. The page's dataset and model above do not apply here; its seed "
-           "and device do.")
+st.subheader(lesson.text("architectures_title"))
+st.caption(lesson.text("architectures_caption"))
 a, b = st.columns(2)
 arch_batches = link.choice(a, "Batch sizes", ARCH_BATCH_SETS, ARCH_BATCH_SETS[0],
                            key="find_arch_batches")
 seconds = link.choice(b, "Training seconds per run", ARCH_SECONDS, DEFAULT_SECONDS,
                       key="find_arch_seconds", format_func=lambda v: f"{v:g} s",
-                      help=f"{len(ARCHITECTURES)} architectures × the batch sizes runs, each this "
-                           "long plus its evaluations.")
+                      help=lesson.text("help_seconds", count=len(ARCHITECTURES)))
 sweeps.run_button("arch", "Measure each architecture", "architectures", cfg,
                   {"architectures": list(ARCHITECTURES),
                    "batch_sizes": [int(b) for b in arch_batches.split(",")],

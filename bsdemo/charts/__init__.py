@@ -62,7 +62,13 @@ from bsdemo.charts.sweeps import (
     sweep_throughput_chart,
     sweep_utilisation_chart,
 )
-from bsdemo.charts.tables import comparison_table, for_people, runs_table
+from bsdemo.charts.tables import (
+    comparison_table,
+    for_people,
+    probe_table,
+    runs_table,
+    throughput_table,
+)
 from bsdemo.recipes import best_lr_per_batch
 
 __all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "Chart",
@@ -70,6 +76,7 @@ __all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "C
            "architecture_charts", "architecture_table", "ddp_chart", "pipeline_chart",
            "pipeline_memory_chart",
            "batch_colour", "best_lr_per_batch", "critical_chart", "fit_chart", "comparison_table", "ema",
+           "probe_table", "throughput_table",
            "fit_legend", "projector",
            "for_people", "has_utilization", "labelled_loss_chart", "loss_chart", "lr_grid_chart",
            "memory_breakdown_chart", "memory_chart", "noise_charts", "norms_chart", "norms_table",

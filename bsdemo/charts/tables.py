@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bsdemo.runs import JobSnapshot, stable_rate
-from bsdemo.units import MIB
+from bsdemo.units import MIB, format_bytes
 
 
 def runs_table(runs: Sequence[JobSnapshot]) -> list[dict[str, Any]]:
@@ -63,6 +63,21 @@ SHORT = {  # a column's header as a table shows it, where the full name would no
     "effective batch": "eff. batch", "micro-batch × accumulation": "micro × accum",
     "Fréchet distance": "Fréchet", "throughput knee": "knee", "memory per sample": "per sample",
 }
+
+
+def probe_table(points: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The finder's memory probes, one row each, in the order it ran them."""
+    return [{"probe": p["probe"], "batch size": p["batch_size"], "status": p["status"],
+             "peak memory": format_bytes(p["peak_memory_bytes"]) if p["peak_memory_bytes"]
+             else "–", "samples/s": round(p["samples_per_sec"]) if p["samples_per_sec"] else None,
+             "why": p["reason"]} for p in points]
+
+
+def throughput_table(timed: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The finder's timed sizes: samples/s (median and middle half), rounds and clock."""
+    return [{"batch size": t["batch_size"], "samples/s": round(t["samples_per_sec"]),
+             "middle half": f"{t['samples_per_sec_q1']:,.0f}–{t['samples_per_sec_q3']:,.0f}",
+             "rounds": t["rounds"], "timed by": t["clock"]} for t in timed]
 
 
 def for_people(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, dict]]:
