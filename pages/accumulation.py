@@ -11,7 +11,7 @@ from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
 from bsdemo.units import format_bytes
 
-lesson_header("accumulation")
+lesson = lesson_header("accumulation")
 link = PageLink("accumulation")
 
 controls, results = link.areas()  # folded settings; projected: results first
@@ -21,7 +21,7 @@ with controls:
                         32, key="acc_micro")
     k = link.number(b, "Accumulation steps k", 1, 64, 4, key="acc_k")
     steps = link.number(c, "Optimizer steps compared", 1, 50, 5, key="acc_steps")
-    st.markdown("**Break it on purpose** — each switch makes the difference jump:")
+    st.markdown(lesson.text("break_it"))
     t1, t2, t3 = st.columns(3)
     unscaled = link.toggle(t1, "Forget to divide the loss by k", False, key="acc_unscaled")
     batchnorm = link.toggle(t2, "Use a BatchNorm model", False, key="acc_bn")

@@ -9,7 +9,7 @@ from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
 
-lesson_header("lr_scaling")
+lesson = lesson_header("lr_scaling")
 link = PageLink("lr_scaling")
 
 controls, results = link.areas()  # folded settings; projected: results first
@@ -21,8 +21,7 @@ with controls:
     link.control(b, ref_lr, widget="select_slider", format_func=lambda v: f"{v:g}")
     link.control(c, k)
     link.control(d, epochs)
-    link.control(e, warmup, help="The last run ramps the linear rule's lr up from near zero "
-                                 "over this many epochs of the large batch.")
+    link.control(e, warmup, help=lesson.text("help_warmup"))
     values = link.values()
     variants = lessonlinks.lr_runs(values)
     big = variants[1][1]  # "lr unchanged": the reference batch × k

@@ -10,7 +10,7 @@ from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
 from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
 
-lesson_header("memory")
+lesson = lesson_header("memory")
 link = PageLink("memory")
 
 controls, results = link.areas()  # folded settings; projected: results first
@@ -51,8 +51,7 @@ def draw(snap) -> None:
                        if fit["m_bytes_per_sample"] else "–", help=f"R² {fit['r2_memory'] or 0:.4f}")
         cols[2].metric("Largest batch that ran", end["max_batch_size_fits"] or "–")
         cols[3].metric("Predicted largest batch", end["predicted_max_batch_size"] or "–",
-                       help="Under the budget, from M(B) = M0 + m·B: a prediction — the finder "
-                       "verifies it.")
+                       help=lesson.text("help_predicted"))
         st.session_state["mem_over"] = oom["batch_size"] if oom else None
         st.session_state["mem_safe"] = end["max_batch_size_fits"]
         prediction_check("memory", recipes.memory_prediction(points))
@@ -64,9 +63,8 @@ with results:
 
 over, safe = st.session_state.get("mem_over"), st.session_state.get("mem_safe")
 if over and safe:
-    st.subheader("Break it on purpose")
-    st.markdown(f"Run one step at batch **{over}** (over the budget), then one at **{safe}**: "
-                "the error is caught, memory is freed, and training goes on.")
+    st.subheader(lesson.text("break_title"))
+    st.markdown(lesson.text("break_it", over=over, safe=safe))
     sweeps.run_button("memdemo", f"Run batch {over}, then {safe}", "sweep", cfg,
                       {"batch_sizes": [over, safe], "memory_budget_bytes": budget,
                        "warmup_steps": 0, "timed_steps": 1, "min_timed_s": 0,
@@ -78,15 +76,11 @@ if over and safe:
             if p["status"] == "oom":
                 st.error(f"Batch {p['batch_size']}: {p['message']}", icon=":material/error:")
             elif p["status"] == "ok":
-                st.success(f"Batch {p['batch_size']} then ran normally: "
-                           f"{p['samples_per_sec']:,.0f} samples/s, peak "
-                           f"{format_bytes(p['peak_memory_bytes'])} — recovered.")
+                st.success(lesson.text("recovered", batch=p["batch_size"],
+                                       rate=p["samples_per_sec"],
+                                       peak=format_bytes(p["peak_memory_bytes"])))
 
     sweeps.job_view("memdemo", draw_demo)
 
-st.markdown(
-    "**Why.** Parameters, their gradients and the optimizer's state (none for SGD, one copy for "
-    "momentum, two for Adam) do not depend on the batch. The activations each layer keeps for "
-    "the backward pass do, linearly: twice the batch, twice the activations. A straight line "
-    "through a few measured points therefore predicts where memory runs out.")
+st.markdown(lesson.text("why"))
 link.finish()

@@ -13,7 +13,7 @@ from bsdemo.ui.widgets import downloads, show_chart, takeaway
 
 BATCH_SETS = ("2,4,8,32,128", "2,8,32", "2,4,8,16,32,64,128,256")
 
-lesson_header("norms")
+lesson = lesson_header("norms")
 link = PageLink("norms")
 
 controls, results = link.areas()  # folded settings; projected: results first
@@ -21,12 +21,9 @@ with controls:
     cfg = sweeps.workload("nrm", link)
     left, right = st.columns(2)
     epochs = link.number(left, "Epochs (every run)", 1, 20, 2, key="nrm_epochs",
-                         help="Every cell trains the same epochs, so larger batches make fewer "
-                              "updates.")
+                         help=lesson.text("help_epochs"))
     sizes = link.choice(right, "Batch sizes", BATCH_SETS, BATCH_SETS[0], key="nrm_batches")
-    st.caption("Each normalisation (none, BatchNorm, GroupNorm, LayerNorm) is trained at each "
-               "batch size from the same seed: one run per cell, then two evaluations of the "
-               "test set in training mode, shuffled two ways.")
+    st.caption(lesson.text("grid_caption"))
     link.scenarios(SCENARIOS["norms"])
 with results:
     predict("norms")  # above the run button, in either order of the areas
@@ -43,9 +40,7 @@ def draw(snap) -> None:
     show_chart(chart, "nrm_chart")
     if snap.done:  # the takeaway right under the main chart
         takeaway(recipes.norms_verdict(cells, cfg.model))
-    st.caption("Test accuracy (%) per normalisation and batch size; the last two BatchNorm rows: "
-               "accuracy with the test batch's own statistics, and the share (%) of its "
-               "predictions that changed when only the batch-mates did.")
+    st.caption(lesson.text("table_caption"))
     table = charts.norms_table(cells)
     st.dataframe(table, hide_index=True, key="nrm_table", column_config={
         name: st.column_config.NumberColumn(format="%.1f") for name in table[0]
@@ -58,18 +53,8 @@ def draw(snap) -> None:
 with results:
     sweeps.job_view("nrm", draw)
 
-st.markdown(
-    "**Why.** BatchNorm replaces each feature x by (x − mean) / std over the batch, then scales "
-    "and shifts it. At batch 2 the mean and standard deviation of two numbers are a poor "
-    "estimate of the data's, and each sample is normalised against its one partner. At "
-    "evaluation BatchNorm uses running averages gathered in training instead, so the model it "
-    "trained is not quite the model it tests. GroupNorm (groups of features) and LayerNorm (all "
-    "features) normalise one sample at a time: the batch size never enters.")
-st.markdown(
-    "**And accumulation does not help.** Accumulating 16 micro-batches of 2 gives the optimizer "
-    "the gradient of 32 samples, but BatchNorm still normalises each forward pass over its own "
-    "2: its statistics are per micro-batch. The accumulation page's BatchNorm switch measures "
-    "the difference this makes; with GroupNorm or LayerNorm accumulation is exact again.")
-st.page_link("pages/accumulation.py", label="Open Gradient accumulation (its BatchNorm switch)",
+st.markdown(lesson.text("why"))
+st.markdown(lesson.text("accumulation"))
+st.page_link("pages/accumulation.py", label=lesson.text("accumulation_link"),
              icon=":material/layers:", query_params={"bn": "1"})
 link.finish()

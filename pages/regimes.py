@@ -12,7 +12,7 @@ from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
 from bsdemo.units import format_bytes
 
-lesson_header("regimes")
+lesson = lesson_header("regimes")
 link = PageLink("regimes")
 
 controls, results = link.areas()  # folded settings; projected: results first
@@ -26,8 +26,7 @@ with controls:
     link.control(b, sgd)
     link.control(c, dataclasses.replace(mini, high=min(mini.high, limits.max_batch_size)))
     link.control(d, dataclasses.replace(cap, high=cap_high, default=min(cap.default, cap_high)),
-                 help="A run that reaches it stops and says so. The three share this server's "
-                      "time cap for one job.")
+                 help=lesson.text("help_cap"))
     budget = sweeps.budget_widget("reg", link, allow_none=True)
     runs = lessonlinks.regimes_runs(link.values())
     link.scenarios(SCENARIOS["regimes"])

@@ -10,7 +10,7 @@ from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
 from bsdemo.units import powers_of_two
 
-lesson_header("throughput")
+lesson = lesson_header("throughput")
 link = PageLink("throughput")
 
 controls, results = link.areas()  # folded settings; projected: results first
@@ -52,13 +52,13 @@ def draw(snap) -> None:
     if end:
         knee, span = end["knee_batch_size"], end.get("knee_range")
         cols[1].metric("Throughput knee", knee or "unclear",
-                       help="Smallest batch within 10% of the best samples/s"
+                       help=lesson.text("help_knee")
                        + (f"; 68% of resampled rounds put it in {span[0]:.0f}–{span[1]:.0f}."
                           if span else "."))
         cross, span = end["crossover_batch_size"], end.get("crossover_range")
         cols[2].metric("Overhead = compute at B ≈", f"{cross:.0f}" if cross else
                        "unclear" if span and span[1] > 0 else "none measured",
-                       help="t0 / t1 from the fitted step-time model, t0 and t1 ≥ 0 (predicted)"
+                       help=lesson.text("help_crossover")
                        + (f"; 68% range {span[0]:.0f}–{span[1]:.0f}." if span else "."))
     share = best["share_of_peak"]
     cols[3].metric("Share of peak FLOP/s", f"{share:.1%}" if share is not None else "–",

@@ -9,7 +9,7 @@ from bsdemo.ui import lab
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink, areas, presenting
 
-lesson_header("training_lab")
+lesson = lesson_header("training_lab")
 # the lab writes its settings into its link itself (bsdemo.config); presentation mode can hide:
 link = PageLink("training_lab", owns_url=False, hideable=[
     Control("scenarios", "lab_scenarios", "Scenarios", "choice"),
@@ -47,11 +47,6 @@ if not projected:
 snaps = lab.history()
 
 if recipes.lab_verdict(snaps) is None:  # once a run ended, its takeaway sits under the charts
-    st.markdown(
-        "**What to look for.** Each optimizer step uses one *effective batch* (micro-batch × "
-        "accumulation steps); an epoch is ceil(N / effective batch) steps, so a small batch "
-        "makes many cheap, noisy updates and a large one a few expensive, smoother ones. Run "
-        "once, then again at another batch size with the same epochs: the line under the "
-        "charts then says what your two runs showed.")
+    st.markdown(lesson.text("look_for"))
 prediction_check("training_lab", recipes.lab_prediction(snaps))
 link.finish()

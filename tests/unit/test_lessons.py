@@ -42,3 +42,30 @@ def test_every_lesson_card_has_a_sketch_that_reads_as_a_sketch():
         assert alt.startswith("Sketch of the main chart: ") and len(alt) > 40
         alts.add(alt)
     assert len(alts) == len(LESSONS)  # each lesson its own picture
+
+
+def test_every_word_a_page_asks_for_is_in_its_content_file_and_every_word_there_is_used():
+    """pages/<slug>.py (and the bsdemo/ui modules it hands a lesson to) call lesson.text(name)
+    and lesson.texts[group]; each name is in bsdemo/content/<slug>.toml, and each entry there is
+    asked for, so a teacher's edit always shows and a typo fails here, not in class."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    helpers = {"fit_batch": ["bsdemo/ui/parallel.py"], "noise": ["bsdemo/ui/critical.py"]}
+    for lesson in LESSONS:
+        code = "".join((root / f).read_text()
+                       for f in [lesson.page, *helpers.get(lesson.slug, [])])
+        asked = set(re.findall(r"lesson\.text\(\s*\"(\w+)\"", code))
+        asked |= set(re.findall(r"lesson\.texts\[\s*\"(\w+)\"\]", code))
+        asked |= {name for a, b in re.findall(r"lesson\.text\(\"(\w+)\" if \w+ else \"(\w+)\"\)",
+                                               code) for name in (a, b)}
+        asked |= {g for g in re.findall(r"for group in \(([^)]*)\)", code) for g in
+                  re.findall(r"\"(\w+)\"", g)}
+        missing = asked - set(lesson.texts)
+        assert not missing, f"{lesson.slug}: asked for but not in its content file: {missing}"
+        unused = set(lesson.texts) - asked
+        assert not unused, f"{lesson.slug}: in its content file but never shown: {unused}"
+        for name, words in lesson.texts.items():  # every entry is words (or a group of them)
+            values = words.values() if isinstance(words, dict) else [words]
+            assert all(isinstance(w, str) and w.strip() for w in values), (lesson.slug, name)
