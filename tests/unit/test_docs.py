@@ -13,7 +13,7 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 
 
 def test_the_cli_reference_is_generated_from_the_parser_and_is_current():
-    out = subprocess.run([sys.executable, str(ROOT / "scripts/cli_reference.py"), "--check"],
+    out = subprocess.run([sys.executable, str(ROOT / "scripts/docs.py"), "--check"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     text = (ROOT / "docs/cli.md").read_text()
