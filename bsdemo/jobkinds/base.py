@@ -1,0 +1,263 @@
+"""The job kinds' shared parts: the record kinds, the cost bound (`Cost`) and a kind's entry
+(`Kind`), stopping (`JobStopped`), and the constants and small torch-free recipes both the cost
+bounds and the engine use (a sweep's steps, the lr rules, a study's sizes). Pure Python."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bsdemo.config import (
+    MAX_SAMPLES,
+    MODELS,
+    TEST_FRACTION,
+    ConfigError,
+    RunConfig,
+)
+from bsdemo.limits import Limits
+
+POINT_KINDS = ("sweep_point", "find_probe", "norms_result", "noise_point", "sharpness_run",
+               "critical_point", "fit_batch_result", "architecture_point",
+               "architecture_summary", "ddp_progress",
+               "pipeline_progress", "sharpness_progress")  # a job's records kept in order
+
+
+# a measurement's partial figure while it runs, not one of its planned points
+PROGRESS_KINDS = ("ddp_progress", "pipeline_progress", "sharpness_progress")
+
+
+RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end", "noise_result",
+                "sharpness_result", "critical_result", "fit_batch_end", "ddp_check",
+                "pipeline_check", "architectures_end")  # a job's one result
+
+
+MAX_TIMED_STEPS = 2000  # a sweep point's timed steps, whatever its minimum duration asks
+
+
+MAX_SWEEP_POINTS = 64
+
+
+MAX_SWEEP_ROUNDS = 10  # a sweep point's rounds (a noisy one gets up to twice as many)
+
+
+FIND_MAX_PROBES = 64  # two probes, halvings, a verification and a bisection: far fewer in practice
+
+
+FIND_STEPS_PER_PROBE = 1 + 2 * 3 + 1  # the finder's warm-up, timed steps and partial batches
+
+
+# the finder's recommendation: samples/s of this many sizes that fit, timed in rounds as a sweep
+# times its points (at least this many steps each, no minimum duration: a bounded cost)
+FIND_THROUGHPUT_SIZES = 7
+
+
+FIND_THROUGHPUT_STEPS = 12
+
+
+ACCUM_MEASURE_STEPS = 20  # the accumulation check times this many steps of each way
+
+
+def sweep_point_steps(timed_steps: int, min_timed_s: float, rounds: int = 1) -> int:
+    """The most steps one round of a sweep point runs after its warm-up: room for partial last
+    batches between the full ones, and for a minimum duration (the point's MAX_TIMED_STEPS
+    shared out over up to twice `rounds` rounds)."""
+    room = 2 * timed_steps + 1
+    return room if min_timed_s <= 0 else max(room, MAX_TIMED_STEPS // (2 * rounds))
+
+
+class JobStopped(Exception):
+    """should_stop() said stop inside an engine function that returns a single record."""
+
+
+def check_stop(should_stop: Callable[[], bool] | None) -> None:
+    """Raise JobStopped when should_stop says so: what every long phase of an engine function
+    asks, not only the gaps between its records."""
+    if should_stop is not None and should_stop():
+        raise JobStopped("Stopped before it finished.")
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The most a job can cost; checked against the limits before it is queued."""
+    micro_batch: int  # largest batch in one forward/backward pass
+    effective_batch: int  # largest samples per optimizer step
+    steps: int  # optimizer steps (forward/backward passes for a check) in all, at most
+    wall_s: float  # seconds the whole job may take: its time cap
+    predicted_bytes: int  # device memory predicted at its largest batch (bsdemo.footprint)
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    exclusive: bool  # a measurement: nothing else shares the device while it runs
+    options: tuple[str, ...]  # the option names its engine function takes
+    cost: Callable[[RunConfig, dict[str, Any], float], Cost]  # (cfg, checked options, wall_s)
+    check: Callable[[RunConfig, dict[str, Any], Limits], dict[str, Any]]  # -> checked options
+    models: tuple[str, ...] = MODELS  # the models its engine function can take
+    why: str = ""  # why only those
+
+
+GRADIENT_MODELS = tuple(m for m in MODELS if m != "gan")  # one loss, one labelled sample each
+
+
+PLAIN_MODELS = ("mlp", "cnn")  # plain gradient steps on a classifier, Hessians affordable
+
+
+MAX_LESSON_BATCHES = 8  # the batch sizes of a normalisation grid or a noise measurement
+
+
+def norms_configs(cfg: RunConfig, options: Mapping[str, Any]) -> list[RunConfig]:
+    """The runs of a normalisation grid, norm by norm, smallest batch first."""
+    return [dataclasses.replace(cfg, norm=n, batch_size=b, accumulation_steps=1)
+            for n in options["norms"] for b in options["batch_sizes"]]
+
+
+MAX_NOISE_DRAWS = 256
+
+
+NOISE_CHUNK = 4096  # the full gradient is taken over the training set in chunks of this many
+
+
+NOISE_TWO_BATCH = (16, 512)  # the two-batch estimator's batch sizes
+
+
+SHARPNESS_REMEDIES = ("scale_lr", "warmup", "longer", "noise")
+
+
+HESSIAN_ITERS = 20  # power iterations for a solution's top Hessian eigenvalue
+
+
+TRACE_POINTS = 8  # sharpness trace: 8 to 16 points per run
+
+
+TRACE_ITERS = 2  # power iterations per trace point, warm-started from the last vector
+
+
+TRACE_SAMPLES = 512  # the trace's Hessian: this many training samples, drawn once
+
+
+HESSIAN_SAMPLES = 4096  # the Hessian is taken over the training set, or this many of its samples
+
+
+CHECKS_PER_EPOCH = 8  # a mini-batch run checks the whole training loss this often
+
+
+NEIGHBOURHOOD_RADIUS = 0.1  # random points this share of each weight row's norm away
+
+
+NEIGHBOURHOOD_DIRECTIONS = 8
+
+
+SLICE_POINTS = 41
+
+
+LONGER_FACTOR = 4  # "train longer": this many times the steps the target took
+
+
+WARMUP_SHARE = 0.1  # "warm-up": a linear ramp over this share of the step cap
+
+
+SHARPNESS_MAX_STEPS = 3000  # each run's default step cap
+
+
+LR_RULES = ("constant", "sqrt", "linear")
+
+
+def rule_lr(lr: float, reference: int, batch: int, rule: str) -> float:
+    """The lr for `batch` by a scaling rule from a reference batch's lr."""
+    k = batch / reference
+    return lr * {"constant": 1.0, "sqrt": math.sqrt(k), "linear": k}[rule]
+
+
+REMEDY_LR_CAP = 0.8  # the scaled lr of the remedies, at most (√90 × 0.3 = 2.8 diverges)
+
+
+def remedy_lr(lr: float, small: int, large: int, remedy: str | None) -> float:
+    """The lr of a sharpness run: for scale_lr and warmup, scaled by sqrt(large / small) up to
+    REMEDY_LR_CAP (never below lr itself)."""
+    if remedy not in ("scale_lr", "warmup"):
+        return lr
+    return max(lr, min(rule_lr(lr, small, large, "sqrt"), REMEDY_LR_CAP))
+
+
+CRITICAL_DRAWS = 32  # batch-1 gradients behind the critical-batch study's B_simple
+
+
+# lesson 10's ways to fit a bigger batch (bsdemo.engine.fitbatch; fp16 needs CUDA)
+FIT_TECHNIQUES = ("fp32", "bf16", "fp16", "checkpointing", "bf16+checkpointing", "accumulation")
+
+
+CRITICAL_MAX_EPOCHS = 250  # a run also stops after this many epochs (the full batch: steps)
+
+
+def critical_steps(max_steps: int, batch: int, train_samples: int) -> int:
+    """A critical-batch run's step cap: max_steps, or CRITICAL_MAX_EPOCHS epochs if fewer."""
+    return min(max_steps, CRITICAL_MAX_EPOCHS * max(1, train_samples // batch))
+
+
+FIT_PROBES = (8, 64)  # the two batches each technique's memory line is fitted through
+
+
+FIT_TIMED_STEPS = 3  # steps timed at a technique's largest batch (their median)
+
+
+FIT_BUDGET_STEPS = 100  # steps of the loss comparison
+
+
+FIT_BUDGET_BATCH = 64
+
+
+DDP_MAX_PROCESSES = 4  # a data-parallel job's group: more than a class's server should spare
+
+
+DDP_MAX_STEPS = 200
+
+
+def check_global_batch(cfg: RunConfig, processes: int) -> None:
+    """A ConfigError unless every process's shard of the global batch is a full one."""
+    if cfg.batch_size * processes > cfg.train_samples:
+        raise ConfigError("batch_size", cfg.batch_size,
+                          f"at most {cfg.train_samples // processes} with {processes} processes: "
+                          f"the global batch must fit the {cfg.train_samples:,} training samples")
+
+
+PIPELINE_STAGES = 2
+
+
+PIPELINE_MAX_MICRO_BATCHES = 16
+
+
+def check_pipeline(cfg: RunConfig, micro_batches: int) -> None:
+    """A ConfigError unless cfg is an MLP with a hidden layer per stage and its batch splits
+    into `micro_batches` equal micro-batches."""
+    if cfg.model != "mlp":
+        raise ConfigError("model", cfg.model, "mlp: the pipeline cuts the MLP's layers in two")
+    if cfg.depth < PIPELINE_STAGES:
+        raise ConfigError("depth", cfg.depth, f"at least {PIPELINE_STAGES} hidden layers: one "
+                                              "per stage")
+    if cfg.batch_size % micro_batches or cfg.batch_size > cfg.train_samples:
+        raise ConfigError("batch_size", cfg.batch_size,
+                          f"a multiple of the {micro_batches} micro-batches, at most "
+                          f"{cfg.train_samples:,} (the training set)")
+
+
+# ----- torch-free recipes the engine shares with the cost bounds above -----
+def sweep_config(cfg: RunConfig, batch_sizes) -> RunConfig:
+    """cfg with a generated dataset grown so its training split holds the largest batch."""
+    cfg, _ = cfg.validated()
+    if cfg.dataset != "digits":
+        need = math.ceil(max(batch_sizes) / (1 - TEST_FRACTION)) + 2
+        cfg = dataclasses.replace(cfg, samples=min(max(cfg.samples, need), MAX_SAMPLES))
+    return cfg
+
+
+def accumulation_config(cfg: RunConfig, variable_length: bool) -> RunConfig:
+    """The accumulation check's model: the per-token pitfall needs sequences (a small
+    Transformer on the arithmetic task)."""
+    if variable_length and cfg.model != "transformer":
+        cfg = dataclasses.replace(cfg, dataset="arithmetic", model="transformer", width=32,
+                                  depth=1, norm="none")
+    return cfg
