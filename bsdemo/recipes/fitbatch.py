@@ -47,62 +47,12 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
              f"model, its gradients and optimizer state) at {base['samples_per_sec']:,.0f} "
              "samples/s."]
     real_base = base.get("real_peak_bytes")
-    for name in ("bf16", "fp16", "checkpointing", "bf16+checkpointing"):
-        r = by.get(name)
-        if r is None or not r["max_batch_size"]:
-            continue
-        grow = r["max_batch_size"] / base["max_batch_size"]
-        speed = r["samples_per_sec"] / base["samples_per_sec"]
-        text = f"{NAMES[name]} fits {r['max_batch_size']:,} ({grow:.1f}× fp32's)"
-        real = r.get("real_peak_bytes")
-        if real is not None and real_base:  # the CPU: accounting, and the allocator's real peak
-            at = (f"at batch {r['real_batch']:,} the allocator's real peak was "
-                  f"{format_bytes(real)} against fp32's {format_bytes(real_base)}")
-            if real <= (1 - REAL_SAVING) * real_base:
-                text += f" by the accounting; {at} ({1 - real / real_base:.0%} less): a real saving"
-            else:
-                text += (f" by the accounting, but not in real memory: {at}, no lower — on this "
-                         "machine it would not fit a larger batch")
-        if name == "checkpointing" and speed > 1 + NOISE:  # it does fp32's work and more
-            parts.append(f"- {text}. Its timing was too noisy to read: it came out {speed:.2f}× as "
-                         "fast as fp32, which a technique that runs the forward pass twice "
-                         "cannot be. No conclusion about its speed is drawn; run it again when "
-                         "the machine is quieter.")
-            continue
-        text += f". It ran at {r['samples_per_sec']:,.0f} samples/s ({speed:.2f}× fp32's)"
-        if name in ("bf16", "fp16"):
-            text += (f" with {r['bytes_per_sample']:,.0f} accounted bytes a sample instead of "
-                     f"{base['bytes_per_sample']:,.0f}")
-            if speed < SLOWER:
-                text += ": on this device mixed precision bought memory with time"
-            elif speed > 1 + NOISE:
-                text += ": on this device it was faster as well"
-        elif name == "checkpointing" and speed < 1:
-            text += (f" — the recomputed forward passes cost {1 / speed - 1:.0%} more time a "
-                     "sample")
-        elif speed < SLOWER:  # bf16 + checkpointing: blame what measured slow
-            alone = by.get("bf16")
-            slow_bf16 = (alone is not None and alone["samples_per_sec"]
-                         and alone["samples_per_sec"] / base["samples_per_sec"] < SLOWER)
-            text += (" — mostly bf16's arithmetic on this device (bf16 alone was slower too), "
-                     "plus the recomputation" if slow_bf16 else " — the recomputed forward "
-                     "passes: bf16 alone was not slower here")
-        parts.append(f"- {text}.")
+    parts += [_technique_line(name, by[name], base, by.get("bf16"))
+              for name in ("bf16", "fp16", "checkpointing", "bf16+checkpointing")
+              if by.get(name) and by[name]["max_batch_size"]]
     acc = by.get("accumulation")
     if acc and acc["max_batch_size"]:
-        memory = "at the memory of one micro-batch"
-        if acc.get("real_peak_bytes") and real_base:
-            extra = acc["real_peak_bytes"] - real_base
-            memory += (f" (the allocator's real peak {format_bytes(acc['real_peak_bytes'])} "
-                       f"against fp32's {format_bytes(real_base)} for one batch of "
-                       f"{acc['real_batch']:,}"
-                       + (f": {format_bytes(extra)} more while the micro-batches' gradients "
-                          "are summed, however many there are)" if extra > REAL_SAVING * real_base
-                          else ")"))
-        parts.append(f"- Accumulation reaches an effective batch of "
-                     f"{acc['effective_batch_size']:,} ({acc['accumulation_steps']} "
-                     f"micro-batches of {acc['max_batch_size']:,}) {memory}: the batch the "
-                     "optimizer sees is not limited by memory, only by time.")
+        parts.append(_accumulation_line(acc, real_base))
     changed = [(r["technique"], r["loss_vs_fp32"]) for r in results
                if r["technique"] != "fp32" and abs(r["loss_vs_fp32"]) >= SAME_LOSS]
     steps, batch = base["budget_steps"], base["budget_batch"]
@@ -118,3 +68,61 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
     # the measurement's opening, a line per technique, then what the loss comparison showed
     items = parts[1:-1]
     return join(lead, parts[0], "\n".join(items), parts[-1])
+
+
+def _technique_line(name: str, r: dict[str, Any], base: dict[str, Any],
+                    alone: dict[str, Any] | None) -> str:
+    """One technique against fp32: how much larger a batch it fits (by the accounting, and
+    whether the allocator's real peak agrees), and its speed, with what slowed it."""
+    grow = r["max_batch_size"] / base["max_batch_size"]
+    speed = r["samples_per_sec"] / base["samples_per_sec"]
+    text = f"{NAMES[name]} fits {r['max_batch_size']:,} ({grow:.1f}× fp32's)"
+    real, real_base = r.get("real_peak_bytes"), base.get("real_peak_bytes")
+    if real is not None and real_base:  # the CPU: accounting, and the allocator's real peak
+        at = (f"at batch {r['real_batch']:,} the allocator's real peak was "
+              f"{format_bytes(real)} against fp32's {format_bytes(real_base)}")
+        if real <= (1 - REAL_SAVING) * real_base:
+            text += f" by the accounting; {at} ({1 - real / real_base:.0%} less): a real saving"
+        else:
+            text += (f" by the accounting, but not in real memory: {at}, no lower — on this "
+                     "machine it would not fit a larger batch")
+    if name == "checkpointing" and speed > 1 + NOISE:  # it does fp32's work and more
+        return (f"- {text}. Its timing was too noisy to read: it came out {speed:.2f}× as "
+                "fast as fp32, which a technique that runs the forward pass twice "
+                "cannot be. No conclusion about its speed is drawn; run it again when "
+                "the machine is quieter.")
+    text += f". It ran at {r['samples_per_sec']:,.0f} samples/s ({speed:.2f}× fp32's)"
+    if name in ("bf16", "fp16"):
+        text += (f" with {r['bytes_per_sample']:,.0f} accounted bytes a sample instead of "
+                 f"{base['bytes_per_sample']:,.0f}")
+        if speed < SLOWER:
+            text += ": on this device mixed precision bought memory with time"
+        elif speed > 1 + NOISE:
+            text += ": on this device it was faster as well"
+    elif name == "checkpointing" and speed < 1:
+        text += (f" — the recomputed forward passes cost {1 / speed - 1:.0%} more time a "
+                 "sample")
+    elif speed < SLOWER:  # bf16 + checkpointing: blame what measured slow
+        slow_bf16 = (alone is not None and alone["samples_per_sec"]
+                     and alone["samples_per_sec"] / base["samples_per_sec"] < SLOWER)
+        text += (" — mostly bf16's arithmetic on this device (bf16 alone was slower too), "
+                 "plus the recomputation" if slow_bf16 else " — the recomputed forward "
+                 "passes: bf16 alone was not slower here")
+    return f"- {text}."
+
+
+def _accumulation_line(acc: dict[str, Any], real_base: int | None) -> str:
+    """Accumulation's effective batch, at one micro-batch's memory (and the real peak's extra
+    gradient while the micro-batches are summed)."""
+    memory = "at the memory of one micro-batch"
+    if acc.get("real_peak_bytes") and real_base:
+        extra = acc["real_peak_bytes"] - real_base
+        memory += (f" (the allocator's real peak {format_bytes(acc['real_peak_bytes'])} "
+                   f"against fp32's {format_bytes(real_base)} for one batch of "
+                   f"{acc['real_batch']:,}"
+                   + (f": {format_bytes(extra)} more while the micro-batches' gradients "
+                      "are summed, however many there are)" if extra > REAL_SAVING * real_base
+                      else ")"))
+    return (f"- Accumulation reaches an effective batch of {acc['effective_batch_size']:,} "
+            f"({acc['accumulation_steps']} micro-batches of {acc['max_batch_size']:,}) {memory}: "
+            "the batch the optimizer sees is not limited by memory, only by time.")
