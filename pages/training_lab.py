@@ -49,4 +49,5 @@ snaps = lab.history()
 if recipes.lab_verdict(snaps) is None:  # once a run ended, its takeaway sits under the charts
     st.markdown(lesson.text("look_for"))
 prediction_check("training_lab", recipes.lab_prediction(snaps))
+st.html(f"<style>{lab.PHONE_CSS}</style>")  # on a phone: the main controls, Run, the loss chart
 link.finish()

@@ -1,4 +1,5 @@
-"""The Training Lab's widgets, run controls, live view and run history.
+"""The Training Lab's widgets and run controls (its live view and run history: bsdemo.ui.labview,
+handed on from here; its phone layout: lab_phone.css).
 
 Widgets hold their values in session state under `w_*` keys; `settings()` turns them into a
 RunConfig. A link's query parameters fill the widgets once per session, and Run writes the
@@ -8,40 +9,30 @@ the run — read-only: control belongs to the browser that started it (bsdemo.ui
 
 from __future__ import annotations
 
-import functools
-import statistics
+from pathlib import Path
 from urllib.parse import parse_qsl
 
 import streamlit as st
 
-from bsdemo import charts, export, recipes
-from bsdemo.charts.gan import frechet_chart, is_gan, samples_chart
-from bsdemo.charts.regions import latest_regions, regions_chart
 from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, ConfigError, RunConfig, config_from_query, parse_run_id
 from bsdemo.plaintext import plain
 from bsdemo.presets import LAB_SCENARIOS, PRESETS, preset_of
-from bsdemo.runs import JobSnapshot, cpu_rates, stable_rate
-from bsdemo.scheduler import ActiveRunError
-from bsdemo.ui.links import scenario_row, view_params
-from bsdemo.ui.queue import waiting_message
-from bsdemo.ui.state import client_address, owner, scheduler, session_runs
-from bsdemo.ui.widgets import (
-    LR_CHOICES,
-    OPTIMIZER_LABELS,
-    REFRESH_S,
-    measured_on,
-    polled,
-    show_chart,
-    show_table,
-    takeaway,
-)
-from bsdemo.units import MIB
 
 # status-only polls before the first point: every poll costs each browser ~60 ms of main-thread
 # time even when nothing changed, so a waiting tab polls slowly and a starting one quickly
-QUEUED_REFRESH_S = 2.0
-STARTING_REFRESH_S = 0.25
-COMPARED = 5  # earlier runs drawn beside the newest by default (more: the student adds them)
+from bsdemo.ui.labview import history, live_view, submit
+from bsdemo.ui.links import scenario_row
+from bsdemo.ui.state import owner, scheduler, session_runs
+from bsdemo.ui.widgets import (
+    LR_CHOICES,
+    OPTIMIZER_LABELS,
+)
+
+__all__ = ["PHONE_CSS", "history", "init_from_url", "live_view", "reattach", "run_controls",
+           "scenario_buttons", "settings_form"]
+PHONE_CSS = (Path(__file__).with_name("lab_phone.css")).read_text(encoding="utf-8")
+
+
 BATCH_POWERS = [2**i for i in range(13)]  # 1 … 4096 on the slider; any value via "exact"
 
 
@@ -195,7 +186,7 @@ def run_controls(cfg: RunConfig) -> None:
     # callbacks run before the script reruns, so this very run already shows the new job
     run_col.button("Run" if active is None else "Queue another run", type="primary", key="run",
                    disabled=checked is None or not sched.can_submit(owner()),
-                   icon=":material/play_arrow:", on_click=_submit, args=(cfg,))
+                   icon=":material/play_arrow:", on_click=submit, args=(cfg,))
     stop_col.button("Stop", key="stop", disabled=active is None, icon=":material/stop:",
                     on_click=_stop)
     if st.session_state.get("submit_error"):
@@ -210,262 +201,3 @@ def _stop() -> None:
         sched.cancel(current.id, owner=owner())
     else:
         sched.cancel(sched.active_job(owner()), owner=owner())
-
-
-def _submit(cfg: RunConfig, fresh: bool = False) -> None:
-    try:
-        job_id = scheduler().submit(cfg, owner(), fresh=fresh, address=client_address())
-    except (ConfigError, ActiveRunError) as exc:
-        st.session_state["submit_error"] = str(exc)
-    else:
-        session_runs().append(job_id)
-        # the link reproduces the settings and names the run; a reload of this tab (the same
-        # browser, so the same owner) re-attaches to it with control, anyone else only watches
-        st.query_params.from_dict(cfg.to_params() | {"run": str(job_id)} | view_params())
-
-
-# ----- live view -----
-def live_view() -> None:
-    """Charts of this session's newest run, redrawn from a polling fragment while it is active."""
-    runs = session_runs()
-    if not runs:
-        st.caption("Press **Run** to train. Curves appear here as the run measures them.")
-        _charts([])  # empty charts now: the chart code loads with the page, not after Run
-        return
-    current = runs[-1]
-    snap = scheduler().snapshot(current)
-    was_active = snap is not None and not snap.done
-    if was_active and snap.latest is None:
-        # queued, or starting: nothing measured yet. Only the status line polls (a class of
-        # waiting tabs must not redraw four charts each every second); the charts are drawn
-        # once, and the whole page reruns when the first point arrives.
-        def pending() -> bool:
-            now = scheduler().snapshot(current)
-            if now is None or now.done or now.latest is not None or now.status != snap.status:
-                return True  # to the next state's view (and poll interval)
-            _status(now)
-            return False
-
-        polled(pending, QUEUED_REFRESH_S if snap.status == "queued" else STARTING_REFRESH_S)
-        _body(snap, current)
-        return
-
-    def view() -> bool:
-        now = scheduler().snapshot(current)
-        if now is None:
-            st.warning(f"Run {current} is no longer held by the server.")
-            return False
-        _status(now)
-        _body(now, current)  # tiles and charts: one snapshot, one frame
-        return now.done  # once: refresh the controls outside the fragment
-
-    polled(view, REFRESH_S if was_active else None)
-
-
-def _body(snap: JobSnapshot, current: int) -> None:
-    """The charts of the run on screen, with the session's earlier runs it is compared with
-    (compared_runs), then its tiles: the loss and samples/s charts come right after Run, in
-    the first screen."""
-    _charts(compared_runs(current) + [snap])
-    _tiles(snap)
-
-
-def _chart_controls() -> tuple[str, float, bool]:
-    """(x-axis, smoothing weight, log x) for the run charts, with the tables toggle."""
-    x_axis = st.segmented_control("x-axis", list(charts.X_AXES), key="x_axis", default="steps",
-                                  format_func=lambda k: charts.X_AXES[k][1], required=True) or "steps"
-    smooth_col, log_col, table_col = st.columns([2, 1, 1.3], vertical_alignment="bottom")
-    smoothing = smooth_col.slider("Smoothing", 0.0, 0.99, 0.6, 0.01, key="smoothing",
-                                  help="An exponential moving average over the per-step curves, "
-                                       "as TensorBoard draws it (0 = none); the raw curve stays "
-                                       "faint behind it.")
-    log = log_col.toggle("Log x", key="log_x", help="A logarithmic x-axis: long and short runs "
-                                                     "side by side.")
-    table_col.toggle("Data tables", key="show_tables",
-                     help="Every chart's data as a table (screen-reader friendly).")
-    return x_axis, smoothing, log
-
-
-def _charts(shown: list[JobSnapshot]) -> None:
-    """Loss and samples/s side by side, their display controls under them (drawn first: the
-    charts read them), then memory and GPU utilisation."""
-    top = st.container(key="lab_charts")  # keyed: a phone draws them before the status line
-    x_axis, smoothing, log = _chart_controls()
-    with top:
-        left, right = st.columns(2)
-        with left:
-            show_chart(charts.loss_chart(shown, x_axis, smoothing, log), "loss_chart")
-        with right:
-            show_chart(charts.throughput_chart(shown, x_axis, smoothing, log),
-                       "throughput_chart")
-        takeaway(recipes.lab_verdict(shown))  # what the runs drawn show, right under them
-    if any(latest_regions(snap) for snap in shown):  # a 2-D dataset: what each run learned
-        show_chart(regions_chart(shown), "regions_chart")
-    left, right = st.columns(2)
-    with left:
-        show_chart(charts.memory_chart(shown, x_axis, log), "memory_chart")
-    with right:
-        if charts.has_utilization(shown):
-            show_chart(charts.utilization_chart(shown, x_axis, smoothing, log),
-                       "utilization_chart")
-        else:
-            st.caption("GPU utilisation appears here when the run is on an NVIDIA GPU "
-                       "(read from NVML).")
-    gans = [snap for snap in shown if is_gan(snap)]
-    if gans:
-        left, right = st.columns(2)
-        with left:
-            show_chart(samples_chart(gans[-1]), "gan_samples")
-        with right:
-            show_chart(frechet_chart(gans, x_axis), "gan_frechet")
-        st.caption("A GAN has two players. The loss chart shows the discriminator's loss "
-                   "(evaluated: on the training or test images against as many generated ones) "
-                   "and, dotted, the generator's, −log D(G(z)); the accuracy is the "
-                   "discriminator's share of right calls, so 50 % means the generator fools it "
-                   "half the time. Both update together in every step. The Fréchet distance "
-                   "says how far the generated images are from real ones — lower is better.")
-
-
-
-def _status(snap: JobSnapshot) -> None:
-    if snap.status == "queued":
-        st.info(waiting_message(snap), icon=":material/hourglass_top:")
-    elif snap.status == "running" and snap.start is None:
-        st.info(f"Run {snap.id} is starting (loading data, building the model)…")
-    elif snap.status == "running":
-        shared = " Another run shares the device, so its speed is shared too." \
-            if snap.shared_device else ""
-        st.info(f"Run {snap.id} is training on {snap.start['device'].get('name')}.{shared}")
-    elif snap.status == "completed" and snap.stored_at is not None:
-        device, when = measured_on(snap)
-        st.success(f"Stored result, measured on {plain(device)} at {when}: {snap.end['message']}",
-                   icon=":material/history:")
-        st.button("Run it fresh", key="fresh", on_click=_submit,
-                  args=(RunConfig(**snap.config), True),
-                  help="The same settings, measured again now.")
-    elif snap.status == "completed":  # the engine's own words and numbers
-        st.success(snap.end["message"])
-    elif snap.status == "cancelled":
-        st.warning(snap.end["message"])
-    else:
-        st.error(plain(f"Run {snap.id} {snap.status}: {snap.end['message']}"))
-    for notice in (snap.start or {}).get("notices", []) + ([snap.notice] if snap.notice else []):
-        st.caption(plain(notice))
-    if snap.owner != owner():
-        st.caption("Read-only: another browser started this run. A link shares a run's settings "
-                   "and lets you watch it; Stop stays with the browser that pressed Run.")
-
-
-def _tiles(snap: JobSnapshot) -> None:
-    latest, steps, evals = snap.latest or {}, snap.steps, snap.evals
-    planned = (snap.start or {}).get("planned_steps")
-    rates = steps["samples_per_sec"][3:] or steps["samples_per_sec"]  # skip warm-up steps
-    peaks = [p for p in steps["peak_memory_bytes"] if p is not None]
-    source = (snap.start or {}).get("memory_source", "")
-    # a row that wraps: five tiles side by side where the column is wide, on two lines where
-    # it is narrow (the panel beside the settings at 1280 px), never cut to "26,2…"
-    row = st.container(horizontal=True, gap="medium")
-    cols = [functools.partial(row.metric, width="content")] * 5
-    cols[0]("Optimizer steps", f"{latest.get('step', 0):,}" + (f" / {planned:,}" if planned else ""))
-    cols[1]("Step loss", f"{latest['loss']:.4f}" if "loss" in latest else "–")
-    if is_gan(snap):
-        distances = [d for d in evals.get("frechet_distance", []) if d is not None]
-        reference = snap.summary.get("frechet_reference")
-        cols[2]("Fréchet distance", f"{distances[-1]:.3g}" if distances else "–",
-                       help="Generated against real test images, lower is better"
-                            + (f"; real training images score {reference:.2g}." if reference
-                               else "."))
-    else:
-        cols[2]("Test accuracy", f"{evals['test_accuracy'][-1]:.1%}"
-                       if evals["test_accuracy"] else "–")
-    # live: the median of the steps so far; once ended, the run's own summary (full batches);
-    # by the training thread's CPU time where the run has it (what the device did), else the
-    # wall clock's median step
-    per_step = cpu_rates(steps)
-    cpu = [v for v in (per_step[3:] or per_step) if v]
-    final = stable_rate(snap.summary)
-    rate = final if final is not None else statistics.median(cpu or rates) if rates else None
-    by_cpu = bool(snap.summary.get("cpu_samples_per_sec")) if snap.summary else bool(cpu)
-    wall = (latest["samples_seen"] / latest["wall_time_s"]
-            if latest.get("wall_time_s") else None)  # what the run got over its wall clock
-    # short labels: five tiles fit 1280 px, in presentation mode too; the help says the rest
-    cols[3]("Samples/s", f"{rate:,.0f}" if rate is not None else "–",
-                   help="Samples per second of the median step (the first few are warm-up and "
-                        "left out)" + (", by the training thread's CPU time, which other programs "
-                                       "on the machine cannot lengthen" if by_cpu else "") + "."
-                        + (f" Over its wall clock the run got {wall:,.0f} samples/s."
-                           if wall else ""))
-    rss = snap.summary.get("process_rss_bytes")
-    cols[4]("Memory, " + (source or "measured"),
-                   f"{max(peaks) / MIB:,.2f} MiB" if peaks else "–",
-                   help=("Accounted: the tensors counted exactly (parameters, gradients, optimizer "
-                         "state, saved activations) — a lower bound on what the process holds."
-                         + (f" The worker process held {rss / MIB:,.0f} MiB at the end (resident "
-                            "size: interpreter, libraries and the allocator's slack too)."
-                            if rss else "")) if source == "accounted" else None)
-    if rate and wall and rate > 1.3 * wall:
-        st.caption(f"Over its wall clock this run got {wall:,.0f} samples/s, "
-                   f"{1 - wall / rate:.0%} less than the median step: steps vary — the first "
-                   "ones, an epoch's partial last batch, and pauses while other processes had "
-                   "the CPU all count in the wall clock, not in the median.")
-
-
-# ----- comparison -----
-def _newest_finished(current: int) -> tuple[list[JobSnapshot], list[int]]:
-    """(the session's finished runs other than `current`, oldest first; the ids of the
-    COMPARED newest of them: the ones drawn unless dropped)."""
-    done = [s for j in session_runs() if j != current
-            and (s := scheduler().snapshot(j)) is not None and s.done]
-    return done, [s.id for s in done[-COMPARED:]]
-
-
-def compared_runs(current: int) -> list[JobSnapshot]:
-    """The earlier runs drawn beside the run on screen: the COMPARED newest finished ones,
-    less those the student dropped, plus older ones they added back."""
-    done, newest = _newest_finished(current)
-    s = st.session_state
-    dropped, added = s.get("overlays_dropped", set()), s.get("overlays_added", set())
-    return [r for r in done if (r.id in newest and r.id not in dropped) or r.id in added]
-
-
-def _chosen(current: int) -> None:
-    """on_change of the compared runs: remember what the student dropped and added, against
-    the default, so a run finishing later joins the comparison on its own."""
-    _, newest = _newest_finished(current)
-    chosen = set(st.session_state["overlays"])
-    st.session_state["overlays_dropped"] = set(newest) - chosen
-    st.session_state["overlays_added"] = chosen - set(newest)
-
-
-# ----- history -----
-def history() -> list[JobSnapshot]:
-    """The session's runs as a table, the choice of earlier runs drawn beside the current one,
-    and the runs as downloads; returns the snapshots it drew them from (the page's closing text
-    reads the same ones)."""
-    runs = session_runs()
-    if not runs:
-        return []
-    snaps = [s for s in (scheduler().snapshot(j) for j in runs) if s is not None]
-    # full width, under the panel and the charts (beside the settings its columns were cut);
-    # as of this script run: the tiles above are the live figures, and the page reruns when
-    # the run ends
-    st.subheader("Your runs")
-    show_table(charts.runs_table(snaps), "runs_table")
-    finished = [s.id for s in snaps if s.done and s.id != runs[-1]]
-    labels = {s.id: charts.run_label(s) for s in snaps}
-    if finished:
-        st.session_state["overlays"] = [s.id for s in compared_runs(runs[-1])]
-        st.multiselect("Earlier runs drawn beside this one", finished, key="overlays",
-                       format_func=lambda j: labels.get(j, str(j)), on_change=_chosen,
-                       args=(runs[-1],),
-                       help=f"Your {COMPARED} newest finished runs are drawn by default: remove "
-                            "one to drop it, add an older one to bring it back. Each batch size "
-                            "keeps its own colour on every chart.")
-    left, right = st.columns(2)
-    left.download_button("Download these runs (JSON)", export.runs_json(snaps),
-                         file_name="batch-size-lab-runs.json", mime="application/json",
-                         key="export_json", icon=":material/download:")
-    right.download_button("Download the steps (CSV)", export.runs_csv(snaps),
-                          file_name="batch-size-lab-steps.csv", mime="text/csv",
-                          key="export_csv", icon=":material/download:")
-    return snaps

@@ -30,40 +30,8 @@ BASE_CSS = """
 [data-testid="stMainBlockContainer"] { padding-top: 2.5rem; }
 [data-testid="stMainBlockContainer"] h1 { font-size: 2.4rem; padding-bottom: 0.5rem; }
 @media (max-width: 640px), (hover: none) { .modebar-container { display: none !important; } }
-""" + """
-@media (max-width: 640px) {
-""" + "".join(f"{panel} {rule}\n" for panel, rule in ((
-    # the Lab on a phone: its two columns opened into one list, reordered so that the first
-    # screen holds the dataset, batch size and learning rate, the prediction, Run and the
-    # loss chart; the other settings follow the charts (the layers in between take no box)
-    ".st-key-lab_panel > [data-testid=stLayoutWrapper] > [data-testid=stHorizontalBlock]", s)
-    for s in ("{ flex-direction: column; flex-wrap: nowrap; gap: 0.5rem; }",
-              "> [data-testid=stColumn] { display: contents; }",
-              "> [data-testid=stColumn] > [data-testid=stVerticalBlock] { display: contents; }",
-              "> [data-testid=stColumn]:first-child > [data-testid=stVerticalBlock] > "
-              "[data-testid=stLayoutWrapper]:not(:has(> .st-key-lab_advanced)) "
-              "{ display: contents; }",
-              "> [data-testid=stColumn]:first-child > [data-testid=stVerticalBlock] > "
-              "[data-testid=stLayoutWrapper] > [data-testid=stVerticalBlock]:not(.st-key-lab_advanced) "
-              "{ display: contents; }"))) + """
-.st-key-lab_panel [data-testid=stAlert] p { font-size: 0.9rem; }
-[data-testid="stMainBlockContainer"] h1 { font-size: 2rem; }
-/* the loss and samples/s charts before the run's status line */
-.st-key-lab_panel [data-testid=stLayoutWrapper]:has(> .st-key-lab_charts) { order: -1; }
-.st-key-lab_panel .st-key-w_preset, .st-key-lab_panel .st-key-w_batch_pow,
-.st-key-lab_panel .st-key-w_batch_value, .st-key-lab_panel .st-key-w_lr { order: -1; }
-.st-key-lab_panel .st-key-w_batch_exact, .st-key-lab_panel .st-key-w_accumulation_steps,
-.st-key-lab_panel .st-key-w_optimizer, .st-key-lab_panel .st-key-w_epochs,
-.st-key-lab_panel .st-key-w_seed,
-.st-key-lab_panel [data-testid=stLayoutWrapper]:has(> .st-key-lab_advanced) { order: 1; }
-/* Run and Stop side by side, what the settings mean under them */
-.st-key-lab_panel [data-testid=stHorizontalBlock]:has(> * > * > .st-key-run) { flex-wrap: wrap; }
-.st-key-lab_panel [data-testid=stHorizontalBlock]:has(> * > * > .st-key-run) > * {
-  width: auto !important; flex: 0 0 auto !important; min-width: 0 !important; }
-.st-key-lab_panel [data-testid=stHorizontalBlock]:has(> * > * > .st-key-run) > :last-child {
-  flex: 1 1 100% !important; }
-}
-"""
+@media (max-width: 640px) { [data-testid="stMainBlockContainer"] h1 { font-size: 2rem; } }
+"""  # the Lab's own phone layout: bsdemo/ui/lab_phone.css
 
 # large type everywhere (Streamlit sizes in rem), the page's full width, no header strip; and
 # tighter around the large type (title, the prediction box, the gaps, the figures' tiles), so
