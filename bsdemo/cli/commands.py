@@ -8,6 +8,15 @@ import json
 import sys
 from pathlib import Path
 
+from bsdemo.cli.output import (
+    fmt,
+    print_find_result,
+    print_summary,
+    print_sweep_end,
+    print_sweep_table,
+    single,
+    stream,
+)
 from bsdemo.config import RunConfig
 from bsdemo.recipes import regime_configs, simulated_device
 from bsdemo.recipes.measurements import FINDER_DEVICE_MARGIN
@@ -54,7 +63,7 @@ def train(cfg: RunConfig, notices: list[str], as_json: bool) -> int:
             end = event
     bar.close()
     if not as_json and end is not None:
-        _print_summary(end)
+        print_summary(end)
     return EXIT_STATUS.get(end.status, 1) if end else 1
 
 
@@ -76,26 +85,9 @@ def sweep(cfg: RunConfig, args: argparse.Namespace, sizes: list[int], budget: in
                 print(f"batch {event['batch_size']}: {event['status']} (round 1)",
                       file=sys.stderr, flush=True)
         elif event["kind"] == "sweep_end":
-            _print_sweep_table([points[b] for b in sizes])
-            _print_sweep_end(event)
+            print_sweep_table([points[b] for b in sizes])
+            print_sweep_end(event)
     return 0
-
-
-def _print_sweep_table(points: list[dict]) -> None:
-    print(f"{'batch':>7} {'status':>9} {'samples/s':>12} {'middle half':>19} {'step time':>11} "
-          f"{'rounds':>6} {'peak memory':>12}  source")
-    for p in points:
-        timing = p.get("timing") or {}
-        rate = timing.get("samples_per_sec")
-        middle = f"{rate['q1']:,.0f}–{rate['q3']:,.0f}" if rate else ""
-        sim = " (simulated)" if p["simulated"] else ""
-        print(f"{p['batch_size']:>7} {p['status']:>9} {_fmt(p['samples_per_sec'], '{:,.0f}'):>12} "
-              f"{middle:>19} {_fmt(p['step_time_s'], '{:.3g} s'):>11} "
-              f"{timing.get('rounds', ''):>6} {_fmt(p['peak_memory_bytes'], format_bytes):>12}  "
-              f"{p['memory_source'] or ''}{sim}")
-    clocks = {(p.get("timing") or {}).get("clock") for p in points} - {None}
-    if clocks:
-        print(f"timed by {', '.join(sorted(clocks))}; middle half: the quartiles of the timed steps")
 
 
 def find(cfg: RunConfig, args: argparse.Namespace, budget: int | None, margin: float,
@@ -118,13 +110,13 @@ def find(cfg: RunConfig, args: argparse.Namespace, budget: int | None, margin: f
         if args.json:
             print(json.dumps(event), flush=True)
         elif event["kind"] == "find_probe":
-            peak = _fmt(event["peak_memory_bytes"], format_bytes)
-            rate = _fmt(event["samples_per_sec"], "{:,.0f} samples/s")
+            peak = fmt(event["peak_memory_bytes"], format_bytes)
+            rate = fmt(event["samples_per_sec"], "{:,.0f} samples/s")
             sim = " (simulated)" if event["simulated"] else ""
             print(f"probe {event['probe']}: batch {event['batch_size']:>6} {event['status']:>4}"
                   f"{sim}  peak {peak:>10}  {rate:>18}  ({event['reason']})", flush=True)
         else:
-            _print_find_result(event)
+            print_find_result(event)
     return 0 if event["batch_size"] is not None else 1
 
 
@@ -169,10 +161,10 @@ def regimes(cfg: RunConfig, args: argparse.Namespace, epochs: int, mini: int,
         else:
             capped = " (time cap)" if result["time_capped"] else ""
             print(f"{name:<22} {result['batch_size']:>6} {result['weight_updates']:>8} "
-                  f"{result['wall_time_s']:>8.2f} {_fmt(result['samples_per_sec'], '{:,.0f}'):>11} "
-                  f"{_fmt(result['peak_memory_bytes'], format_bytes):>12} "
-                  f"{_fmt(result['final_train_accuracy'], '{:.1%}'):>10} "
-                  f"{_fmt(result['test_accuracy'], '{:.1%}'):>9}{capped}", flush=True)
+                  f"{result['wall_time_s']:>8.2f} {fmt(result['samples_per_sec'], '{:,.0f}'):>11} "
+                  f"{fmt(result['peak_memory_bytes'], format_bytes):>12} "
+                  f"{fmt(result['final_train_accuracy'], '{:.1%}'):>10} "
+                  f"{fmt(result['test_accuracy'], '{:.1%}'):>9}{capped}", flush=True)
     return 0
 
 
@@ -180,21 +172,14 @@ def norms(cfg: RunConfig, args: argparse.Namespace, batch_sizes: list[int],
           norms: list[str]) -> int:
     from bsdemo.engine.norms import norms_grid  # imports torch
 
-    if not args.json:
-        print(f"{'norm':<6} {'batch':>6} {'train acc':>10} {'test acc':>9} "
-              f"{'test, batch stats':>18} {'changed by batch-mates':>23}")
-    for cell in norms_grid(cfg, batch_sizes, norms):
-        if args.json:
-            if cell["kind"] == "norms_result":
-                print(json.dumps(cell), flush=True)
-        elif cell["kind"] == "norms_result":
-            print(f"{cell['norm']:<6} {cell['batch_size']:>6} "
-                  f"{_fmt(cell['train_accuracy'], '{:.1%}'):>10} "
-                  f"{_fmt(cell['test_accuracy'], '{:.1%}'):>9} "
-                  f"{cell['train_mode_test_accuracy']:>18.1%} "
-                  f"{cell['partner_changed']:>23.1%}", flush=True)
-        else:
-            print(cell["message"])
+    stream(norms_grid(cfg, batch_sizes, norms), args.json,
+            f"{'norm':<6} {'batch':>6} {'train acc':>10} {'test acc':>9} "
+            f"{'test, batch stats':>18} {'changed by batch-mates':>23}",
+            {"norms_result": lambda c: (
+                f"{c['norm']:<6} {c['batch_size']:>6} {fmt(c['train_accuracy'], '{:.1%}'):>10} "
+                f"{fmt(c['test_accuracy'], '{:.1%}'):>9} {c['train_mode_test_accuracy']:>18.1%} "
+                f"{c['partner_changed']:>23.1%}")},
+            json_kinds=("norms_result",))
     return 0
 
 
@@ -202,147 +187,116 @@ def noise(cfg: RunConfig, args: argparse.Namespace, batch_sizes: list[int], draw
           after_steps: int) -> int:
     from bsdemo.engine.noise import noise_measure  # imports torch
 
-    if not args.json:
-        print(f"{'batch':>7} {'E|g_B - G|²':>14} {'cos(g_B, G)':>12}")
-    for event in noise_measure(cfg, batch_sizes, draws, after_steps):
-        if args.json:
-            print(json.dumps(event), flush=True)
-        elif event["kind"] == "noise_point":
-            print(f"{event['batch_size']:>7} {event['variance']:>14.4g} {event['cosine']:>12.3f}",
-                  flush=True)
-        else:
-            low, high = event["b_simple_range"]
-            low2, high2 = event["b_simple_two_batch_range"]
-            print(f"variance slope (log-log) {event['variance_slope']:.2f}; B_simple "
-                  f"{event['b_simple']:.0f} (direct, {low:.0f}–{high:.0f}), "
-                  f"{event['b_simple_two_batch']:.0f} (two-batch "
-                  f"{'/'.join(map(str, event['two_batch_sizes']))}, {low2:.0f}–{high2:.0f})")
+    def result(e: dict) -> str:
+        (low, high), (low2, high2) = e["b_simple_range"], e["b_simple_two_batch_range"]
+        return (f"variance slope (log-log) {e['variance_slope']:.2f}; B_simple "
+                f"{e['b_simple']:.0f} (direct, {low:.0f}–{high:.0f}), "
+                f"{e['b_simple_two_batch']:.0f} (two-batch "
+                f"{'/'.join(map(str, e['two_batch_sizes']))}, {low2:.0f}–{high2:.0f})")
+
+    stream(noise_measure(cfg, batch_sizes, draws, after_steps), args.json,
+            f"{'batch':>7} {'E|g_B - G|²':>14} {'cos(g_B, G)':>12}",
+            {"noise_point": lambda e: f"{e['batch_size']:>7} {e['variance']:>14.4g} "
+                                      f"{e['cosine']:>12.3f}",
+             "noise_result": result})
     return 0
 
 
 def ddp_check(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     from bsdemo.engine.ddp import ddp_check as check  # imports torch
 
-    r = check(cfg, **options)
-    if args.json:
-        print(json.dumps(r))
-        return 0
-    print(r["message"])
-    print(f"equivalent to one process: {'yes' if r['equivalent'] else 'NO'} (max |Δparam| "
-          f"{r['max_abs_param_diff']:.2g}); samples/s {r['samples_per_sec']:,.0f} with "
-          f"{r['processes']} processes, {r['single_process_samples_per_sec']:,.0f} in one; "
-          f"scaling efficiency {r['scaling_efficiency']:.0%}")
-    if r.get("too_noisy"):
-        print(f"too noisy to read: {r['too_noisy']}")
+    single(check(cfg, **options), args.json, lambda r: [
+        r["message"],
+        f"equivalent to one process: {'yes' if r['equivalent'] else 'NO'} (max |Δparam| "
+        f"{r['max_abs_param_diff']:.2g}); samples/s {r['samples_per_sec']:,.0f} with "
+        f"{r['processes']} processes, {r['single_process_samples_per_sec']:,.0f} in one; "
+        f"scaling efficiency {r['scaling_efficiency']:.0%}"])
     return 0
 
 
 def architectures(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     from bsdemo.engine.architectures import architecture_sweep  # imports torch
 
-    if not args.json:
-        print(f"{'architecture':<14} {'batch':>6} {'steps':>7} {'samples/s':>10} {'peak memory':>12} "
-              f"{'quality':>16}")
-    for event in architecture_sweep(cfg, **options):
-        if args.json:
-            print(json.dumps(event), flush=True)
-        elif event["kind"] == "architecture_point":
-            quality = ("–" if event["quality"] is None else f"FD {event['quality']:.3g}"
-                       if event["architecture"] == "gan" else f"acc {event['quality']:.1%}")
-            print(f"{event['architecture']:<14} {event['batch_size']:>6} "
-                  f"{_fmt(event['steps'], '{:,}'):>7} {_fmt(event['samples_per_sec'], '{:,.0f}'):>10} "
-                  f"{_fmt(event['peak_memory_bytes'], format_bytes):>12} {quality:>16}", flush=True)
-        elif event["kind"] == "architecture_summary" and event.get("range"):
-            lo, hi = event["range"]
-            span = str(lo) if lo == hi else f"{lo}–{hi}"
-            print(f"  {event['label']}: measured {span} against the rule's {event['rule_text']} "
-                  f"({event['agreement']}). {event['why']}", flush=True)
-        elif event["kind"] == "architectures_end":
-            print(event["message"])
+    def point(e: dict) -> str:
+        quality = ("–" if e["quality"] is None else f"FD {e['quality']:.3g}"
+                   if e["architecture"] == "gan" else f"acc {e['quality']:.1%}")
+        return (f"{e['architecture']:<14} {e['batch_size']:>6} {fmt(e['steps'], '{:,}'):>7} "
+                f"{fmt(e['samples_per_sec'], '{:,.0f}'):>10} "
+                f"{fmt(e['peak_memory_bytes'], format_bytes):>12} {quality:>16}")
+
+    def summary(e: dict) -> str | None:
+        if not e.get("range"):
+            return None
+        lo, hi = e["range"]
+        span = str(lo) if lo == hi else f"{lo}–{hi}"
+        return (f"  {e['label']}: measured {span} against the rule's {e['rule_text']} "
+                f"({e['agreement']}). {e['why']}")
+
+    stream(architecture_sweep(cfg, **options), args.json,
+            f"{'architecture':<14} {'batch':>6} {'steps':>7} {'samples/s':>10} "
+            f"{'peak memory':>12} {'quality':>16}",
+            {"architecture_point": point, "architecture_summary": summary})
     return 0
 
 
 def pipeline_check(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     from bsdemo.engine.pipeline import pipeline_check as check  # imports torch
 
-    r = check(cfg, **options)
-    if args.json:
-        print(json.dumps(r))
-        return 0
-    print(r["message"])
-    for s in range(r["stages"]):
-        print(f"stage {s}: parameters {format_bytes(r['stage_parameter_bytes'][s])}, activations "
-              f"held {format_bytes(r['stage_activation_bytes'][s])}; per micro-batch forward "
-              f"{r['stage_forward_s'][s] * 1e3:.2f} ms, backward "
-              f"{r['stage_backward_s'][s] * 1e3:.2f} ms")
-    print(f"one process: parameters {format_bytes(r['single_parameter_bytes'])}, activations held "
-          f"{format_bytes(r['single_activation_bytes'])}; transfer of one micro-batch's "
-          f"activations ({format_bytes(r['transfer_bytes'])}) {r['transfer_s'] * 1e3:.3f} ms; "
-          f"step {r['step_s'] * 1e3:.1f} ms in the pipeline, {r['single_process_step_s'] * 1e3:.1f} "
-          f"ms in one process; bubble {r['bubble']:.0%} (GPipe's ideal {r['ideal_bubble']:.0%})")
-    if r.get("too_noisy"):
-        print(f"too noisy to read: {r['too_noisy']}")
+    single(check(cfg, **options), args.json, lambda r: [r["message"]] + [
+        f"stage {s}: parameters {format_bytes(r['stage_parameter_bytes'][s])}, activations "
+        f"held {format_bytes(r['stage_activation_bytes'][s])}; per micro-batch forward "
+        f"{r['stage_forward_s'][s] * 1e3:.2f} ms, backward {r['stage_backward_s'][s] * 1e3:.2f} ms"
+        for s in range(r["stages"])] + [
+        f"one process: parameters {format_bytes(r['single_parameter_bytes'])}, activations held "
+        f"{format_bytes(r['single_activation_bytes'])}; transfer of one micro-batch's "
+        f"activations ({format_bytes(r['transfer_bytes'])}) {r['transfer_s'] * 1e3:.3f} ms; "
+        f"step {r['step_s'] * 1e3:.1f} ms in the pipeline, "
+        f"{r['single_process_step_s'] * 1e3:.1f} ms in one process; bubble {r['bubble']:.0%} "
+        f"(GPipe's ideal {r['ideal_bubble']:.0%})"])
     return 0
 
 
 def fit_batch(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     from bsdemo.engine.fitbatch import fit_batch  # imports torch
 
-    for i, event in enumerate(fit_batch(cfg, **options)):  # a budget too small raises first
-        if i == 0 and not args.json:
-            print(f"{'technique':<20} {'largest batch':>14} {'effective':>10} {'samples/s':>11} "
-                  f"{'peak memory':>12} {'loss after':>11} {'vs fp32':>9}")
-        if args.json:
-            print(json.dumps(event), flush=True)
-        elif event["kind"] == "fit_batch_result":
-            print(f"{event['technique']:<20} {event['max_batch_size']:>14,} "
-                  f"{event['effective_batch_size']:>10,} "
-                  f"{_fmt(event['samples_per_sec'], '{:,.0f}'):>11} "
-                  f"{_fmt(event['peak_memory_bytes'], format_bytes):>12} "
-                  f"{event['loss_after']:>11.4f} {event['loss_vs_fp32']:>+9.4f}", flush=True)
-        else:
-            print(event["message"])
+    # the header after the first record: a budget too small raises before any
+    stream(fit_batch(cfg, **options), args.json,
+            f"{'technique':<20} {'largest batch':>14} {'effective':>10} {'samples/s':>11} "
+            f"{'peak memory':>12} {'loss after':>11} {'vs fp32':>9}",
+            {"fit_batch_result": lambda e: (
+                f"{e['technique']:<20} {e['max_batch_size']:>14,} {e['effective_batch_size']:>10,} "
+                f"{fmt(e['samples_per_sec'], '{:,.0f}'):>11} "
+                f"{fmt(e['peak_memory_bytes'], format_bytes):>12} {e['loss_after']:>11.4f} "
+                f"{e['loss_vs_fp32']:>+9.4f}")},
+            header_first=False)
     return 0
 
 
 def critical(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     from bsdemo.engine.critical import critical_batch  # imports torch
 
-    if not args.json:
-        print(f"{'batch':>7} {'lr':>8} {'steps to target':>16} {'samples':>10}")
-    for event in critical_batch(cfg, **options):
-        if args.json:
-            print(json.dumps(event), flush=True)
-        elif event["kind"] == "critical_point":
-            steps = (f"{event['reached_at']:,}" if event["reached_at"] else
-                     f"{event['status']} at {event['steps']:,}")
-            print(f"{event['batch_size']:>7} {event['lr']:>8.4g} {steps:>16} "
-                  f"{_fmt(event['samples'], '{:,}'):>10}", flush=True)
-        else:
-            print(event["message"])
+    def point(e: dict) -> str:
+        steps = (f"{e['reached_at']:,}" if e["reached_at"] else f"{e['status']} at {e['steps']:,}")
+        return f"{e['batch_size']:>7} {e['lr']:>8.4g} {steps:>16} {fmt(e['samples'], '{:,}'):>10}"
+
+    stream(critical_batch(cfg, **options), args.json,
+            f"{'batch':>7} {'lr':>8} {'steps to target':>16} {'samples':>10}",
+            {"critical_point": point})
     return 0
 
 
 def sharpness(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     from bsdemo.engine.sharpness import sharpness_study  # imports torch
 
-    if not args.json:
-        print(f"{'run':<18} {'batch':>6} {'lr':>7} {'steps':>6} {'train loss':>11} "
-              f"{'test loss':>10} {'test acc':>9} {'top eigenvalue':>15} {'2/lr':>7}")
-    for event in sharpness_study(cfg, **options):
-        if args.json:
-            print(json.dumps(event), flush=True)
-        elif event["kind"] == "sharpness_progress":  # the table has a line per finished run
-            continue
-        elif event["kind"] == "sharpness_run":
-            print(f"{event['label']:<18} {event['batch_size']:>6} {event['lr']:>7.3g} "
-                  f"{event['steps']:>6} {event['train_loss']:>11.4f} {event['test_loss']:>10.4f} "
-                  f"{event['test_accuracy']:>9.1%} {event['top_hessian_eigenvalue']:>15.3g} "
-                  f"{event['two_over_lr']:>7.3g}"
-                  + ("" if event["status"] == "completed" else f"  ({event['status']})"),
-                  flush=True)
-        else:
-            print(event["message"])
+    stream(sharpness_study(cfg, **options), args.json,
+            f"{'run':<18} {'batch':>6} {'lr':>7} {'steps':>6} {'train loss':>11} "
+            f"{'test loss':>10} {'test acc':>9} {'top eigenvalue':>15} {'2/lr':>7}",
+            {"sharpness_progress": lambda e: None,  # the table has a line per finished run
+             "sharpness_run": lambda e: (
+                 f"{e['label']:<18} {e['batch_size']:>6} {e['lr']:>7.3g} {e['steps']:>6} "
+                 f"{e['train_loss']:>11.4f} {e['test_loss']:>10.4f} {e['test_accuracy']:>9.1%} "
+                 f"{e['top_hessian_eigenvalue']:>15.3g} {e['two_over_lr']:>7.3g}"
+                 + ("" if e["status"] == "completed" else f"  ({e['status']})"))})
     return 0
 
 
@@ -376,65 +330,3 @@ def warm(runs: list[tuple[str, RunConfig]], folder: Path) -> int:
         print(f"{title}: {run.end['status']} — {run.end['message']}")
     print(f"run store {store.path}: {store.count()} runs")
     return 0
-
-
-def _print_find_result(r: dict) -> None:
-    if r["batch_size"] is None:
-        print(f"No batch size fits. {r['message']}")
-        return
-    print(f"Use batch {r['batch_size']}" + (f" × {r['accumulation_steps']} accumulation steps"
-                                          if r["accumulation_steps"] > 1 else "")
-          + f". {r['message']} Tested: {', '.join(map(str, r['tested_batch_sizes']))} "
-          f"({r['probes']} probes); predicted largest: {_fmt(r['predicted_max'], '{}')}.")
-    if "lr_linear" in r:
-        print(f"Learning rate for effective batch {r['effective_batch_size']}: "
-              f"{r['lr_linear']:.4g} (linear rule) or {r['lr_sqrt']:.4g} (square-root rule).")
-
-
-def _span(values, fmt: str) -> str:
-    return f" (68 %: {fmt.format(values[0])}–{fmt.format(values[1])})" if values else ""
-
-
-def _print_sweep_end(end: dict) -> None:
-    fit = end["fit"]
-    if fit["t0_s"] is not None:
-        t0 = fit.get("t0_range_s")
-        print(f"step time  t(B) = {fit['t0_s'] * 1e3:.3g} ms"
-              f"{_span(t0 and [v * 1e3 for v in t0], '{:.3g}')} + "
-              f"{fit['t1_s_per_sample'] * 1e6:.3g} µs × B   (R² {fit['r2_time']:.3f}); overhead = "
-              f"per-sample work at B ≈ {_fmt(end['crossover_batch_size'], '{:.0f}')}"
-              f"{_span(end.get('crossover_range'), '{:.0f}')}")
-    if fit["m0_bytes"] is not None:
-        print(f"memory     M(B) = {format_bytes(fit['m0_bytes'])} + "
-              f"{format_bytes(fit['m_bytes_per_sample'])} × B   (R² {fit['r2_memory']:.3f})")
-    print(f"largest batch that ran: {_fmt(end['max_batch_size_fits'], '{}')}; predicted largest "
-          f"under {_fmt(end['capacity_bytes'], format_bytes)}: "
-          f"{_fmt(end['predicted_max_batch_size'], '{} (predicted)')}; throughput knee: "
-          f"{_fmt(end['knee_batch_size'], '{}')}{_span(end.get('knee_range'), '{:.0f}')}")
-    print("(68 %: the middle 68 % of estimates from the rounds resampled; a figure is named only "
-          "where that range spans at most one doubling)")
-
-
-def _print_summary(end) -> None:
-    s = end.summary
-    print(end.message)
-    rows = [("status", end.status), ("optimizer steps", s.get("steps")),
-            ("samples/s (median)", _fmt(s.get("samples_per_sec"), "{:,.0f}")),
-            ("step time (median)", _fmt(s.get("step_time_s"), "{:.3g} s")),
-            ("peak memory", _fmt(s.get("peak_memory_bytes"), "{:,} B") +
-             f" ({s.get('memory_source')})"),
-            ("final train loss", _fmt(s.get("final_train_loss"), "{:.4f}")),
-            ("test accuracy", _fmt(s.get("test_accuracy"), "{:.2%}")), ("device", s.get("device"))]
-    if s.get("frechet_distance") is not None:  # a GAN: its loss and accuracy are the discriminator's
-        rows[5:7] = [("discriminator loss", _fmt(s.get("final_train_loss"), "{:.4f}")),
-                     ("discriminator right", _fmt(s.get("test_accuracy"), "{:.2%}")),
-                     ("Fréchet distance", f"{s['frechet_distance']:.3g} (real images "
-                                          f"{_fmt(s.get('frechet_reference'), '{:.2g}')})")]
-    for name, value in rows:
-        print(f"  {name:<20} {value}")
-
-
-def _fmt(value, pattern) -> str:
-    if value is None:
-        return "–"
-    return pattern(value) if callable(pattern) else pattern.format(value)

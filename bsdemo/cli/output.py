@@ -1,0 +1,120 @@
+"""How the CLI prints: a training run's summary, a sweep's table and fits, the finder's answer,
+a measurement's records as they stream (a line each, or JSON lines), a check's one record."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+
+from bsdemo.units import format_bytes
+
+
+def print_sweep_table(points: list[dict]) -> None:
+    print(f"{'batch':>7} {'status':>9} {'samples/s':>12} {'middle half':>19} {'step time':>11} "
+          f"{'rounds':>6} {'peak memory':>12}  source")
+    for p in points:
+        timing = p.get("timing") or {}
+        rate = timing.get("samples_per_sec")
+        middle = f"{rate['q1']:,.0f}–{rate['q3']:,.0f}" if rate else ""
+        sim = " (simulated)" if p["simulated"] else ""
+        print(f"{p['batch_size']:>7} {p['status']:>9} {fmt(p['samples_per_sec'], '{:,.0f}'):>12} "
+              f"{middle:>19} {fmt(p['step_time_s'], '{:.3g} s'):>11} "
+              f"{timing.get('rounds', ''):>6} {fmt(p['peak_memory_bytes'], format_bytes):>12}  "
+              f"{p['memory_source'] or ''}{sim}")
+    clocks = {(p.get("timing") or {}).get("clock") for p in points} - {None}
+    if clocks:
+        print(f"timed by {', '.join(sorted(clocks))}; middle half: the quartiles of the timed steps")
+
+
+def print_find_result(r: dict) -> None:
+    if r["batch_size"] is None:
+        print(f"No batch size fits. {r['message']}")
+        return
+    print(f"Use batch {r['batch_size']}" + (f" × {r['accumulation_steps']} accumulation steps"
+                                          if r["accumulation_steps"] > 1 else "")
+          + f". {r['message']} Tested: {', '.join(map(str, r['tested_batch_sizes']))} "
+          f"({r['probes']} probes); predicted largest: {fmt(r['predicted_max'], '{}')}.")
+    if "lr_linear" in r:
+        print(f"Learning rate for effective batch {r['effective_batch_size']}: "
+              f"{r['lr_linear']:.4g} (linear rule) or {r['lr_sqrt']:.4g} (square-root rule).")
+
+
+def span(values, fmt: str) -> str:
+    return f" (68 %: {fmt.format(values[0])}–{fmt.format(values[1])})" if values else ""
+
+
+def print_sweep_end(end: dict) -> None:
+    fit = end["fit"]
+    if fit["t0_s"] is not None:
+        t0 = fit.get("t0_range_s")
+        print(f"step time  t(B) = {fit['t0_s'] * 1e3:.3g} ms"
+              f"{span(t0 and [v * 1e3 for v in t0], '{:.3g}')} + "
+              f"{fit['t1_s_per_sample'] * 1e6:.3g} µs × B   (R² {fit['r2_time']:.3f}); overhead = "
+              f"per-sample work at B ≈ {fmt(end['crossover_batch_size'], '{:.0f}')}"
+              f"{span(end.get('crossover_range'), '{:.0f}')}")
+    if fit["m0_bytes"] is not None:
+        print(f"memory     M(B) = {format_bytes(fit['m0_bytes'])} + "
+              f"{format_bytes(fit['m_bytes_per_sample'])} × B   (R² {fit['r2_memory']:.3f})")
+    print(f"largest batch that ran: {fmt(end['max_batch_size_fits'], '{}')}; predicted largest "
+          f"under {fmt(end['capacity_bytes'], format_bytes)}: "
+          f"{fmt(end['predicted_max_batch_size'], '{} (predicted)')}; throughput knee: "
+          f"{fmt(end['knee_batch_size'], '{}')}{span(end.get('knee_range'), '{:.0f}')}")
+    print("(68 %: the middle 68 % of estimates from the rounds resampled; a figure is named only "
+          "where that range spans at most one doubling)")
+
+
+def print_summary(end) -> None:
+    s = end.summary
+    print(end.message)
+    rows = [("status", end.status), ("optimizer steps", s.get("steps")),
+            ("samples/s (median)", fmt(s.get("samples_per_sec"), "{:,.0f}")),
+            ("step time (median)", fmt(s.get("step_time_s"), "{:.3g} s")),
+            ("peak memory", fmt(s.get("peak_memory_bytes"), "{:,} B") +
+             f" ({s.get('memory_source')})"),
+            ("final train loss", fmt(s.get("final_train_loss"), "{:.4f}")),
+            ("test accuracy", fmt(s.get("test_accuracy"), "{:.2%}")), ("device", s.get("device"))]
+    if s.get("frechet_distance") is not None:  # a GAN: its loss and accuracy are the discriminator's
+        rows[5:7] = [("discriminator loss", fmt(s.get("final_train_loss"), "{:.4f}")),
+                     ("discriminator right", fmt(s.get("test_accuracy"), "{:.2%}")),
+                     ("Fréchet distance", f"{s['frechet_distance']:.3g} (real images "
+                                          f"{fmt(s.get('frechet_reference'), '{:.2g}')})")]
+    for name, value in rows:
+        print(f"  {name:<20} {value}")
+
+
+def fmt(value, pattern) -> str:
+    if value is None:
+        return "–"
+    return pattern(value) if callable(pattern) else pattern.format(value)
+
+
+def stream(events: Iterable[dict], as_json: bool, header: str, rows: dict[str, Callable],
+            json_kinds: tuple[str, ...] | None = None, header_first: bool = True) -> None:
+    """A measurement's records as they come: with --json one JSON object a line (only
+    `json_kinds`, when given); else `header` (before the first record, or with it: a check
+    that raises first prints none), then a line per record of a kind in `rows` (its
+    function's text; None prints nothing) and any other record's message."""
+    if header_first and not as_json:
+        print(header, flush=True)
+    for i, event in enumerate(events):
+        if as_json:
+            if json_kinds is None or event["kind"] in json_kinds:
+                print(json.dumps(event), flush=True)
+            continue
+        if i == 0 and not header_first:
+            print(header)
+        line = rows[event["kind"]](event) if event["kind"] in rows else event.get("message")
+        if line is not None:
+            print(line, flush=True)
+
+
+def single(record: dict, as_json: bool, lines: Callable[[dict], list[str]]) -> None:
+    """A check's one record: as JSON, or its lines and, where its timing broke a bound, why it
+    is too noisy to read."""
+    if as_json:
+        print(json.dumps(record))
+        return
+    for line in lines(record):
+        print(line)
+    if record.get("too_noisy"):
+        print(f"too noisy to read: {record['too_noisy']}")
