@@ -27,12 +27,13 @@ from bsdemo.scheduler.estimates import WaitEstimator
 from bsdemo.scheduler.ids import JobIds
 from bsdemo.scheduler.job import Job
 from bsdemo.scheduler.pool import Worker, WorkerPool
+from bsdemo.scheduler.reaper import Reaper
 from bsdemo.scheduler.stored import StoreLink, serve
 from bsdemo.store import RunStore
 
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
 
-class Scheduler:
+class Scheduler(Reaper):
     """FIFO queue + worker processes + bounded per-job buffers. Thread-safe."""
 
     def __init__(self, workers: int | None = None, max_points: int = 1000, keep_finished: int = 200,
@@ -396,53 +397,3 @@ class Scheduler:
                 job.result = event  # the worker's end record follows
             elif kind == "end":
                 self._finish(job, event)
-
-    def _reap_unattended(self) -> None:
-        """Cancel runs nobody has looked at for the grace period (a closed tab). A Wi-Fi blip
-        shorter than the grace costs nothing: the next poll re-attends them. Caller holds the
-        lock."""
-        now, grace = time.monotonic(), self.limits.unattended_grace_s
-        for job in list(self._jobs.values()):
-            if job.status in ACTIVE and not job.unattended and now - job.last_seen > grace:
-                job.unattended = True
-                self.cancel(job.id)
-
-    def _end_overdue(self) -> None:
-        """The cap that needs no cooperation: a job still running its grace period after its
-        time cap or its Stop ends now, its worker killed (with its group's members) and replaced;
-        the other jobs go on untouched. Caller holds the lock."""
-        now, grace = time.monotonic(), self.limits.stop_grace_s
-        for job in self._running():
-            capped = job.kill_at_cap is not None and now >= job.kill_at_cap
-            stopped = job.kill_at_stop is not None and now >= job.kill_at_stop
-            if job.worker is None or not (capped or stopped):
-                continue
-            index = job.worker
-            latest = job.latest or {}
-            summary = {"steps": latest.get("step") or 0, "samples_seen": latest.get("samples_seen")
-                       or 0, "ended_by_server": True}
-            if capped and not (stopped and job.kill_at_stop < job.kill_at_cap):
-                message = (f"Ended at this server's time cap of {job.wall_s:g} s: it was still "
-                           f"running {grace:g} s past it, so its worker was ended (and replaced). "
-                           "What it reached until then is shown.")
-                summary["time_capped"] = True
-            else:
-                message = (f"Stopped: it had not stopped {grace:g} s after Stop, so its worker "
-                           "was ended (and replaced). What it reached until then is shown.")
-            self._finish(job, {"kind": "end", "status": "cancelled", "message": message,
-                               "summary": summary})
-            self._pool.kill(index)
-
-    def _reap_dead_workers(self) -> None:
-        """A dead worker's job fails with a message; a fresh worker takes its place."""
-        for worker in list(self._pool.workers):
-            if worker.process.is_alive() or self._closed:
-                continue
-            code = worker.process.exitcode
-            job = self._jobs.get(worker.job) if worker.job is not None else None
-            if job is not None and job.status in ACTIVE:
-                self._finish(job, {"kind": "end", "status": "failed", "summary": {},
-                                   "message": f"The worker process running this job stopped "
-                                              f"unexpectedly (exit code {code}). The job is "
-                                              f"lost; a fresh worker has been started."})
-            self._pool.replace(worker.index)
