@@ -248,7 +248,7 @@ def projector(fig: go.Figure) -> go.Figure:
         note.font.size = max(note.font.size or 0, size - 2)
     _wrap_y_title(fig, size)
     subtitle = fig.layout.title.subtitle.text if fig.layout.title.subtitle else None
-    if subtitle and (" · " in subtitle or "<br>" in subtitle):  # a line a part: it would run off
+    if subtitle:  # a line a part (it would run off), in room of its own above the plot
         parts = re.split(" · |<br>", subtitle)
         fig.update_layout(title_subtitle=dict(text="<br>".join(parts),
                                               font=dict(size=size - 4, color="#333333")),

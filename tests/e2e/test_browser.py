@@ -397,7 +397,8 @@ def test_a_link_cannot_put_links_or_images_into_the_page(server, browser, value)
 
 @pytest.mark.parametrize("name", ["", "training_lab", "throughput", "memory", "finder", "regimes",
                                   "lr_scaling", "accumulation", "norms", "noise", "sharpness", "fit_batch",
-                                  "quiz", "training_lab-gan", "training_lab-spirals"])
+                                  "quiz", "training_lab-gan", "training_lab-spirals",
+                                  "training_lab-present"])
 def test_every_page_after_its_default_experiment_reads_cleanly(server, browser, tmp_path, name):
     """At both sizes, after the page's default experiment: its main result starting on the first
     screen, normal and projected (?present=1, the same results after a reload), the prediction

@@ -384,3 +384,23 @@ def test_accumulation_chart_sets_each_gradient_against_its_difference_on_a_log_a
     broken = charts.accumulation_chart({**r, "equivalent": False}).figure.data
     assert broken[1].marker.color == charts.OOM_COLOUR != diff.marker.color
     assert vision.distinguishable(broken[0].marker.color, broken[1].marker.color)
+
+
+@pytest.mark.parametrize("subtitle", ["by the training thread's CPU time",
+                                      "budget 2 MiB · each batch verified · by CPU time"])
+def test_projected_a_subtitle_of_one_line_or_several_gets_room_above_the_plot(subtitle):
+    """At a projector's type size the subtitle sits in a top margin grown for its lines, so it
+    neither runs onto the plot nor over the y title (one line used to keep the margin it had)."""
+    from bsdemo.charts import projector
+    from bsdemo.charts.style import PROJECTOR_TEXT_PX
+
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
+    fig.update_layout(title=dict(text="Throughput", subtitle=dict(text=subtitle)),
+                      margin=dict(t=60), height=320, yaxis_title="Samples per second")
+    before = fig.layout.height
+    projected = projector(fig)
+    lines = len(subtitle.split(" · "))
+    assert projected.layout.title.subtitle.text.count("<br>") == lines - 1
+    # the title, and a line and a half of the projector's type per subtitle line, clear of it
+    assert projected.layout.margin.t >= 60 + 1.3 * (PROJECTOR_TEXT_PX + 6) + 1.5 * PROJECTOR_TEXT_PX * lines
+    assert projected.layout.height > round(before * 1.35)
