@@ -121,10 +121,12 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
     tally = Tally(n_train, full_size=min(cfg.effective_batch_size, n_train), began=began)
     summary = functools.partial(run_summary, cfg, tally, book, info.get("name", device.type))
     clock = _Clock(run, tally, should_stop, began, cpu_budget_s)
-    step = _Stepper(run, book, clock).step
+    stepper = _Stepper(run, book, clock)
+    step = stepper.step
     # locals, not attribute look-ups, on the per-step path (it runs 10^5 times at batch 1)
     warmup_steps, max_steps, eval_interval = cfg.warmup_steps, cfg.max_steps, cfg.eval_interval
     nvml = sampler if book.on_device else None
+    gan = run.model if isinstance(run.model, GAN) else None
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
     current_lr, done = None, False
     if evaluations:
@@ -160,8 +162,8 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
                                f"learning rate ({cfg.lr:g}) or add warm-up steps.", summary())
                 return
             epoch_done = epoch + (batch_index + 1) / (last_index + 1)
-            yield _step_event(run, tally, book, nvml, step_need, loss_value, n_eff, epoch_done,
-                              current_lr, step_time, step_cpu, device_time)
+            yield _step_event(gan, tally, book, nvml, step_need, loss_value, n_eff, epoch_done,
+                              current_lr, stepper.ended, step_time, step_cpu, device_time)
             done = max_steps is not None and tally.step >= max_steps
             if evaluations and ((eval_interval and tally.step % eval_interval == 0) or (
                     not eval_interval and batch_index == last_index) or done):
@@ -215,17 +217,22 @@ class _Stepper:
     time (where the step's work is that thread's) and, on CUDA, two events on the stream."""
 
     def __init__(self, run: Prepared, book: MemoryBook, clock: _Clock):
-        self.run, self.book, self.cpu_time = run, book, clock.cpu_time
-        # checked between micro-batches only when a step has several (not on batch 1's hot path)
-        self.between = clock.interrupted if run.cfg.accumulation_steps > 1 else None
+        self.book, self.device, self.cpu_time = book, run.device, clock.cpu_time
+        # what every step passes on, looked up once (the per-step path runs 10^5 times at batch 1);
+        # `between` is checked between micro-batches only when a step has several
+        self.model, self.optimizer = run.model, run.optimizer
+        self.data = (run.data.x_train, run.data.y_train)
+        self.rest = (run.cfg.batch_size, book, book.accounting,
+                     clock.interrupted if run.cfg.accumulation_steps > 1 else None)
         self.marks = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) \
             if run.device.type == "cuda" else None
+        self.ended = 0.0  # the last step's end on the wall clock (perf_counter)
 
     def step(self, idx: torch.Tensor) -> tuple:
         """(loss, accounted need, why Stop or a cap cut it short, (OOM text, simulated), wall
         seconds, thread CPU seconds, CUDA-event seconds) — None where a part does not apply. An
         out-of-memory is returned as its text: a kept exception would keep the step's tensors."""
-        run, book, marks, cpu_time = self.run, self.book, self.marks, self.cpu_time
+        book, marks, cpu_time = self.book, self.marks, self.cpu_time
         if book.on_device:
             book.begin_step()
             if marks is not None:
@@ -234,13 +241,12 @@ class _Stepper:
         c0 = cpu_time() if cpu_time is not None else 0.0
         loss_value = step_need = why = oom = device_time = None
         try:
-            loss_value, step_need = _optimizer_step(
-                run.model, run.optimizer, run.data.x_train, run.data.y_train, idx,
-                run.cfg.batch_size, book, book.accounting, self.between)
+            loss_value, step_need = _optimizer_step(self.model, self.optimizer, *self.data, idx,
+                                                    *self.rest)
             if book.on_device:
                 if marks is not None:
                     marks[1].record()
-                synchronize(run.device)
+                synchronize(self.device)
         except _Interrupted as exc:
             why = str(exc)
         except (RuntimeError, MemoryError) as exc:  # CUDA's OOM is a RuntimeError too
@@ -248,24 +254,27 @@ class _Stepper:
                 raise
             oom = ((str(exc).strip().splitlines() or [type(exc).__name__])[0][:400],
                    isinstance(exc, SimulatedOutOfMemoryError))
-        step_time = time.perf_counter() - t0
+        self.ended = time.perf_counter()
+        step_time = self.ended - t0
         step_cpu = cpu_time() - c0 if cpu_time is not None else None
         if marks is not None and why is None and oom is None:
             device_time = marks[0].elapsed_time(marks[1]) / 1e3  # ms -> s
         return loss_value, step_need, why, oom, step_time, step_cpu, device_time
 
 
-def _step_event(run: Prepared, tally: Tally, book: MemoryBook, sampler: NvmlSampler | None,
+def _step_event(gan: GAN | None, tally: Tally, book: MemoryBook, sampler: NvmlSampler | None,
                 step_need: int, loss_value: float, n_eff: int, epoch_done: float, lr: float,
-                step_time: float, step_cpu: float | None, device_time: float | None) -> StepEvent:
-    """The step just done as a record: its loss (a GAN's two players'), time, memory, GPU use."""
+                ended: float, step_time: float, step_cpu: float | None,
+                device_time: float | None) -> StepEvent:
+    """The step just done (ended at `ended` on the wall clock) as a record: its loss (a GAN's
+    two players'), time, memory, GPU use."""
     allocated, reserved, peak = book.after_step(step_need)
     nvml = sampler.latest() if sampler is not None else None
     generator_loss = None
-    if isinstance(run.model, GAN):  # the step's loss is the discriminator's; the generator's too
-        loss_value, generator_loss = players(run.model, n_eff)
+    if gan is not None:  # the step's loss is the discriminator's; the generator's beside it
+        loss_value, generator_loss = players(gan, n_eff)
     return StepEvent(step=tally.step, epoch=epoch_done, samples_seen=tally.samples_seen,
-                     wall_time_s=time.perf_counter() - tally.t_origin - tally.eval_time,
+                     wall_time_s=ended - tally.t_origin - tally.eval_time,
                      loss=loss_value, lr=lr, step_time_s=step_time,
                      samples_per_sec=n_eff / step_time, memory_allocated_bytes=allocated,
                      memory_reserved_bytes=reserved, peak_memory_bytes=peak,
