@@ -1,5 +1,5 @@
 """The docs in the repo: the CLI reference is the parser's own, every link inside docs/ and the
-README leads somewhere, the README stays a one-screen map, and nothing points outside the repo."""
+README leads somewhere, the README stays a one-screen map, and no path leaves the repository."""
 
 from __future__ import annotations
 
@@ -42,5 +42,11 @@ def test_the_readme_is_a_one_screen_map_into_the_docs():
 
 
 def test_the_docs_stand_alone():
+    """Every relative path the README and the docs name ("../x", in a link or in the text) stays
+    inside this repository: a clone alone holds everything they point at."""
+    outside = []
     for page in [ROOT / "README.md", *DOCS]:
-        assert "../shared" not in page.read_text(), page.name
+        for target in re.findall(r"(?<![\w/])((?:\.\./)+[\w.-][\w./-]*)", page.read_text()):
+            if not (page.parent / target).resolve().is_relative_to(ROOT):
+                outside.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert not outside, outside
