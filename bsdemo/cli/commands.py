@@ -173,13 +173,13 @@ def norms(cfg: RunConfig, args: argparse.Namespace, batch_sizes: list[int],
     from bsdemo.engine.norms import norms_grid  # imports torch
 
     stream(norms_grid(cfg, batch_sizes, norms), args.json,
-            f"{'norm':<6} {'batch':>6} {'train acc':>10} {'test acc':>9} "
-            f"{'test, batch stats':>18} {'changed by batch-mates':>23}",
-            {"norms_result": lambda c: (
-                f"{c['norm']:<6} {c['batch_size']:>6} {fmt(c['train_accuracy'], '{:.1%}'):>10} "
-                f"{fmt(c['test_accuracy'], '{:.1%}'):>9} {c['train_mode_test_accuracy']:>18.1%} "
-                f"{c['partner_changed']:>23.1%}")},
-            json_kinds=("norms_result",))
+           f"{'norm':<6} {'batch':>6} {'train acc':>10} {'test acc':>9} "
+           f"{'test, batch stats':>18} {'changed by batch-mates':>23}",
+           {"norms_result": lambda c: (
+               f"{c['norm']:<6} {c['batch_size']:>6} {fmt(c['train_accuracy'], '{:.1%}'):>10} "
+               f"{fmt(c['test_accuracy'], '{:.1%}'):>9} {c['train_mode_test_accuracy']:>18.1%} "
+               f"{c['partner_changed']:>23.1%}")},
+           json_kinds=("norms_result",))
     return 0
 
 
@@ -195,10 +195,10 @@ def noise(cfg: RunConfig, args: argparse.Namespace, batch_sizes: list[int], draw
                 f"{'/'.join(map(str, e['two_batch_sizes']))}, {low2:.0f}–{high2:.0f})")
 
     stream(noise_measure(cfg, batch_sizes, draws, after_steps), args.json,
-            f"{'batch':>7} {'E|g_B - G|²':>14} {'cos(g_B, G)':>12}",
-            {"noise_point": lambda e: f"{e['batch_size']:>7} {e['variance']:>14.4g} "
-                                      f"{e['cosine']:>12.3f}",
-             "noise_result": result})
+           f"{'batch':>7} {'E|g_B - G|²':>14} {'cos(g_B, G)':>12}",
+           {"noise_point": lambda e: f"{e['batch_size']:>7} {e['variance']:>14.4g} "
+                                     f"{e['cosine']:>12.3f}",
+            "noise_result": result})
     return 0
 
 
@@ -233,9 +233,9 @@ def architectures(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
                 f"({e['agreement']}). {e['why']}")
 
     stream(architecture_sweep(cfg, **options), args.json,
-            f"{'architecture':<14} {'batch':>6} {'steps':>7} {'samples/s':>10} "
-            f"{'peak memory':>12} {'quality':>16}",
-            {"architecture_point": point, "architecture_summary": summary})
+           f"{'architecture':<14} {'batch':>6} {'steps':>7} {'samples/s':>10} "
+           f"{'peak memory':>12} {'quality':>16}",
+           {"architecture_point": point, "architecture_summary": summary})
     return 0
 
 
@@ -261,14 +261,14 @@ def fit_batch(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
 
     # the header after the first record: a budget too small raises before any
     stream(fit_batch(cfg, **options), args.json,
-            f"{'technique':<20} {'largest batch':>14} {'effective':>10} {'samples/s':>11} "
-            f"{'peak memory':>12} {'loss after':>11} {'vs fp32':>9}",
-            {"fit_batch_result": lambda e: (
-                f"{e['technique']:<20} {e['max_batch_size']:>14,} {e['effective_batch_size']:>10,} "
-                f"{fmt(e['samples_per_sec'], '{:,.0f}'):>11} "
-                f"{fmt(e['peak_memory_bytes'], format_bytes):>12} {e['loss_after']:>11.4f} "
-                f"{e['loss_vs_fp32']:>+9.4f}")},
-            header_first=False)
+           f"{'technique':<20} {'largest batch':>14} {'effective':>10} {'samples/s':>11} "
+           f"{'peak memory':>12} {'loss after':>11} {'vs fp32':>9}",
+           {"fit_batch_result": lambda e: (
+               f"{e['technique']:<20} {e['max_batch_size']:>14,} {e['effective_batch_size']:>10,} "
+               f"{fmt(e['samples_per_sec'], '{:,.0f}'):>11} "
+               f"{fmt(e['peak_memory_bytes'], format_bytes):>12} {e['loss_after']:>11.4f} "
+               f"{e['loss_vs_fp32']:>+9.4f}")},
+           header_first=False)
     return 0
 
 
@@ -280,8 +280,8 @@ def critical(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
         return f"{e['batch_size']:>7} {e['lr']:>8.4g} {steps:>16} {fmt(e['samples'], '{:,}'):>10}"
 
     stream(critical_batch(cfg, **options), args.json,
-            f"{'batch':>7} {'lr':>8} {'steps to target':>16} {'samples':>10}",
-            {"critical_point": point})
+           f"{'batch':>7} {'lr':>8} {'steps to target':>16} {'samples':>10}",
+           {"critical_point": point})
     return 0
 
 
@@ -289,14 +289,14 @@ def sharpness(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     from bsdemo.engine.sharpness import sharpness_study  # imports torch
 
     stream(sharpness_study(cfg, **options), args.json,
-            f"{'run':<18} {'batch':>6} {'lr':>7} {'steps':>6} {'train loss':>11} "
-            f"{'test loss':>10} {'test acc':>9} {'top eigenvalue':>15} {'2/lr':>7}",
-            {"sharpness_progress": lambda e: None,  # the table has a line per finished run
-             "sharpness_run": lambda e: (
-                 f"{e['label']:<18} {e['batch_size']:>6} {e['lr']:>7.3g} {e['steps']:>6} "
-                 f"{e['train_loss']:>11.4f} {e['test_loss']:>10.4f} {e['test_accuracy']:>9.1%} "
-                 f"{e['top_hessian_eigenvalue']:>15.3g} {e['two_over_lr']:>7.3g}"
-                 + ("" if e["status"] == "completed" else f"  ({e['status']})"))})
+           f"{'run':<18} {'batch':>6} {'lr':>7} {'steps':>6} {'train loss':>11} "
+           f"{'test loss':>10} {'test acc':>9} {'top eigenvalue':>15} {'2/lr':>7}",
+           {"sharpness_progress": lambda e: None,  # the table has a line per finished run
+            "sharpness_run": lambda e: (
+                f"{e['label']:<18} {e['batch_size']:>6} {e['lr']:>7.3g} {e['steps']:>6} "
+                f"{e['train_loss']:>11.4f} {e['test_loss']:>10.4f} {e['test_accuracy']:>9.1%} "
+                f"{e['top_hessian_eigenvalue']:>15.3g} {e['two_over_lr']:>7.3g}"
+                + ("" if e["status"] == "completed" else f"  ({e['status']})"))})
     return 0
 
 
