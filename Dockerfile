@@ -3,18 +3,20 @@
 # runs as a non-root user. TORCH_REQUIREMENT pins torch (empty: pyproject.toml's range);
 # TORCH_INDEX_URL picks the build: empty brings the CUDA wheels (they carry their own CUDA
 # libraries); for a CPU-only image pass --build-arg TORCH_INDEX_URL=cpu (PyTorch's CPU wheels).
+# EXTRAS=cluster adds PostgreSQL's driver, for replicas sharing one run store (docs/deploy.md).
 ARG PYTHON_VERSION=3.11
 
 FROM python:${PYTHON_VERSION}-slim AS build
 ARG TORCH_REQUIREMENT=
 ARG TORCH_INDEX_URL=
+ARG EXTRAS=
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY bsdemo ./bsdemo
 COPY scripts/install.sh ./scripts/install.sh
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --quiet --no-cache-dir --upgrade pip \
- && scripts/install.sh /opt/venv/bin/pip "$TORCH_REQUIREMENT" app "$TORCH_INDEX_URL"
+ && scripts/install.sh /opt/venv/bin/pip "$TORCH_REQUIREMENT" app "$TORCH_INDEX_URL" "$EXTRAS"
 
 FROM python:${PYTHON_VERSION}-slim
 # 1 = download MNIST, Fashion-MNIST and CIFAR-10 into the image (checksums verified)

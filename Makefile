@@ -6,6 +6,8 @@
 PYTHON ?= python3
 TORCH ?=
 TORCH_INDEX ?= auto
+# optional extras: EXTRAS=cluster adds PostgreSQL's driver (a course's shared run store)
+EXTRAS ?=
 PORT ?= 8501
 VENV := .venv
 BIN := $(VENV)/bin
@@ -18,7 +20,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml scripts/install.sh | $(BIN)/python
-	scripts/install.sh $(BIN)/pip "$(TORCH)" dev "$(TORCH_INDEX)"
+	scripts/install.sh $(BIN)/pip "$(TORCH)" dev "$(TORCH_INDEX)" "$(EXTRAS)"
 	touch $@
 
 install: $(STAMP)

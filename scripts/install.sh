@@ -1,6 +1,6 @@
 #!/bin/sh
 # The one install recipe, shared by the Makefile (dev venv) and the Dockerfile (image venv).
-#   scripts/install.sh PIP TORCH_REQUIREMENT MODE [TORCH_INDEX]
+#   scripts/install.sh PIP TORCH_REQUIREMENT MODE [TORCH_INDEX] [EXTRAS]
 #   PIP: the pip executable of the target environment
 #   TORCH_REQUIREMENT: e.g. "torch==2.13.0"; empty: pyproject.toml's torch range (the range CI
 #     tests, with an upper bound), so a default install never resolves a torch CI has not run
@@ -10,18 +10,25 @@
 #     "cpu": PyTorch's CPU-only wheel index (about 200 MB, no CUDA libraries);
 #     "auto": "cpu" on Linux when no NVIDIA driver is found, else "default";
 #     anything else: an index URL.
+#   EXTRAS: optional extras, comma-separated, e.g. "cluster" (PostgreSQL's driver for a course's
+#     shared run store); empty: none (the embedded lab needs none)
 # BSDEMO_INSTALL_DRY_RUN=1 prints the choice and the pip commands without running them.
 set -eu
 pip=$1
 torch_req=$2
 mode=$3
 index=${4:-}
+extras=${5:-}
 cpu_index=${BSDEMO_TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
 cd "$(dirname "$0")/.."
 
 case "$mode" in
   dev|app) ;;
   *) echo "install.sh: MODE must be dev or app, got '$mode'" >&2; exit 2 ;;
+esac
+case "$extras" in
+  *[!a-z,]*) echo "install.sh: EXTRAS must be extras' names separated by commas (a-z), got '$extras'" >&2
+             exit 2 ;;
 esac
 
 if [ -z "$torch_req" ]; then  # the project's own range: one place says which torch we test
@@ -57,9 +64,9 @@ else
   run "$pip" install --quiet --no-cache-dir "$torch_req"
 fi
 if [ "$mode" = dev ]; then
-  run "$pip" install --quiet -e ".[dev]"
+  run "$pip" install --quiet -e ".[dev${extras:+,$extras}]"
 else
-  run "$pip" install --quiet --no-cache-dir .
+  run "$pip" install --quiet --no-cache-dir ".${extras:+[$extras]}"
 fi
 if [ "${BSDEMO_INSTALL_DRY_RUN:-}" != "1" ]; then
   "$(dirname "$pip")/python" -c "import torch; print('install.sh: installed torch', \

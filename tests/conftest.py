@@ -60,3 +60,20 @@ def closing_texts_lead_with_one_short_sentence(monkeypatch):
 
     for name in recipes.VERDICTS:
         monkeypatch.setattr(recipes, name, _leads_checked(name, getattr(recipes, name)))
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One real PostgreSQL server for the session (skipped where none can be started, failed
+    instead when BSDEMO_REQUIRE_SERVICES names postgres)."""
+    from tests.services import PostgresServer
+
+    server = PostgresServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """A fresh database on the session's server."""
+    return postgres_server.new_database()

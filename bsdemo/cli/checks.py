@@ -27,6 +27,7 @@ from bsdemo.jobkinds import (
 )
 from bsdemo.lecture import lesson_plan, load_plan
 from bsdemo.presets import PRESETS
+from bsdemo.store import DATABASE_URL_ENV, database_url
 from bsdemo.units import parse_batch_sizes, parse_bytes, real_number, whole_number
 
 _count = functools.partial(whole_number, exact=False)  # (flag, its text, low, high)
@@ -173,10 +174,14 @@ def _check_warm(args: argparse.Namespace) -> dict:
         runs = [(f"{args.preset} batch {b}", RunConfig(
             **(PRESETS[args.preset].settings | {"batch_size": b})).validated()[0])
             for b in sizes]
-    folder = given(args.data_dir, "--data-dir") or os.environ.get("BSDEMO_DATA_DIR")
-    if not folder:
-        raise ConfigError("--data-dir", None, "a folder (or set BSDEMO_DATA_DIR)")
-    return {"runs": runs, "folder": _writable_folder(folder, "--data-dir")}
+    folder = given(args.data_dir, "--data-dir")
+    url = None if folder else database_url(os.environ.get(DATABASE_URL_ENV))
+    folder = folder or (None if url else os.environ.get("BSDEMO_DATA_DIR"))
+    if not folder and not url:
+        raise ConfigError("--data-dir", None,
+                          f"a folder (or set BSDEMO_DATA_DIR, or {DATABASE_URL_ENV})")
+    return {"runs": runs, "folder": _writable_folder(folder, "--data-dir") if folder else None,
+            "url": url}
 
 
 def _check_datasets(args: argparse.Namespace) -> dict:

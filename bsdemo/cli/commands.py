@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -314,19 +315,26 @@ def datasets(args: argparse.Namespace, cache: Path | None) -> int:
     return 0
 
 
-def warm(runs: list[tuple[str, RunConfig]], folder: Path) -> int:
-    """Train each (title, config) now and keep the completed ones in the run store."""
-    from bsdemo.engine.train import train  # imports torch
-    from bsdemo.store import RunStore
+def warm(runs: list[tuple[str, RunConfig]], folder: Path | None, url: str | None) -> int:
+    """Train each (title, config) now and keep the completed ones in the run store (SQLite in
+    folder, else PostgreSQL at url)."""
+    from bsdemo.store import open_store
 
-    store = RunStore(folder / "runs.sqlite3")
-    if store.notice:
+    logging.getLogger("bsdemo.store").setLevel(logging.ERROR)  # its trouble is said once, here
+    store = open_store(folder, url)
+    if not store.available:  # nowhere to keep them: training them would be wasted
+        print(f"bsdemo warm: the run store at {store.where} could not be used — {store.problem}; "
+              "nothing was trained", file=sys.stderr)
+        return 1
+    if store.notice:  # opened, after a salvage
         print(f"note: {store.notice}", file=sys.stderr)
+    from bsdemo.engine.train import train  # imports torch
+
     for title, cfg in runs:
         run = collect(event.to_dict() for event in train(cfg))  # as the scheduler files them
         if run.end["status"] == "completed":
             store.put(vars(cfg), run.start["device"], run.start, run.steps.columns,
                       run.evals.columns, run.end)
         print(f"{title}: {run.end['status']} — {run.end['message']}")
-    print(f"run store {store.path}: {store.count()} runs")
+    print(f"run store {store.where}: {store.count()} runs")
     return 0

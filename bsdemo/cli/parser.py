@@ -350,7 +350,8 @@ def _add_warm(sub, train: argparse.ArgumentParser) -> None:
     which.add_argument("--lesson", help="every scenario of a lesson: training_lab, regimes or "
                                         "lr_scaling")
     warm.add_argument("--batch-sizes", default="32", help="comma-separated (default 32)")
-    warm.add_argument("--data-dir", help="the run store's folder (default $BSDEMO_DATA_DIR)")
+    warm.add_argument("--data-dir", help="the SQLite run store's folder (default: the PostgreSQL "
+                      "store at $BSDEMO_DATABASE_URL when set, else $BSDEMO_DATA_DIR)")
 
 
 def given(raw: str | None, flag: str) -> str | None:

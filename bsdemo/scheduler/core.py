@@ -29,7 +29,7 @@ from bsdemo.scheduler.job import Job
 from bsdemo.scheduler.pool import Worker, WorkerPool
 from bsdemo.scheduler.reaper import Reaper
 from bsdemo.scheduler.stored import StoreLink, serve
-from bsdemo.store import RunStore
+from bsdemo.store import Store
 
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
 
@@ -38,7 +38,7 @@ class Scheduler(Reaper):
 
     def __init__(self, workers: int | None = None, max_points: int = 1000, keep_finished: int = 200,
                  threads_per_worker: int | None = None, limits: Limits | None = None,
-                 store: RunStore | None = None, id_counter: Path | None = None):
+                 store: Store | None = None, id_counter: Path | None = None):
         """workers: concurrent runs on the device (default: limits.workers). id_counter: the file
         job ids are reserved from (bsdemo.scheduler.ids; default: the temporary folder's)."""
         self.limits = limits or Limits()
@@ -220,7 +220,7 @@ class Scheduler(Reaper):
         return self._device_info
 
     @property
-    def store(self) -> RunStore | None:
+    def store(self) -> Store | None:
         return self._stored.store
 
     @property

@@ -15,14 +15,14 @@ import threading
 from bsdemo.config import RunConfig
 from bsdemo.runs import EVAL_FIELDS, STEP_FIELDS
 from bsdemo.scheduler.job import Job
-from bsdemo.store import RunStore
+from bsdemo.store import Store
 
 log = logging.getLogger(__name__)
 SETTLE_S = 5.0  # how long a lookup outside the scheduler's lock waits for pending writes
 
 
 class StoreLink:
-    def __init__(self, store: RunStore | None):
+    def __init__(self, store: Store | None):
         self.store = store
         self.error: str | None = None  # the last failure to read or write the run store
         self._writes: queue.Queue = queue.Queue()

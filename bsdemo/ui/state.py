@@ -14,7 +14,6 @@ import re
 import secrets
 import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -26,7 +25,8 @@ from bsdemo.limits import Limits, default_threads, threads_rule
 from bsdemo.recall import BrowserMemory
 from bsdemo.scheduler import Scheduler
 from bsdemo.scheduler.ids import default_counter
-from bsdemo.store import RunStore
+from bsdemo.store import DATABASE_URL_ENV, Store, database_url
+from bsdemo.store import open_store as open_configured
 
 COOKIE = "bsdemo_browser"
 COOKIE_DAYS = 30
@@ -55,19 +55,21 @@ def scheduler() -> Scheduler:
                      id_counter=default_counter(data_dir))
 
 
-def open_store(data_dir: str | None) -> RunStore | None:
-    """The run store in data_dir (unset: none). A folder that cannot hold it turns stored results
-    off with a notice; the lab trains as before."""
-    if not data_dir:
-        return None
+def open_store(data_dir: str | None) -> Store | None:
+    """The run store: PostgreSQL at BSDEMO_DATABASE_URL when set, else SQLite in data_dir, else
+    none. A setting or folder that cannot be used turns stored results off with a notice; a
+    database server in trouble opens unavailable (the sidebar shows its notice live). Either way
+    the lab trains as before."""
     try:
-        store = RunStore(Path(data_dir) / "runs.sqlite3")
+        return open_configured(data_dir, database_url(os.environ.get(DATABASE_URL_ENV)))
+    except ConfigError as exc:
+        SERVER_NOTICES.append(f"Stored results are off: a server setting could not be used "
+                              f"({exc}). Runs still train; they are not kept.")
     except (OSError, sqlite3.Error) as exc:
         SERVER_NOTICES.append(f"Stored results are off: the data folder {clip(data_dir)!r} could "
                               f"not be used ({clip(str(exc), 120)}). Runs still train; they are "
                               "not kept.")
-        return None
-    return store  # its notice (damaged, unavailable) is shown live by the sidebar
+    return None
 
 
 def browser_secret() -> str | None:

@@ -90,7 +90,8 @@ print(json.dumps({"exception": bool(at.exception), "notices": notices,
 """
 
 
-@pytest.mark.parametrize("setting", ["folder is a file", "damaged store"])
+@pytest.mark.parametrize("setting", ["folder is a file", "damaged store", "database down",
+                                     "database URL malformed"])
 def test_bad_server_settings_are_a_sidebar_notice_and_the_lab_trains_on(tmp_path, setting):
     """A fresh server (its own process: the scheduler is made once per process) with an
     unusable data folder and a bad thread setting, or with a damaged store: every page says so
@@ -107,10 +108,16 @@ def test_bad_server_settings_are_a_sidebar_notice_and_the_lab_trains_on(tmp_path
     if setting == "folder is a file":
         data.write_text("not a folder")
         env = {"BSDEMO_TORCH_THREADS": "many"}
-    else:
+    elif setting == "damaged store":
         data.mkdir()
         (data / "runs.sqlite3").write_bytes(b"SQLite format 3\0" + b"\xa5" * 8000)
         env = {}
+    else:  # a course's shared store: nothing listens at its port, or the URL is not one
+        from tests.services import free_port
+
+        data.mkdir()
+        scheme = "postgresql" if setting == "database down" else "mysql"
+        env = {"BSDEMO_DATABASE_URL": f"{scheme}://lab:hunter2@127.0.0.1:{free_port()}/runs"}
     out = subprocess.run([sys.executable, "-c", SERVER_WITH_BAD_SETTINGS, APP],
                          capture_output=True, text=True, timeout=scaled(240),
                          env={**os.environ, "BSDEMO_DATA_DIR": str(data), **env})
@@ -121,5 +128,16 @@ def test_bad_server_settings_are_a_sidebar_notice_and_the_lab_trains_on(tmp_path
     text = " ".join(unescape(n) for n in seen["notices"])
     if setting == "folder is a file":
         assert "Stored results are off" in text and "BSDEMO_TORCH_THREADS" in text
-    else:
+    elif setting == "damaged store":
         assert "run store was damaged" in text and "moved aside" in text
+    else:
+        assert "Stored results are off" in text and "hunter2" not in text
+        assert "lab:***@127.0.0.1" in text  # where, with the password masked
+        if setting == "database URL malformed":
+            assert "BSDEMO_DATABASE_URL" in text
+        else:  # without the cluster extra, the notice says the driver is missing instead
+            import importlib.util
+
+            driver = importlib.util.find_spec("psycopg") is not None
+            assert ("could not be reached" if driver else "driver is not installed") in text
+        assert not (data / "runs.sqlite3").exists()  # no silent fallback to a store of its own

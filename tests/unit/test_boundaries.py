@@ -78,3 +78,22 @@ def test_the_pure_layers_reach_neither_torch_nor_streamlit_through_another_modul
     pages = [m for m in graph if m.startswith("pages/")]
     assert pages and not [p for p in pages if any(n.startswith("bsdemo.engine") for n in
                                                    reach(p, set()))]
+
+
+def test_the_database_driver_is_imported_only_by_the_postgresql_store_and_only_when_asked():
+    """psycopg (the cluster extra) lives in bsdemo/store/postgres.py alone, and the embedded
+    default never loads that module: a lab with SQLite or no store never imports it."""
+    wrong = sorted(m for m, names in modules().items()
+                   if "psycopg" in map(top, names) and m != "bsdemo.store.postgres")
+    assert not wrong, f"psycopg imported outside bsdemo/store/postgres.py: {wrong}"
+    importers = sorted(m for m, names in modules().items() if "bsdemo.store.postgres" in names)
+    assert importers == ["bsdemo.store"], importers  # open_store, inside the function
+    import subprocess
+    import sys
+
+    probe = ("import sys, tempfile; from bsdemo.store import open_store; "
+             "from bsdemo.scheduler import Scheduler; from bsdemo.cli import checks; "
+             "open_store(tempfile.mkdtemp()).count(); "
+             "print(sorted(m for m in sys.modules if m.startswith(('psycopg', 'bsdemo.store.postgres'))))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr[-500:]

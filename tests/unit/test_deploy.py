@@ -8,6 +8,7 @@ import shlex
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +47,8 @@ def test_dockerfile_and_makefile_install_the_same_way():
     assert (ROOT / "scripts/install.sh").stat().st_mode & 0o111, "install.sh must be executable"
 
 
-def _install_plan(index: str, torch_req: str = "", nvidia: bool = False, tmp_path=None) -> str:
+def _install_plan(index: str, torch_req: str = "", nvidia: bool = False, tmp_path=None,
+                  extras: str = "", mode: str = "dev") -> str:
     """What scripts/install.sh would do (its dry run), with or without an nvidia-smi on PATH."""
     import subprocess
 
@@ -57,8 +59,9 @@ def _install_plan(index: str, torch_req: str = "", nvidia: bool = False, tmp_pat
         (bindir / "nvidia-smi").chmod(0o755)
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "BSDEMO_INSTALL_DRY_RUN": "1"}
     out = subprocess.run(["/bin/sh", str(ROOT / "scripts/install.sh"), "/venv/bin/pip", torch_req,
-                          "dev", index], env=env, capture_output=True, text=True, timeout=30)
-    assert out.returncode == 0, out.stderr
+                          mode, index, extras], env=env, capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        raise ValueError(f"exit {out.returncode}: {out.stderr}")
     return out.stdout
 
 
@@ -84,6 +87,23 @@ def test_install_takes_the_projects_torch_range_and_the_cpu_build_without_a_driv
         assert "no NVIDIA driver found" in without and "-e .[dev]" in without
     pinned_plan = _install_plan("default", "torch==2.13.0", tmp_path=tmp_path)
     assert "no-cache-dir torch==2.13.0" in pinned_plan and "--index-url" not in pinned_plan
+
+
+def test_the_cluster_extra_brings_postgresqls_driver_and_ci_installs_it(tmp_path):
+    """EXTRAS reach pip as extras (dev and app installs alike; Makefile, Dockerfile and CI pass
+    them); the cluster extra is PostgreSQL's driver; a malformed EXTRAS is refused."""
+    toml = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r'^cluster = \["psycopg\[binary\]>=3', toml, re.M)
+    assert "-e .[dev,cluster]" in _install_plan("default", extras="cluster", tmp_path=tmp_path)
+    assert "-e .[dev]" in _install_plan("default", tmp_path=tmp_path)
+    app = _install_plan("default", extras="cluster", mode="app", tmp_path=tmp_path)
+    assert "--no-cache-dir .[cluster]" in app
+    with pytest.raises(ValueError, match="exit 2.*EXTRAS"):
+        _install_plan("default", extras="cluster;rm", tmp_path=tmp_path)
+    assert '"$(EXTRAS)"' in (ROOT / "Makefile").read_text()
+    assert '"$EXTRAS"' in (ROOT / "Dockerfile").read_text()
+    ci = (ROOT / ".ci/run").read_text()
+    assert "EXTRAS=cluster" in ci and "postgresql" in ci and "BSDEMO_REQUIRE_SERVICES" in ci
 
 
 def test_dockerfile_copies_what_the_app_needs():

@@ -1,8 +1,4 @@
-"""The run store: finished runs in SQLite (WAL), so a repeated run is served at once.
-
-A stored run is found by its key: the config, the code version (a hash of the engine's source)
-and the device (kind and name). Pages label what they show from here "stored result, measured
-on <device> at <time>" and offer a fresh run.
+"""The embedded run store: finished runs in one SQLite file (WAL mode) in the data folder.
 
 A store in trouble degrades visibly and never breaks a page, and never loses a stored run:
 - *Unavailable* — locked by another connection, a full disk, an I/O error, a file it may not
@@ -20,77 +16,34 @@ Pure Python (sqlite3): no torch.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
+import socket
 import sqlite3
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import bsdemo
+from bsdemo.store.common import (
+    BUSY_S,
+    READ_COLUMNS,
+    RETRY_S,
+    WRITE_COLUMNS,
+    StoredRun,
+    StoreUnavailable,
+    code_version,
+    run_key,
+    run_row,
+)
+from bsdemo.store.schema import SchemaTooNew, migrate
 
 log = logging.getLogger(__name__)
-ENGINE_DIR = Path(__file__).resolve().parent / "engine"
-COLUMNS = "id, key, created, device, config, start, steps, evals, end_record"
+COLUMNS = "id, " + WRITE_COLUMNS  # what salvage copies
 SALVAGE_PROBES = 200_000  # row ids tried one by one past a damaged stretch of the table
 SALVAGE_S = 60.0  # salvage gives up probing (keeping what it has) after this long
-BUSY_S = 2.0  # the longest any statement waits for another connection's lock
-RETRY_S = 30.0  # an unavailable store is tried again at the next use after this long
 # SQLite's result codes that mean the file itself is damaged; any other error is trouble
 DAMAGE_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    key TEXT NOT NULL,
-    created REAL NOT NULL,
-    device TEXT NOT NULL,
-    config TEXT NOT NULL,
-    start TEXT,
-    steps TEXT NOT NULL,
-    evals TEXT NOT NULL,
-    end_record TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_key ON runs (key, created);
-"""
-
-
-def code_version() -> str:
-    """The package version plus a hash of the engine's source (and of the memory model it shares
-    its constants with): changed code, new results."""
-    digest = hashlib.sha256()
-    for path in [*sorted(ENGINE_DIR.glob("*.py")), ENGINE_DIR.parent / "footprint.py"]:
-        digest.update(path.read_bytes())
-    return f"{bsdemo.__version__}+{digest.hexdigest()[:12]}"
-
-
-KEY_IGNORES = ("time_limit_s", "device")  # a cap that was not hit; the device is keyed by name
-
-
-def run_key(config: dict[str, Any], device: dict[str, Any], version: str) -> str:
-    settings = {k: v for k, v in config.items() if k not in KEY_IGNORES}
-    blob = json.dumps({"config": settings, "device": [device.get("type"), device.get("name")],
-                       "code": version}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class StoredRun:
-    id: int
-    created: float  # unix time it was measured
-    device: dict[str, Any]
-    config: dict[str, Any]
-    start: dict[str, Any] | None
-    steps: dict[str, list]
-    evals: dict[str, list]
-    end: dict[str, Any]
-
-
-class StoreUnavailable(RuntimeError):
-    """The store cannot be used just now (locked, full, unreadable): nothing is lost."""
 
 
 def is_damage(exc: BaseException) -> bool:
@@ -103,15 +56,20 @@ def is_damage(exc: BaseException) -> bool:
 class RunStore:
     """Thread-safe; each process opens its own connection (SQLite handles concurrent writers)."""
 
+    backend = "sqlite"
+
     def __init__(self, path: str | Path):
         """Open (or create) the store; raises OSError only when the folder itself cannot hold a
         database (the caller then runs without a store). A store in trouble opens unavailable
         (`available` False, `notice` says why) and is tried again later."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.where = str(self.path)
+        self.host = socket.gethostname()
         self.version = code_version()
         self._lock = threading.Lock()
         self.notice: str | None = None  # what opening it found and did, for the page to say
+        self.problem: str | None = None  # why it is unavailable, in a phrase (the notice's core)
         self._db: sqlite3.Connection | None = None
         self._retry_at = 0.0
         with self._lock:
@@ -129,13 +87,13 @@ class RunStore:
             problem = db.execute("PRAGMA quick_check").fetchone()[0]
             if problem == "ok":
                 db.execute("SELECT count(*) FROM runs").fetchone()
-                self._db, self.notice = db, None
+                self._db, self.notice, self.problem = db, None, None
                 return
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, SchemaTooNew) as exc:
             if db is not None:
                 db.close()
                 db = None
-            if not is_damage(exc):
+            if isinstance(exc, SchemaTooNew) or not is_damage(exc):
                 self._unavailable(exc)
                 return
             problem = str(exc)
@@ -145,8 +103,9 @@ class RunStore:
 
     def _unavailable(self, exc: BaseException) -> None:
         self._db, self._retry_at = None, time.monotonic() + RETRY_S
+        self.problem = f"{type(exc).__name__}: {str(exc)[:120]}"
         self.notice = (f"Stored results are off for now: the run store could not be used "
-                       f"({type(exc).__name__}: {str(exc)[:80]}). Its file is left as it is and "
+                       f"({self.problem}). Its file is left as it is and "
                        f"is tried again in {RETRY_S:g} s; runs still train.")
         log.warning("run store %s unavailable: %s", self.path, exc)
 
@@ -183,8 +142,8 @@ class RunStore:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(SCHEMA)
-        except sqlite3.Error:
+            migrate(db, "sqlite")
+        except (sqlite3.Error, SchemaTooNew):
             db.close()
             raise
         return db
@@ -194,24 +153,18 @@ class RunStore:
         with self._lock:
             db = self._connection()
             with db:
-                cur = db.execute(
-                    "INSERT INTO runs (key, created, device, config, start, steps, evals, "
-                    "end_record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (run_key(config, device, self.version), time.time(), json.dumps(device),
-                     json.dumps(config), json.dumps(start), json.dumps(steps), json.dumps(evals),
-                     json.dumps(end)))
+                cur = db.execute(f"INSERT INTO runs ({WRITE_COLUMNS}) VALUES ({', '.join('?' * 9)})",
+                                 run_row(config, device, start, steps, evals, end, self.version,
+                                         time.time(), self.host))
             return cur.lastrowid
 
     def find(self, config: dict, device: dict) -> StoredRun | None:
         """The newest stored run with this config, code version and device."""
         with self._lock:
             row = self._connection().execute(
-                "SELECT id, created, device, config, start, steps, evals, end_record FROM runs "
-                "WHERE key = ? ORDER BY created DESC LIMIT 1",
+                f"SELECT {READ_COLUMNS} FROM runs WHERE key = ? ORDER BY created DESC LIMIT 1",
                 (run_key(config, device, self.version),)).fetchone()
-        if row is None:
-            return None
-        return StoredRun(row[0], row[1], *(json.loads(v) if v else None for v in row[2:]))
+        return None if row is None else StoredRun.from_row(row)
 
     def db_mode(self) -> str:
         with self._lock:
@@ -251,8 +204,13 @@ def salvage(damaged: Path, into: sqlite3.Connection, seconds: float = SALVAGE_S)
 
 def _readable_rows(src: sqlite3.Connection, deadline: float) -> dict[int, tuple]:
     rows: dict[int, tuple] = {}
+    columns = COLUMNS
     try:
-        for row in src.execute(f"SELECT {COLUMNS} FROM runs ORDER BY id"):
+        src.execute("SELECT host FROM runs LIMIT 0")
+    except sqlite3.DatabaseError:  # a store from before hosts were kept
+        columns = COLUMNS.replace("host", "NULL")
+    try:
+        for row in src.execute(f"SELECT {columns} FROM runs ORDER BY id"):
             rows[row[0]] = row
         return rows
     except sqlite3.DatabaseError:
@@ -268,7 +226,7 @@ def _readable_rows(src: sqlite3.Connection, deadline: float) -> dict[int, tuple]
         if rowid % 256 == 0 and time.monotonic() > deadline:
             break
         try:
-            row = src.execute(f"SELECT {COLUMNS} FROM runs WHERE id = ?", (rowid,)).fetchone()
+            row = src.execute(f"SELECT {columns} FROM runs WHERE id = ?", (rowid,)).fetchone()
         except sqlite3.DatabaseError:
             continue
         if row is not None:
@@ -313,7 +271,7 @@ def _fresh_header(page_size: int) -> bytes:
         path = Path(folder) / "fresh.sqlite3"
         db = sqlite3.connect(path)
         db.execute(f"PRAGMA page_size={page_size}")
-        db.executescript(SCHEMA)
+        migrate(db, "sqlite")
         db.close()
         head = bytearray(path.read_bytes()[:104])
     head[100:104] = bytes([0x0D, 0, 0, 0])
@@ -325,13 +283,13 @@ def _insert(into: sqlite3.Connection, rows: dict[int, tuple]) -> int:
     good = []
     for row in rows.values():
         try:
-            for blob in row[3:]:
+            for blob in row[3:9]:
                 if blob is not None:
                     json.loads(blob)
         except (TypeError, ValueError):
             continue
         good.append(row)
     with into:
-        into.executemany(f"INSERT OR IGNORE INTO runs ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        into.executemany(f"INSERT OR IGNORE INTO runs ({COLUMNS}) VALUES ({', '.join('?' * 10)})",
                          good)
     return len(good)

@@ -1,0 +1,153 @@
+"""The shared run store: finished runs in PostgreSQL, for a course whose web replicas must all
+serve the runs any one of them kept (BSDEMO_DATABASE_URL; the driver is psycopg 3, installed
+with `pip install 'bsdemo[cluster]'` and imported only here, only when such a store is opened).
+
+Same schema and migrations as the SQLite store (bsdemo.store.schema), same answers, same rule
+for trouble: a server that cannot be reached, refuses the login or times out turns stored
+results off (`notice` says why, with any password masked) and is tried again at the next use
+after RETRY_S; the lab keeps training. A connection lost while the store was in use (a restarted
+server) is replaced once at once before the store calls itself unavailable. Damage is the
+server's business (it has its own recovery): this store never moves or rewrites anything.
+Each process keeps one connection (thread-safe behind a lock); PostgreSQL orders the writes of
+many processes, so replicas writing at once lose nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import threading
+import time
+from typing import Any
+
+from bsdemo.store.common import (
+    BUSY_S,
+    READ_COLUMNS,
+    RETRY_S,
+    WRITE_COLUMNS,
+    StoredRun,
+    StoreUnavailable,
+    code_version,
+    redact,
+    run_key,
+    run_row,
+)
+from bsdemo.store.schema import SchemaTooNew, migrate
+
+log = logging.getLogger(__name__)
+CONNECT_S = 5  # the longest opening a connection may take (libpq counts whole seconds, min 2)
+STATEMENT_S = 10.0  # the longest any statement may run (a migration included)
+
+
+class PostgresStore:
+    backend = "postgres"
+
+    def __init__(self, url: str):
+        """Open the store at url (postgresql://user[:password]@host[:port]/database). Never raises
+        for a server in trouble: the store opens unavailable and says why in `notice`."""
+        self.url = url
+        self.where = redact(url)
+        self.host = socket.gethostname()
+        self.version = code_version()
+        self._lock = threading.Lock()
+        self.notice: str | None = None
+        self.problem: str | None = None  # why it is unavailable, in a phrase (the notice's core)
+        self._db: Any = None
+        self._retry_at = 0.0
+        with self._lock:
+            self._open()
+
+    @property
+    def available(self) -> bool:
+        return self._db is not None
+
+    def _open(self) -> None:
+        """Connect and migrate; on any trouble, stay unavailable until RETRY_S. Lock held."""
+        try:
+            import psycopg
+        except ImportError as exc:
+            self._unavailable(exc, "the PostgreSQL driver is not installed here "
+                                   "(pip install 'bsdemo[cluster]')")
+            return
+        try:
+            db = psycopg.connect(
+                self.url, autocommit=True, connect_timeout=CONNECT_S, application_name="bsdemo",
+                options=f"-c statement_timeout={int(STATEMENT_S * 1000)} "
+                        f"-c lock_timeout={int(BUSY_S * 1000)}")
+        except psycopg.Error as exc:
+            self._unavailable(exc, "it could not be reached")
+            return
+        try:
+            migrate(db, "postgres")
+        except (psycopg.Error, SchemaTooNew) as exc:
+            db.close()
+            self._unavailable(exc, "it could not be prepared")
+            return
+        self._db, self.notice, self.problem = db, None, None
+
+    def _unavailable(self, exc: BaseException, what: str) -> None:
+        self._db, self._retry_at = None, time.monotonic() + RETRY_S
+        detail = redact(re.sub(r"\s+", " ", str(exc)).strip())
+        self.problem = f"{what} ({type(exc).__name__}: {detail[:160]})"
+        self.notice = (f"Stored results are off for now: the run store at {self.where} "
+                       f"could not be used — {self.problem}. It is tried again in "
+                       f"{RETRY_S:g} s; runs still train.")
+        log.warning("run store %s unavailable: %s", self.where, detail)
+
+    def _connection(self):
+        """The open connection, reopening an unavailable store when its retry is due; raises
+        StoreUnavailable otherwise. Lock held."""
+        if self._db is None and time.monotonic() >= self._retry_at:
+            self._open()
+        if self._db is None:
+            raise StoreUnavailable(self.notice or "the run store is unavailable")
+        return self._db
+
+    def _run(self, work):
+        """work(connection)'s result, under the lock. A connection found lost (the server
+        restarted or went away) is reopened once at once; when that fails the store is
+        unavailable and StoreUnavailable is raised. Other errors (a statement timed out) are
+        the caller's, as with SQLite."""
+        import psycopg
+
+        with self._lock:
+            for attempt in (1, 2):
+                db = self._connection()
+                try:
+                    return work(db)
+                except psycopg.OperationalError as exc:
+                    if not (db.broken or db.closed):
+                        raise
+                    db.close()
+                    self._db = None
+                    if attempt == 2:
+                        self._unavailable(exc, "the connection was lost")
+                        raise StoreUnavailable(self.notice) from exc
+                    self._retry_at = 0.0  # reconnect now, once
+        raise AssertionError("unreachable")
+
+    def put(self, config: dict, device: dict, start: dict | None, steps: dict, evals: dict,
+            end: dict) -> int:
+        row = run_row(config, device, start, steps, evals, end, self.version, time.time(),
+                      self.host)
+        sql = f"INSERT INTO runs ({WRITE_COLUMNS}) VALUES ({', '.join(['%s'] * 9)}) RETURNING id"
+        return self._run(lambda db: db.execute(sql, row).fetchone()[0])
+
+    def find(self, config: dict, device: dict) -> StoredRun | None:
+        """The newest stored run with this config, code version and device."""
+        key = run_key(config, device, self.version)
+        row = self._run(lambda db: db.execute(
+            f"SELECT {READ_COLUMNS} FROM runs WHERE key = %s ORDER BY created DESC LIMIT 1",
+            (key,)).fetchone())
+        return None if row is None else StoredRun.from_row(row)
+
+    def count(self) -> int:
+        return self._run(lambda db: db.execute("SELECT count(*) FROM runs").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+            self._retry_at = float("inf")

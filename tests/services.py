@@ -1,0 +1,110 @@
+"""Real servers for the tests that need them, started here and ended by process id.
+
+PostgreSQL: Debian's `postgresql` (initdb, pg_ctl; on PATH or in /usr/lib/postgresql/N/bin),
+a cluster initialised in a temporary folder, owned and run by an unprivileged user when the
+tests run as root (PostgreSQL refuses root), listening on 127.0.0.1 at a free port, trust login
+for the one user `bsdemo`. The Python driver is psycopg 3 (the `cluster` extra).
+
+A test that needs a service the machine lacks is skipped, unless BSDEMO_REQUIRE_SERVICES names
+it (comma-separated: CI sets it, so a missing install fails instead of silently skipping).
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+
+import pytest
+
+from tests.timeouts import scaled
+
+REQUIRED = {s.strip() for s in os.environ.get("BSDEMO_REQUIRE_SERVICES", "").split(",") if s}
+RUN_AS = "nobody"  # PostgreSQL will not run as root
+_databases = itertools.count(1)
+
+
+def unavailable(service: str, why: str):
+    """Skip the test, or fail it when the service is required (CI)."""
+    if service in REQUIRED:
+        pytest.fail(f"{service} is required (BSDEMO_REQUIRE_SERVICES) but {why}")
+    pytest.skip(f"{service}: {why}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def postgres_bin(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    versions = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"),
+                      key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+    return versions[-1] if versions else None
+
+
+class PostgresServer:
+    """One PostgreSQL server of the test's own; `url(db)` for a database on it."""
+
+    def __init__(self):
+        self.initdb, self.pg_ctl = postgres_bin("initdb"), postgres_bin("pg_ctl")
+        if not (self.initdb and self.pg_ctl):
+            unavailable("postgres", "initdb/pg_ctl not found (apt-get install postgresql)")
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            unavailable("postgres", "psycopg is not installed (pip install -e '.[cluster]')")
+        self.folder = tempfile.mkdtemp(prefix="bsdemo-pg-")  # not under pytest's root-only tmp
+        self.data = os.path.join(self.folder, "data")
+        self.port = free_port()
+        self._as_user = []
+        if os.geteuid() == 0:
+            user = pwd.getpwnam(RUN_AS)
+            os.chown(self.folder, user.pw_uid, user.pw_gid)
+            self._as_user = ["runuser", "-u", RUN_AS, "--"]
+        self._run(self.initdb, "-D", self.data, "-U", "bsdemo", "-A", "trust", "--no-sync",
+                  "-E", "UTF8")
+        self.start()
+
+    def _run(self, *argv: str) -> None:
+        out = subprocess.run([*self._as_user, *argv], capture_output=True, text=True,
+                             timeout=scaled(120))
+        if out.returncode != 0:
+            raise RuntimeError(f"{argv[0]} failed: {out.stdout[-800:]}{out.stderr[-800:]}")
+
+    def start(self) -> None:
+        self._run(self.pg_ctl, "-D", self.data, "-l", os.path.join(self.folder, "log"), "-w",
+                  "-t", str(int(scaled(60))), "-o",
+                  f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off",
+                  "start")
+
+    def stop(self) -> None:
+        self._run(self.pg_ctl, "-D", self.data, "-m", "immediate", "-w", "stop")
+
+    def url(self, database: str = "postgres", password: str = "") -> str:
+        login = f"bsdemo:{password}" if password else "bsdemo"
+        return f"postgresql://{login}@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """A fresh, empty database's URL (each test its own)."""
+        import psycopg
+
+        name = f"test_{os.getpid()}_{next(_databases)}"
+        with psycopg.connect(self.url(), autocommit=True) as db:
+            db.execute(f"CREATE DATABASE {name}")
+        return self.url(name)
+
+    def close(self) -> None:
+        try:
+            self.stop()
+        except (RuntimeError, subprocess.TimeoutExpired):
+            pass
+        shutil.rmtree(self.folder, ignore_errors=True)
