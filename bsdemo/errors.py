@@ -26,3 +26,15 @@ class ConfigError(ValueError):
         self.value = value
         self.allowed = allowed
         super().__init__(f"{self.field}: got {clip(repr(value))}; allowed: {allowed}")
+
+    def __reduce__(self):
+        """Rebuilt from its three parts (it crosses processes: a cluster's scheduler raises it
+        for a replica's page); a value that cannot be pickled travels as its quoted text."""
+        import pickle
+
+        try:
+            pickle.dumps(self.value)
+            value = self.value
+        except Exception:  # noqa: BLE001 - whatever a value's pickling raises
+            value = clip(repr(self.value))
+        return (type(self), (self.field, value, self.allowed))

@@ -108,3 +108,46 @@ class PostgresServer:
         except (RuntimeError, subprocess.TimeoutExpired):
             pass
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class RayCluster:
+    """A real Ray cluster of `nodes` nodes on this machine (ray.cluster_utils.Cluster), each
+    declaring `gpus` logical GPUs (torch stays on the CPU), its files in a folder of its own.
+    The test process starts the nodes but never joins as a driver: replicas are subprocesses
+    (`env` is what they need to join)."""
+
+    def __init__(self, nodes: int = 2, cpus: int = 1, gpus: int = 1):
+        try:
+            from ray.cluster_utils import Cluster
+        except ImportError:
+            unavailable("ray", "ray is not installed (pip install -e '.[cluster]')")
+        self.folder = tempfile.mkdtemp(prefix="bsdemo-ray-")
+        os.makedirs(os.path.join(self.folder, "ray"))
+        self.env = {"RAY_TMPDIR": self.folder, "RAY_AUTH_MODE": "disabled",
+                    "RAY_USAGE_STATS_ENABLED": "0"}
+        saved = {k: os.environ.get(k) for k in self.env}
+        os.environ.update(self.env)  # the nodes' processes inherit these
+        try:
+            self.cluster = Cluster(initialize_head=True, head_node_args={
+                "num_cpus": cpus, "num_gpus": gpus, "include_dashboard": False,
+                "temp_dir": os.path.join(self.folder, "ray")})
+            for _ in range(nodes - 1):
+                self.cluster.add_node(num_cpus=cpus, num_gpus=gpus)
+            self.cluster.wait_for_nodes()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        self.address = self.cluster.address
+        self.env["BSDEMO_RAY_ADDRESS"] = self.address
+
+    def node_ids(self) -> list[str]:
+        return [node.node_id for node in self.cluster.list_all_nodes()]
+
+    def close(self) -> None:
+        try:
+            self.cluster.shutdown()
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)

@@ -14,12 +14,13 @@ import re
 import secrets
 import sqlite3
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
 from bsdemo.addresses import client_address as address_of
 from bsdemo.addresses import parse_trusted
+from bsdemo.cluster import RAY_ADDRESS_ENV, ray_address
 from bsdemo.config import ConfigError, clip
 from bsdemo.limits import Limits, default_threads, threads_rule
 from bsdemo.recall import BrowserMemory
@@ -27,6 +28,9 @@ from bsdemo.scheduler import Scheduler
 from bsdemo.scheduler.ids import default_counter
 from bsdemo.store import DATABASE_URL_ENV, Store, database_url
 from bsdemo.store import open_store as open_configured
+
+if TYPE_CHECKING:  # only named here: Ray is loaded only when the setting asks for a cluster
+    from bsdemo.cluster.actor import RemoteScheduler
 
 COOKIE = "bsdemo_browser"
 COOKIE_DAYS = 30
@@ -37,8 +41,11 @@ SERVER_NOTICES: list[str] = []
 
 
 @st.cache_resource(show_spinner=False)
-def scheduler() -> Scheduler:
-    """One scheduler per server process, shared by every session (its workers stay warm)."""
+def scheduler() -> Scheduler | RemoteScheduler:
+    """One scheduler per server process, shared by every session (its workers stay warm); with
+    BSDEMO_RAY_ADDRESS, the course's one scheduler on the Ray cluster, shared by every replica
+    (bsdemo.cluster). A cluster that cannot be reached is a notice: this replica then runs its
+    own scheduler, so the lab still trains."""
     try:
         limits = Limits.load()
     except ConfigError as exc:
@@ -51,8 +58,41 @@ def scheduler() -> Scheduler:
                               "thread count applies.")
         threads = threads_rule(limits.workers)
     data_dir = os.environ.get("BSDEMO_DATA_DIR")
+    remote = course_scheduler(limits, threads, data_dir)
+    if remote is not None:
+        return remote
     return Scheduler(limits=limits, store=open_store(data_dir), threads_per_worker=threads,
                      id_counter=default_counter(data_dir))
+
+
+def course_scheduler(limits: Limits, threads: int, data_dir: str | None):
+    """The course's scheduler actor when BSDEMO_RAY_ADDRESS asks for one and it can be reached;
+    None otherwise (with a notice saying why, when the setting was given)."""
+    try:
+        address = ray_address(os.environ.get(RAY_ADDRESS_ENV))
+        url = database_url(os.environ.get(DATABASE_URL_ENV)) if address else None
+    except ConfigError as exc:
+        SERVER_NOTICES.append(f"A server setting could not be used ({exc}); this replica runs "
+                              "its own queue.")
+        return None
+    if address is None:
+        return None
+    try:
+        from bsdemo.cluster.actor import ClusterUnreachable, connect
+    except ImportError as exc:
+        SERVER_NOTICES.append(f"The course's Ray cluster cannot be joined: Ray is not installed "
+                              f"here ({clip(str(exc), 80)}; pip install 'bsdemo[cluster]'). "
+                              "This replica runs its own queue.")
+        return None
+    try:
+        remote = connect(address, limits, threads, data_dir, url)
+    except ClusterUnreachable as exc:
+        SERVER_NOTICES.append(f"The course's Ray cluster at {clip(address)!r} could not be "
+                              f"reached ({clip(str(exc), 160)}). This replica runs its own queue; "
+                              "runs still train.")
+        return None
+    SERVER_NOTICES.extend(remote.notices())
+    return remote
 
 
 def open_store(data_dir: str | None) -> Store | None:

@@ -91,7 +91,8 @@ print(json.dumps({"exception": bool(at.exception), "notices": notices,
 
 
 @pytest.mark.parametrize("setting", ["folder is a file", "damaged store", "database down",
-                                     "database URL malformed"])
+                                     "database URL malformed", "ray cluster down",
+                                     "ray address malformed"])
 def test_bad_server_settings_are_a_sidebar_notice_and_the_lab_trains_on(tmp_path, setting):
     """A fresh server (its own process: the scheduler is made once per process) with an
     unusable data folder and a bad thread setting, or with a damaged store: every page says so
@@ -112,6 +113,12 @@ def test_bad_server_settings_are_a_sidebar_notice_and_the_lab_trains_on(tmp_path
         data.mkdir()
         (data / "runs.sqlite3").write_bytes(b"SQLite format 3\0" + b"\xa5" * 8000)
         env = {}
+    elif setting.startswith("ray"):  # the course's cluster: nobody at its port, or not an address
+        from tests.services import free_port
+
+        data.mkdir()
+        env = {"BSDEMO_RAY_ADDRESS": f"127.0.0.1:{free_port()}" if "down" in setting
+               else "ray://head"}
     else:  # a course's shared store: nothing listens at its port, or the URL is not one
         from tests.services import free_port
 
@@ -130,6 +137,15 @@ def test_bad_server_settings_are_a_sidebar_notice_and_the_lab_trains_on(tmp_path
         assert "Stored results are off" in text and "BSDEMO_TORCH_THREADS" in text
     elif setting == "damaged store":
         assert "run store was damaged" in text and "moved aside" in text
+    elif setting.startswith("ray"):  # this replica trains on with its own queue, and says so
+        assert "runs its own queue" in text
+        if "malformed" in setting:
+            assert "BSDEMO_RAY_ADDRESS" in text and "ray://head" in text
+        else:
+            import importlib.util
+
+            ray = importlib.util.find_spec("ray") is not None
+            assert ("could not be reached" if ray else "Ray is not installed") in text
     else:
         assert "Stored results are off" in text and "hunter2" not in text
         assert "lab:***@127.0.0.1" in text  # where, with the password masked

@@ -80,20 +80,27 @@ def test_the_pure_layers_reach_neither_torch_nor_streamlit_through_another_modul
                                                    reach(p, set()))]
 
 
-def test_the_database_driver_is_imported_only_by_the_postgresql_store_and_only_when_asked():
-    """psycopg (the cluster extra) lives in bsdemo/store/postgres.py alone, and the embedded
-    default never loads that module: a lab with SQLite or no store never imports it."""
+def test_the_cluster_extras_are_imported_only_where_they_belong_and_only_when_asked():
+    """psycopg lives in bsdemo/store/postgres.py alone and Ray in bsdemo/cluster/actor.py alone
+    (the cluster extra), and the embedded default never loads either module: a lab with SQLite,
+    or no store, and no cluster never imports them."""
     wrong = sorted(m for m, names in modules().items()
                    if "psycopg" in map(top, names) and m != "bsdemo.store.postgres")
     assert not wrong, f"psycopg imported outside bsdemo/store/postgres.py: {wrong}"
     importers = sorted(m for m, names in modules().items() if "bsdemo.store.postgres" in names)
     assert importers == ["bsdemo.store"], importers  # open_store, inside the function
+    wrong = sorted(m for m, names in modules().items()
+                   if "ray" in map(top, names) and m != "bsdemo.cluster.actor")
+    assert not wrong, f"ray imported outside bsdemo/cluster/actor.py: {wrong}"
+    importers = sorted(m for m, names in modules().items() if "bsdemo.cluster.actor" in names)
+    assert importers == ["bsdemo.ui.state"], importers  # inside course_scheduler (and typing)
     import subprocess
     import sys
 
     probe = ("import sys, tempfile; from bsdemo.store import open_store; "
              "from bsdemo.scheduler import Scheduler; from bsdemo.cli import checks; "
-             "open_store(tempfile.mkdtemp()).count(); "
-             "print(sorted(m for m in sys.modules if m.startswith(('psycopg', 'bsdemo.store.postgres'))))")
+             "import bsdemo.ui.state, bsdemo.cluster; open_store(tempfile.mkdtemp()).count(); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'ray') "
+             "or m in ('bsdemo.store.postgres', 'bsdemo.cluster.actor')))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr[-500:]
