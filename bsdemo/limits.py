@@ -40,6 +40,9 @@ class Limits:
     # memory admission: a run starts beside others only if all their predicted peaks fit
     memory_margin: float = 0.10  # share of the device's memory kept free (allocator slack)
     device_memory: int | None = None  # bytes to share out; None = the device's own total
+    # on a Ray cluster (BSDEMO_RAY_ADDRESS): how many workers share one GPU, each holding that
+    # share of a card (tiny lab runs can share; 1 = a whole GPU each)
+    workers_per_gpu: int = 1
 
     def check(self, cost) -> None:
         """Raise ConfigError naming the limit a job's cost bound (bsdemo.jobkinds.Cost) is over."""
@@ -94,7 +97,7 @@ def _number(name: str, value: object, default: float | None) -> float | int:
             raise ConfigError(name, value, "a share of the device's memory, above 0 and below 1")
         return number
     if isinstance(default, int):
-        return whole_number(name, value, 1, MAX_WORKERS if name == "workers" else 10**15,
+        return whole_number(name, value, 1, MAX_WORKERS if name.startswith("workers") else 10**15,
                             exact=False)
     return real_number(name, value, 0.0, 1e12, low_open=True, exact=False)
 

@@ -80,6 +80,7 @@ class JobFacts:
     predicted_bytes: int | None = None  # device memory the run is predicted to need (footprint)
     wait_reason: str | None = None  # why a queued run has not started
     notice: str | None = None  # what the scheduler decided about this run (e.g. runs alone)
+    node: str | None = None  # the cluster node that ran it (a Ray node id); None: this machine
 
 
 @dataclass(kw_only=True)

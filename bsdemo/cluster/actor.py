@@ -46,8 +46,10 @@ class SchedulerHost:
             self.notices.append(f"Stored results are off: the scheduler's data folder "
                                 f"{clip(str(data_dir))!r} could not be used ({clip(str(exc), 120)}).")
             store = None
+        from bsdemo.cluster.workers import RayWorkerPool
+
         self.scheduler = Scheduler(limits=limits, store=store, threads_per_worker=threads,
-                                   id_counter=default_counter(data_dir))
+                                   id_counter=default_counter(data_dir), pool=RayWorkerPool)
         self.where = {"node_id": ray.get_runtime_context().get_node_id(),
                       "host": socket.gethostname(), "pid": os.getpid()}
 
@@ -61,6 +63,7 @@ class SchedulerHost:
             return list(self.notices)
         if name == "where":
             return dict(self.where)
+
         if name not in READS:
             raise AttributeError(f"the scheduler offers no value {name!r} to replicas")
         return getattr(self.scheduler, name)
@@ -187,9 +190,12 @@ def connect(address: str, limits: Limits, threads: int | None, data_dir: str | N
                      logging_level="WARNING", configure_logging=False)
         except (ConnectionError, RuntimeError, TimeoutError) as exc:
             raise ClusterUnreachable(f"{type(exc).__name__}: {clip(str(exc), 160)}") from exc
+    # on the head node: the one node a cluster cannot lose anyway (it holds Ray's own state),
+    # so a GPU node going away never takes the course's queue with it
     host = ray.remote(SchedulerHost).options(
         name=ACTOR_NAME, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
-        num_cpus=0, max_concurrency=64, max_restarts=-1)
+        num_cpus=0, resources={"node:__internal_head__": 0.001}, max_concurrency=64,
+        max_restarts=-1)
     actor = host.remote(limits, threads, data_dir, url)
     deadline = time.monotonic() + CALL_S * 4  # the first replica waits for the actor to start
     while True:

@@ -15,6 +15,7 @@ import collections
 import queue
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,11 @@ class Scheduler(Reaper):
 
     def __init__(self, workers: int | None = None, max_points: int = 1000, keep_finished: int = 200,
                  threads_per_worker: int | None = None, limits: Limits | None = None,
-                 store: Store | None = None, id_counter: Path | None = None):
+                 store: Store | None = None, id_counter: Path | None = None,
+                 pool: Callable[[int, int, Limits], WorkerPool] | None = None):
         """workers: concurrent runs on the device (default: limits.workers). id_counter: the file
-        job ids are reserved from (bsdemo.scheduler.ids; default: the temporary folder's)."""
+        job ids are reserved from (bsdemo.scheduler.ids). pool(workers, threads, limits) makes
+        the workers: local processes (WorkerPool), or a cluster's (bsdemo.cluster.workers)."""
         self.limits = limits or Limits()
         workers = workers or self.limits.workers
         if not 1 <= workers <= MAX_WORKERS:
@@ -57,8 +60,8 @@ class Scheduler(Reaper):
         self._sharing = admission.SharingLimits(self.limits)
         self._estimator = WaitEstimator(self.limits.max_wall_s)
         self._stored = StoreLink(store)
-        self._pool = WorkerPool(workers, threads_per_worker or default_threads(workers),
-                                self.limits)
+        self._pool = (pool or WorkerPool)(workers, threads_per_worker or default_threads(workers),
+                                          self.limits)
         self._collector = threading.Thread(target=self._collect, name="bsdemo-collector",
                                            daemon=True)
         self._collector.start()
@@ -322,6 +325,7 @@ class Scheduler(Reaper):
     def _start(self, job: Job, worker: Worker, beside: list[Job]) -> None:
         """Give job to a free worker, beside the running jobs. Caller holds the lock."""
         job.worker, job.status, job.started_at = worker.index, "running", time.time()
+        job.node = worker.node
         if job.wall_s:
             job.kill_at_cap = time.monotonic() + job.wall_s + self.limits.stop_grace_s
         if beside:

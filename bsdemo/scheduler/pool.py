@@ -37,6 +37,7 @@ class Worker:
     job: int | None = None
     ready: bool = False
     started_at: float = field(default_factory=time.monotonic)
+    node: str | None = None  # the cluster node it runs on (a Ray worker's; None: this machine)
 
 
 class WorkerPool:

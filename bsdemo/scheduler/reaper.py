@@ -57,8 +57,11 @@ class Reaper:
             code = worker.process.exitcode
             job = self._jobs.get(worker.job) if worker.job is not None else None
             if job is not None and job.status in ACTIVE:
+                # a local process has an exit code; a cluster's worker, what was lost
+                what = code if isinstance(code, str) else f"exit code {code}"
+                node = f" on node {worker.node[:12]}" if worker.node else ""
                 self._finish(job, {"kind": "end", "status": "failed", "summary": {},
-                                   "message": f"The worker process running this job stopped "
-                                              f"unexpectedly (exit code {code}). The job is "
+                                   "message": f"The worker process running this job{node} "
+                                              f"stopped unexpectedly ({what}). The job is "
                                               f"lost; a fresh worker has been started."})
             self._pool.replace(worker.index)
