@@ -123,8 +123,10 @@ class RayCluster:
             unavailable("ray", "ray is not installed (pip install -e '.[cluster]')")
         self.folder = tempfile.mkdtemp(prefix="bsdemo-ray-")
         os.makedirs(os.path.join(self.folder, "ray"))
+        # RAY_worker_niceness=0: Ray starts its workers at nice 15 by default, so any other
+        # load on the machine starves the training workers (docs/deploy.md sets it too)
         self.env = {"RAY_TMPDIR": self.folder, "RAY_AUTH_MODE": "disabled",
-                    "RAY_USAGE_STATS_ENABLED": "0"}
+                    "RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0"}
         saved = {k: os.environ.get(k) for k in self.env}
         os.environ.update(self.env)  # the nodes' processes inherit these
         try:

@@ -134,8 +134,8 @@ def test_two_replicas_share_one_queue_one_set_of_limits_and_the_store(ray_cluste
                                "address": "10.0.0.7", "steps": 60}], **limits)
     assert a["where"]["node_id"] in ray_cluster.node_ids()
     job = a["job"]
-    b = replica(ray_cluster, [
-        {"op": "snapshot", "as": "a_job", "job": job},
+    b = replica(ray_cluster, [  # student A's page reconnects here: B keeps it attended
+        {"op": "snapshot", "as": "a_job", "job": job, "attend": ["student-a"]},
         {"op": "submit", "as": "same_address", "owner": "student-b", "address": "10.0.0.7"},
         {"op": "submit", "as": "other_address", "owner": "student-b", "address": "10.0.0.8"},
         {"op": "wait", "as": "a_done", "job": job, "timeout": scaled(120)},
