@@ -31,7 +31,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayError
 
 from bsdemo.limits import Limits
-from bsdemo.scheduler.pool import Worker
+from bsdemo.scheduler.pool import Worker, WorkerPool
 
 POLL_S = 0.2  # the longest one drain call waits for a first message
 START_S = 600.0  # the longest a new actor may take to be placed and answer (a node starting)
@@ -50,12 +50,18 @@ class _Messages(queue.Queue):
         pass
 
 
+def _lab_loop(*args) -> None:
+    """The worker loop, in the actor's own process: its code, and torch, live in
+    bsdemo.engine.worker (as for a local pool's spawned worker)."""
+    from bsdemo.engine.worker import main
+
+    main(*args)
+
+
 class LabWorker:
     """The actor's body: the lab's worker loop on a thread, fed and drained through calls."""
 
     def __init__(self, index: int, threads: int, memory: tuple):
-        from bsdemo.engine.worker import main  # torch: in this actor's process only
-
         niceness = os.nice(0)
         if niceness > 0:  # Ray starts workers at nice 15 unless RAY_worker_niceness=0: undo it
             try:
@@ -67,7 +73,7 @@ class LabWorker:
         self.cancel = _Cancel()
         self.where = {"node_id": ray.get_runtime_context().get_node_id(),
                       "host": socket.gethostname(), "pid": os.getpid(), "nice": os.nice(0)}
-        self.loop = threading.Thread(target=main, name="bsdemo-worker", daemon=True,
+        self.loop = threading.Thread(target=_lab_loop, name="bsdemo-worker", daemon=True,
                                      args=(index, self.tasks, self.results, self.cancel,
                                            threads, memory))
         self.loop.start()
@@ -125,8 +131,9 @@ class ActorProcess:
         pass
 
 
-class RayWorkerPool:
-    """`size` LabWorker actors spread over the cluster; the scheduler's pool interface."""
+class RayWorkerPool(WorkerPool):
+    """`size` LabWorker actors spread over the cluster: the local pool's bookkeeping (which
+    worker is free, starting, alive; a lost one replaced in its slot), Ray's workers."""
 
     def __init__(self, size: int, threads: int, limits: Limits):
         self.results: queue.Queue = queue.Queue()
@@ -136,12 +143,6 @@ class RayWorkerPool:
         self._gpu_share = 1.0 / limits.workers_per_gpu if gpus else 0
         self.workers = [self._start(i) for i in range(size)]
         self.restarts = 0
-
-    def __len__(self) -> int:
-        return len(self.workers)
-
-    def __getitem__(self, index: int) -> Worker:
-        return self.workers[index]
 
     def _start(self, index: int) -> Worker:
         actor = ray.remote(LabWorker).options(
@@ -178,12 +179,6 @@ class RayWorkerPool:
                 if not worker.retired.is_set():
                     self.results.put(message)
 
-    def replace(self, index: int) -> None:
-        """A fresh actor in a lost one's slot."""
-        self.restarts += 1
-        self.workers[index].retired.set()
-        self.workers[index] = self._start(index)
-
     def kill(self, index: int) -> None:
         """End the actor at index now and put a fresh one in its slot."""
         worker = self.workers[index]
@@ -192,22 +187,9 @@ class RayWorkerPool:
         self.restarts += 1
         self.workers[index] = self._start(index)
 
-    def free(self) -> list[Worker]:
-        return [w for w in self.workers if w.job is None and w.ready and w.process.is_alive()]
-
-    def starting(self) -> int:
-        return sum(not w.ready and w.process.is_alive() for w in self.workers)
-
-    def alive(self) -> int:
-        return sum(w.process.is_alive() for w in self.workers)
-
     def give(self, worker: Worker, job_id: int, task: tuple) -> None:
         worker.job = job_id
         worker.process.actor.give.remote(task)
-
-    def release(self, index: int, job_id: int) -> None:
-        if self.workers[index].job == job_id:
-            self.workers[index].job = None
 
     def stop(self, index: int, job_id: int) -> None:
         self.workers[index].process.actor.stop.remote(job_id)

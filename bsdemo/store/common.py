@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,39 @@ WRITE_COLUMNS = "key, created, device, config, start, steps, evals, end_record, 
 
 class StoreUnavailable(RuntimeError):
     """The store cannot be used just now (locked, full, unreachable): nothing is lost."""
+
+
+class Reopening:
+    """What both stores do alike with their one connection: None while the store is unavailable,
+    opened again (`_open`, the store's own) at the next use once RETRY_S has passed."""
+
+    _db: Any
+    _retry_at: float
+    _lock: Any
+    notice: str | None
+
+    @property
+    def available(self) -> bool:
+        return self._db is not None
+
+    def _open(self) -> None:
+        raise NotImplementedError
+
+    def _connection(self):
+        """The open connection, reopening an unavailable store when its retry is due; raises
+        StoreUnavailable otherwise. Lock held."""
+        if self._db is None and time.monotonic() >= self._retry_at:
+            self._open()
+        if self._db is None:
+            raise StoreUnavailable(self.notice or "the run store is unavailable")
+        return self._db
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+            self._retry_at = float("inf")
 
 
 _PASSWORD = re.compile(r"(?<=:)[^:@/]*(?=@)|(?i:password\s*=\s*)\S+")

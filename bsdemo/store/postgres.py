@@ -26,6 +26,7 @@ from bsdemo.store.common import (
     READ_COLUMNS,
     RETRY_S,
     WRITE_COLUMNS,
+    Reopening,
     StoredRun,
     StoreUnavailable,
     code_version,
@@ -40,7 +41,7 @@ CONNECT_S = 5  # the longest opening a connection may take (libpq counts whole s
 STATEMENT_S = 10.0  # the longest any statement may run (a migration included)
 
 
-class PostgresStore:
+class PostgresStore(Reopening):
     backend = "postgres"
 
     def __init__(self, url: str):
@@ -57,10 +58,6 @@ class PostgresStore:
         self._retry_at = 0.0
         with self._lock:
             self._open()
-
-    @property
-    def available(self) -> bool:
-        return self._db is not None
 
     def _open(self) -> None:
         """Connect and migrate; on any trouble, stay unavailable until RETRY_S. Lock held."""
@@ -94,15 +91,6 @@ class PostgresStore:
                        f"could not be used — {self.problem}. It is tried again in "
                        f"{RETRY_S:g} s; runs still train.")
         log.warning("run store %s unavailable: %s", self.where, detail)
-
-    def _connection(self):
-        """The open connection, reopening an unavailable store when its retry is due; raises
-        StoreUnavailable otherwise. Lock held."""
-        if self._db is None and time.monotonic() >= self._retry_at:
-            self._open()
-        if self._db is None:
-            raise StoreUnavailable(self.notice or "the run store is unavailable")
-        return self._db
 
     def _run(self, work):
         """work(connection)'s result, under the lock. A connection found lost (the server
@@ -145,9 +133,3 @@ class PostgresStore:
     def count(self) -> int:
         return self._run(lambda db: db.execute("SELECT count(*) FROM runs").fetchone()[0])
 
-    def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
-            self._retry_at = float("inf")

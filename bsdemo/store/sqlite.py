@@ -30,8 +30,8 @@ from bsdemo.store.common import (
     READ_COLUMNS,
     RETRY_S,
     WRITE_COLUMNS,
+    Reopening,
     StoredRun,
-    StoreUnavailable,
     code_version,
     run_key,
     run_row,
@@ -53,7 +53,7 @@ def is_damage(exc: BaseException) -> bool:
         and getattr(exc, "sqlite_errorname", None) is None)
 
 
-class RunStore:
+class RunStore(Reopening):
     """Thread-safe; each process opens its own connection (SQLite handles concurrent writers)."""
 
     backend = "sqlite"
@@ -74,10 +74,6 @@ class RunStore:
         self._retry_at = 0.0
         with self._lock:
             self._open()
-
-    @property
-    def available(self) -> bool:
-        return self._db is not None
 
     def _open(self) -> None:
         """Connect and check; on damage, salvage; on trouble, stay unavailable. Lock held."""
@@ -128,15 +124,6 @@ class RunStore:
                                             "stored results start afresh."))
         log.warning("run store %s: %s", self.path, self.notice)
 
-    def _connection(self) -> sqlite3.Connection:
-        """The open connection, reopening an unavailable store when its retry is due; raises
-        StoreUnavailable otherwise. Lock held."""
-        if self._db is None and time.monotonic() >= self._retry_at:
-            self._open()
-        if self._db is None:
-            raise StoreUnavailable(self.notice or "the run store is unavailable")
-        return self._db
-
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_S)
         try:
@@ -174,12 +161,6 @@ class RunStore:
         with self._lock:
             return self._connection().execute("SELECT count(*) FROM runs").fetchone()[0]
 
-    def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
-            self._retry_at = float("inf")
 
 
 def salvage(damaged: Path, into: sqlite3.Connection, seconds: float = SALVAGE_S) -> int:

@@ -85,8 +85,11 @@ for _ in range(600):
     if at.success or at.error or at.exception:
         break
     time.sleep(0.2)
+from bsdemo.ui.state import scheduler  # the page's own (cached) scheduler
+sched = scheduler()
 print(json.dumps({"exception": bool(at.exception), "notices": notices,
-                  "done": [s.value for s in at.success]}))
+                  "done": [s.value for s in at.success], "kind": type(sched).__name__,
+                  "where": sched.where() if hasattr(sched, "where") else None}))
 """
 
 

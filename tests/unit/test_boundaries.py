@@ -10,7 +10,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-SPAWNED = {"bsdemo.scheduler.pool": "_worker_main"}  # a spawned child's entry: its imports run there
+# a worker's entry point, run in a process of its own (a spawned child; a cluster's worker
+# actor): its imports run there, not in the server's process
+SPAWNED = {"bsdemo.scheduler.pool": "_worker_main", "bsdemo.cluster.workers": "_lab_loop"}
 
 
 def imports(path: Path, skip: str | None = None) -> set[str]:
@@ -81,17 +83,20 @@ def test_the_pure_layers_reach_neither_torch_nor_streamlit_through_another_modul
 
 
 def test_the_cluster_extras_are_imported_only_where_they_belong_and_only_when_asked():
-    """psycopg lives in bsdemo/store/postgres.py alone and Ray in bsdemo/cluster/actor.py alone
-    (the cluster extra), and the embedded default never loads either module: a lab with SQLite,
-    or no store, and no cluster never imports them."""
+    """psycopg lives in bsdemo/store/postgres.py alone and Ray in bsdemo/cluster/actor.py and
+    workers.py alone (the cluster extra), and the embedded default never loads those modules: a
+    lab with SQLite, or no store, and no cluster never imports them."""
     wrong = sorted(m for m, names in modules().items()
                    if "psycopg" in map(top, names) and m != "bsdemo.store.postgres")
     assert not wrong, f"psycopg imported outside bsdemo/store/postgres.py: {wrong}"
     importers = sorted(m for m, names in modules().items() if "bsdemo.store.postgres" in names)
     assert importers == ["bsdemo.store"], importers  # open_store, inside the function
+    ray_modules = ("bsdemo.cluster.actor", "bsdemo.cluster.workers")
     wrong = sorted(m for m, names in modules().items()
-                   if "ray" in map(top, names) and m != "bsdemo.cluster.actor")
-    assert not wrong, f"ray imported outside bsdemo/cluster/actor.py: {wrong}"
+                   if "ray" in map(top, names) and m not in ray_modules)
+    assert not wrong, f"ray imported outside {ray_modules}: {wrong}"
+    importers = sorted(m for m, names in modules().items() if "bsdemo.cluster.workers" in names)
+    assert importers == ["bsdemo.cluster.actor"], importers  # inside the scheduler actor
     importers = sorted(m for m, names in modules().items() if "bsdemo.cluster.actor" in names)
     assert importers == ["bsdemo.ui.state"], importers  # inside course_scheduler (and typing)
     import subprocess
@@ -101,6 +106,6 @@ def test_the_cluster_extras_are_imported_only_where_they_belong_and_only_when_as
              "from bsdemo.scheduler import Scheduler; from bsdemo.cli import checks; "
              "import bsdemo.ui.state, bsdemo.cluster; open_store(tempfile.mkdtemp()).count(); "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'ray') "
-             "or m in ('bsdemo.store.postgres', 'bsdemo.cluster.actor')))")
+             "or m in ('bsdemo.store.postgres', 'bsdemo.cluster.actor', 'bsdemo.cluster.workers')))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr[-500:]

@@ -159,26 +159,6 @@ def test_two_replicas_share_one_queue_one_set_of_limits_and_the_store(ray_cluste
     assert end["left_behind"] == []
 
 
-LAB_THROUGH_THE_CLUSTER = r"""
-import json, sys, time
-from streamlit.testing.v1 import AppTest
-from tests.timeouts import scaled
-at = AppTest.from_file(sys.argv[1], default_timeout=scaled(120))
-at.run()
-at.switch_page("pages/training_lab.py").run()
-notices = [w.value for w in at.sidebar.warning]
-at.button(key="run").click().run()
-for _ in range(600):
-    at.run()
-    if at.success or at.error or at.exception:
-        break
-    time.sleep(0.2)
-from bsdemo.ui.state import scheduler  # the page's own (cached) scheduler
-sched = scheduler()
-print(json.dumps({"exception": bool(at.exception), "notices": notices,
-                  "done": [s.value for s in at.success], "kind": type(sched).__name__,
-                  "where": sched.where(), "queue": sched.load()}))
-"""
 
 
 def test_the_lab_page_trains_through_the_courses_scheduler(ray_cluster):
@@ -186,8 +166,9 @@ def test_the_lab_page_trains_through_the_courses_scheduler(ray_cluster):
     notice), Run trains there and the page draws the finished run; then the course is shut
     down."""
     from tests.app.helpers import APP
+    from tests.app.test_hostile_links import SERVER_WITH_BAD_SETTINGS as LAB_RUN
 
-    out = subprocess.run([sys.executable, "-c", LAB_THROUGH_THE_CLUSTER, APP],
+    out = subprocess.run([sys.executable, "-c", LAB_RUN, APP],
                          capture_output=True, text=True, timeout=scaled(300),
                          env={**os.environ, **ray_cluster.env})
     assert out.returncode == 0, out.stderr[-3000:]
