@@ -176,3 +176,37 @@ def test_every_data_file_of_the_package_is_installed_with_it():
     assert files, "the quiz's questions live in bsdemo/"
     missing = [f for f in files if not any(fnmatch.fnmatch(f, pattern) for pattern in declared)]
     assert missing == [], f"not in [tool.setuptools.package-data]: {missing}"
+
+
+def test_the_course_compose_file_wires_replicas_ray_and_postgresql_together():
+    """deploy/cluster/compose.yml: a sticky proxy the replicas trust, replicas that join the Ray
+    head and the database with settings the server accepts, GPU nodes with a GPU each, one
+    image with the cluster extra, workers at normal priority, the runs on a volume."""
+    from bsdemo.cluster import ray_address
+    from bsdemo.limits import Limits
+    from bsdemo.store import database_url
+
+    compose = yaml.safe_load((ROOT / "deploy/cluster/compose.yml").read_text())
+    services = compose["services"]
+    assert set(services) == {"proxy", "lab", "ray-head", "gpu-node", "db"}
+    lab, proxy = services["lab"], services["proxy"]
+    env = {k: str(v) for k, v in lab["environment"].items()}
+    assert ray_address(env["BSDEMO_RAY_ADDRESS"]) == "ray-head:6379"
+    assert database_url(env["BSDEMO_DATABASE_URL"]).endswith("@db:5432/bsdemo")
+    Limits.load({k: v for k, v in env.items() if k.startswith("BSDEMO_") and k not in (
+        "BSDEMO_RAY_ADDRESS", "BSDEMO_DATABASE_URL", "BSDEMO_TRUSTED_PROXIES")})
+    assert env["BSDEMO_TRUSTED_PROXIES"] == proxy["networks"]["course"]["ipv4_address"]
+    labels = "\n".join(lab["labels"])
+    assert "loadbalancer.sticky.cookie=true" in labels and "server.port=8501" in labels
+    assert "ray start --address=ray-head:6379 --num-cpus=0" in lab["command"][-1]
+    assert "streamlit run app.py" in lab["command"][-1]
+    for name in ("lab", "ray-head", "gpu-node"):
+        service = services[name]
+        assert service["build"]["args"]["EXTRAS"] == "cluster", name
+        assert service["environment"]["RAY_worker_niceness"] == "0", name
+    assert "--head" in services["ray-head"]["command"] and "--num-cpus=0" in services["ray-head"]["command"]
+    gpu = services["gpu-node"]["deploy"]["resources"]["reservations"]["devices"][0]
+    assert gpu["driver"] == "nvidia" and gpu["count"] == 1 and "--num-gpus=1" in services["gpu-node"]["command"][-1]
+    volume, target = services["db"]["volumes"][0].split(":")
+    assert volume in compose["volumes"] and target == "/var/lib/postgresql/data"
+    assert (ROOT / "deploy/cluster/kubernetes.md").exists()
