@@ -204,9 +204,11 @@ def test_the_course_compose_file_wires_replicas_ray_and_postgresql_together():
         service = services[name]
         assert service["build"]["args"]["EXTRAS"] == "cluster", name
         assert service["environment"]["RAY_worker_niceness"] == "0", name
-    assert "--head" in services["ray-head"]["command"] and "--num-cpus=0" in services["ray-head"]["command"]
-    gpu = services["gpu-node"]["deploy"]["resources"]["reservations"]["devices"][0]
-    assert gpu["driver"] == "nvidia" and gpu["count"] == 1 and "--num-gpus=1" in services["gpu-node"]["command"][-1]
+    head, node = services["ray-head"], services["gpu-node"]
+    assert "--head" in head["command"] and "--num-cpus=0" in head["command"]
+    gpu = node["deploy"]["resources"]["reservations"]["devices"][0]
+    assert gpu["driver"] == "nvidia" and gpu["count"] == 1
+    assert "--num-gpus=1" in node["command"][-1]
     volume, target = services["db"]["volumes"][0].split(":")
     assert volume in compose["volumes"] and target == "/var/lib/postgresql/data"
     assert (ROOT / "deploy/cluster/kubernetes.md").exists()
