@@ -5,6 +5,12 @@ a cluster initialised in a temporary folder, owned and run by an unprivileged us
 tests run as root (PostgreSQL refuses root), listening on 127.0.0.1 at a free port, trust login
 for the one user `bsdemo`. The Python driver is psycopg 3 (the `cluster` extra).
 
+nginx: Debian's `nginx`, one master and one worker process in the foreground with everything it
+writes in a temporary folder: a sticky proxy in front of web replicas (cookie affinity, the
+WebSocket upgraded, X-Forwarded-For appended) as a course deployment puts one.
+
+Ray: `ray.cluster_utils.Cluster` from the `cluster` extra.
+
 A test that needs a service the machine lacks is skipped, unless BSDEMO_REQUIRE_SERVICES names
 it (comma-separated: CI sets it, so a missing install fails instead of silently skipping).
 """
@@ -19,6 +25,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -153,3 +160,95 @@ class RayCluster:
             self.cluster.shutdown()
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+NGINX_CONF = """
+worker_processes 1;
+daemon off;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+  access_log {folder}/access.log;
+  client_body_temp_path {folder}/body;
+  proxy_temp_path {folder}/proxy;
+  fastcgi_temp_path {folder}/fastcgi;
+  uwsgi_temp_path {folder}/uwsgi;
+  scgi_temp_path {folder}/scgi;
+  map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
+{upstreams}
+  # cookie affinity: a browser's every request (page, static files, its WebSocket) goes to the
+  # replica its cookie names; when that replica is down, to the next one
+  map $cookie_{cookie} $replica {{
+{routes}
+  }}
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{
+      proxy_pass http://$replica;
+      proxy_http_version 1.1;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection $connection_upgrade;
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_read_timeout 3600s;
+      proxy_connect_timeout 2s;
+      add_header X-Replica $upstream_addr always;
+    }}
+  }}
+}}
+"""
+
+
+class NginxProxy:
+    """A real nginx in front of the replicas at `ports` (127.0.0.1): a browser whose cookie
+    `cookie` holds "0", "1", … is sent to that replica, and to the next one while it is down;
+    without the cookie, to the first. Each response says which replica served it (X-Replica)."""
+
+    def __init__(self, ports: list[int], cookie: str = "bsdemo_replica"):
+        self.binary = shutil.which("nginx") or next(
+            (p for p in ("/usr/sbin/nginx",) if os.path.exists(p)), None)
+        if self.binary is None:
+            unavailable("nginx", "nginx not found (apt-get install nginx)")
+        self.folder = tempfile.mkdtemp(prefix="bsdemo-nginx-")
+        os.chmod(self.folder, 0o777)  # its worker process runs as nobody when the tests are root
+        self.port = free_port()
+        upstreams = "\n".join(
+            f"  upstream replica_{i} {{ server 127.0.0.1:{ports[i]} max_fails=1 fail_timeout=60s; "
+            + " ".join(f"server 127.0.0.1:{ports[(i + k) % len(ports)]} backup;"
+                       for k in range(1, len(ports))) + " }"
+            for i in range(len(ports)))
+        routes = "\n".join(f"    {'default' if i == 0 else i} replica_{i};"
+                            for i in range(len(ports)))
+        conf = os.path.join(self.folder, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(NGINX_CONF.format(folder=self.folder, port=self.port, cookie=cookie,
+                                      upstreams=upstreams, routes=routes))
+        stderr = os.path.join(self.folder, "stderr.log")
+        with open(stderr, "wb") as out:
+            self.proc = subprocess.Popen([self.binary, "-c", conf, "-p", self.folder],
+                                         stdout=subprocess.DEVNULL, stderr=out)
+        deadline = time.monotonic() + scaled(30)
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                with open(stderr, errors="replace") as out:
+                    raise RuntimeError(f"nginx exited: {out.read()[-1500:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            self.close()
+            raise RuntimeError("nginx did not listen within 30 s")
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()  # the master ends its worker
+            try:
+                self.proc.wait(timeout=scaled(10))
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)

@@ -45,8 +45,10 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(log_dir: Path, address: str = "127.0.0.1", env: dict | None = None):
-    """The real app served by `streamlit run` on a free port of `address`; yields its port."""
+def serving(log_dir: Path, address: str = "127.0.0.1", env: dict | None = None,
+            started: list | None = None):
+    """The real app served by `streamlit run` on a free port of `address`; yields its port
+    (and appends its process to `started`, for a test that ends it early)."""
     if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
         pytest.fail(f"Chromium not found at {CHROMIUM}: install the chromium package")
     port = free_port()
@@ -56,6 +58,8 @@ def serving(log_dir: Path, address: str = "127.0.0.1", env: dict | None = None):
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, **(env or {})},
                             start_new_session=True)  # its own group: we end it and its workers
+    if started is not None:
+        started.append(proc)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + scaled(60)
     while time.monotonic() < deadline:
@@ -74,11 +78,13 @@ def serving(log_dir: Path, address: str = "127.0.0.1", env: dict | None = None):
     try:
         yield port
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # a test may have ended it already
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=scaled(10))
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         log.close()
 
@@ -87,16 +93,6 @@ def serving(log_dir: Path, address: str = "127.0.0.1", env: dict | None = None):
 def server(tmp_path_factory):
     with serving(tmp_path_factory.mktemp("server")) as port:
         yield f"http://127.0.0.1:{port}"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def test_press_run_and_watch_the_loss_chart_fill(server, browser, tmp_path):

@@ -104,6 +104,7 @@ def test_the_cluster_extra_brings_postgresqls_driver_and_ci_installs_it(tmp_path
     assert '"$EXTRAS"' in (ROOT / "Dockerfile").read_text()
     ci = (ROOT / ".ci/run").read_text()
     assert "EXTRAS=cluster" in ci and "postgresql" in ci and "BSDEMO_REQUIRE_SERVICES" in ci
+    assert "need+=(nginx)" in ci and "postgres,ray,nginx" in ci  # the course's browser test
 
 
 def test_dockerfile_copies_what_the_app_needs():
