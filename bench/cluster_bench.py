@@ -8,8 +8,12 @@
 3. 200 simulated sessions over 2 replicas (processes), 2 nodes, 2 workers: each session submits
    one short run and polls it at 4 Hz until it ends: errors, queue wait p50/p95 (submitted ->
    started), per-call latency p50/p95 while they run, runs per minute per worker.
+4. What a student sees, in real Chromium: two Streamlit servers, the embedded one (local pool)
+   and a course replica (BSDEMO_RAY_ADDRESS), alternated: the Training Lab's Run pressed ->
+   the first loss point drawn in the chart, and Run -> "Completed". Target: ratio >= 0.9.
 
-    .venv/bin/python bench/cluster_bench.py [--rounds 5] [--sessions 200] [--skip-sessions]
+    .venv/bin/python bench/cluster_bench.py [--rounds 6] [--sessions 200] [--skip-sessions]
+                                            [--skip-pages]
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -168,13 +173,66 @@ def sessions(total: int, cluster) -> None:
     print(f"wall {wall:.0f} s: {done / wall * 60 / 2:.0f} runs per minute per worker")
 
 
+LOSS_POINTS = ("() => { const p = document.querySelector('.js-plotly-plot');"
+               " return p && p.data && p.data.length ? p.data[0].x.length : 0 }")
+
+
+def pages(rounds: int, cluster) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, serving
+
+    env = {"BSDEMO_WORKERS": "1"}
+    folder = Path(tempfile.mkdtemp(prefix="bsdemo-bench-"))
+    (folder / "local").mkdir()
+    (folder / "ray").mkdir()
+    with serving(folder / "local", env=env) as local_port, \
+            serving(folder / "ray", env={**env, **cluster.env}) as ray_port, \
+            sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+        def press_run(port: int) -> tuple[float, float]:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(f"http://127.0.0.1:{port}/training_lab")
+            page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=180_000)
+            page.wait_for_timeout(500)  # the page settled, as a student's is
+            started = time.perf_counter()
+            page.get_by_role("button", name="Run").click()
+            page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=120_000, polling=5)
+            first = time.perf_counter() - started
+            page.get_by_text("Completed ", exact=False).first.wait_for(timeout=300_000)
+            done = time.perf_counter() - started
+            page.close()
+            return first, done
+
+        press_run(local_port), press_run(ray_port)  # both warm (the actor made, torch loaded)
+        rows = []
+        for r in range(rounds):
+            order = [("local", local_port), ("ray", ray_port)]
+            for name, port in order if r % 2 == 0 else order[::-1]:
+                rows.append((name, *press_run(port)))
+        browser.close()
+    print("\n4. In Chromium: the Training Lab's default run, Run pressed -> first loss point drawn"
+          " and -> Completed (s), alternated")
+    print(f"{'backend':>8} {'first point p50':>16} {'min':>6} {'max':>6} {'completed p50':>14}")
+    med = {}
+    for name in ("local", "ray"):
+        firsts = [row[1] for row in rows if row[0] == name]
+        dones = [row[2] for row in rows if row[0] == name]
+        med[name] = (statistics.median(firsts), statistics.median(dones))
+        print(f"{name:>8} {med[name][0]:>16.3f} {min(firsts):>6.3f} {max(firsts):>6.3f} "
+              f"{med[name][1]:>14.2f}")
+    print(f"first point drawn local/ray {med['local'][0] / med['ray'][0]:.2f}, completed "
+          f"local/ray {med['local'][1] / med['ray'][1]:.2f} (speed ratios; target >= 0.9)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--skip-sessions", action="store_true")
+    parser.add_argument("--skip-pages", action="store_true")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
     from tests.services import RayCluster
 
     cluster = RayCluster(nodes=2)
@@ -190,6 +248,8 @@ def main() -> None:
         ray.kill(actor)
         if not args.skip_sessions:
             sessions(args.sessions, cluster)
+        if not args.skip_pages:
+            pages(args.rounds, cluster)
     finally:
         ray.shutdown()
         cluster.close()

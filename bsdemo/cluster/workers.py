@@ -13,7 +13,8 @@ it. A worker whose actor is lost (its process died, its node went away) reads as
 the scheduler's reaper fails its job with a message naming what was lost and replaces it.
 
 Each actor holds one CPU and, on a cluster with GPUs, 1/BSDEMO_WORKERS_PER_GPU of a GPU (Ray
-sets CUDA_VISIBLE_DEVICES for it); the pool asks Ray to spread them over the nodes.
+sets CUDA_VISIBLE_DEVICES for it); the pool asks Ray to spread them over the nodes. Its hello
+names its node and GPUs, so the scheduler admits runs device by device (scheduler.devices).
 Imports Ray: loaded only in the scheduler actor (bsdemo.cluster.actor).
 """
 
@@ -71,7 +72,9 @@ class LabWorker:
         self.tasks: queue.Queue = queue.Queue()
         self.results = _Messages()
         self.cancel = _Cancel()
+        # where it runs: its node, and the GPUs Ray gave it (the device admission counts it on)
         self.where = {"node_id": ray.get_runtime_context().get_node_id(),
+                      "gpus": [str(g) for g in ray.get_gpu_ids()],
                       "host": socket.gethostname(), "pid": os.getpid(), "nice": os.nice(0)}
         self.loop = threading.Thread(target=_lab_loop, name="bsdemo-worker", daemon=True,
                                      args=(index, self.tasks, self.results, self.cancel,

@@ -23,7 +23,7 @@ from bsdemo.config import ConfigError, RunConfig
 from bsdemo.jobkinds import POINT_KINDS, RESULT_KINDS, Cost
 from bsdemo.limits import MAX_WORKERS, Limits, default_threads
 from bsdemo.runs import ACTIVE, EVAL_FIELDS, STEP_FIELDS, JobSnapshot, Series, add_point, file_event
-from bsdemo.scheduler import admission
+from bsdemo.scheduler import admission, devices
 from bsdemo.scheduler.estimates import WaitEstimator
 from bsdemo.scheduler.ids import JobIds
 from bsdemo.scheduler.job import Job
@@ -289,10 +289,10 @@ class Scheduler(Reaper):
 
         A sweep or finder starts only on an otherwise idle device and holds it alone; a training
         run starts beside others only when its predicted memory and theirs fit the device
-        (memory admission). The jobs behind a blocked head wait (head-of-line): nobody is
+        (memory admission) — device by device, where the workers sit on several
+        (scheduler.devices). The jobs behind a blocked head wait (head-of-line): nobody is
         overtaken, and the head's reason is shown to its owner.
         """
-        usable = self.usable_memory()
         while self._queue:
             head = self._jobs[self._queue[0]]
             if head.check_store and self.store is not None:
@@ -308,19 +308,19 @@ class Scheduler(Reaper):
                     self._queue.popleft()
                     self._serve(head, stored)
                     continue
-            running, free = self._running(), self._pool.free()
-            head.wait_reason = self._blocked(head, len(running),
-                                             sum(j.exclusive for j in running),
-                                             sum(j.claim() for j in running), len(free), usable)
-            if head.wait_reason is not None:
+            running = self._running()
+            spot = devices.place(head, self._pool.free(), running, self._pool.workers,
+                                 self.limits)
+            head.wait_reason = spot.reason
+            if spot.worker is None:
                 if head.wait_reason == admission.EXCLUSIVE_WAIT:
-                    head.wait_reason = admission.exclusive_wait(running)
-                elif not free and not running and self._pool.starting():
+                    head.wait_reason = admission.exclusive_wait(spot.beside)
+                elif not self._pool.free() and not running and self._pool.starting():
                     head.wait_reason = "the training worker is starting"
                 return
-            if not running:
-                head.notice = admission.alone_notice(head, usable) or head.notice
-            self._start(self._jobs[self._queue.popleft()], free[0], running)
+            if not spot.beside:
+                head.notice = admission.alone_notice(head, spot.usable) or head.notice
+            self._start(self._jobs[self._queue.popleft()], spot.worker, spot.beside)
 
     def _start(self, job: Job, worker: Worker, beside: list[Job]) -> None:
         """Give job to a free worker, beside the running jobs. Caller holds the lock."""
@@ -382,7 +382,9 @@ class Scheduler(Reaper):
     def _handle(self, message: tuple) -> None:
         kind, index = message[0], message[1]
         if kind == "hello":
-            self._pool[index].ready = True
+            worker = self._pool[index]
+            worker.ready, worker.info = True, message[2]
+            worker.device = devices.device_key(message[2])
             self._device_info = message[2]
             return
         job_id, events = message[2], message[3]

@@ -38,6 +38,8 @@ class Worker:
     ready: bool = False
     started_at: float = field(default_factory=time.monotonic)
     node: str | None = None  # the cluster node it runs on (a Ray worker's; None: this machine)
+    info: dict | None = None  # the device it trains on, as its hello said
+    device: Any = None  # which device that is (scheduler.devices.device_key; None: the one here)
 
 
 class WorkerPool:

@@ -2,8 +2,10 @@
 affinity, as deploy/cluster/ puts Traefik in front of them), one scheduler for both on a real
 two-node Ray cluster, one PostgreSQL run store.
 
-Students are browser contexts: the affinity cookie picks their replica, and the address nginx
-passes on (X-Forwarded-For, from a proxy the replicas trust) is their machine's."""
+Students are browser contexts: the affinity cookie picks their replica. Each sends the address
+an outer proxy would have written for its machine (X-Forwarded-For); nginx appends the browser's
+own, 127.0.0.1, which the replicas are told to trust (BSDEMO_TRUSTED_PROXIES) — so each
+student counts by the address it names, as behind a real load balancer."""
 
 from __future__ import annotations
 
