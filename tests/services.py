@@ -17,6 +17,7 @@ it (comma-separated: CI sets it, so a missing install fails instead of silently 
 
 from __future__ import annotations
 
+import gc
 import glob
 import itertools
 import os
@@ -26,6 +27,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import warnings
 
 import pytest
 
@@ -119,7 +121,8 @@ class PostgresServer:
 
 class RayCluster:
     """A real Ray cluster of `nodes` nodes on this machine (ray.cluster_utils.Cluster), each
-    declaring `gpus` logical GPUs (torch stays on the CPU), its files in a folder of its own.
+    declaring `gpus` logical GPUs (torch stays on the CPU), its files in a folder of its own;
+    its head also serves Ray Client (`client_address`).
     The test process starts the nodes but never joins as a driver: replicas are subprocesses
     (`env` is what they need to join)."""
 
@@ -137,9 +140,14 @@ class RayCluster:
         saved = {k: os.environ.get(k) for k in self.env}
         os.environ.update(self.env)  # the nodes' processes inherit these
         try:
-            self.cluster = Cluster(initialize_head=True, head_node_args={
-                "num_cpus": cpus, "num_gpus": gpus, "include_dashboard": False,
-                "temp_dir": os.path.join(self.folder, "ray")})
+            client_port = free_port()
+            with warnings.catch_warnings():  # Ray drops its client server's log files unclosed
+                warnings.simplefilter("ignore", ResourceWarning)
+                self.cluster = Cluster(initialize_head=True, head_node_args={
+                    "num_cpus": cpus, "num_gpus": gpus, "include_dashboard": False,
+                    "temp_dir": os.path.join(self.folder, "ray"),
+                    "ray_client_server_port": client_port})
+                gc.collect()
             for _ in range(nodes - 1):
                 self.cluster.add_node(num_cpus=cpus, num_gpus=gpus)
             self.cluster.wait_for_nodes()
@@ -150,6 +158,7 @@ class RayCluster:
                 else:
                     os.environ[k] = v
         self.address = self.cluster.address
+        self.client_address = f"ray://127.0.0.1:{client_port}"  # Ray Client, on the head
         self.env["BSDEMO_RAY_ADDRESS"] = self.address
 
     def node_ids(self) -> list[str]:

@@ -35,12 +35,15 @@ _ADDRESS = re.compile(r"[A-Za-z0-9.\-]+:\d{1,5}")
 
 def ray_address(value: str | None) -> str | None:
     """BSDEMO_RAY_ADDRESS checked: None when unset or blank; "auto" (a cluster started on this
-    machine) or host:port (the head node's GCS port, 6379 by default: each replica joins as a
-    Ray driver); ConfigError otherwise."""
+    machine), host:port (the head node's GCS port, 6379 by default: the replica joins the
+    cluster as a Ray driver on a node of its own) or ray://host:port (Ray Client, the head's
+    client server, 10001 by default: the replica stays outside the cluster); ConfigError
+    otherwise."""
     if value is None or not value.strip():
         return None
     value = value.strip()
-    if value == "auto" or _ADDRESS.fullmatch(value):
+    if value == "auto" or _ADDRESS.fullmatch(value.removeprefix("ray://")):
         return value
-    raise ConfigError(RAY_ADDRESS_ENV, value, "auto or the head's host:port (or unset: the "
-                                              "scheduler runs in this process)")
+    raise ConfigError(RAY_ADDRESS_ENV, value, "auto, the head's host:port, or ray://host:port "
+                                              "(Ray Client); or unset: the scheduler runs in "
+                                              "this process")

@@ -173,7 +173,7 @@ def reachable(address: str, seconds: float = CONNECT_S) -> bool:
     for a head that is not there."""
     if address == "auto":
         return True
-    host, _, port = address.rpartition(":")
+    host, _, port = address.removeprefix("ray://").rpartition(":")
     try:
         with socket.create_connection((host, int(port)), timeout=seconds):
             return True

@@ -118,20 +118,23 @@ def ray_cluster():
 def test_the_ray_address_setting_is_checked():
     assert ray_address(None) is None and ray_address(" ") is None
     assert ray_address("auto") == "auto" and ray_address(" head-0.lab:6379 ") == "head-0.lab:6379"
-    for bad in ("ray://head:10001", "http://head:6379", "head", "a b:1", "x" * 300):
+    assert ray_address("ray://head:10001") == "ray://head:10001"  # Ray Client
+    for bad in ("ray://head", "ray://", "http://head:6379", "head", "a b:1", "x" * 300):
         with pytest.raises(ConfigError, match="BSDEMO_RAY_ADDRESS"):
             ray_address(bad)
 
 
 def test_two_replicas_share_one_queue_one_set_of_limits_and_the_store(ray_cluster, postgres_url):
     """Replica A creates the course's scheduler (one run per address), queues a run and exits;
-    replica B, another process, sees that run in the queue and its owner, is refused a second
-    run from the same address but not from another, and gets A's run whole when it finishes;
+    replica B, another process that reaches the cluster through Ray Client, sees that run in
+    the queue and its owner, is refused a second run from the same address but not from
+    another, and gets A's run whole when it finishes;
     a third replica asking for the same run is served it from the shared store. Then the
     scheduler is shut down and no actor is left behind."""
     limits = {"BSDEMO_MAX_ACTIVE_PER_ADDRESS": "1", "BSDEMO_DATABASE_URL": postgres_url}
     a = replica(ray_cluster, [{"op": "submit", "as": "job", "owner": "student-a",
-                               "address": "10.0.0.7", "steps": 60}], **limits)
+                               "address": "10.0.0.7", "steps": 12_000}], **limits)
+    # (seconds of training: still going while B connects and asks)
     assert a["where"]["node_id"] in ray_cluster.node_ids()
     job = a["job"]
     b = replica(ray_cluster, [  # student A's page reconnects here: B keeps it attended
@@ -139,7 +142,7 @@ def test_two_replicas_share_one_queue_one_set_of_limits_and_the_store(ray_cluste
         {"op": "submit", "as": "same_address", "owner": "student-b", "address": "10.0.0.7"},
         {"op": "submit", "as": "other_address", "owner": "student-b", "address": "10.0.0.8"},
         {"op": "wait", "as": "a_done", "job": job, "timeout": scaled(120)},
-    ])
+    ], BSDEMO_RAY_ADDRESS=ray_cluster.client_address)  # B stays outside: Ray Client
     assert b["where"] == a["where"]  # one scheduler, whichever replica asks
     assert b["a_job"]["owner"] == "student-a"
     assert b["a_job"]["status"] in ("queued", "running", "completed")  # A's exit lost nothing
