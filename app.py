@@ -2,7 +2,9 @@
 
 import streamlit as st
 
+from bsdemo.cluster import SchedulerLost
 from bsdemo.lessons import LESSONS
+from bsdemo.plaintext import plain
 from bsdemo.ui.links import presenting
 from bsdemo.ui.sidebar import device_badge
 
@@ -15,5 +17,8 @@ page = st.navigation(
     + [st.Page(lesson.page, title=lesson.title, icon=lesson.icon, url_path=lesson.slug,
                help=lesson.goal) for lesson in LESSONS if lesson.page],
     expanded=True)  # every lesson listed, none behind "View more"
-device_badge()
-page.run()
+try:
+    device_badge()
+    page.run()
+except SchedulerLost as exc:  # a course's scheduler actor died or hangs: a message, not a trace
+    st.error(plain(str(exc)))

@@ -33,6 +33,11 @@ ACTOR_NAME = "bsdemo-scheduler"
 _ADDRESS = re.compile(r"[A-Za-z0-9.\-]+:\d{1,5}")
 
 
+class SchedulerLost(RuntimeError):
+    """The course's scheduler actor did not answer a page's call: it died (Ray restarts it, with
+    an empty queue) or hangs. Raised by RemoteScheduler; the pages show it as a message."""
+
+
 def ray_address(value: str | None) -> str | None:
     """BSDEMO_RAY_ADDRESS checked: None when unset or blank; "auto" (a cluster started on this
     machine), host:port (the head node's GCS port, 6379 by default: the replica joins the

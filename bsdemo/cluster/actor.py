@@ -13,7 +13,7 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-from bsdemo.cluster import ACTOR_NAME, NAMESPACE
+from bsdemo.cluster import ACTOR_NAME, NAMESPACE, SchedulerLost
 from bsdemo.errors import clip
 from bsdemo.limits import Limits
 
@@ -91,6 +91,13 @@ class RemoteScheduler:
             if isinstance(cause, BaseException):
                 raise cause from None
             raise
+        except (RayActorError, GetTimeoutError) as exc:
+            what = (f"did not answer within {timeout:g} s" if isinstance(exc, GetTimeoutError)
+                    else "was lost")
+            raise SchedulerLost(
+                f"The course's scheduler {what} ({clip(str(exc).strip().splitlines()[0], 120)}"
+                "). Ray starts it again by itself; the runs it held queued or running are "
+                "gone. Reload the page in a moment.") from None
 
     def _call(self, name: str, *args, timeout: float = CALL_S, **kwargs) -> Any:
         return self._get(self.actor.call.remote(name, args, kwargs), timeout)
@@ -204,6 +211,6 @@ def connect(address: str, limits: Limits, threads: int | None, data_dir: str | N
     while True:
         try:
             return RemoteScheduler(actor)
-        except (GetTimeoutError, RayActorError):
+        except SchedulerLost:
             if time.monotonic() > deadline:
                 raise

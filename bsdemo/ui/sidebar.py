@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from bsdemo.cluster import SchedulerLost
 from bsdemo.plaintext import plain
 from bsdemo.ui.state import SERVER_NOTICES, owner, remember_browser, scheduler
 from bsdemo.units import GIB, format_bytes
@@ -14,7 +15,11 @@ def device_badge() -> None:
     # poll only until the first worker has reported its device; then draw once per script run
     @st.fragment(run_every=1.0 if scheduler().device_info is None else None)
     def badge() -> None:
-        info = scheduler().device_info
+        try:
+            info = scheduler().device_info
+        except SchedulerLost as exc:  # a course's scheduler gone: said, the sidebar stays
+            st.error(plain(str(exc)))
+            return
         if info is None:
             st.badge("Starting the training worker…", icon=":material/hourglass_top:", color="gray")
             return

@@ -78,7 +78,7 @@ def course_scheduler(limits: Limits, threads: int, data_dir: str | None):
     if address is None:
         return None
     try:
-        from bsdemo.cluster.actor import ClusterUnreachable, connect
+        from bsdemo.cluster.actor import ClusterUnreachable, SchedulerLost, connect
     except ImportError as exc:
         SERVER_NOTICES.append(f"The course's Ray cluster cannot be joined: Ray is not installed "
                               f"here ({clip(str(exc), 80)}; pip install 'bsdemo[cluster]'). "
@@ -86,7 +86,7 @@ def course_scheduler(limits: Limits, threads: int, data_dir: str | None):
         return None
     try:
         remote = connect(address, limits, threads, data_dir, url)
-    except ClusterUnreachable as exc:
+    except (ClusterUnreachable, SchedulerLost) as exc:
         SERVER_NOTICES.append(f"The course's Ray cluster at {clip(address)!r} could not be "
                               f"reached ({clip(str(exc), 160)}). This replica runs its own queue; "
                               "runs still train.")

@@ -14,7 +14,9 @@ import streamlit as st
 
 from bsdemo import export
 from bsdemo.charts import Chart, fit_legend, for_people, projector
+from bsdemo.cluster import SchedulerLost
 from bsdemo.lessonlinks import LR_STEPS
+from bsdemo.plaintext import plain
 from bsdemo.recipes import closing
 from bsdemo.runs import JobSnapshot
 from bsdemo.ui.header import predictions
@@ -87,8 +89,13 @@ def polled(draw: Callable[[], bool], every: float | None) -> None:
     """
     @st.fragment(run_every=every)
     def poll() -> None:
-        scheduler().heartbeat(owner())
-        if draw() and every is not None:
+        try:
+            scheduler().heartbeat(owner())
+            moved_on = draw()
+        except SchedulerLost as exc:  # a course's scheduler gone: said here, the page stays
+            st.error(plain(str(exc)))
+            return
+        if moved_on and every is not None:
             st.rerun()
 
     poll()

@@ -183,6 +183,49 @@ def test_the_lab_page_trains_through_the_courses_scheduler(ray_cluster):
     assert end["where"] == seen["where"] and end["left_behind"] == []
 
 
+LOST_SCHEDULER = r"""
+import json, sys, time
+import ray
+from streamlit.testing.v1 import AppTest
+from tests.timeouts import scaled
+at = AppTest.from_file(sys.argv[1], default_timeout=scaled(120))
+at.run()
+at.switch_page("pages/training_lab.py").run()
+at.button(key="run").click().run()
+from bsdemo.ui.state import scheduler  # the page's own (cached) scheduler: the course's
+sched = scheduler()
+kind = type(sched).__name__
+ray.kill(sched.actor, no_restart=True)  # the scheduler actor dies for good
+time.sleep(0.5)
+at.run()
+import ray._private.state as state
+deadline = time.monotonic() + scaled(30)
+while time.monotonic() < deadline:  # its worker actors go with it (Ray's fate-sharing)
+    alive = [a.get("ClassName") for a in state.actors().values() if a.get("State") != "DEAD"]
+    if not alive:
+        break
+    time.sleep(0.2)
+print(json.dumps({"kind": kind, "exception": [str(e.value) for e in at.exception],
+                  "errors": [e.value for e in at.error], "alive": alive}))
+"""
+
+
+def test_a_lost_scheduler_is_a_message_on_the_page_not_a_trace(ray_cluster):
+    """A page of a course replica whose scheduler actor dies (killed, not restarted): the next
+    run of the page says so in plain words, with no exception box."""
+    from tests.app.helpers import APP
+
+    out = subprocess.run([sys.executable, "-c", LOST_SCHEDULER, APP], capture_output=True,
+                         text=True, timeout=scaled(300), env={**os.environ, **ray_cluster.env})
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["kind"] == "RemoteScheduler" and seen["exception"] == [], seen
+    said = [e.replace("\\", "") for e in seen["errors"]]  # plain text: Markdown escaped
+    assert any(e.startswith("The course's scheduler was lost") and "Reload the page" in e
+               for e in said), seen
+    assert seen["alive"] == [], seen  # nothing left behind
+
+
 def test_runs_land_on_both_nodes_a_lost_node_fails_only_its_job_and_stop_and_the_reaper_work(
         ray_cluster):
     """Two workers (one CPU each, one per node): two runs at once run on the two nodes. The
