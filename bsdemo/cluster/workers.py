@@ -53,9 +53,12 @@ class _Messages(queue.Queue):
 
 def _lab_loop(*args) -> None:
     """The worker loop, in the actor's own process: its code, and torch, live in
-    bsdemo.engine.worker (as for a local pool's spawned worker)."""
+    bsdemo.engine.worker (as for a local pool's spawned worker); its groups' members are placed
+    on the cluster (bsdemo.cluster.groups)."""
+    from bsdemo.cluster.groups import use_cluster_groups
     from bsdemo.engine.worker import main
 
+    use_cluster_groups()  # a data-parallel or pipeline group spans the cluster's nodes
     main(*args)
 
 

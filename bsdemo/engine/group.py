@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,9 @@ from bsdemo.lifetime import die_with, group_folder, remove_orphan_folders
 
 POLL_S = 0.1
 JOIN_S = 30.0  # a killed member is reaped within this
+# who starts a group's members instead of this machine: set in a course's worker actor, whose
+# groups are placed on the cluster's nodes (bsdemo.cluster.groups); None: here
+LAUNCHER: Callable[..., list[Any]] | None = None
 
 
 def member_threads(world: int) -> int:
@@ -48,6 +52,8 @@ def run_group(target: str, world: int, arguments: dict[str, Any],
     rank returned, by rank. Raises JobStopped when stopped and RuntimeError when a member fails;
     every member has exited (or been killed) when this returns or raises."""
     threads = threads or member_threads(world)
+    if LAUNCHER is not None:
+        return LAUNCHER(target, world, arguments, should_stop, threads)
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
@@ -106,19 +112,34 @@ def _result(path: Path) -> Any:
         return pickle.load(f)  # written by this launcher's own member, in its private folder
 
 
-def _member(spec_path: str) -> None:
-    spec = json.loads(Path(spec_path).read_text())
-    die_with(spec["parent"])
+def run_member(target: str, rank: int, world: int, init: str, arguments: dict[str, Any],
+               threads: int, keep: Callable[[Any], None] | None = None,
+               timeout_s: float | None = None) -> Any:
+    """One member's work, in the process it runs in (a fresh interpreter here, a cluster's actor
+    in bsdemo.cluster.groups): join the gloo group at `init`, run `target(rank, world,
+    **arguments)`, hand what it returns to `keep` before leaving the group, and return it."""
     import torch
     import torch.distributed as dist
 
-    torch.set_num_threads(spec["threads"])
-    module, name = spec["target"].split(":")
-    target = getattr(importlib.import_module(module), name)
-    dist.init_process_group("gloo", init_method=spec["init"], rank=spec["rank"],
-                            world_size=spec["world"])
+    torch.set_num_threads(threads)
+    module, name = target.split(":")
+    function = getattr(importlib.import_module(module), name)
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world,
+                            **({"timeout": timedelta(seconds=timeout_s)} if timeout_s else {}))
     try:
-        result = target(spec["rank"], spec["world"], **spec["arguments"])
+        result = function(rank, world, **arguments)
+        if keep is not None:
+            keep(result)
+        return result
+    finally:
+        dist.destroy_process_group()
+
+
+def _member(spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    die_with(spec["parent"])
+
+    def keep(result: Any) -> None:
         # the result first: gloo's teardown has, rarely, aborted a member ("terminate called
         # without an active exception") after its work was done; the launcher then takes the
         # written result, and the work is not lost to a crash in the cleanup
@@ -126,8 +147,9 @@ def _member(spec_path: str) -> None:
         with open(partial, "wb") as f:
             pickle.dump(result, f)
         os.replace(partial, spec["result"])
-    finally:
-        dist.destroy_process_group()
+
+    run_member(spec["target"], spec["rank"], spec["world"], spec["init"], spec["arguments"],
+               spec["threads"], keep)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # no interpreter teardown: the group's native threads have nothing left to do

@@ -83,15 +83,15 @@ def test_the_pure_layers_reach_neither_torch_nor_streamlit_through_another_modul
 
 
 def test_the_cluster_extras_are_imported_only_where_they_belong_and_only_when_asked():
-    """psycopg lives in bsdemo/store/postgres.py alone and Ray in bsdemo/cluster/actor.py and
-    workers.py alone (the cluster extra), and the embedded default never loads those modules: a
-    lab with SQLite, or no store, and no cluster never imports them."""
+    """psycopg lives in bsdemo/store/postgres.py alone and Ray in bsdemo/cluster/actor.py,
+    workers.py and groups.py alone (the cluster extra), and the embedded default never loads
+    those modules: a lab with SQLite, or no store, and no cluster never imports them."""
     wrong = sorted(m for m, names in modules().items()
                    if "psycopg" in map(top, names) and m != "bsdemo.store.postgres")
     assert not wrong, f"psycopg imported outside bsdemo/store/postgres.py: {wrong}"
     importers = sorted(m for m, names in modules().items() if "bsdemo.store.postgres" in names)
     assert importers == ["bsdemo.store"], importers  # open_store, inside the function
-    ray_modules = ("bsdemo.cluster.actor", "bsdemo.cluster.workers")
+    ray_modules = ("bsdemo.cluster.actor", "bsdemo.cluster.workers", "bsdemo.cluster.groups")
     wrong = sorted(m for m, names in modules().items()
                    if "ray" in map(top, names) and m not in ray_modules)
     assert not wrong, f"ray imported outside {ray_modules}: {wrong}"
@@ -99,6 +99,9 @@ def test_the_cluster_extras_are_imported_only_where_they_belong_and_only_when_as
     assert importers == ["bsdemo.cluster.actor"], importers  # inside the scheduler actor
     importers = sorted(m for m, names in modules().items() if "bsdemo.cluster.actor" in names)
     assert importers == ["bsdemo.ui.state"], importers  # inside course_scheduler (and typing)
+    importers = sorted(m for m, names in modules().items() if "bsdemo.cluster.groups" in names)
+    assert importers == [], importers  # only in a worker actor's own process, by its loop:
+    assert "use_cluster_groups()" in (ROOT / "bsdemo/cluster/workers.py").read_text()
     import subprocess
     import sys
 
@@ -106,6 +109,7 @@ def test_the_cluster_extras_are_imported_only_where_they_belong_and_only_when_as
              "from bsdemo.scheduler import Scheduler; from bsdemo.cli import checks; "
              "import bsdemo.ui.state, bsdemo.cluster; open_store(tempfile.mkdtemp()).count(); "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'ray') "
-             "or m in ('bsdemo.store.postgres', 'bsdemo.cluster.actor', 'bsdemo.cluster.workers')))")
+             "or m in ('bsdemo.store.postgres', 'bsdemo.cluster.actor', 'bsdemo.cluster.workers', "
+             "'bsdemo.cluster.groups')))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr[-500:]

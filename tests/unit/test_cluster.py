@@ -53,7 +53,9 @@ for step in steps:
             cfg = RunConfig(epochs=None, max_steps=step.get("steps", 3),
                             time_limit_s=step.get("cap", 600.0))
             seen[step["as"]] = sched.submit(cfg, owner=step["owner"], address=step["address"],
-                                            fresh=step.get("fresh", True))
+                                            fresh=step.get("fresh", True),
+                                            kind=step.get("kind", "train"),
+                                            options=step.get("options"))
             if not step.get("unattended"):
                 attended.add(step["owner"])
         elif op == "load":
@@ -62,7 +64,8 @@ for step in steps:
             snap = until(step["job"], step["timeout"], lambda snap: snap.done)
             seen[step["as"]] = {"status": snap.status, "loss": snap.steps["loss"],
                                 "stored_at": snap.stored_at, "owner": snap.owner,
-                                "node": snap.node, "message": (snap.end or {}).get("message")}
+                                "node": snap.node, "message": (snap.end or {}).get("message"),
+                                "result": snap.result}
         elif op == "snapshot":
             snap = sched.snapshot(step["job"])
             seen[step["as"]] = {"status": snap.status, "owner": snap.owner, "node": snap.node,
@@ -71,12 +74,21 @@ for step in steps:
             snap = until(step["job"], step["timeout"],
                          lambda snap: snap.done or snap.status == "running" and snap.steps["step"])
             seen[step["as"]] = {"status": snap.status, "node": snap.node}
+        elif op == "measuring":  # wait until a measurement has filed its first record
+            snap = until(step["job"], step["timeout"],
+                         lambda snap: snap.done or snap.status == "running" and snap.points)
+            seen[step["as"]] = {"status": snap.status, "points": len(snap.points)}
         elif op == "cancel":
             seen[step["as"]] = sched.cancel(step["job"], step["owner"])
         elif op == "actors":  # the cluster's live actors (Ray's own table)
             import ray._private.state as state
-            seen[step["as"]] = sorted(a.get("ClassName") or "?" for a in state.actors().values()
+            seen[step["as"]] = sorted(a.get("ActorClassName") or "?" for a in state.actors().values()
                                       if a.get("State") == "ALIVE")
+        elif op == "members":  # the nodes a group's member actors ran on (Ray's own table)
+            import ray._private.state as state
+            seen[step["as"]] = [(a.get("State"), a.get("Address", {}).get("NodeID"))
+                                for a in state.actors().values()
+                                if "GroupMember" in (a.get("ActorClassName") or "")]
         elif op == "shutdown":
             import ray
             from bsdemo.cluster import ACTOR_NAME, NAMESPACE
@@ -86,7 +98,7 @@ for step in steps:
             import ray._private.state as state
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:  # a killed actor is marked dead within moments
-                alive = [a.get("ClassName") for a in state.actors().values()
+                alive = [a.get("ActorClassName") for a in state.actors().values()
                          if a.get("State") not in ("DEAD",)]
                 if not alive:
                     break
@@ -201,7 +213,7 @@ at.run()
 import ray._private.state as state
 deadline = time.monotonic() + scaled(30)
 while time.monotonic() < deadline:  # its worker actors go with it (Ray's fate-sharing)
-    alive = [a.get("ClassName") for a in state.actors().values() if a.get("State") != "DEAD"]
+    alive = [a.get("ActorClassName") for a in state.actors().values() if a.get("State") != "DEAD"]
     if not alive:
         break
     time.sleep(0.2)
@@ -273,3 +285,42 @@ def test_runs_land_on_both_nodes_a_lost_node_fails_only_its_job_and_stop_and_the
     ray_cluster.cluster.add_node(num_cpus=1, num_gpus=1)  # for the tests after this one
     end = replica(ray_cluster, [{"op": "shutdown", "as": "x"}])
     assert end["left_behind"] == []
+
+
+def test_a_data_parallel_group_spans_the_nodes_in_one_placement_group():
+    """A data-parallel check on the course's cluster: its two processes are actors placed
+    together (one placement group) on the two nodes, meet over gloo across them, and give the
+    same parameters as one process; when it ends, no member is left. A second check stopped
+    while its group starts is cancelled, its members ended."""
+    from bsdemo.engine.group import member_threads
+    from tests.services import RayCluster
+
+    # room on each node for the worker (1 CPU) and one member (a member's threads, as here)
+    cluster = RayCluster(nodes=2, cpus=1 + member_threads(2))
+    try:
+        out = replica(cluster, [
+            {"op": "submit", "as": "ddp", "owner": "s1", "address": "10.0.0.1", "kind": "ddp",
+             "options": {"processes": 2, "steps": 3}},
+            {"op": "wait", "as": "done", "job": "ddp", "timeout": scaled(180)},
+            {"op": "members", "as": "members"},
+            {"op": "submit", "as": "long", "owner": "s2", "address": "10.0.0.2", "kind": "ddp",
+             "options": {"processes": 2, "steps": 200}},
+            {"op": "measuring", "as": "timed", "job": "long", "timeout": scaled(120)},
+            {"op": "cancel", "as": "stopped", "job": "long", "owner": "s2"},
+            {"op": "wait", "as": "long_end", "job": "long", "timeout": scaled(120)},
+            {"op": "members", "as": "after"},
+        ])
+        assert out["done"]["status"] == "completed", out["done"]
+        result = out["done"]["result"]
+        assert result["kind"] == "ddp_check" and result["equivalent"] is True, result
+        nodes = {node for _, node in out["members"]}
+        assert len(out["members"]) == 2 and nodes == set(cluster.node_ids()), out["members"]
+        assert all(state == "DEAD" for state, _ in out["members"])  # none left behind
+        # Stop while the group's members start (each loads PyTorch): the members are ended
+        assert out["timed"]["points"] >= 1 and out["stopped"] is True, out
+        assert out["long_end"]["status"] == "cancelled", out["long_end"]
+        assert out["after"] and all(state == "DEAD" for state, _ in out["after"]), out["after"]
+        end = replica(cluster, [{"op": "shutdown", "as": "x"}])
+        assert end["left_behind"] == []
+    finally:
+        cluster.close()
