@@ -136,7 +136,10 @@ class RayCluster:
         # RAY_worker_niceness=0: Ray starts its workers at nice 15 by default, so any other
         # load on the machine starves the training workers (docs/deploy.md sets it too)
         self.env = {"RAY_TMPDIR": self.folder, "RAY_AUTH_MODE": "disabled",
-                    "RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0"}
+                    "RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0",
+                    # a Ray Client's first try waits 5 s for the head to start a server for it
+                    # (a fresh Python process): too short on a machine the suite keeps busy
+                    "RAY_CLIENT_INITIAL_CONNECTION_TIMEOUT_S": str(int(scaled(15)))}
         saved = {k: os.environ.get(k) for k in self.env}
         os.environ.update(self.env)  # the nodes' processes inherit these
         try:

@@ -52,3 +52,9 @@ def ray_address(value: str | None) -> str | None:
     raise ConfigError(RAY_ADDRESS_ENV, value, "auto, the head's host:port, or ray://host:port "
                                               "(Ray Client); or unset: the scheduler runs in "
                                               "this process")
+
+
+def first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of an error (Ray's run over many), short."""
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:limit]

@@ -13,7 +13,7 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-from bsdemo.cluster import ACTOR_NAME, NAMESPACE, SchedulerLost
+from bsdemo.cluster import ACTOR_NAME, NAMESPACE, SchedulerLost, first_line
 from bsdemo.errors import clip
 from bsdemo.limits import Limits
 
@@ -95,7 +95,7 @@ class RemoteScheduler:
             what = (f"did not answer within {timeout:g} s" if isinstance(exc, GetTimeoutError)
                     else "was lost")
             raise SchedulerLost(
-                f"The course's scheduler {what} ({clip(str(exc).strip().splitlines()[0], 120)}"
+                f"The course's scheduler {what} ({first_line(exc, 120)}"
                 "). Ray starts it again by itself; the runs it held queued or running are "
                 "gone. Reload the page in a moment.") from None
 

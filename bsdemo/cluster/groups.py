@@ -26,6 +26,7 @@ from ray.exceptions import RayActorError, RayError, RayTaskError
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from bsdemo.cluster import first_line
 from bsdemo.jobkinds import JobStopped
 
 PLACE_S = 120.0  # the longest a group waits for room for all its members
@@ -97,18 +98,13 @@ def _results(runs: list, nodes: list[str], should_stop) -> list[Any]:
                 results[rank] = ray.get(ref)
             except RayTaskError as exc:
                 raise RuntimeError(f"process {rank} of the group failed on node "
-                                   f"{nodes[rank][:12]}: {_first_line(exc.cause or exc)}") from None
+                                   f"{nodes[rank][:12]}: {first_line(exc.cause or exc)}") from None
             except (RayActorError, RayError) as exc:
                 raise RuntimeError(f"process {rank} of the group was lost with node "
-                                   f"{nodes[rank][:12]} ({_first_line(exc)})") from None
+                                   f"{nodes[rank][:12]} ({first_line(exc)})") from None
         if should_stop is not None and should_stop():
             raise JobStopped("Stopped before it finished.")
     return [results[rank] for rank in range(len(runs))]
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:300]
 
 
 def use_cluster_groups() -> None:

@@ -31,6 +31,7 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayError
 
+from bsdemo.cluster import first_line
 from bsdemo.limits import Limits
 from bsdemo.scheduler.pool import Worker, WorkerPool
 
@@ -172,10 +173,10 @@ class RayWorkerPool(WorkerPool):
                     process.lost(f"its Ray actor was not placed on any node within {START_S:g} s")
                 continue
             except RayActorError as exc:
-                process.lost(f"its Ray actor was lost ({_why(exc)})")
+                process.lost(f"its Ray actor was lost ({first_line(exc)})")
                 return
             except RayError as exc:
-                process.lost(f"its Ray actor failed ({_why(exc)})")
+                process.lost(f"its Ray actor failed ({first_line(exc)})")
                 return
             for message in messages:
                 if message[0] == "hello":
@@ -204,10 +205,4 @@ class RayWorkerPool(WorkerPool):
         for w in self.workers:
             w.retired.set()
             w.process.kill()
-
-
-def _why(exc: BaseException) -> str:
-    """The first line of a Ray error, short."""
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:200]
 
