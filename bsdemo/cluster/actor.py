@@ -95,7 +95,7 @@ class RemoteScheduler:
             what = (f"did not answer within {timeout:g} s" if isinstance(exc, GetTimeoutError)
                     else "was lost")
             raise SchedulerLost(
-                f"The course's scheduler {what} ({first_line(exc, 120)}"
+                f"The course's scheduler {what} ({first_line(exc, 120).rstrip('.')}"
                 "). Ray starts it again by itself; the runs it held queued or running are "
                 "gone. Reload the page in a moment.") from None
 

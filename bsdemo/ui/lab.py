@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl
 
 import streamlit as st
 
+from bsdemo.cluster import SchedulerLost
 from bsdemo.config import DEVICES, NORMS, OPTIMIZERS, ConfigError, RunConfig, config_from_query, parse_run_id
 from bsdemo.plaintext import plain
 from bsdemo.presets import LAB_SCENARIOS, PRESETS, preset_of
@@ -196,8 +197,11 @@ def run_controls(cfg: RunConfig) -> None:
 def _stop() -> None:
     """Stop the run on screen if it is active, else the session's other active run."""
     sched, runs = scheduler(), session_runs()
-    current = sched.snapshot(runs[-1]) if runs else None
-    if current is not None and not current.done and current.owner == owner():
-        sched.cancel(current.id, owner=owner())
-    else:
-        sched.cancel(sched.active_job(owner()), owner=owner())
+    try:
+        current = sched.snapshot(runs[-1]) if runs else None
+        if current is not None and not current.done and current.owner == owner():
+            sched.cancel(current.id, owner=owner())
+        else:
+            sched.cancel(sched.active_job(owner()), owner=owner())
+    except SchedulerLost as exc:  # a callback's error would replace the page: kept for it
+        st.session_state["submit_error"] = str(exc)

@@ -11,6 +11,7 @@ import streamlit as st
 from bsdemo import charts, export, recipes
 from bsdemo.charts.gan import frechet_chart, is_gan, samples_chart
 from bsdemo.charts.regions import latest_regions, regions_chart
+from bsdemo.cluster import SchedulerLost
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.plaintext import plain
 from bsdemo.runs import JobSnapshot, cpu_rates, stable_rate
@@ -292,7 +293,7 @@ def submit(cfg: RunConfig, fresh: bool = False) -> None:
     its settings and id into the URL; a refusal is kept for the controls to show."""
     try:
         job_id = scheduler().submit(cfg, owner(), fresh=fresh, address=client_address())
-    except (ConfigError, ActiveRunError) as exc:
+    except (ConfigError, ActiveRunError, SchedulerLost) as exc:
         st.session_state["submit_error"] = str(exc)
     else:
         session_runs().append(job_id)

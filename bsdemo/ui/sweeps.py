@@ -13,6 +13,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from bsdemo import lessonlinks
+from bsdemo.cluster import SchedulerLost
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.jobkinds import KINDS, PROGRESS_KINDS, planned_points
 from bsdemo.lessonlinks import workload_controls
@@ -89,7 +90,7 @@ def submit(prefix: str, kind: str, cfg: RunConfig, options: dict) -> None:
     try:
         job = scheduler().submit(cfg, owner(), kind=kind, options=options,
                                  address=client_address())
-    except (ConfigError, ActiveRunError) as exc:
+    except (ConfigError, ActiveRunError, SchedulerLost) as exc:
         st.session_state[f"{prefix}_error"] = str(exc)
     else:
         shown()[f"{prefix}_job"] = job
@@ -179,7 +180,7 @@ def submit_group(prefix: str, cfgs: list[RunConfig], labels: list[str],
     run store holds for this device are served from it unless `fresh`."""
     try:
         ids = scheduler().submit_group(cfgs, owner(), address=client_address(), fresh=fresh)
-    except (ConfigError, ActiveRunError) as exc:
+    except (ConfigError, ActiveRunError, SchedulerLost) as exc:
         st.session_state[f"{prefix}_error"] = str(exc)
     else:
         shown()[f"{prefix}_group"] = list(zip(labels, ids, strict=True))

@@ -203,13 +203,12 @@ from tests.timeouts import scaled
 at = AppTest.from_file(sys.argv[1], default_timeout=scaled(120))
 at.run()
 at.switch_page("pages/training_lab.py").run()
-at.button(key="run").click().run()
 from bsdemo.ui.state import scheduler  # the page's own (cached) scheduler: the course's
 sched = scheduler()
 kind = type(sched).__name__
 ray.kill(sched.actor, no_restart=True)  # the scheduler actor dies for good
 time.sleep(0.5)
-at.run()
+at.button(key="run").click().run()  # Run's callback meets it first, then the page
 import ray._private.state as state
 deadline = time.monotonic() + scaled(30)
 while time.monotonic() < deadline:  # its worker actors go with it (Ray's fate-sharing)
@@ -223,8 +222,9 @@ print(json.dumps({"kind": kind, "exception": [str(e.value) for e in at.exception
 
 
 def test_a_lost_scheduler_is_a_message_on_the_page_not_a_trace(ray_cluster):
-    """A page of a course replica whose scheduler actor dies (killed, not restarted): the next
-    run of the page says so in plain words, with no exception box."""
+    """A page of a course replica whose scheduler actor dies (killed, not restarted): pressing
+    Run (a callback, run before the page) and the page after it say so in plain words, with no
+    exception box."""
     from tests.app.helpers import APP
 
     out = subprocess.run([sys.executable, "-c", LOST_SCHEDULER, APP], capture_output=True,
