@@ -308,14 +308,13 @@ class Scheduler(Reaper):
                     self._queue.popleft()
                     self._serve(head, stored)
                     continue
-            running = self._running()
-            spot = devices.place(head, self._pool.free(), running, self._pool.workers,
-                                 self.limits)
+            running, free = self._running(), self._pool.free()
+            spot = devices.place(head, free, running, self._pool.workers, self.limits)
             head.wait_reason = spot.reason
             if spot.worker is None:
                 if head.wait_reason == admission.EXCLUSIVE_WAIT:
                     head.wait_reason = admission.exclusive_wait(spot.beside)
-                elif not self._pool.free() and not running and self._pool.starting():
+                elif not free and not running and self._pool.starting():
                     head.wait_reason = "the training worker is starting"
                 return
             if not spot.beside:
