@@ -164,6 +164,17 @@ class RayCluster:
         self.client_address = f"ray://127.0.0.1:{client_port}"  # Ray Client, on the head
         self.env["BSDEMO_RAY_ADDRESS"] = self.address
 
+    def client_server_logs(self, chars: int = 1500) -> str:
+        """The ends of the Ray Client servers' error logs (why a client's server died)."""
+        parts = []
+        for path in sorted(glob.glob(os.path.join(self.folder, "ray", "session_*", "logs",
+                                                  "ray_client_server*.err"))):
+            with open(path, errors="replace") as f:
+                text = f.read()[-chars:].strip()
+            if text:
+                parts.append(f"\n--- {os.path.basename(path)}\n{text}")
+        return "".join(parts)
+
     def node_ids(self) -> list[str]:
         return [node.node_id for node in self.cluster.list_all_nodes()]
 

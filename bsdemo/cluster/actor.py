@@ -188,6 +188,26 @@ def reachable(address: str, seconds: float = CONNECT_S) -> bool:
         return False
 
 
+CLIENT_TRIES = 3  # a Ray Client head starts a server process per client; a busy head can lose one
+
+
+def join(address: str) -> None:
+    """ray.init at address. Through Ray Client the head starts a fresh server process for each
+    client, and on a busy head that process can die starting ("Initialization failure from
+    server"): that is tried again, twice, before the replica gives up."""
+    for attempt in range(1, CLIENT_TRIES + 1):
+        try:
+            ray.init(address=address, namespace=NAMESPACE, log_to_driver=False,
+                     logging_level="WARNING", configure_logging=False)
+            return
+        except (ConnectionError, RuntimeError, TimeoutError) as exc:
+            retry = (address.startswith("ray://") and attempt < CLIENT_TRIES
+                     and isinstance(exc, ConnectionAbortedError))
+            if not retry:
+                raise ClusterUnreachable(f"{type(exc).__name__}: {clip(str(exc), 160)}") from exc
+            time.sleep(attempt)
+
+
 def connect(address: str, limits: Limits, threads: int | None, data_dir: str | None,
             url: str | None) -> RemoteScheduler:
     """Join the Ray cluster at address and the course's scheduler actor in it, creating the actor
@@ -195,11 +215,7 @@ def connect(address: str, limits: Limits, threads: int | None, data_dir: str | N
     if not reachable(address):
         raise ClusterUnreachable(f"nothing answered at {address} within {CONNECT_S:g} s")
     if not ray.is_initialized():
-        try:
-            ray.init(address=address, namespace=NAMESPACE, log_to_driver=False,
-                     logging_level="WARNING", configure_logging=False)
-        except (ConnectionError, RuntimeError, TimeoutError) as exc:
-            raise ClusterUnreachable(f"{type(exc).__name__}: {clip(str(exc), 160)}") from exc
+        join(address)
     # on the head node: the one node a cluster cannot lose anyway (it holds Ray's own state),
     # so a GPU node going away never takes the course's queue with it
     host = ray.remote(SchedulerHost).options(

@@ -114,7 +114,7 @@ def replica(cluster, steps: list[dict], **env) -> dict:
     out = subprocess.run([sys.executable, "-c", REPLICA, json.dumps(steps)], capture_output=True,
                          text=True, timeout=scaled(240),
                          env={**os.environ, **cluster.env, **env})
-    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.returncode == 0, out.stderr[-3000:] + cluster.client_server_logs()
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -134,6 +134,37 @@ def test_the_ray_address_setting_is_checked():
     for bad in ("ray://head", "ray://", "http://head:6379", "head", "a b:1", "x" * 300):
         with pytest.raises(ConfigError, match="BSDEMO_RAY_ADDRESS"):
             ray_address(bad)
+
+
+def test_a_ray_client_whose_server_died_starting_is_tried_again(monkeypatch):
+    """Through Ray Client the head starts a server process per client; one that dies starting
+    (a busy head) is tried again, up to three times; other failures, and any failure at a
+    cluster address that is not Ray Client, end at once as ClusterUnreachable."""
+    from bsdemo.cluster import actor
+
+    calls = []
+
+    def fails(times, exc):
+        def init(**kwargs):
+            calls.append(kwargs["address"])
+            if len(calls) <= times:
+                raise exc
+        return init
+
+    monkeypatch.setattr(actor.time, "sleep", lambda s: None)
+    died = ConnectionAbortedError("Initialization failure from server: Starting Ray client "
+                                  "server failed. See ray_client_server_23000.err")
+    monkeypatch.setattr(actor.ray, "init", fails(2, died))
+    actor.join("ray://head:10001")
+    assert calls == ["ray://head:10001"] * 3
+    for address, exc, tries in (("ray://head:10001", died, 3),
+                                ("ray://head:10001", ConnectionError("refused"), 1),
+                                ("head:6379", died, 1)):
+        calls.clear()
+        monkeypatch.setattr(actor.ray, "init", fails(99, exc))
+        with pytest.raises(actor.ClusterUnreachable, match=type(exc).__name__):
+            actor.join(address)
+        assert len(calls) == tries
 
 
 def test_two_replicas_share_one_queue_one_set_of_limits_and_the_store(ray_cluster, postgres_url):
