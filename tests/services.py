@@ -167,7 +167,7 @@ class RayCluster:
     def client_server_logs(self, chars: int = 1500) -> str:
         """The ends of the Ray Client servers' error logs (why a client's server died)."""
         parts = []
-        for path in sorted(glob.glob(os.path.join(self.folder, "ray", "session_*", "logs",
+        for path in sorted(glob.glob(os.path.join(self.folder, "ray", "session_2*", "logs",
                                                   "ray_client_server*.err"))):
             with open(path, errors="replace") as f:
                 text = f.read()[-chars:].strip()
