@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
             set_threads(threads)
         if args.command == "sweep":
             return commands.sweep(cfg, args, **checked)
+        if args.command == "profile":
+            return commands.profile(cfg, args, **checked)
         if args.command == "find":
             return commands.find(cfg, args, **checked)
         if args.command == "accum-check":

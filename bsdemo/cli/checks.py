@@ -16,6 +16,8 @@ from bsdemo.jobkinds import (
     FIT_TECHNIQUES,
     LR_RULES,
     MAX_NOISE_DRAWS,
+    MAX_PROFILE_SIZES,
+    MAX_PROFILE_STEPS,
     MAX_SWEEP_ROUNDS,
     MAX_TIMED_STEPS,
     PIPELINE_MAX_MICRO_BATCHES,
@@ -42,6 +44,18 @@ def _check_sweep(args: argparse.Namespace) -> dict:
             "timed": _count("--timed-steps", args.timed_steps, 1, MAX_TIMED_STEPS),
             "min_time": _real("--min-time", args.min_time, 0.0, 60.0),
             "rounds": _count("--rounds", args.rounds, 1, MAX_SWEEP_ROUNDS)}
+
+
+def _check_profile(args: argparse.Namespace) -> dict:
+    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
+    if not 2 <= len(sizes) <= MAX_PROFILE_SIZES or sizes != sorted(set(sizes)):
+        raise ConfigError("--batch-sizes", args.batch_sizes,
+                          f"2 to {MAX_PROFILE_SIZES} increasing batch sizes, e.g. 8,512")
+    folder = given(args.trace_dir, "--trace-dir")
+    return {"batch_sizes": sizes,
+            "steps": _count("--steps", args.steps, 2, MAX_PROFILE_STEPS),
+            "cut": not args.no_cut,
+            "trace_dir": str(_writable_folder(folder, "--trace-dir")) if folder else None}
 
 
 def _check_find(args: argparse.Namespace) -> dict:
@@ -208,7 +222,7 @@ def _writable_folder(raw: str, flag: str) -> Path:
     return folder
 
 
-COMMAND_KINDS = {"sweep": "sweep", "find": "find", "accum-check": "accum_check",
+COMMAND_KINDS = {"sweep": "sweep", "profile": "profile", "find": "find", "accum-check": "accum_check",
                  "norms": "norms", "noise": "noise", "sharpness": "sharpness",
                  "critical-batch": "critical", "fit-batch": "fit_batch", "ddp-check": "ddp",
                  "pipeline-check": "pipeline", "architectures": "architectures"}
@@ -237,7 +251,7 @@ def check_command_config(command: str, cfg: RunConfig, checked: dict,
         check_pipeline(cfg, checked["micro_batches"])
 
 
-CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "find": _check_find,
+CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "profile": _check_profile, "find": _check_find,
           "accum-check": _check_accum, "regimes": _check_regimes, "norms": _check_norms,
           "noise": _check_noise, "sharpness": _check_sharpness,
           "critical-batch": _check_critical, "fit-batch": _check_fit_batch,

@@ -91,6 +91,24 @@ def sweep(cfg: RunConfig, args: argparse.Namespace, sizes: list[int], budget: in
     return 0
 
 
+def profile(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
+    from bsdemo.engine.profile import profile_steps  # imports torch
+    from bsdemo.recipes.profile import profile_lines
+
+    for event in profile_steps(cfg, **options):
+        if args.json:
+            if event["kind"] != "profile_start":
+                print(json.dumps({k: v for k, v in event.items() if k != "trace_gz_b64"}),
+                      flush=True)
+            continue
+        for line in profile_lines(event):
+            print(line, flush=True)
+    if options.get("trace_dir") and not args.json:
+        print(f"traces: {options['trace_dir']}/trace_batch<B>.json (open them in "
+              "ui.perfetto.dev or chrome://tracing)")
+    return 0
+
+
 def find(cfg: RunConfig, args: argparse.Namespace, budget: int | None, margin: float,
           target: int | None, reference: int, max_batch: int | None) -> int:
     from bsdemo.engine.finder import find_batch_size  # imports torch

@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="bsdemo", description="Batch Size Lab on the command line.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     train = _add_train(sub)
-    for add in (_add_sweep, _add_find, _add_accum_check, _add_regimes, _add_norms, _add_noise,
+    for add in (_add_sweep, _add_profile, _add_find, _add_accum_check, _add_regimes, _add_norms, _add_noise,
                 _add_critical, _add_sharpness, _add_fit_batch, _add_ddp, _add_pipeline,
                 _add_architectures, _add_datasets, _add_warm):
         add(sub, train)
@@ -113,6 +113,27 @@ def _add_sweep(sub, train: argparse.ArgumentParser) -> None:
                        help="try the larger batch sizes after the first out-of-memory")
     _workload_flags(sweep, train)
     sweep.add_argument("--json", action="store_true", help="one JSON object per line")
+
+
+def _add_profile(sub, train: argparse.ArgumentParser) -> None:
+    prof = sub.add_parser("profile", help="where a step's time goes at a small and a large batch "
+                                          "(torch.profiler), and what cutting the overhead buys",
+                          description="Per batch size: a few of the lab's training steps under "
+                                      "torch.profiler, unprofiled steps before and after (the "
+                                      "throughput), each step split into time that stays fixed "
+                                      "as the batch grows and time that grows with it; then the "
+                                      "same step eager against torch.compile (CPU) or CUDA "
+                                      "graphs (GPU), alternated.")
+    prof.add_argument("--batch-sizes", default="8,512",
+                      help="2 to 4 increasing batch sizes (default 8,512)")
+    prof.add_argument("--steps", default="5", help="profiled steps per batch size (2 to 20)")
+    prof.add_argument("--no-cut", action="store_true",
+                      help="skip the overhead cut (torch.compile compiles for seconds)")
+    prof.add_argument("--trace-dir", help="write each batch's Chrome/Perfetto trace here "
+                                          "(trace_batch<B>.json)")
+    _workload_flags(prof, train)
+    prof.add_argument("--json", action="store_true",
+                      help="one JSON object per line (profile_point, cut_point, profile_end)")
 
 
 def _add_find(sub, train: argparse.ArgumentParser) -> None:

@@ -98,6 +98,10 @@ def _events(kind: str, cfg: RunConfig, options: dict, should_stop):
     """The job's records as dicts, from the engine function its kind names."""
     if kind == "sweep":
         yield from sweep(cfg, should_stop=should_stop, **options)
+    elif kind == "profile":
+        from bsdemo.engine.profile import profile_steps
+
+        yield from profile_steps(cfg, should_stop=should_stop, **options)
     elif kind == "find":
         yield from find_batch_size(cfg, should_stop=should_stop, **options)
     elif kind == "accum_check":
@@ -168,7 +172,7 @@ def _measured_end(kind: str, result: dict | None, stopped: str | None) -> dict:
     """The end record of a sweep, finder or accumulation check."""
     if stopped is not None:
         return {"kind": "end", "status": "cancelled", "summary": {}, "message": stopped}
-    name = {"sweep": "Sweep", "find": "Search", "accum_check": "Check", "norms": "Grid",
+    name = {"sweep": "Sweep", "profile": "Profile", "find": "Search", "accum_check": "Check", "norms": "Grid",
             "noise": "Measurement", "sharpness": "Study", "critical": "Study",
             "fit_batch": "Measurement", "ddp": "Check", "pipeline": "Check", "architectures": "Study"}[kind]
     return {"kind": "end", "status": "completed", "summary": {},

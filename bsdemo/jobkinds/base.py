@@ -19,7 +19,8 @@ from bsdemo.config import (
 )
 from bsdemo.limits import Limits
 
-POINT_KINDS = ("sweep_point", "find_probe", "norms_result", "noise_point", "sharpness_run",
+POINT_KINDS = ("sweep_point", "profile_point", "cut_point", "find_probe", "norms_result",
+               "noise_point", "sharpness_run",
                "critical_point", "fit_batch_result", "architecture_point",
                "architecture_summary", "ddp_progress",
                "pipeline_progress", "sharpness_progress")  # a job's records kept in order
@@ -29,11 +30,21 @@ POINT_KINDS = ("sweep_point", "find_probe", "norms_result", "noise_point", "shar
 PROGRESS_KINDS = ("ddp_progress", "pipeline_progress", "sharpness_progress")
 
 
-RESULT_KINDS = ("sweep_end", "find_result", "accum_check", "norms_end", "noise_result",
+START_KINDS = ("sweep_start", "profile_start")  # a measurement's first record
+RESULT_KINDS = ("sweep_end", "profile_end", "find_result", "accum_check", "norms_end", "noise_result",
                 "sharpness_result", "critical_result", "fit_batch_end", "ddp_check",
                 "pipeline_check", "architectures_end")  # a job's one result
 
 
+# a profile (bsdemo.engine.profile): per batch size, warm-up steps, then the profiled steps;
+# unprofiled steps of the same loop before and after; the overhead cut's alternating blocks
+PROFILE_WARMUP = 3
+PROFILE_STEPS = 5
+MAX_PROFILE_STEPS = 20
+MAX_PROFILE_SIZES = 4
+PROFILE_PLAIN_STEPS = 20
+PROFILE_CUT_STEPS = 20
+PROFILE_CUT_BLOCKS = 4
 MAX_TIMED_STEPS = 2000  # a sweep point's timed steps, whatever its minimum duration asks
 
 

@@ -27,6 +27,10 @@ from bsdemo.jobkinds.base import (
     FIT_TIMED_STEPS,
     LONGER_FACTOR,
     NOISE_CHUNK,
+    PROFILE_CUT_BLOCKS,
+    PROFILE_CUT_STEPS,
+    PROFILE_PLAIN_STEPS,
+    PROFILE_WARMUP,
     Cost,
     accumulation_config,
     critical_steps,
@@ -53,6 +57,20 @@ def _sweep_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     largest = dataclasses.replace(largest, batch_size=min(max(sizes), largest.train_samples),
                                   accumulation_steps=1)
     return Cost(max(sizes), max(sizes), per_point * len(sizes), wall_s,
+                footprint.predict(largest).device)
+
+
+def _profile_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+    sizes = options["batch_sizes"]
+    # per size: two unprofiled blocks and the profiled one (each warm-up + steps + 1), then the
+    # cut's warm-up (both models), its first (compiling) step and its alternating blocks
+    lab = 2 * (PROFILE_WARMUP + PROFILE_PLAIN_STEPS + 1) + PROFILE_WARMUP + options["steps"] + 1
+    cut = (1 + 2 * PROFILE_WARMUP + 2 * PROFILE_CUT_BLOCKS * PROFILE_CUT_STEPS
+           if options["cut"] else 0)
+    largest = sweep_config(cfg, sizes)
+    largest = dataclasses.replace(largest, batch_size=min(max(sizes), largest.train_samples),
+                                  accumulation_steps=1)
+    return Cost(max(sizes), max(sizes), (lab + cut) * len(sizes), wall_s,
                 footprint.predict(largest).device)
 
 

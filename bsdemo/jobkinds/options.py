@@ -25,10 +25,13 @@ from bsdemo.jobkinds.base import (
     LR_RULES,
     MAX_LESSON_BATCHES,
     MAX_NOISE_DRAWS,
+    MAX_PROFILE_SIZES,
+    MAX_PROFILE_STEPS,
     MAX_SWEEP_POINTS,
     MAX_SWEEP_ROUNDS,
     MAX_TIMED_STEPS,
     PIPELINE_MAX_MICRO_BATCHES,
+    PROFILE_STEPS,
     SHARPNESS_MAX_STEPS,
     SHARPNESS_REMEDIES,
     accumulation_config,
@@ -53,8 +56,8 @@ def _real(options: Mapping, name: str, low: float, high: float, default: float) 
     return real_number(name, options.get(name, default), low, high)
 
 
-def _flag(options: Mapping, name: str) -> bool:
-    value = options.get(name, False)
+def _flag(options: Mapping, name: str, default: bool = False) -> bool:
+    value = options.get(name, default)
     if not isinstance(value, bool):
         raise ConfigError(name, value, "true or false")
     return value
@@ -82,6 +85,18 @@ def _sweep_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
             "rounds": _whole(options, "rounds", 1, MAX_SWEEP_ROUNDS, default=3),
             "memory_budget_bytes": _budget(options),
             "continue_after_oom": _flag(options, "continue_after_oom")}
+
+
+def _profile_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+    sizes = options.get("batch_sizes")
+    if (not isinstance(sizes, (list, tuple)) or not 2 <= len(sizes) <= MAX_PROFILE_SIZES
+            or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in sizes)
+            or list(sizes) != sorted(set(sizes))):
+        raise ConfigError("batch_sizes", sizes, f"2 to {MAX_PROFILE_SIZES} increasing whole "
+                                                "numbers of at least 1")
+    return {"batch_sizes": list(sizes),
+            "steps": _whole(options, "steps", 2, MAX_PROFILE_STEPS, default=PROFILE_STEPS),
+            "cut": _flag(options, "cut", default=True)}
 
 
 def _find_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:

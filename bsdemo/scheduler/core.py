@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bsdemo.config import ConfigError, RunConfig
-from bsdemo.jobkinds import POINT_KINDS, RESULT_KINDS, Cost
+from bsdemo.jobkinds import POINT_KINDS, RESULT_KINDS, START_KINDS, Cost
 from bsdemo.limits import MAX_WORKERS, Limits, default_threads
 from bsdemo.runs import ACTIVE, EVAL_FIELDS, STEP_FIELDS, JobSnapshot, Series, add_point, file_event
 from bsdemo.scheduler import admission, devices
@@ -396,7 +396,7 @@ class Scheduler(Reaper):
                 continue
             if kind in POINT_KINDS:
                 add_point(job.points, event, MAX_POINTS)
-            elif kind == "sweep_start":
+            elif kind in START_KINDS:
                 job.start = event
             elif kind in RESULT_KINDS:
                 job.result = event  # the worker's end record follows

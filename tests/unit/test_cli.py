@@ -160,7 +160,7 @@ for name, sub in subparsers.choices.items():
     for action in sub._actions:
         if action.nargs == 0 or action.dest == "help":
             continue  # switches (--json) take no value
-        values = PATHS if action.dest in ("data_dir", "cache") else HOSTILE
+        values = PATHS if action.dest in ("data_dir", "cache", "trace_dir") else HOSTILE
         for value in values:
             if action.option_strings:
                 flag = action.option_strings[0]

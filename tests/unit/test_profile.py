@@ -1,0 +1,151 @@
+"""Where a step's time goes: the trace reader on traces with known answers, the profile job's
+options, and a real profile of the lab's step on this CPU against a real sweep's fit."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+
+import pytest
+
+from bsdemo import profiling
+from bsdemo.config import ConfigError, RunConfig
+from bsdemo.jobkinds import KINDS
+from bsdemo.limits import Limits
+from bsdemo.recipes.profile import profile_lines, profile_verdict
+
+
+def op(name, ts, dur, tid=1, cat="cpu_op"):
+    return {"name": name, "ph": "X", "cat": cat, "ts": ts, "dur": dur, "pid": 1, "tid": tid}
+
+
+def synthetic(b: int, steps: int = 3) -> dict:
+    """Steps of a known shape at batch b (µs): a 20 µs gap, forward `aten::linear` 10 + 0.5·b
+    (with a nested call that must not count twice), a 7 µs gap, backward 4 + 1.5·b, an
+    optimizer window holding `aten::add_` (5), a 3 µs gap; and another thread's operator that
+    must not count."""
+    events, t = [], 1000.0
+    for i in range(steps):
+        start = t
+        t += 20
+        fwd = 10 + 0.5 * b
+        events += [op("aten::linear", t, fwd), op("aten::addmm", t + 1, fwd - 2)]
+        t += fwd + 7
+        bwd = 4 + 1.5 * b
+        events.append(op("autograd::engine::evaluate_function: AddmmBackward0", t, bwd))
+        t += bwd
+        events += [op("Optimizer.step#SGD.step", t, 5, cat="user_annotation"),
+                   op("aten::add_", t, 5)]
+        t += 5 + 3
+        events.append(op(f"{profiling.STEP_PREFIX}{i}", start, t - start, cat="user_annotation"))
+        events.append(op("aten::mm", start + 2, 50, tid=2))  # another thread
+    return {"traceEvents": events}
+
+
+def test_a_synthetic_trace_gives_the_split_exactly():
+    traces = {b: profiling.steps(synthetic(b)) for b in (8, 512)}
+    p8 = traces[8][0]
+    assert p8.index == 0 and [p.index for p in traces[8]] == [0, 1, 2]
+    assert p8.dur == pytest.approx(20 + 14 + 7 + 16 + 5 + 3)
+    assert p8.gaps == pytest.approx(30) and p8.busy == pytest.approx(14 + 16 + 5)
+    assert p8.by_part() == pytest.approx({"gap": 30, "forward": 14, "backward": 16,
+                                          "optimizer": 5})
+    assert [s.part for s in p8.spans] == ["gap", "forward", "gap", "backward", "optimizer", "gap"]
+    rows = {b: profiling.per_step_rows(ps) for b, ps in traces.items()}
+    parted = profiling.split(rows)
+    assert parted.t0 == pytest.approx(30 + 10 + 4 + 5)  # gaps, launch parts, the optimizer
+    assert parted.t1 == pytest.approx(0.5 + 1.5)
+    assert parted.fixed[profiling.GAP] == pytest.approx(30)
+    assert parted.per_sample["aten::add_"] == 0 and parted.fixed["aten::add_"] == pytest.approx(5)
+    for b in (8, 512):  # the split adds up to the step, exactly
+        fixed, growing = parted.at(b)
+        assert fixed + growing == pytest.approx(traces[b][0].dur)
+    assert parted.fixed_share(8) > 0.75 > 0.05 > parted.fixed_share(512)
+
+
+def test_kernels_count_and_the_gpu_busy_share_is_their_union():
+    trace = synthetic(8, steps=1)
+    start = trace["traceEvents"][-2]["ts"]  # the step mark
+    trace["traceEvents"] += [op("gemm", start + 30, 10, tid=7, cat="kernel"),
+                             op("relu", start + 35, 10, tid=8, cat="kernel"),  # overlaps: 5
+                             op("copy", start + 60, 4, tid=7, cat="gpu_memcpy"),
+                             op("late", start + 10_000, 4, tid=7, cat="kernel")]  # next step's
+    step = profiling.steps(trace)[0]
+    assert len(step.kernels) == 3 and step.kernel_busy == pytest.approx(15 + 4)
+
+
+def test_the_typical_step_is_the_median_and_a_bad_trace_is_named():
+    steps = [profiling.StepProfile(d, ()) for d in (5.0, 1.0, 9.0, 3.0)]
+    assert profiling.typical(steps).dur == 3.0
+    with pytest.raises(ValueError, match="traceEvents"):
+        profiling.steps({"events": []})
+    with pytest.raises(ValueError, match="lacks ts"):
+        profiling.steps({"traceEvents": [{"name": "x", "ph": "X", "pid": 1, "tid": 1}]})
+    with pytest.raises(ValueError, match="two batch sizes"):
+        profiling.split({8: {"a": 1.0}})
+    # time that shrinks with the batch is noise around a fixed cost; no fixed part: the origin
+    assert profiling.split({8: {"a": 10.0}, 16: {"a": 8.0}}).fixed["a"] == pytest.approx(9.0)
+    through = profiling.split({8: {"a": 1.0}, 16: {"a": 3.0}})
+    assert through.fixed["a"] == 0 and through.per_sample["a"] > 0
+    assert profiling.two_point_fit({8: 14.0, 512: 518.0}) == pytest.approx((6.0, 1.0))
+
+
+def test_the_profile_job_checks_its_options():
+    cfg = RunConfig(dataset="digits", model="mlp")
+    kind = KINDS["profile"]
+    assert kind.exclusive
+    checked = kind.check(cfg, {"batch_sizes": [8, 512]}, Limits())
+    assert checked == {"batch_sizes": [8, 512], "steps": 5, "cut": True}
+    for bad in ([8], [512, 8], [8, 8], [1, 2, 4, 8, 16], [0, 8], ["8", 512], [True, 8], None):
+        with pytest.raises(ConfigError, match="batch_sizes"):
+            kind.check(cfg, {"batch_sizes": bad}, Limits())
+    with pytest.raises(ConfigError, match="steps"):
+        kind.check(cfg, {"batch_sizes": [8, 512], "steps": 500}, Limits())
+    with pytest.raises(ConfigError, match="cut"):
+        kind.check(cfg, {"batch_sizes": [8, 512], "cut": "yes"}, Limits())
+
+
+@pytest.fixture(scope="module")
+def real_profile():
+    from bsdemo.engine.measure import set_threads
+    from bsdemo.engine.profile import profile_steps
+
+    set_threads(1)
+    cfg = RunConfig(dataset="digits", model="mlp", seed=0)
+    return cfg, list(profile_steps(cfg, [8, 512], cut=False))
+
+
+def test_a_real_trace_is_a_chrome_trace_and_travels_with_its_point(real_profile):
+    _, records = real_profile
+    assert [r["kind"] for r in records] == ["profile_start", "profile_point", "profile_point",
+                                            "profile_end"]
+    for point in records[1:3]:
+        assert point["status"] == "ok" and point["profiled_steps"] >= 3
+        trace = json.loads(gzip.decompress(base64.b64decode(point["trace_gz_b64"])))
+        events = profiling.check_trace(trace)  # every event: name, ph, ts, pid, tid
+        assert any(e.get("cat") == "cpu_op" for e in events)
+        assert sum(e["name"].startswith(profiling.STEP_PREFIX) for e in events) >= 3
+        assert len(point["timeline"]) >= point["operators_per_step"] > 10
+        assert point["kernels_per_step"] is None  # no GPU here
+        # profiled steps are never a throughput: the unprofiled ones are timed beside them
+        assert point["plain_step_s"]["n"] >= 20
+
+
+def test_a_real_profile_s_fixed_part_agrees_with_a_real_sweep_s_t0(real_profile):
+    """The trace's fixed part (less the profiler's own measured cost) against the t0 of a real
+    sweep of the same step on this CPU: within a factor of two either way (a ratio of two
+    times measured in one process; the profiler's cost varies with the machine's load)."""
+    from bsdemo.engine.sweep import sweep
+
+    cfg, records = real_profile
+    end = records[-1]
+    assert end["split"]["t1_us"] > 0 and end["split"]["t0_us"] > 0
+    assert 0.5 <= end["t0_agreement"] <= 2.0, end
+    fit = [r for r in sweep(cfg, [8, 64, 512]) if r["kind"] == "sweep_end"][0]["fit"]
+    ratio = end["split"]["t0_less_profiler_us"] / (fit["t0_s"] * 1e6)
+    assert 0.5 <= ratio <= 2.0, (ratio, end["split"], fit)
+    points = records[1:3]
+    text = profile_verdict(points, [], end, fit)
+    assert "At batch 8" in text and "batch 512" in text and "sweep's fitted t0" in text
+    assert all(profile_lines(r) for r in records)
