@@ -3,6 +3,7 @@
 import streamlit as st
 
 from bsdemo import charts, recipes
+from bsdemo.plaintext import plain
 from bsdemo.presets import SCENARIOS
 from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
@@ -77,6 +78,46 @@ def draw(snap) -> None:
         downloads("throughput", "tp_dl", points, main)
 
 
+def draw_profile(snap) -> None:
+    """The profile's timeline, split and overhead cut, set beside this page's sweep's fit."""
+    points = [p for p in snap.points if p["kind"] == "profile_point"]
+    cuts = [p for p in snap.points if p["kind"] == "cut_point"]
+    if not any(p["status"] == "ok" for p in points):
+        return
+    show_chart(charts.profile_timeline_chart(points), "tp_prof_timeline")
+    sweep_fit = sweeps.finished_result("tp", "fit")
+    end = snap.result
+    left, right = st.columns(2)
+    with left:
+        show_chart(charts.profile_split_chart(points, end, sweep_fit), "tp_prof_split")
+    with right:
+        if cuts:
+            show_chart(charts.cut_chart(cuts), "tp_prof_cut")
+    if end:
+        takeaway(recipes.profile_verdict(points, cuts, end, sweep_fit), key="takeaway_profile")
+    for cut in cuts:
+        if cut["status"] != "ok":
+            st.caption(plain(cut["message"]))
+    traces = [p for p in points if p["status"] == "ok" and p.get("trace_gz_b64")]
+    cols = st.columns(len(traces) + 1 if traces else 1)
+    for col, p in zip(cols, traces, strict=False):
+        col.download_button(f"Trace, batch {p['batch_size']} (JSON)",
+                            lambda p=p: sweeps.trace_file(p), f"profile-batch{p['batch_size']}.json",
+                            "application/json", key=f"tp_prof_trace_{p['batch_size']}",
+                            icon=":material/download:",
+                            help="A Chrome trace: open it at ui.perfetto.dev or chrome://tracing.")
+
+
 with results:
     sweeps.job_view("tp", draw)
+    st.subheader("Inside one step: a small batch against a large one")
+    small, large = 8, min(512, largest)
+    st.caption(f"Batch {small} and batch {large}, a few of the same training steps each under "
+               "torch.profiler, with unprofiled steps before and after (the profiler slows every "
+               "operator: its steps are never counted as throughput). Then the same step "
+               "eager against the step with its fixed cost cut (torch.compile on a CPU, CUDA "
+               "graphs on a GPU), in alternating blocks; compiling is timed apart.")
+    sweeps.run_button("tp_prof", f"Profile batch {small} and {large}", "profile", cfg,
+                      {"batch_sizes": [small, large]})
+    sweeps.job_view("tp_prof", draw_profile)
 link.finish()

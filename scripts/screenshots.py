@@ -54,7 +54,8 @@ SECOND = {"noise": [("Train to the target at each batch",
                      r"^The critical batch is about|critical batch (can|could) be read")],
           "fit_batch": [("Run the process group", r"^\d+ processes × batch \d+ = batch"),
                         ("Run the pipeline", r"^Each stage held at most")],
-          "finder": [("Measure each architecture", r"meets the rule of thumb's")]}
+          "finder": [("Measure each architecture", r"meets the rule of thumb's")],
+          "throughput": [("Profile batch 8 and 512", r"^At batch 8 about")]}
 VARIANTS = {
     "lr_scaling-warmup": ("lr_scaling", "Warm-up (Adam, k = 32)", ""),
     "sharpness-remedies": ("sharpness", "Every remedy", ""),

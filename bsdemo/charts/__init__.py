@@ -17,6 +17,7 @@ own marker and dash; every pair drawn together passes `vision`'s colour-vision c
     architectures.py  each architecture's samples/s, memory and quality against the batch
     gan.py        a GAN run's generated images and Fréchet distance (the Training Lab)
     regions.py    decision regions of runs on a 2-D dataset, side by side (the Training Lab)
+    profile.py    a profiled step's timeline per batch, its fixed/growing split, the overhead cut
     parallel.py   a data-parallel step against one process's; a pipeline's bubble and memory
     accumulation.py  accumulated gradients against one big batch's, per parameter tensor
     sketches.py   Home's card pictures: the shape of each lesson's main chart as SVG, no data
@@ -37,6 +38,7 @@ from bsdemo.charts.fitbatch import fit_chart
 from bsdemo.charts.grid import lr_grid_chart
 from bsdemo.charts.parallel import ddp_chart, pipeline_chart, pipeline_memory_chart
 from bsdemo.charts.paths import paths_chart
+from bsdemo.charts.profile import cut_chart, profile_split_chart, profile_timeline_chart
 from bsdemo.charts.sharpness import live_curves, sharpness_charts, sharpness_table
 from bsdemo.charts.style import (
     BATCH_PALETTE,
@@ -73,7 +75,8 @@ from bsdemo.recipes import best_lr_per_batch
 
 __all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "Chart",
            "accumulation_chart",
-           "architecture_charts", "architecture_table", "ddp_chart", "pipeline_chart",
+           "architecture_charts", "architecture_table", "cut_chart", "ddp_chart", "pipeline_chart",
+           "profile_split_chart", "profile_timeline_chart",
            "pipeline_memory_chart",
            "batch_colour", "best_lr_per_batch", "critical_chart", "fit_chart", "comparison_table", "ema",
            "probe_table", "throughput_table",

@@ -141,6 +141,9 @@ class RemoteScheduler:
     def workers_ready(self) -> int:
         return self._call("workers_ready")
 
+    def metrics(self) -> dict[str, Any]:
+        return self._call("metrics")
+
     def flush_store(self, timeout: float = 30.0) -> bool:
         return self._call("flush_store", timeout, timeout=timeout + CALL_S)
 

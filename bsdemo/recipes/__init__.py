@@ -37,6 +37,8 @@ Training Lab.
                          batch beside B_simple (noise.py)
     norms_verdict        what a normalisation grid shows: BatchNorm at tiny batches (norms.py)
     norms_prediction     which normalisation did worst at the smallest batch
+    profile_verdict      where a profiled small batch's step went, the trace's fixed part against
+                         t0, and what cutting the overhead bought (profile.py)
     sharpness_verdict    what a sharpness study shows: which minimum is sharper, the gap in
                          this run, the slice, 2/lr, each remedy (sharpness.py)
     sharpness_prediction which of the two solutions was sharper
@@ -102,6 +104,7 @@ from bsdemo.recipes.predictions import (
     regimes_prediction,
     throughput_prediction,
 )
+from bsdemo.recipes.profile import profile_verdict
 from bsdemo.recipes.sharpness import sharpness_prediction, sharpness_verdict
 
 __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_PRESETS", "SPIKE",
@@ -114,6 +117,7 @@ __all__ = ["CONTENDED", "FINDER_DEVICE_BATCH", "GRID_BATCHES", "GRID_LRS", "LR_P
            "accumulation_verdict", "accumulation_why", "best_lr_per_batch", "best_lr_verdict", "contention",
            "grid_cells", "lab_prediction", "layer_rows", "lab_verdict", "lr_prediction",
            "regimes_prediction", "throughput_prediction", "lr_grid", "lr_variants", "lr_verdict",
+           "profile_verdict",
            "memory_verdict", "over_budget", "regime_configs", "regime_label", "regimes_verdict",
            "rule_predictions",
            "simulated_device", "throughput_verdict", "closing", "VERDICTS"]

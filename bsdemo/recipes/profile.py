@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bsdemo.profiling import GAP
+from bsdemo.recipes import closing
 
 TECHNIQUES = {"compile": "torch.compile", "cuda_graphs": "CUDA graphs"}
 AGREE = 0.25  # trace's fixed part within this share of t0: "agrees"
@@ -101,16 +102,21 @@ def profile_verdict(points: Sequence[Mapping[str, Any]], cuts: Sequence[Mapping[
     small, large = ok[0], ok[-1]
     split = end["split"]
     fixed = split["t0_less_profiler_us"]
+
+    def share(p: Mapping[str, Any]) -> float:  # of the step as the trace splits it
+        whole = fixed + split["t1_us"] * p["batch_size"]
+        return fixed / whole if whole > 0 else 0.0
+
     plain_small = small["plain_step_s"]["median"] * 1e6
     plain_large = large["plain_step_s"]["median"] * 1e6
-    share_small = min(fixed / plain_small, 1.0) if plain_small else 0.0
-    share_large = min(fixed / plain_large, 1.0) if plain_large else 0.0
     gap = small["parts_us"].get("gap", 0.0) / small["shown_step_us"]
-    text = [f"At batch {small['batch_size']} about {share_small:.0%} of a step "
-            f"({ms(plain_small)} unprofiled) is time that does not grow with the batch; at "
-            f"batch {large['batch_size']} the same fixed part is {share_large:.0%} of "
-            f"{ms(plain_large)}. In the small batch's trace, {gap:.0%} of the step has no "
-            "PyTorch operator running at all (Python, the lab's loop, the profiler)."]
+    lead = (f"At batch {small['batch_size']} about {share(small):.0%} of a step is fixed cost "
+            f"that does not grow with the batch; at batch {large['batch_size']}, "
+            f"{share(large):.0%}.")
+    text = [f"A step took {ms(plain_small)} at batch {small['batch_size']} and "
+            f"{ms(plain_large)} at batch {large['batch_size']} (unprofiled). In the small "
+            f"batch's trace, {gap:.0%} of the step had no PyTorch operator running at all "
+            "(Python, the lab's loop, the profiler)."]
     if small.get("gpu_busy_share") is not None:
         text.append(f"The GPU was busy {small['gpu_busy_share']:.0%} of the batch-"
                     f"{small['batch_size']} step ({small['kernels_per_step']} kernels) and "
@@ -139,7 +145,7 @@ def profile_verdict(points: Sequence[Mapping[str, Any]], cuts: Sequence[Mapping[
                     f"{large['batch_size']}" + _cut_reading(a["speedup"], b["speedup"]))
     elif cuts:
         text.append(next((c["message"] for c in cuts if c.get("status") != "ok"), ""))
-    return " ".join(t for t in text if t)
+    return closing.join(lead, " ".join(t for t in text if t))
 
 
 def _cut_reading(small: float, large: float) -> str:

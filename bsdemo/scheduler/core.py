@@ -30,6 +30,7 @@ from bsdemo.scheduler.job import Job
 from bsdemo.scheduler.pool import Worker, WorkerPool
 from bsdemo.scheduler.reaper import Reaper
 from bsdemo.scheduler.stored import StoreLink, serve
+from bsdemo.scheduler.tally import Tally
 from bsdemo.store import Store
 
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
@@ -59,6 +60,7 @@ class Scheduler(Reaper):
         self._closed = False
         self._sharing = admission.SharingLimits(self.limits)
         self._estimator = WaitEstimator(self.limits.max_wall_s)
+        self._tally = Tally()
         self._stored = StoreLink(store)
         self._pool = (pool or WorkerPool)(workers, threads_per_worker or default_threads(workers),
                                           self.limits)
@@ -259,6 +261,20 @@ class Scheduler(Reaper):
                     "workers": len(self._pool), "usable_memory_bytes": self.usable_memory(),
                     "held_memory_bytes": sum(j.claim() for j in running)}
 
+    def metrics(self) -> dict[str, Any]:
+        """What bsdemo.metrics exposes: the running totals (scheduler.tally), the queue, and
+        each running job's latest step (by worker: a bounded label, never a run id)."""
+        with self._lock:
+            running = []
+            for job in self._running():
+                steps = job.steps.columns
+                last = {f: (steps.get(f) or [None])[-1]
+                        for f in ("samples_per_sec", "peak_memory_bytes", "utilization_pct")}
+                running.append({"worker": job.worker, "kind": job.kind, **last})
+            return {"tally": self._tally.snapshot(), "queued": len(self._queue),
+                    "running": running, "workers": len(self._pool),
+                    "device": self._device_info}
+
     def workers_ready(self) -> int:
         with self._lock:
             return sum(w.ready for w in self._pool.workers)
@@ -324,6 +340,7 @@ class Scheduler(Reaper):
     def _start(self, job: Job, worker: Worker, beside: list[Job]) -> None:
         """Give job to a free worker, beside the running jobs. Caller holds the lock."""
         job.worker, job.status, job.started_at = worker.index, "running", time.time()
+        self._tally.waited(job.kind, job.started_at - job.submitted_at)
         job.node = worker.node
         if job.wall_s:
             job.kill_at_cap = time.monotonic() + job.wall_s + self.limits.stop_grace_s
@@ -353,6 +370,7 @@ class Scheduler(Reaper):
         job.end = end
         job.status = end["status"]
         job.finished_at = time.time()
+        self._tally.ended(job.kind, job.status)
         if job.started_at is not None and job.status in ("completed", "cancelled"):
             self._estimator.learn(job)
         self._stored.keep(job)
@@ -396,6 +414,8 @@ class Scheduler(Reaper):
                 continue
             if kind in POINT_KINDS:
                 add_point(job.points, event, MAX_POINTS)
+                if event.get("status") == "oom" and not event.get("replaces"):
+                    self._tally.oom_point(job.kind)
             elif kind in START_KINDS:
                 job.start = event
             elif kind in RESULT_KINDS:

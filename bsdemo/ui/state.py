@@ -58,11 +58,25 @@ def scheduler() -> Scheduler | RemoteScheduler:
                               "thread count applies.")
         threads = threads_rule(limits.workers)
     data_dir = os.environ.get("BSDEMO_DATA_DIR")
-    remote = course_scheduler(limits, threads, data_dir)
-    if remote is not None:
-        return remote
-    return Scheduler(limits=limits, store=open_store(data_dir), threads_per_worker=threads,
-                     id_counter=default_counter(data_dir))
+    sched = course_scheduler(limits, threads, data_dir) or Scheduler(
+        limits=limits, store=open_store(data_dir), threads_per_worker=threads,
+        id_counter=default_counter(data_dir))
+    serve_metrics(sched)
+    return sched
+
+
+def serve_metrics(sched) -> None:
+    """With BSDEMO_METRICS_PORT set, Prometheus metrics of this scheduler (bsdemo.metrics); a
+    bad setting or a taken port is a notice, and the lab serves on without them."""
+    try:
+        from bsdemo.metrics import PORT_ENV, serve
+
+        serve(lambda: sched)
+    except ConfigError as exc:
+        SERVER_NOTICES.append(f"Metrics are off: {exc}")
+    except OSError as exc:
+        SERVER_NOTICES.append(f"Metrics are off: {PORT_ENV} could not be served "
+                              f"({type(exc).__name__}: {exc.strerror or exc}).")
 
 
 def course_scheduler(limits: Limits, threads: int, data_dir: str | None):

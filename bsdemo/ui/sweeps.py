@@ -7,7 +7,9 @@ polling fragment while it runs.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import gzip
 from collections.abc import Callable
 
 import streamlit as st
@@ -95,6 +97,18 @@ def submit(prefix: str, kind: str, cfg: RunConfig, options: dict) -> None:
     else:
         shown()[f"{prefix}_job"] = job
         session_runs()  # make sure the session has its list (the lab page reads it)
+
+
+def finished_result(prefix: str, field: str) -> dict | None:
+    """A field of the result of this page's newest `prefix` job, once it has one."""
+    job_id = shown().get(f"{prefix}_job")
+    snap = scheduler().snapshot(job_id) if job_id is not None else None
+    return (snap.result or {}).get(field) if snap is not None and snap.result else None
+
+
+def trace_file(point: dict) -> bytes:
+    """A profile point's Chrome trace as the profiler wrote it."""
+    return gzip.decompress(base64.b64decode(point["trace_gz_b64"]))
 
 
 def run_button(prefix: str, label: str, kind: str, cfg: RunConfig, options: dict,

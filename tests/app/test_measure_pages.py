@@ -146,3 +146,25 @@ def test_finder_page_measures_each_architecture_against_the_rule_of_thumb():
     assert {"Samples/s against the batch", "Peak memory against the batch",
             "Test accuracy at the end of the budget",
             "GAN: Fréchet distance at the end of the budget"} <= set(titles)
+
+
+def test_throughput_page_profiles_a_small_and_a_large_batch():
+    """The profile below the sweep: both steps' timelines, the split beside the sweep's fit, the
+    overhead cut, the closing text from the numbers, and a trace to download per batch."""
+    at = open_page("pages/throughput.py")
+    at.select_slider(key="tp_largest").set_value(256).run()
+    at.button(key="tp_run").click().run()
+    run_until(at, lambda a: sweep_done(a) and len(a.metric) == 4)
+    at.button(key="tp_prof_run").click().run()
+    run_until(at, lambda a: any("At batch 8 about" in m.value for m in a.info))
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert "Where one training step's time goes" in titles
+    assert "The step split: fixed and growing" in titles
+    assert any(t.startswith("Cutting the fixed cost") for t in titles)
+    split = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
+                 if json.loads(c.proto.spec)["layout"]["title"]["text"].startswith("The step"))
+    assert any(t.get("name") == "the sweep's fit t0 + t1·B" for t in split["data"])
+    text = " ".join(m.value for m in at.markdown)
+    assert "batch 256" in text and "sweep's fitted t0" in text and "torch.compile" in text
+    labels = [b.label for b in at.get("download_button")]
+    assert "Trace, batch 8 (JSON)" in labels and "Trace, batch 256 (JSON)" in labels

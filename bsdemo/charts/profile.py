@@ -1,0 +1,138 @@
+"""A profiled step's timeline at each batch size, the step split into a fixed and a growing part,
+and what cutting the overhead did (bsdemo.engine.profile's records)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from bsdemo.charts.style import OKABE_ITO, Chart, layout
+from bsdemo.recipes.profile import TECHNIQUES, short
+
+PARTS = {  # a span's part -> (legend name, colour)
+    "forward": ("forward operators", OKABE_ITO[0]),
+    "backward": ("backward operators", OKABE_ITO[1]),
+    "optimizer": ("optimizer", OKABE_ITO[2]),
+    "other": ("other operators", OKABE_ITO[4]),
+    "gap": ("no operator running (Python, the loop)", "#BBBBBB"),
+    "kernel": ("GPU kernels", OKABE_ITO[5]),
+}
+
+
+def _ok(points: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return sorted((p for p in points if p.get("status") == "ok"), key=lambda p: p["batch_size"])
+
+
+def profile_timeline_chart(points: Sequence[Mapping[str, Any]]) -> Chart:
+    """One typical profiled step per batch size, each on its own time axis (ms from the step's
+    start): what ran, when, and the gaps between."""
+    ok = _ok(points)
+    rows = max(len(ok), 1)
+    fig = make_subplots(rows=rows, cols=1, vertical_spacing=0.22,
+                        subplot_titles=[f"batch {p['batch_size']}: one step, "
+                                        f"{p['shown_step_us'] / 1e3:.2f} ms (profiled)"
+                                        for p in ok] or [""])
+    shown: set[str] = set()
+    for row, p in enumerate(ok, start=1):
+        lanes = [("CPU thread", p["timeline"])]
+        if p.get("kernel_timeline"):
+            lanes.append(("GPU", p["kernel_timeline"]))
+        for lane, spans in lanes:
+            by_part: dict[str, list] = {}
+            for name, part, start, dur in spans:
+                by_part.setdefault(part, []).append((name, start, dur))
+            for part, items in by_part.items():
+                label, colour = PARTS.get(part, PARTS["other"])
+                fig.add_trace(go.Bar(
+                    y=[lane] * len(items), x=[d / 1e3 for _, _, d in items],
+                    base=[s / 1e3 for _, s, _ in items], orientation="h", name=label,
+                    marker=dict(color=colour, line=dict(width=0.5, color="white")),
+                    legendgroup=part, showlegend=part not in shown,
+                    hovertext=[f"{short(n)}: {d / 1e3:.3f} ms" for n, _, d in items],
+                    hoverinfo="text"), row=row, col=1)
+                shown.add(part)
+        fig.update_xaxes(title_text="ms from the step's start" if row == rows else None,
+                         rangemode="tozero", row=row, col=1)
+    layout(fig, "Where one training step's time goes", "", "",
+           subtitle="torch.profiler · the median profiled step at each batch")
+    fig.update_layout(barmode="overlay", height=200 + 150 * rows, hovermode="closest",
+                      legend=dict(orientation="h", y=-0.18, yanchor="top"))
+    if ok:
+        small = ok[0]
+        gap = small["parts_us"].get("gap", 0.0) / small["shown_step_us"]
+        alt = (f"Timelines of one profiled step at batch sizes "
+               f"{', '.join(str(p['batch_size']) for p in ok)}. At batch "
+               f"{small['batch_size']}, {gap:.0%} of the step has no operator running.")
+    else:
+        alt = "No profiled step yet."
+    table = [{"batch size": p["batch_size"], "part": PARTS.get(part, PARTS["other"])[0],
+              "operator": short(name), "start (ms)": round(start / 1e3, 4),
+              "duration (ms)": round(dur / 1e3, 4)}
+             for p in ok for name, part, start, dur in p["timeline"]]
+    return Chart(fig, alt, table)
+
+
+def profile_split_chart(points: Sequence[Mapping[str, Any]], end: Mapping[str, Any] | None,
+                        sweep_fit: Mapping[str, float] | None = None) -> Chart:
+    """Per batch size: the unprofiled step time, split by the trace into the part that stays
+    fixed as the batch grows and the part that grows with it; the sweep's t0 + t1·B beside."""
+    ok = _ok(points)
+    split = (end or {}).get("split")
+    fig = go.Figure()
+    labels = [f"batch {p['batch_size']}" for p in ok]
+    table = []
+    if split and ok:
+        fixed = split["t0_less_profiler_us"] / 1e3
+        growing = [split["t1_us"] * p["batch_size"] / 1e3 for p in ok]
+        fig.add_trace(go.Bar(x=labels, y=[fixed] * len(ok), name="fixed (trace, less the "
+                             "profiler's own cost)", marker_color="#BBBBBB"))
+        fig.add_trace(go.Bar(x=labels, y=growing, name="grows with the batch (trace)",
+                             marker_color=OKABE_ITO[0]))
+        table = [{"batch size": p["batch_size"], "fixed (ms)": round(fixed, 4),
+                  "growing (ms)": round(g, 4),
+                  "unprofiled step (ms)": round(p["plain_step_s"]["median"] * 1e3, 4)}
+                 for p, g in zip(ok, growing, strict=True)]
+    fig.add_trace(go.Scatter(x=labels, y=[p["plain_step_s"]["median"] * 1e3 for p in ok],
+                             mode="markers", name="unprofiled step (measured)",
+                             marker=dict(symbol="diamond", size=14, color="black")))
+    if sweep_fit and sweep_fit.get("t0_s") is not None and ok:
+        fig.add_trace(go.Scatter(
+            x=labels, y=[(sweep_fit["t0_s"] + sweep_fit["t1_s_per_sample"] * p["batch_size"])
+                         * 1e3 for p in ok],
+            mode="markers", name="the sweep's fit t0 + t1·B",
+            marker=dict(symbol="line-ew-open", size=30, color=OKABE_ITO[3],
+                        line=dict(width=3))))
+    layout(fig, "The step split: fixed and growing", "", "Milliseconds per step",
+           subtitle="fixed and growing from the trace · diamonds: unprofiled steps")
+    fig.update_layout(barmode="stack", hovermode="x unified")
+    fig.update_yaxes(type="log")
+    alt = ("Step time per batch size split into a fixed part and a part that grows with the "
+           "batch." if split else "The split needs two batch sizes that ran.")
+    return Chart(fig, alt, table)
+
+
+def cut_chart(cuts: Sequence[Mapping[str, Any]]) -> Chart:
+    """Samples/s of eager steps and of the same steps with the overhead cut, per batch size."""
+    ok = sorted((c for c in cuts if c.get("status") == "ok"), key=lambda c: c["batch_size"])
+    name = TECHNIQUES.get(ok[0]["technique"], ok[0]["technique"]) if ok else "cut"
+    labels = [f"batch {c['batch_size']}" for c in ok]
+    fig = go.Figure([
+        go.Bar(x=labels, y=[c["eager_samples_per_sec"] for c in ok], name="eager",
+               marker_color="#777777"),
+        go.Bar(x=labels, y=[c["cut_samples_per_sec"] for c in ok], name=name,
+               marker_color=OKABE_ITO[2],
+               text=[f"{c['speedup']:.2f}×" for c in ok], textposition="outside")])
+    layout(fig, f"Cutting the fixed cost: {name}", "", "Samples per second (measured)",
+           subtitle="alternating blocks · compile time not counted")
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(type="log")
+    alt = ("; ".join(f"batch {c['batch_size']}: {c['speedup']:.2f}× the eager samples/s"
+                     for c in ok) or "No overhead cut measured.")
+    table = [{"batch size": c["batch_size"], "eager samples/s": round(c["eager_samples_per_sec"]),
+              f"{name} samples/s": round(c["cut_samples_per_sec"]),
+              "speed-up": round(c["speedup"], 3), "compile/capture (s)": round(c["prepare_s"], 2)}
+             for c in ok]
+    return Chart(fig, alt, table)
