@@ -275,3 +275,73 @@ class NginxProxy:
                 self.proc.kill()
                 self.proc.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+PROMETHEUS_CONF = """global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: bsdemo
+    static_configs:
+      - targets: ["{target}"]
+"""
+
+
+class Prometheus:
+    """A real Prometheus server (Debian's `prometheus`) scraping `target` (host:port) every
+    second, its data in a folder of its own, listening on 127.0.0.1 at a free port."""
+
+    def __init__(self, target: str):
+        binary = shutil.which("prometheus")
+        if binary is None:
+            unavailable("prometheus", "prometheus is not installed (apt-get install prometheus)")
+        self.folder = tempfile.mkdtemp(prefix="bsdemo-prometheus-")
+        config = os.path.join(self.folder, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write(PROMETHEUS_CONF.format(target=target))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(os.path.join(self.folder, "log"), "w")
+        self.process = subprocess.Popen(
+            [binary, f"--config.file={config}", f"--storage.tsdb.path={self.folder}/data",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + scaled(60)
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self.close()
+                unavailable("prometheus", "the server exited at start")
+            try:
+                if self.get("/-/ready").startswith("Prometheus"):
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        self.close()
+        unavailable("prometheus", "the server did not get ready within 60 s")
+
+    def get(self, path: str) -> str:
+        import urllib.request
+
+        with urllib.request.urlopen(self.url + path, timeout=5) as response:
+            return response.read().decode()
+
+    def query(self, promql: str) -> list[dict]:
+        """An instant query through Prometheus's own HTTP API: its result vector."""
+        import json
+        import urllib.parse
+
+        body = json.loads(self.get("/api/v1/query?" + urllib.parse.urlencode({"query": promql})))
+        assert body["status"] == "success", body
+        return body["data"]["result"]
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+        shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,0 +1,77 @@
+"""The lab as an observability target: Prometheus metrics from the real scheduler's totals,
+scraped by a real Prometheus server and read back through Prometheus's own HTTP API."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from prometheus_client import generate_latest
+
+from bsdemo.config import ConfigError, RunConfig
+from bsdemo.metrics import metrics_port, registry_for, serve
+from tests.timeouts import scaled
+
+BUDGET = 2 * 2**20  # batch 8 of the digits MLP fits; batch 1024 does not (a simulated OOM)
+
+
+def test_the_metrics_port_setting_is_checked():
+    assert metrics_port(None) is None and metrics_port(" ") is None
+    assert metrics_port(" 9464 ") == 9464
+    for bad in ("0", "65536", "x", "-1", "9464x", "9" * 300):
+        with pytest.raises(ConfigError, match="BSDEMO_METRICS_PORT"):
+            metrics_port(bad)
+
+
+@pytest.fixture(scope="module")
+def finished(scheduler):
+    """A training run that completed and a sweep whose large batch ran out of memory."""
+    cfg = RunConfig(dataset="digits", model="mlp", batch_size=32, max_steps=5)
+    run = scheduler.submit(cfg, "metrics-test")
+    assert scheduler.wait(run, scaled(120)).status == "completed"
+    sweep = scheduler.submit(cfg, "metrics-test", kind="sweep",
+                             options={"batch_sizes": [8, 1024], "memory_budget_bytes": BUDGET,
+                                      "rounds": 1, "min_timed_s": 0.0})
+    snap = scheduler.wait(sweep, scaled(120))
+    assert snap.status == "completed"
+    assert [p["status"] for p in snap.points] == ["ok", "oom"], snap.points
+    return scheduler
+
+
+def test_the_scheduler_s_totals_are_prometheus_metrics(finished):
+    text = generate_latest(registry_for(lambda: finished)).decode()
+    assert 'bsdemo_runs_total{kind="train",status="completed"} 1.0' in text
+    assert 'bsdemo_runs_total{kind="sweep",status="completed"} 1.0' in text
+    assert 'bsdemo_oom_events_total{kind="sweep"} 1.0' in text
+    assert 'bsdemo_queue_wait_seconds_count{kind="train"} 1.0' in text
+    assert "bsdemo_queue_length 0.0" in text and "bsdemo_scheduler_up 1.0" in text
+    assert "metrics-test" not in text  # no owner, run id or user string is a label value
+
+
+def test_a_lost_scheduler_is_a_scrape_that_says_so():
+    class Lost:
+        def metrics(self):
+            raise RuntimeError("gone")
+
+    text = generate_latest(registry_for(lambda: Lost())).decode()
+    assert "bsdemo_scheduler_up 0.0" in text and "bsdemo_runs_total" not in text
+
+
+def test_a_real_prometheus_scrapes_the_runs_and_the_oom(finished):
+    from tests.services import Prometheus, free_port
+
+    port = serve(lambda: finished, port=free_port(), address="127.0.0.1")
+    prometheus = Prometheus(f"127.0.0.1:{port}")
+    try:
+        deadline = time.monotonic() + scaled(60)
+        runs, oom = [], []
+        while time.monotonic() < deadline and not (runs and oom):
+            runs = prometheus.query('bsdemo_runs_total{kind="train",status="completed"}')
+            oom = prometheus.query("sum(bsdemo_oom_events_total)")
+            time.sleep(0.5)
+        assert runs and float(runs[0]["value"][1]) == 1.0, runs
+        assert oom and float(oom[0]["value"][1]) == 1.0, oom
+        up = prometheus.query('up{job="bsdemo"}')
+        assert float(up[0]["value"][1]) == 1.0
+    finally:
+        prometheus.close()
