@@ -11,9 +11,12 @@ a job kind, an end status, a worker's index: never a run id, an owner or any use
     bsdemo_queue_length                       jobs waiting now
     bsdemo_running_jobs{kind}                 jobs running now
     bsdemo_workers                            worker processes (or a course's worker actors)
-    bsdemo_job_samples_per_second{worker,kind}   each running job's latest step
-    bsdemo_job_peak_memory_bytes{worker,kind}    ... and its peak memory in that step
-    bsdemo_job_gpu_utilization_ratio{worker,kind}  ... NVML's kernel-busy share, where present
+    bsdemo_job_samples_per_second{worker,kind,batch}   each running job's latest step
+    bsdemo_job_peak_memory_bytes{worker,kind,batch}    ... and its peak memory in that step
+    bsdemo_job_gpu_utilization_ratio{worker,kind,batch}  ... NVML's kernel-busy share, where present
+    bsdemo_run_samples_per_second{batch}      the latest completed training run's, per batch
+
+`batch` is the effective batch's power-of-two bucket (8 holds 5 to 8): at most 17 values.
     bsdemo_device_memory_bytes                the device's total memory, where known
 """
 
@@ -109,11 +112,18 @@ class LabCollector:
                    ("bsdemo_job_gpu_utilization_ratio", "utilization_pct", 0.01,
                     "NVML: share of time a kernel ran, each running job's latest step"))
         for name, field, scale, text in per_job:
-            family = GaugeMetricFamily(name, text, labels=["worker", "kind"])
+            family = GaugeMetricFamily(name, text, labels=["worker", "kind", "batch"])
             for job in m["running"]:
                 if job.get(field) is not None and job.get("worker") is not None:
-                    family.add_metric([str(job["worker"]), job["kind"]], job[field] * scale)
+                    family.add_metric([str(job["worker"]), job["kind"], str(job["batch"])],
+                                      job[field] * scale)
             yield family
+        speed = GaugeMetricFamily("bsdemo_run_samples_per_second", "Samples per second of the "
+                                  "latest completed training run, by effective batch (a "
+                                  "power-of-two bucket)", labels=["batch"])
+        for batch, rate in tally.get("speed", []):
+            speed.add_metric([str(batch)], rate)
+        yield speed
         total = (m.get("device") or {}).get("total_memory_bytes")
         if total:
             device = GaugeMetricFamily("bsdemo_device_memory_bytes", "The device's total memory")

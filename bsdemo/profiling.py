@@ -8,8 +8,9 @@ operators are `cpu_op` events, nested (an operator calls others); on a GPU the k
 `kernel` events on the device's own timeline.
 
 Per step this reads the *top-level* operators of the thread that ran the step (those no other
-operator of that thread contains) and the gaps between them: time the thread spent in Python,
-in the lab's own loop, or waiting, with no PyTorch operator running. Across two or more batch
+operator of that thread contains), from the step's first operator to its last, and the gaps
+between them: time the thread spent in Python (the model's code, the lab's step, the
+profiler's own bookkeeping) with no PyTorch operator running. Across two or more batch
 sizes, each operator's time per step (and the gaps') is fitted as f + g·B: f is time that stays
 when the batch grows (Python, dispatch, launches, optimizer bookkeeping), g·B the time that grows
 with it. Summed, they are the trace's own t0 + t1·B, set beside a sweep's fit.
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 STEP_PREFIX = "ProfilerStep#"
-GAP = "(gaps: Python, the loop, waiting)"  # the row of time with no operator running
+GAP = "(gaps: Python between operators)"  # the row of time with no operator running
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 REQUIRED_FIELDS = ("name", "ph", "ts", "pid", "tid")  # every Chrome trace event has these
 
@@ -100,9 +101,17 @@ def steps(trace: Mapping[str, Any]) -> list[StepProfile]:
 
 
 def _step(mark: Mapping, ops: list, optim: list, kernels: list) -> StepProfile:
+    """The step from its first operator to its last (or its last kernel's end): the profiler's
+    mark runs from one `prof.step()` to the next, so it also holds the loop's work between two
+    steps, which a step's own time (the lab's step_time_s) leaves out."""
     t0, t1, tid = mark["ts"], mark["ts"] + mark["dur"], mark["tid"]
     mine = sorted((e for e in ops if e["tid"] == tid and t0 <= e["ts"] < t1),
                   key=lambda e: (e["ts"], -e["dur"]))
+    launched = [e for e in kernels if t0 <= e["ts"] < t1]
+    if mine:
+        t1 = max([min(e["ts"] + e["dur"], t1) for e in mine]
+                 + [e["ts"] + e["dur"] for e in launched])
+        t0 = mine[0]["ts"]
     windows = [(e["ts"], e["ts"] + e["dur"]) for e in optim if e["tid"] == tid
                and t0 <= e["ts"] < t1]
     spans: list[Span] = []
@@ -118,10 +127,9 @@ def _step(mark: Mapping, ops: list, optim: list, kernels: list) -> StepProfile:
     if cursor < t1:
         spans.append(Span(GAP, "gap", cursor - t0, t1 - cursor))
     # a step's kernels: those launched while it ran (they may finish a little after its mark)
-    ran = tuple(Span(e["name"], "kernel", e["ts"] - t0, e["dur"]) for e in kernels
-                if t0 <= e["ts"] < t1)
+    ran = tuple(Span(e["name"], "kernel", e["ts"] - t0, e["dur"]) for e in launched)
     number = str(mark["name"])[len(STEP_PREFIX):]
-    return StepProfile(mark["dur"], tuple(spans), ran, int(number) if number.isdigit() else -1)
+    return StepProfile(t1 - t0, tuple(spans), ran, int(number) if number.isdigit() else -1)
 
 
 def _part(event: Mapping, optimizer_windows: list[tuple[float, float]]) -> str:

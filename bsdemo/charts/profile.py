@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from bsdemo.charts.style import OKABE_ITO, Chart, layout
 from bsdemo.recipes.profile import TECHNIQUES, short
@@ -17,7 +16,7 @@ PARTS = {  # a span's part -> (legend name, colour)
     "backward": ("backward operators", OKABE_ITO[1]),
     "optimizer": ("optimizer", OKABE_ITO[2]),
     "other": ("other operators", OKABE_ITO[4]),
-    "gap": ("no operator running (Python, the loop)", "#BBBBBB"),
+    "gap": ("no operator running (Python between them)", "#BBBBBB"),
     "kernel": ("GPU kernels", OKABE_ITO[5]),
 }
 
@@ -27,45 +26,48 @@ def _ok(points: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def profile_timeline_chart(points: Sequence[Mapping[str, Any]]) -> Chart:
-    """One typical profiled step per batch size, each on its own time axis (ms from the step's
-    start): what ran, when, and the gaps between."""
+    """One typical profiled step per batch size, a row each (a GPU's kernels a row under it),
+    drawn as shares of that step's own length so the small step's pattern shows beside the
+    large one's: what ran, when, and the gaps between (the hover gives each span in ms)."""
     ok = _ok(points)
-    rows = max(len(ok), 1)
-    fig = make_subplots(rows=rows, cols=1, vertical_spacing=0.22,
-                        subplot_titles=[f"batch {p['batch_size']}: one step, "
-                                        f"{p['shown_step_us'] / 1e3:.2f} ms (profiled)"
-                                        for p in ok] or [""])
+    fig = go.Figure()
     shown: set[str] = set()
-    for row, p in enumerate(ok, start=1):
-        lanes = [("CPU thread", p["timeline"])]
+    rows = []
+    for p in reversed(ok):  # the smallest batch on top
+        whole = p["shown_step_us"] or 1.0
+        head = f"batch {p['batch_size']}<br>{whole / 1e3:.2f} ms"
+        lanes = [(head if not p.get("kernel_timeline") else f"{head} · CPU", p["timeline"])]
         if p.get("kernel_timeline"):
-            lanes.append(("GPU", p["kernel_timeline"]))
-        for lane, spans in lanes:
+            lanes.append((f"batch {p['batch_size']} · GPU", p["kernel_timeline"]))
+        for lane, spans in reversed(lanes):
+            rows.append(lane)
             by_part: dict[str, list] = {}
             for name, part, start, dur in spans:
                 by_part.setdefault(part, []).append((name, start, dur))
             for part, items in by_part.items():
                 label, colour = PARTS.get(part, PARTS["other"])
                 fig.add_trace(go.Bar(
-                    y=[lane] * len(items), x=[d / 1e3 for _, _, d in items],
-                    base=[s / 1e3 for _, s, _ in items], orientation="h", name=label,
-                    marker=dict(color=colour, line=dict(width=0.5, color="white")),
+                    y=[lane] * len(items), x=[100 * d / whole for _, _, d in items],
+                    base=[100 * s / whole for _, s, _ in items], orientation="h", name=label,
+                    marker=dict(color=colour, line=dict(width=0)),
                     legendgroup=part, showlegend=part not in shown,
+                    legendrank=list(PARTS).index(part) if part in PARTS else 99,
                     hovertext=[f"{short(n)}: {d / 1e3:.3f} ms" for n, _, d in items],
-                    hoverinfo="text"), row=row, col=1)
+                    hoverinfo="text"))
                 shown.add(part)
-        fig.update_xaxes(title_text="ms from the step's start" if row == rows else None,
-                         rangemode="tozero", row=row, col=1)
-    layout(fig, "Where one training step's time goes", "", "",
+    layout(fig, "Where one training step's time goes", "Share of the step (%)", "",
            subtitle="torch.profiler · the median profiled step at each batch")
-    fig.update_layout(barmode="overlay", height=200 + 150 * rows, hovermode="closest",
-                      legend=dict(orientation="h", y=-0.18, yanchor="top"))
+    fig.update_layout(barmode="overlay", hovermode="closest", bargap=0.25,
+                      height=170 + 70 * max(len(rows), 1))
+    fig.update_xaxes(range=[0, 100])
+    fig.update_yaxes(categoryorder="array", categoryarray=rows)
     if ok:
         small = ok[0]
         gap = small["parts_us"].get("gap", 0.0) / small["shown_step_us"]
         alt = (f"Timelines of one profiled step at batch sizes "
-               f"{', '.join(str(p['batch_size']) for p in ok)}. At batch "
-               f"{small['batch_size']}, {gap:.0%} of the step has no operator running.")
+               f"{', '.join(str(p['batch_size']) for p in ok)}, each as shares of its own "
+               f"length. At batch {small['batch_size']}, {gap:.0%} of the step has no operator "
+               "running.")
     else:
         alt = "No profiled step yet."
     table = [{"batch size": p["batch_size"], "part": PARTS.get(part, PARTS["other"])[0],
@@ -82,7 +84,7 @@ def profile_split_chart(points: Sequence[Mapping[str, Any]], end: Mapping[str, A
     ok = _ok(points)
     split = (end or {}).get("split")
     fig = go.Figure()
-    labels = [f"batch {p['batch_size']}" for p in ok]
+    labels = [str(p["batch_size"]) for p in ok]
     table = []
     if split and ok:
         fixed = split["t0_less_profiler_us"] / 1e3
@@ -105,10 +107,10 @@ def profile_split_chart(points: Sequence[Mapping[str, Any]], end: Mapping[str, A
             mode="markers", name="the sweep's fit t0 + t1·B",
             marker=dict(symbol="line-ew-open", size=30, color=OKABE_ITO[3],
                         line=dict(width=3))))
-    layout(fig, "The step split: fixed and growing", "", "Milliseconds per step",
+    layout(fig, "The step split: fixed and growing", "Batch size", "Milliseconds per step",
            subtitle="fixed and growing from the trace · diamonds: unprofiled steps")
     fig.update_layout(barmode="stack", hovermode="x unified")
-    fig.update_yaxes(type="log")
+    fig.update_xaxes(type="category")
     alt = ("Step time per batch size split into a fixed part and a part that grows with the "
            "batch." if split else "The split needs two batch sizes that ran.")
     return Chart(fig, alt, table)
@@ -118,17 +120,17 @@ def cut_chart(cuts: Sequence[Mapping[str, Any]]) -> Chart:
     """Samples/s of eager steps and of the same steps with the overhead cut, per batch size."""
     ok = sorted((c for c in cuts if c.get("status") == "ok"), key=lambda c: c["batch_size"])
     name = TECHNIQUES.get(ok[0]["technique"], ok[0]["technique"]) if ok else "cut"
-    labels = [f"batch {c['batch_size']}" for c in ok]
+    labels = [str(c["batch_size"]) for c in ok]
     fig = go.Figure([
         go.Bar(x=labels, y=[c["eager_samples_per_sec"] for c in ok], name="eager",
                marker_color="#777777"),
         go.Bar(x=labels, y=[c["cut_samples_per_sec"] for c in ok], name=name,
                marker_color=OKABE_ITO[2],
                text=[f"{c['speedup']:.2f}×" for c in ok], textposition="outside")])
-    layout(fig, f"Cutting the fixed cost: {name}", "", "Samples per second (measured)",
+    layout(fig, f"Cutting the fixed cost: {name}", "Batch size", "Samples per second (measured)",
            subtitle="alternating blocks · compile time not counted")
     fig.update_layout(barmode="group")
-    fig.update_yaxes(type="log")
+    fig.update_xaxes(type="category")
     alt = ("; ".join(f"batch {c['batch_size']}: {c['speedup']:.2f}× the eager samples/s"
                      for c in ok) or "No overhead cut measured.")
     table = [{"batch size": c["batch_size"], "eager samples/s": round(c["eager_samples_per_sec"]),

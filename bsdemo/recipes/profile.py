@@ -73,7 +73,7 @@ def end_lines(end: Mapping[str, Any]) -> list[str]:
 def short(name: str) -> str:
     """An operator's name without autograd's prefix."""
     return name.replace("autograd::engine::evaluate_function: ", "").replace(
-        GAP, "gaps (Python, the loop)")
+        GAP, "gaps (Python between operators)")
 
 
 def profile_lines(event: Mapping[str, Any]) -> list[str]:
@@ -116,7 +116,18 @@ def profile_verdict(points: Sequence[Mapping[str, Any]], cuts: Sequence[Mapping[
     text = [f"A step took {ms(plain_small)} at batch {small['batch_size']} and "
             f"{ms(plain_large)} at batch {large['batch_size']} (unprofiled). In the small "
             f"batch's trace, {gap:.0%} of the step had no PyTorch operator running at all "
-            "(Python, the lab's loop, the profiler)."]
+            "(Python between operators, and the profiler's own bookkeeping)."]
+    costs = dict((b, c) for b, c in end.get("profiler_cost_us") or [])
+    if costs:
+        text.append("Profiling added " + " and ".join(
+            f"{ms(max(c, 0.0))} per step at batch {b}" for b, c in sorted(costs.items()))
+            + " (profiled less unprofiled steps, both by the wall clock): the fixed part above "
+            "is the trace's less the lower middle of these (a cost per operator call, so "
+            "fixed), and what a profiled step has beyond that is the profiler's and the "
+            "machine's other load.")
+    others = [p.get("others_cpu_share") for p in ok if p.get("others_cpu_share") is not None]
+    if others and max(others) >= 0.1:
+        text.append(f"Other processes used up to {max(others):.0%} of the CPU while this ran.")
     if small.get("gpu_busy_share") is not None:
         text.append(f"The GPU was busy {small['gpu_busy_share']:.0%} of the batch-"
                     f"{small['batch_size']} step ({small['kernels_per_step']} kernels) and "

@@ -22,7 +22,16 @@ from typing import Any
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.jobkinds import POINT_KINDS, RESULT_KINDS, START_KINDS, Cost
 from bsdemo.limits import MAX_WORKERS, Limits, default_threads
-from bsdemo.runs import ACTIVE, EVAL_FIELDS, STEP_FIELDS, JobSnapshot, Series, add_point, file_event
+from bsdemo.runs import (
+    ACTIVE,
+    EVAL_FIELDS,
+    STEP_FIELDS,
+    JobSnapshot,
+    Series,
+    add_point,
+    file_event,
+    stable_rate,
+)
 from bsdemo.scheduler import admission, devices
 from bsdemo.scheduler.estimates import WaitEstimator
 from bsdemo.scheduler.ids import JobIds
@@ -30,7 +39,7 @@ from bsdemo.scheduler.job import Job
 from bsdemo.scheduler.pool import Worker, WorkerPool
 from bsdemo.scheduler.reaper import Reaper
 from bsdemo.scheduler.stored import StoreLink, serve
-from bsdemo.scheduler.tally import Tally
+from bsdemo.scheduler.tally import Tally, batch_bucket
 from bsdemo.store import Store
 
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
@@ -270,7 +279,8 @@ class Scheduler(Reaper):
                 steps = job.steps.columns
                 last = {f: (steps.get(f) or [None])[-1]
                         for f in ("samples_per_sec", "peak_memory_bytes", "utilization_pct")}
-                running.append({"worker": job.worker, "kind": job.kind, **last})
+                running.append({"worker": job.worker, "kind": job.kind,
+                                "batch": batch_bucket(job.config.effective_batch_size), **last})
             return {"tally": self._tally.snapshot(), "queued": len(self._queue),
                     "running": running, "workers": len(self._pool),
                     "device": self._device_info}
@@ -371,6 +381,9 @@ class Scheduler(Reaper):
         job.status = end["status"]
         job.finished_at = time.time()
         self._tally.ended(job.kind, job.status)
+        if job.kind == "train" and job.status == "completed":
+            self._tally.run_speed(job.config.effective_batch_size,
+                                  stable_rate(end.get("summary") or {}))
         if job.started_at is not None and job.status in ("completed", "cancelled"):
             self._estimator.learn(job)
         self._stored.keep(job)

@@ -20,12 +20,19 @@ class Tally:
         self._oom: dict[str, int] = {}
         self._waits: dict[str, list[int]] = {}  # kind -> count per bucket (+Inf last)
         self._wait_sum: dict[str, float] = {}
+        self._speed: dict[int, float] = {}  # batch bucket -> latest completed run's samples/s
 
     def ended(self, kind: str, status: str) -> None:
         with self._lock:
             self._ended[(kind, status)] = self._ended.get((kind, status), 0) + 1
             if status == "oom":
                 self._oom[kind] = self._oom.get(kind, 0) + 1
+
+    def run_speed(self, batch_size: int, samples_per_sec: float | None) -> None:
+        """A completed training run's samples/s, kept per batch bucket (the latest one)."""
+        if samples_per_sec:
+            with self._lock:
+                self._speed[batch_bucket(batch_size)] = samples_per_sec
 
     def oom_point(self, kind: str) -> None:
         """A measurement's point that ran out of memory (the job itself goes on)."""
@@ -51,4 +58,11 @@ class Tally:
                 waits[kind] = {"buckets": buckets, "sum": self._wait_sum[kind],
                                "count": running}
             return {"ended": [(k, s, n) for (k, s), n in sorted(self._ended.items())],
-                    "oom": dict(self._oom), "waits": waits}
+                    "oom": dict(self._oom), "waits": waits,
+                    "speed": sorted(self._speed.items())}
+
+
+def batch_bucket(batch_size: int) -> int:
+    """The power of two at or above a batch size: a bounded label (at most 17 values up to the
+    largest batch), never the user's own number."""
+    return 1 << max(int(batch_size) - 1, 0).bit_length()

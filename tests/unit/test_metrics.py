@@ -3,7 +3,10 @@ scraped by a real Prometheus server and read back through Prometheus's own HTTP 
 
 from __future__ import annotations
 
+import json
+import re
 import time
+from pathlib import Path
 
 import pytest
 from prometheus_client import generate_latest
@@ -12,6 +15,7 @@ from bsdemo.config import ConfigError, RunConfig
 from bsdemo.metrics import metrics_port, registry_for, serve
 from tests.timeouts import scaled
 
+ROOT = Path(__file__).resolve().parents[2]
 BUDGET = 2 * 2**20  # batch 8 of the digits MLP fits; batch 1024 does not (a simulated OOM)
 
 
@@ -45,7 +49,29 @@ def test_the_scheduler_s_totals_are_prometheus_metrics(finished):
     assert 'bsdemo_oom_events_total{kind="sweep"} 1.0' in text
     assert 'bsdemo_queue_wait_seconds_count{kind="train"} 1.0' in text
     assert "bsdemo_queue_length 0.0" in text and "bsdemo_scheduler_up 1.0" in text
+    # the training run's samples/s, by its batch's bucket (32)
+    assert 'bsdemo_run_samples_per_second{batch="32"}' in text
     assert "metrics-test" not in text  # no owner, run id or user string is a label value
+
+
+def dashboard_queries() -> list[str]:
+    board = json.loads((ROOT / "deploy" / "grafana" / "bsdemo-dashboard.json").read_text())
+    return [t["expr"] for p in board["panels"] for t in p["targets"]]
+
+
+def test_the_grafana_dashboard_asks_only_for_metrics_the_lab_exposes(finished):
+    text = generate_latest(registry_for(lambda: finished)).decode()
+    # what has samples now, and every family declared (a gauge of running jobs has none while
+    # nothing runs), with a histogram's series
+    exposed = set(re.findall(r"^(bsdemo_\w+)", text, re.MULTILINE))
+    for name in re.findall(r"^# HELP (bsdemo_\w+)", text, re.MULTILINE):
+        exposed |= {name, f"{name}_bucket", f"{name}_sum", f"{name}_count"}
+    queries = dashboard_queries()
+    asked = {name for q in queries for name in re.findall(r"bsdemo_\w+", q)}
+    assert len(queries) >= 8 and asked and asked <= exposed, asked - exposed
+    for needed in ("bsdemo_run_samples_per_second", "bsdemo_job_peak_memory_bytes",
+                   "bsdemo_oom_events_total"):  # throughput by batch, memory, OOM events
+        assert needed in asked
 
 
 def test_a_lost_scheduler_is_a_scrape_that_says_so():
@@ -73,5 +99,15 @@ def test_a_real_prometheus_scrapes_the_runs_and_the_oom(finished):
         assert oom and float(oom[0]["value"][1]) == 1.0, oom
         up = prometheus.query('up{job="bsdemo"}')
         assert float(up[0]["value"][1]) == 1.0
+        for expr in dashboard_queries():  # Prometheus itself accepts every panel's query
+            prometheus.query(expr)
     finally:
         prometheus.close()
+
+
+def test_the_batch_label_is_a_bounded_bucket():
+    from bsdemo.scheduler.tally import batch_bucket
+
+    assert [batch_bucket(b) for b in (1, 2, 3, 5, 8, 9, 1000, 65536)] == [
+        1, 2, 4, 8, 8, 16, 1024, 65536]
+    assert len({batch_bucket(b) for b in range(1, 65537)}) == 17

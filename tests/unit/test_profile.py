@@ -21,9 +21,9 @@ def op(name, ts, dur, tid=1, cat="cpu_op"):
 
 
 def synthetic(b: int, steps: int = 3) -> dict:
-    """Steps of a known shape at batch b (µs): a 20 µs gap, forward `aten::linear` 10 + 0.5·b
+    """Steps of a known shape at batch b (µs): 20 µs of the loop, forward `aten::linear` 10 + 0.5·b
     (with a nested call that must not count twice), a 7 µs gap, backward 4 + 1.5·b, an
-    optimizer window holding `aten::add_` (5), a 3 µs gap; and another thread's operator that
+    optimizer window holding `aten::add_` (5), 3 µs of the loop; and another thread's operator that
     must not count."""
     events, t = [], 1000.0
     for i in range(steps):
@@ -47,21 +47,24 @@ def test_a_synthetic_trace_gives_the_split_exactly():
     traces = {b: profiling.steps(synthetic(b)) for b in (8, 512)}
     p8 = traces[8][0]
     assert p8.index == 0 and [p.index for p in traces[8]] == [0, 1, 2]
-    assert p8.dur == pytest.approx(20 + 14 + 7 + 16 + 5 + 3)
-    assert p8.gaps == pytest.approx(30) and p8.busy == pytest.approx(14 + 16 + 5)
-    assert p8.by_part() == pytest.approx({"gap": 30, "forward": 14, "backward": 16,
+    # the step runs from its first operator to its last: the 20 µs before and 3 µs after are
+    # the loop's, between two steps (a step's own time leaves them out too)
+    assert p8.dur == pytest.approx(14 + 7 + 16 + 5)
+    assert p8.gaps == pytest.approx(7) and p8.busy == pytest.approx(14 + 16 + 5)
+    assert p8.by_part() == pytest.approx({"gap": 7, "forward": 14, "backward": 16,
                                           "optimizer": 5})
-    assert [s.part for s in p8.spans] == ["gap", "forward", "gap", "backward", "optimizer", "gap"]
+    assert [s.part for s in p8.spans] == ["forward", "gap", "backward", "optimizer"]
     rows = {b: profiling.per_step_rows(ps) for b, ps in traces.items()}
     parted = profiling.split(rows)
-    assert parted.t0 == pytest.approx(30 + 10 + 4 + 5)  # gaps, launch parts, the optimizer
+    assert parted.t0 == pytest.approx(7 + 10 + 4 + 5)  # the gap, launch parts, the optimizer
     assert parted.t1 == pytest.approx(0.5 + 1.5)
-    assert parted.fixed[profiling.GAP] == pytest.approx(30)
+    assert parted.fixed[profiling.GAP] == pytest.approx(7)
     assert parted.per_sample["aten::add_"] == 0 and parted.fixed["aten::add_"] == pytest.approx(5)
     for b in (8, 512):  # the split adds up to the step, exactly
         fixed, growing = parted.at(b)
         assert fixed + growing == pytest.approx(traces[b][0].dur)
-    assert parted.fixed_share(8) > 0.75 > 0.05 > parted.fixed_share(512)
+    assert parted.fixed_share(8) == pytest.approx(26 / 42)
+    assert parted.fixed_share(512) == pytest.approx(26 / (26 + 2 * 512))
 
 
 def test_kernels_count_and_the_gpu_busy_share_is_their_union():
