@@ -15,7 +15,10 @@
    Stop of an accumulation check between steps, and a normal run after both;
 8. lessons 7-9's engines, and lessons 10-11's: every fit-a-bigger-batch technique (fp16 with a
    gradient scaler on CUDA only), the LSTM and GAN, the architecture study, and the gloo
-   process groups (data parallel, pipeline) on the host's CPU.
+   process groups (data parallel, pipeline) on the host's CPU;
+9. the profile (issue 28): the lab's step under torch.profiler with CUDA activity at batch 8 and
+   512 (kernels per step, the GPU's busy share, the trace's split), and CUDA graphs
+   (make_graphed_callables) against eager: samples/s and t0 before and after.
 Prints a short table per part; exits 1 if a check fails. Record its output in bench/RESULTS.md.
 
     python bench/gpu_check.py [--budget 8GiB] [--model mlp --size XL]
@@ -223,6 +226,40 @@ def systems_part(device: str) -> None:
           f"({time.perf_counter() - t:.1f} s)")
 
 
+def profile_part(device: str) -> None:
+    """The profile job on this device: kernels counted from the trace, the GPU busy share, and
+    the overhead cut (CUDA graphs on CUDA, torch.compile on the CPU)."""
+    from bsdemo.engine.profile import profile_steps
+    from bsdemo.recipes.profile import cut_line, point_line
+
+    t = time.perf_counter()
+    cfg = RunConfig(dataset="digits", model="mlp", device=device)
+    records = list(profile_steps(cfg, [8, 512]))
+    print(f"\nprofile, batch 8 and 512 ({time.perf_counter() - t:.1f} s):")
+    points = [r for r in records if r["kind"] == "profile_point"]
+    for r in records:
+        if r["kind"] == "profile_point":
+            print(f"  {point_line(r)}")
+        elif r["kind"] == "cut_point":
+            print(f"  {cut_line(r)}")
+    end = records[-1]
+    ok = [p for p in points if p["status"] == "ok"]
+    print(f"  both batches profiled: {check(len(ok) == 2, 'profile points')}")
+    if device == "cuda" and len(ok) == 2:
+        print(f"  kernels counted in the trace: "
+              f"{check(all((p['kernels_per_step'] or 0) > 0 for p in ok), 'kernels per step')}")
+        busy = [p["gpu_busy_share"] for p in ok]
+        print(f"  GPU busy share grows with the batch ({busy[0]:.0%} -> {busy[1]:.0%}): "
+              f"{check(0 < busy[0] <= busy[1] <= 1.0, 'gpu busy share')}")
+    cuts = [r for r in records if r["kind"] == "cut_point"]
+    print(f"  overhead cut ran at both batches: "
+          f"{check(all(c['status'] == 'ok' for c in cuts) and len(cuts) == 2, 'overhead cut')}")
+    if end.get("cut_fit"):
+        (e0, _), (c0, _) = end["cut_fit"]["eager"], end["cut_fit"]["cut"]
+        print(f"  t0 eager {e0:.0f} µs, cut {c0:.0f} µs; trace/t0 agreement "
+              f"{end.get('t0_agreement') or float('nan'):.2f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", default="8GiB")
@@ -314,6 +351,7 @@ def main() -> int:
         print(f"  mlp/digits batch {b:>4}: bare {bare:>12,.0f}  engine {eng:>12,.0f}  "
               f"ratio {eng / bare:.3f}")
 
+    profile_part(device)
     lessons_part(device)
     systems_part(device)
     footprint_part(device, dry)

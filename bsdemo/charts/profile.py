@@ -79,27 +79,36 @@ def profile_timeline_chart(points: Sequence[Mapping[str, Any]]) -> Chart:
 
 def profile_split_chart(points: Sequence[Mapping[str, Any]], end: Mapping[str, Any] | None,
                         sweep_fit: Mapping[str, float] | None = None) -> Chart:
-    """Per batch size: the unprofiled step time, split by the trace into the part that stays
-    fixed as the batch grows and the part that grows with it; the sweep's t0 + t1·B beside."""
+    """Per batch size: the unprofiled step split by its own t0 + t1·B into the part that stays
+    fixed as the batch grows and the part that grows with it; the trace's own split (profiled,
+    so its fixed part carries the profiler's cost) and the sweep's t0 + t1·B beside."""
     ok = _ok(points)
-    split = (end or {}).get("split")
+    plain, split = (end or {}).get("plain_fit"), (end or {}).get("split")
     fig = go.Figure()
     labels = [str(p["batch_size"]) for p in ok]
     table = []
-    if split and ok:
-        fixed = split["t0_less_profiler_us"] / 1e3
-        growing = [split["t1_us"] * p["batch_size"] / 1e3 for p in ok]
-        fig.add_trace(go.Bar(x=labels, y=[fixed] * len(ok), name="fixed (trace, less the "
-                             "profiler's own cost)", marker_color="#BBBBBB"))
-        fig.add_trace(go.Bar(x=labels, y=growing, name="grows with the batch (trace)",
+    if plain and ok:
+        fixed = plain["t0_us"] / 1e3
+        growing = [plain["t1_us"] * p["batch_size"] / 1e3 for p in ok]
+        fig.add_trace(go.Bar(x=labels, y=[fixed] * len(ok), name="fixed: t0",
+                             marker_color="#BBBBBB"))
+        fig.add_trace(go.Bar(x=labels, y=growing, name="grows with the batch: t1·B",
                              marker_color=OKABE_ITO[0]))
         table = [{"batch size": p["batch_size"], "fixed (ms)": round(fixed, 4),
                   "growing (ms)": round(g, 4),
-                  "unprofiled step (ms)": round(p["plain_step_s"]["median"] * 1e3, 4)}
+                  "unprofiled step (ms)": round(p["plain_own_s"]["median"] * 1e3, 4),
+                  "trace: fixed (ms)": round(split["t0_us"] / 1e3, 4) if split else None,
+                  "trace: growing (ms)": (round(split["t1_us"] * p["batch_size"] / 1e3, 4)
+                                          if split else None)}
                  for p, g in zip(ok, growing, strict=True)]
-    fig.add_trace(go.Scatter(x=labels, y=[p["plain_step_s"]["median"] * 1e3 for p in ok],
-                             mode="markers", name="unprofiled step (measured)",
+    fig.add_trace(go.Scatter(x=labels, y=[p["plain_own_s"]["median"] * 1e3 for p in ok],
+                             mode="markers", name="unprofiled step (median)",
                              marker=dict(symbol="diamond", size=14, color="black")))
+    if split and ok:
+        fig.add_trace(go.Scatter(
+            x=labels, y=[split["t0_us"] / 1e3] * len(ok), mode="markers",
+            name="the trace's fixed part (profiled)",
+            marker=dict(symbol="line-ew-open", size=30, color=OKABE_ITO[1], line=dict(width=3))))
     if sweep_fit and sweep_fit.get("t0_s") is not None and ok:
         fig.add_trace(go.Scatter(
             x=labels, y=[(sweep_fit["t0_s"] + sweep_fit["t1_s_per_sample"] * p["batch_size"])
@@ -108,11 +117,11 @@ def profile_split_chart(points: Sequence[Mapping[str, Any]], end: Mapping[str, A
             marker=dict(symbol="line-ew-open", size=30, color=OKABE_ITO[3],
                         line=dict(width=3))))
     layout(fig, "The step split: fixed and growing", "Batch size", "Milliseconds per step",
-           subtitle="fixed and growing from the trace · diamonds: unprofiled steps")
+           subtitle="unprofiled steps, own clock · t0 + t1·B through both")
     fig.update_layout(barmode="stack", hovermode="x unified")
     fig.update_xaxes(type="category")
     alt = ("Step time per batch size split into a fixed part and a part that grows with the "
-           "batch." if split else "The split needs two batch sizes that ran.")
+           "batch." if plain else "The split needs two batch sizes that ran.")
     return Chart(fig, alt, table)
 
 

@@ -39,7 +39,7 @@ RESULT_KINDS = ("sweep_end", "profile_end", "find_result", "accum_check", "norms
 # a profile (bsdemo.engine.profile): per batch size, warm-up steps, then the profiled steps;
 # unprofiled steps of the same loop before and after; the overhead cut's alternating blocks
 PROFILE_WARMUP = 3
-PROFILE_STEPS = 5
+PROFILE_STEPS = 10  # the faster half of them is read
 MAX_PROFILE_STEPS = 20
 MAX_PROFILE_SIZES = 4
 PROFILE_PLAIN_STEPS = 20

@@ -1,5 +1,5 @@
 """What a profile shows, in words and lines, from its records (pure Python): where the small
-batch's step went, how the trace's fixed part compares with the step times' t0, and what cutting
+batch's step went, how the trace's split compares with the unprofiled steps', and what cutting
 the overhead bought at each batch."""
 
 from __future__ import annotations
@@ -11,19 +11,11 @@ from bsdemo.profiling import GAP
 from bsdemo.recipes import closing
 
 TECHNIQUES = {"compile": "torch.compile", "cuda_graphs": "CUDA graphs"}
-AGREE = 0.25  # trace's fixed part within this share of t0: "agrees"
+AGREE = 0.25  # the trace's growing part within this share of the steps' t1: "agrees"
 
 
 def ms(us: float) -> str:
     return f"{us / 1e3:.2f} ms" if us < 1e5 else f"{us / 1e6:.2f} s"
-
-
-def fixed_and_growing(point: Mapping[str, Any], split: Mapping[str, Any] | None
-                      ) -> tuple[float, float] | None:
-    """(fixed, growing) µs of this point's profiled step by the trace's split."""
-    if not split:
-        return None
-    return split["t0_us"], split["t1_us"] * point["batch_size"]
 
 
 def point_line(point: Mapping[str, Any]) -> str:
@@ -34,9 +26,9 @@ def point_line(point: Mapping[str, Any]) -> str:
     step = point["shown_step_us"]
     shares = ", ".join(f"{name} {parts.get(name, 0) / step:.0%}"
                        for name in ("forward", "backward", "optimizer", "gap") if name in parts)
-    plain = point["plain_step_s"]["median"]
+    plain = point["plain_own_s"]["median"]
     line = (f"batch {b}: step {plain * 1e3:.2f} ms unprofiled ({b / plain:,.0f} samples/s), "
-            f"{point['profiled_step_s']['median'] * 1e3:.2f} ms profiled; "
+            f"{point['profiled_own_s']['median'] * 1e3:.2f} ms profiled; "
             f"{point['operators_per_step']} operators; {shares.replace('gap', 'gaps')}")
     if point.get("kernels_per_step") is not None:
         line += (f"; {point['kernels_per_step']} kernels, GPU busy "
@@ -59,14 +51,14 @@ def end_lines(end: Mapping[str, Any]) -> list[str]:
     split, plain = end.get("split"), end.get("plain_fit")
     if not split or not plain:
         return ["(the split needs two batch sizes that ran)"]
-    lines = [f"trace: t0 {ms(split['t0_us'])} fixed per step + {split['t1_us']:.2f} µs per "
-             f"sample; less the profiler's own cost, t0 {ms(split['t0_less_profiler_us'])}",
-             f"unprofiled steps: t0 {ms(plain['t0_us'])} + {plain['t1_us']:.2f} µs per sample"
-             + (f" (trace ÷ steps: {end['t0_agreement']:.2f})"
-                if end.get("t0_agreement") is not None else "")]
+    lines = [f"unprofiled steps: t0 {ms(plain['t0_us'])} fixed per step + {plain['t1_us']:.2f} µs "
+             "per sample",
+             f"trace: t0 {ms(split['t0_us'])} + {split['t1_us']:.2f} µs per sample (trace ÷ "
+             f"steps: t0 {end['t0_agreement']:.2f}, t1 {end['t1_agreement']:.2f}; the "
+             "profiler's own cost is fixed)"]
     top = [(name, us) for name, us in split["fixed_us"].items() if us > 0][:3]
-    lines.append("largest fixed costs: " + ", ".join(f"{short(name)} {ms(us)}"
-                                                     for name, us in top))
+    lines.append("largest fixed costs in the trace: " + ", ".join(
+        f"{short(name)} {ms(us)}" for name, us in top))
     return lines
 
 
@@ -100,53 +92,58 @@ def profile_verdict(points: Sequence[Mapping[str, Any]], cuts: Sequence[Mapping[
     if len(ok) < 2 or not end.get("split"):
         return "The profile needs two batch sizes that ran to split the step."
     small, large = ok[0], ok[-1]
-    split = end["split"]
-    fixed = split["t0_less_profiler_us"]
+    split, plain = end["split"], end["plain_fit"]
 
-    def share(p: Mapping[str, Any]) -> float:  # of the step as the trace splits it
-        whole = fixed + split["t1_us"] * p["batch_size"]
-        return fixed / whole if whole > 0 else 0.0
+    def share(p: Mapping[str, Any]) -> float:  # of the unprofiled step, by its t0 + t1·B
+        whole = plain["t0_us"] + plain["t1_us"] * p["batch_size"]
+        return plain["t0_us"] / whole if whole > 0 else 0.0
 
-    plain_small = small["plain_step_s"]["median"] * 1e6
-    plain_large = large["plain_step_s"]["median"] * 1e6
+    plain_small = small["plain_own_s"]["median"] * 1e6
+    plain_large = large["plain_own_s"]["median"] * 1e6
     gap = small["parts_us"].get("gap", 0.0) / small["shown_step_us"]
     lead = (f"At batch {small['batch_size']} about {share(small):.0%} of a step is fixed cost "
             f"that does not grow with the batch; at batch {large['batch_size']}, "
             f"{share(large):.0%}.")
     text = [f"A step took {ms(plain_small)} at batch {small['batch_size']} and "
-            f"{ms(plain_large)} at batch {large['batch_size']} (unprofiled). In the small "
+            f"{ms(plain_large)} at batch {large['batch_size']} (unprofiled): t0 = "
+            f"{ms(plain['t0_us'])} fixed, plus {plain['t1_us']:.2f} µs per sample. In the small "
             f"batch's trace, {gap:.0%} of the step had no PyTorch operator running at all "
             "(Python between operators, and the profiler's own bookkeeping)."]
+    top = [(name, us) for name, us in split["fixed_us"].items() if us > 0][:2]
+    if top and split["t0_us"] > 0:
+        text.append("Of the trace's fixed part, the largest pieces: " + " and ".join(
+            f"{short(name)} ({us / split['t0_us']:.0%})" for name, us in top) + ".")
+    others = max((p.get("others_cpu_share") or 0.0 for p in ok), default=0.0)
+    t0_ratio, t1_ratio = end.get("t0_agreement"), end.get("t1_agreement")
+    told = False
+    if t0_ratio is not None and t1_ratio is not None:
+        grows = ("agrees with" if abs(t1_ratio - 1) <= AGREE else
+                 "is larger than" if t1_ratio > 1 else "is smaller than")
+        why = ""
+        if abs(t1_ratio - 1) > AGREE and others >= 0.1:
+            why = (f", as a trace is timed by the wall clock and other processes used up to "
+                   f"{others:.0%} of the CPU meanwhile")
+            told = True
+        text.append(f"The trace's growing part {grows} the unprofiled steps' (t1 ratio "
+                    f"{t1_ratio:.2f}{why}); its fixed part is {t0_ratio:.2f}× their t0: the "
+                    "profiler records every operator call, a cost that does not grow with the "
+                    "batch.")
     costs = dict((b, c) for b, c in end.get("profiler_cost_us") or [])
     if costs:
         text.append("Profiling added " + " and ".join(
             f"{ms(max(c, 0.0))} per step at batch {b}" for b, c in sorted(costs.items()))
-            + " (profiled less unprofiled steps, both by the wall clock): the fixed part above "
-            "is the trace's less the lower middle of these (a cost per operator call, so "
-            "fixed), and what a profiled step has beyond that is the profiler's and the "
-            "machine's other load.")
-    others = [p.get("others_cpu_share") for p in ok if p.get("others_cpu_share") is not None]
-    if others and max(others) >= 0.1:
-        text.append(f"Other processes used up to {max(others):.0%} of the CPU while this ran.")
+            + " (profiled less unprofiled steps, by the step's own clock); the trace is read "
+            "from the faster half of its steps.")
+    if sweep_fit and sweep_fit.get("t0_s"):
+        ratio = plain["t0_us"] / (sweep_fit["t0_s"] * 1e6)
+        text.append(f"The sweep's fitted t0 above is {ms(sweep_fit['t0_s'] * 1e6)} (these "
+                    f"steps' t0 ÷ the sweep's: {ratio:.2f}).")
+    if others >= 0.1 and not told:
+        text.append(f"Other processes used up to {others:.0%} of the CPU while this ran.")
     if small.get("gpu_busy_share") is not None:
         text.append(f"The GPU was busy {small['gpu_busy_share']:.0%} of the batch-"
                     f"{small['batch_size']} step ({small['kernels_per_step']} kernels) and "
                     f"{large['gpu_busy_share']:.0%} at batch {large['batch_size']}.")
-    top = [(name, us) for name, us in split["fixed_us"].items() if us > 0][:2]
-    if top:
-        text.append("The largest fixed costs: " + " and ".join(
-            f"{short(name)} ({ms(us)})" for name, us in top) + ".")
-    agreement = end.get("t0_agreement")
-    if agreement is not None:
-        verdict = ("agrees with" if abs(agreement - 1) <= AGREE else
-                   "is larger than" if agreement > 1 else "is smaller than")
-        text.append(f"The trace's fixed part less the profiler's own cost ({ms(fixed)}) "
-                    f"{verdict} the t0 of the unprofiled steps ({ms(end['plain_fit']['t0_us'])};"
-                    f" ratio {agreement:.2f}).")
-    if sweep_fit and sweep_fit.get("t0_s"):
-        ratio = fixed / (sweep_fit["t0_s"] * 1e6)
-        text.append(f"The sweep's fitted t0 above is {ms(sweep_fit['t0_s'] * 1e6)} (trace ÷ "
-                    f"sweep: {ratio:.2f}).")
     good = {c["batch_size"]: c for c in cuts if c.get("status") == "ok"}
     name = TECHNIQUES.get(end.get("technique", ""), end.get("technique", ""))
     if small["batch_size"] in good and large["batch_size"] in good:

@@ -147,6 +147,31 @@ def test_memory_page_marks_the_out_of_memory_point(server, browser):
     page.close()
 
 
+def test_the_profile_s_trace_downloads_as_a_chrome_trace(server, browser, tmp_path):
+    """The Throughput page's profile, pressed in Chromium: its closing text from the numbers,
+    and each batch's trace a download that is a Chrome trace (what Perfetto opens)."""
+    import json
+
+    from bsdemo import profiling
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1600}, accept_downloads=True)
+    page.goto(f"{server}/throughput")
+    page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(30))
+    page.get_by_role("button", name=re.compile(r"^Profile batch 8 and \d+$")).click()
+    page.get_by_text(re.compile(r"^At batch 8 about \d+% of a step is fixed cost")).wait_for(
+        timeout=ms(180))
+    with page.expect_download(timeout=ms(30)) as info:
+        page.get_by_role("button", name="Trace, batch 8 (JSON)").click()
+    assert info.value.suggested_filename == "profile-batch8.json"
+    saved = tmp_path / info.value.suggested_filename
+    info.value.save_as(saved)
+    events = profiling.check_trace(json.loads(saved.read_text()))
+    assert any(e.get("cat") == "cpu_op" for e in events)
+    assert len(profiling.steps({"traceEvents": events})) >= 3
+    assert page.locator(".stException").count() == 0
+    page.close()
+
+
 def test_accumulation_page_toggles_a_pitfall(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     page.goto(f"{server}/accumulation")

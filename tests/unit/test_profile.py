@@ -99,7 +99,7 @@ def test_the_profile_job_checks_its_options():
     kind = KINDS["profile"]
     assert kind.exclusive
     checked = kind.check(cfg, {"batch_sizes": [8, 512]}, Limits())
-    assert checked == {"batch_sizes": [8, 512], "steps": 5, "cut": True}
+    assert checked == {"batch_sizes": [8, 512], "steps": 10, "cut": True}
     for bad in ([8], [512, 8], [8, 8], [1, 2, 4, 8, 16], [0, 8], ["8", 512], [True, 8], None):
         with pytest.raises(ConfigError, match="batch_sizes"):
             kind.check(cfg, {"batch_sizes": bad}, Limits())
@@ -135,19 +135,24 @@ def test_a_real_trace_is_a_chrome_trace_and_travels_with_its_point(real_profile)
         assert point["plain_step_s"]["n"] >= 20
 
 
-def test_a_real_profile_s_fixed_part_agrees_with_a_real_sweep_s_t0(real_profile):
-    """The trace's fixed part (less the profiler's own measured cost) against the t0 of a real
-    sweep of the same step on this CPU: within a factor of two either way (a ratio of two
-    times measured in one process; the profiler's cost varies with the machine's load)."""
+def test_a_real_profile_s_split_agrees_with_a_real_sweep_s_fit(real_profile):
+    """The profile's split against a real sweep of the same step on this CPU, as ratios of
+    times measured in one process: the unprofiled steps' t0 (the split the page states) within
+    a factor of 1.5 of the sweep's; the trace's growing part (t1) from 0.67 to 3 times the
+    steps' and its fixed part from 0.75 to 3 times their t0 (a trace is timed by the wall
+    clock, and the profiler's cost per operator call is fixed: bench/profile_bench.py measured
+    1.0–1.5 and 1.1–1.5 quiet, up to 2.6 for t1 with two CPU hogs)."""
     from bsdemo.engine.sweep import sweep
 
     cfg, records = real_profile
     end = records[-1]
-    assert end["split"]["t1_us"] > 0 and end["split"]["t0_us"] > 0
-    assert 0.5 <= end["t0_agreement"] <= 2.0, end
+    split, plain = end["split"], end["plain_fit"]
+    assert split["t1_us"] > 0 and split["t0_us"] > 0 and plain["t0_us"] > 0
+    assert 1 / 1.5 <= end["t1_agreement"] <= 3.0, end
+    assert 0.75 <= end["t0_agreement"] <= 3.0, end
     fit = [r for r in sweep(cfg, [8, 64, 512]) if r["kind"] == "sweep_end"][0]["fit"]
-    ratio = end["split"]["t0_less_profiler_us"] / (fit["t0_s"] * 1e6)
-    assert 0.5 <= ratio <= 2.0, (ratio, end["split"], fit)
+    ratio = plain["t0_us"] / (fit["t0_s"] * 1e6)
+    assert 1 / 1.5 <= ratio <= 1.5, (ratio, plain, fit)
     points = records[1:3]
     text = profile_verdict(points, [], end, fit)
     assert text.startswith("At batch 8 about") and "batch 512" in text
