@@ -54,8 +54,8 @@ def end_lines(end: Mapping[str, Any]) -> list[str]:
     lines = [f"unprofiled steps: t0 {ms(plain['t0_us'])} fixed per step + {plain['t1_us']:.2f} µs "
              "per sample",
              f"trace: t0 {ms(split['t0_us'])} + {split['t1_us']:.2f} µs per sample (trace ÷ "
-             f"steps: t0 {end['t0_agreement']:.2f}, t1 {end['t1_agreement']:.2f}; the "
-             "profiler's own cost is fixed)"]
+             f"steps: t0 {end['t0_agreement']:.2f}, t1 {end['t1_agreement']:.2f}; a profiled "
+             "step's times)"]
     top = [(name, us) for name, us in split["fixed_us"].items() if us > 0][:3]
     lines.append("largest fixed costs in the trace: " + ", ".join(
         f"{short(name)} {ms(us)}" for name, us in top))
@@ -125,15 +125,14 @@ def profile_verdict(points: Sequence[Mapping[str, Any]], cuts: Sequence[Mapping[
                    f"{others:.0%} of the CPU meanwhile")
             told = True
         text.append(f"The trace's growing part {grows} the unprofiled steps' (t1 ratio "
-                    f"{t1_ratio:.2f}{why}); its fixed part is {t0_ratio:.2f}× their t0: the "
-                    "profiler records every operator call, a cost that does not grow with the "
-                    "batch.")
+                    f"{t1_ratio:.2f}{why}); its fixed part is {t0_ratio:.2f}× their t0.")
     costs = dict((b, c) for b, c in end.get("profiler_cost_us") or [])
     if costs:
         text.append("Profiling added " + " and ".join(
             f"{ms(max(c, 0.0))} per step at batch {b}" for b, c in sorted(costs.items()))
-            + " (profiled less unprofiled steps, by the step's own clock); the trace is read "
-            "from the faster half of its steps.")
+            + " (profiled less unprofiled steps, by the step's own clock): a trace's times are "
+            "a profiled step's, so read them as shares of the step, not as its speed (the trace "
+            "is read from the faster half of its steps).")
     if sweep_fit and sweep_fit.get("t0_s"):
         ratio = plain["t0_us"] / (sweep_fit["t0_s"] * 1e6)
         text.append(f"The sweep's fitted t0 above is {ms(sweep_fit['t0_s'] * 1e6)} (these "
@@ -148,9 +147,11 @@ def profile_verdict(points: Sequence[Mapping[str, Any]], cuts: Sequence[Mapping[
     name = TECHNIQUES.get(end.get("technique", ""), end.get("technique", ""))
     if small["batch_size"] in good and large["batch_size"] in good:
         a, b = good[small["batch_size"]], good[large["batch_size"]]
+        verb = "compiling" if end.get("technique") == "compile" else "capturing"
         text.append(f"{name} changed samples/s by {a['speedup']:.2f}× at batch "
                     f"{small['batch_size']} and {b['speedup']:.2f}× at batch "
-                    f"{large['batch_size']}" + _cut_reading(a["speedup"], b["speedup"]))
+                    f"{large['batch_size']} ({verb} took {a['prepare_s'] + b['prepare_s']:.1f} s,"
+                    f" not counted)" + _cut_reading(a["speedup"], b["speedup"]))
     elif cuts:
         text.append(next((c["message"] for c in cuts if c.get("status") != "ok"), ""))
     return closing.join(lead, " ".join(t for t in text if t))

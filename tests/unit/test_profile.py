@@ -158,3 +158,31 @@ def test_a_real_profile_s_split_agrees_with_a_real_sweep_s_fit(real_profile):
     assert text.startswith("At batch 8 about") and "batch 512" in text
     assert "sweep's fitted t0" in text
     assert all(profile_lines(r) for r in records)
+
+
+def test_the_closing_text_reads_the_overhead_cut_from_its_numbers():
+    """Built records: the lead from the unprofiled steps' t0 + t1·B, the cut read as it ran —
+    larger at the small batch, slower there, no change — and a technique that did not run."""
+    def point(b, own_s):
+        return {"kind": "profile_point", "batch_size": b, "status": "ok",
+                "plain_own_s": {"median": own_s}, "parts_us": {"gap": 50.0, "forward": 50.0},
+                "shown_step_us": 100.0, "others_cpu_share": 0.0}
+
+    def cut(b, speedup, status="ok"):
+        return {"kind": "cut_point", "batch_size": b, "technique": "compile", "status": status,
+                "speedup": speedup, "prepare_s": 1.0,
+                "message": "torch.compile did not run here: RuntimeError: no compiler"}
+
+    points = [point(8, 500e-6), point(512, 3500e-6)]
+    end = {"technique": "compile", "plain_fit": {"t0_us": 450.0, "t1_us": 6.0},
+           "split": {"t0_us": 600.0, "t1_us": 6.2, "fixed_us": {profiling.GAP: 300.0}},
+           "t0_agreement": 1.33, "t1_agreement": 1.03, "profiler_cost_us": [[8, 150], [512, 200]]}
+    text = profile_verdict(points, [cut(8, 1.8), cut(512, 1.05)], end)
+    assert text.startswith("At batch 8 about 90% of a step is fixed cost") and "512, 13%." in text
+    assert "1.80× at batch 8" in text and "largest where the fixed cost" in text
+    assert "made the small batch slower" in profile_verdict(points, [cut(8, 0.7), cut(512, 1.0)],
+                                                            end)
+    assert "about the same at both" in profile_verdict(points, [cut(8, 1.0), cut(512, 1.0)], end)
+    assert "did not run here" in profile_verdict(points, [cut(8, 0, "unavailable")], end)
+    assert "agrees with the unprofiled steps' (t1 ratio 1.03)" in text
+    assert "gaps (Python between operators) (50%)" in text
