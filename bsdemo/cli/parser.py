@@ -126,7 +126,8 @@ def _add_profile(sub, train: argparse.ArgumentParser) -> None:
                                       "graphs (GPU), alternated.")
     prof.add_argument("--batch-sizes", default="8,512",
                       help="2 to 4 increasing batch sizes (default 8,512)")
-    prof.add_argument("--steps", default="5", help="profiled steps per batch size (2 to 20)")
+    prof.add_argument("--steps", default="10",
+                      help="profiled steps per batch size (2 to 20; the faster half is read)")
     prof.add_argument("--no-cut", action="store_true",
                       help="skip the overhead cut (torch.compile compiles for seconds)")
     prof.add_argument("--trace-dir", help="write each batch's Chrome/Perfetto trace here "

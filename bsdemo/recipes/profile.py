@@ -74,7 +74,7 @@ def profile_lines(event: Mapping[str, Any]) -> list[str]:
     if kind == "profile_start":
         return [f"profiling batch sizes {', '.join(map(str, event['batch_sizes']))} on "
                 f"{event['device'].get('name') or event['device'].get('type')}: "
-                f"{event['steps']} profiled steps each"]
+                f"{event['steps']} profiled steps each (the faster half read)"]
     if kind == "profile_point":
         return [point_line(event)]
     if kind == "cut_point":
