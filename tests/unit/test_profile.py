@@ -14,6 +14,7 @@ from bsdemo.config import ConfigError, RunConfig
 from bsdemo.jobkinds import KINDS
 from bsdemo.limits import Limits
 from bsdemo.recipes.profile import profile_lines, profile_verdict
+from tests.timeouts import scaled
 
 
 def op(name, ts, dur, tid=1, cat="cpu_op"):
@@ -186,3 +187,19 @@ def test_the_closing_text_reads_the_overhead_cut_from_its_numbers():
     assert "did not run here" in profile_verdict(points, [cut(8, 0, "unavailable")], end)
     assert "agrees with the unprofiled steps' (t1 ratio 1.03)" in text
     assert "gaps (Python between operators) (50%)" in text
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--batch-sizes", "512,8"], "--batch-sizes"), (["--batch-sizes", "8"], "--batch-sizes"),
+    (["--batch-sizes", "1,2,4,8,16"], "--batch-sizes"), (["--steps", "1"], "--steps"),
+    (["--trace-dir", "/dev/null/x"], "--trace-dir"), (["--model", "gan"], "--model")])
+def test_bsdemo_profile_s_bad_flags_exit_2_in_one_line_before_torch(argv, flag):
+    import subprocess
+    import sys
+
+    code = ("import sys; from bsdemo.cli import main; code = main(sys.argv[1:]); "
+            "print('torch' in sys.modules); raise SystemExit(code)")
+    out = subprocess.run([sys.executable, "-c", code, "profile", *argv], capture_output=True,
+                         text=True, timeout=scaled(60))
+    assert out.returncode == 2 and out.stdout.strip() == "False", out
+    assert out.stderr.count("\n") == 1 and flag in out.stderr and "Traceback" not in out.stderr
