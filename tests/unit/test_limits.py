@@ -37,6 +37,7 @@ SMALL = Limits(max_batch_size=256, max_effective_batch_size=1024, max_steps=5000
     ("train", RunConfig(batch_size=1, epochs=5), {}, "max_steps"),
     ("sweep", RunConfig(), {"batch_sizes": [8, 512]}, "max_batch_size"),
     ("sweep", RunConfig(), {"batch_sizes": [1, 2, 4]}, "max_steps"),  # 2,000-step points
+    ("profile", RunConfig(), {"batch_sizes": [8, 512]}, "max_batch_size"),
     ("accum_check", RunConfig(), {"micro_batch": 128, "accum": 4}, "max_batch_size"),
     ("accum_check", RunConfig(), {"micro_batch": 1, "accum": 200, "steps": 100}, "max_steps"),
     ("find", RunConfig(), {"target_effective_batch": 4096}, "max_effective_batch_size"),
@@ -65,8 +66,12 @@ def test_within_the_limits_each_kind_passes_and_the_finder_stops_at_the_server_c
     _, cost = assess("norms", RunConfig(epochs=1).validated()[0], {"batch_sizes": [2, 64]},
                      SMALL, 60.0)  # at 10 epochs, 4 x 7,190 steps at batch 2: over max_steps
     assert cost.micro_batch == 64
-    assert set(KINDS) == {"train", "sweep", "find", "accum_check", "norms", "noise", "sharpness",
-                          "critical", "fit_batch", "ddp",
+    _, cost = assess("profile", cfg, {"batch_sizes": [8, 256]}, SMALL, 60.0)
+    # per size: two unprofiled blocks and the profiled one (3 warm-up + steps + 1 each), the
+    # cut's compiling step, both models' warm-ups and 4 × 2 blocks of 20 steps
+    assert (cost.micro_batch, cost.steps) == (256, 2 * ((2 * 24 + 14) + (1 + 6 + 160)))
+    assert set(KINDS) == {"train", "sweep", "profile", "find", "accum_check", "norms", "noise",
+                          "sharpness", "critical", "fit_batch", "ddp",
                           "pipeline", "architectures"}
 
 
@@ -75,6 +80,7 @@ def test_within_the_limits_each_kind_passes_and_the_finder_stops_at_the_server_c
     ("sweep", {"batch_sizes": [8], "timed_steps": 10**9}, "timed_steps"),
     ("sweep", {"batch_sizes": [8], "min_timed_s": float("inf")}, "min_timed_s"),
     ("sweep", {"batch_sizes": [8], "rm_rf": True}, "rm_rf"),
+    ("profile", {"batch_sizes": [8, 512], "trace_dir": "/tmp"}, "trace_dir"),
     ("find", {"margin": 2.0}, "margin"),
     ("accum_check", {"micro_batch": 1000, "accum": 1000}, "micro_batch"),
     ("accum_check", {"unscaled_loss": "yes"}, "unscaled_loss"),
