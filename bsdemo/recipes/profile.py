@@ -59,6 +59,11 @@ def end_lines(end: Mapping[str, Any]) -> list[str]:
     top = [(name, us) for name, us in split["fixed_us"].items() if us > 0][:3]
     lines.append("largest fixed costs in the trace: " + ", ".join(
         f"{short(name)} {ms(us)}" for name, us in top))
+    if end.get("cut_fit"):
+        name = TECHNIQUES.get(end.get("technique", ""), end.get("technique", ""))
+        (e0, e1), (c0, c1) = end["cut_fit"]["eager"], end["cut_fit"]["cut"]
+        lines.append(f"overhead cut: t0 {ms(max(e0, 0.0))} eager, {ms(max(c0, 0.0))} with {name}"
+                     f" (t1 {e1:.2f} and {c1:.2f} µs per sample)")
     return lines
 
 
@@ -152,6 +157,10 @@ def profile_verdict(points: Sequence[Mapping[str, Any]], cuts: Sequence[Mapping[
                     f"{small['batch_size']} and {b['speedup']:.2f}× at batch "
                     f"{large['batch_size']} ({verb} took {a['prepare_s'] + b['prepare_s']:.1f} s,"
                     f" not counted)" + _cut_reading(a["speedup"], b["speedup"]))
+        fits = end.get("cut_fit")
+        if fits:
+            text.append(f"Through both batches, t0 went from {ms(max(fits['eager'][0], 0.0))} "
+                        f"eager to {ms(max(fits['cut'][0], 0.0))} with {name}.")
     elif cuts:
         text.append(next((c["message"] for c in cuts if c.get("status") != "ok"), ""))
     return closing.join(lead, " ".join(t for t in text if t))

@@ -177,10 +177,12 @@ def test_the_closing_text_reads_the_overhead_cut_from_its_numbers():
     points = [point(8, 500e-6), point(512, 3500e-6)]
     end = {"technique": "compile", "plain_fit": {"t0_us": 450.0, "t1_us": 6.0},
            "split": {"t0_us": 600.0, "t1_us": 6.2, "fixed_us": {profiling.GAP: 300.0}},
-           "t0_agreement": 1.33, "t1_agreement": 1.03, "profiler_cost_us": [[8, 150], [512, 200]]}
+           "t0_agreement": 1.33, "t1_agreement": 1.03, "profiler_cost_us": [[8, 150], [512, 200]],
+           "cut_fit": {"eager": [400.0, 6.0], "cut": [120.0, 6.1]}}
     text = profile_verdict(points, [cut(8, 1.8), cut(512, 1.05)], end)
     assert text.startswith("At batch 8 about 90% of a step is fixed cost") and "512, 13%." in text
     assert "1.80× at batch 8" in text and "largest where the fixed cost" in text
+    assert "t0 went from 0.40 ms eager to 0.12 ms with torch.compile" in text
     assert "made the small batch slower" in profile_verdict(points, [cut(8, 0.7), cut(512, 1.0)],
                                                             end)
     assert "about the same at both" in profile_verdict(points, [cut(8, 1.0), cut(512, 1.0)], end)
