@@ -21,7 +21,8 @@ CONNECT_S = 5.0  # how long a replica tries to reach the head before running on 
 CALL_S = 30.0  # the longest one call to the scheduler may take (a lookup in the store included)
 # what the pages may ask of the scheduler: calls, and values read
 CALLS = frozenset({"submit", "submit_group", "snapshot", "can_submit", "heartbeat", "cancel",
-                   "active_job", "load", "wait", "workers_ready", "flush_store", "usable_memory"})
+                   "active_job", "load", "wait", "workers_ready", "flush_store", "usable_memory",
+                   "metrics"})
 READS = frozenset({"limits", "device_info", "store_notice", "store_error", "restarts"})
 
 

@@ -58,6 +58,10 @@ for step in steps:
                                             options=step.get("options"))
             if not step.get("unattended"):
                 attended.add(step["owner"])
+        elif op == "metrics":  # what a replica's Prometheus endpoint serves (bsdemo.metrics)
+            from prometheus_client import generate_latest
+            from bsdemo.metrics import registry_for
+            seen[step["as"]] = generate_latest(registry_for(lambda: sched)).decode()
         elif op == "load":
             seen[step["as"]] = sched.load()
         elif op == "wait":
@@ -201,7 +205,12 @@ def test_two_replicas_share_one_queue_one_set_of_limits_and_the_store(ray_cluste
         {"op": "submit", "as": "again", "owner": "student-c", "address": "10.0.0.9",
          "steps": 3, "fresh": False},
         {"op": "wait", "as": "served", "job": "again", "timeout": scaled(60)},
+        {"op": "metrics", "as": "metrics"},
     ])
+    # any replica's metrics are the course's: the run B stopped, the one it ran
+    assert "bsdemo_scheduler_up 1.0" in c["metrics"]
+    assert 'bsdemo_runs_total{kind="train",status="cancelled"} 1.0' in c["metrics"]
+    assert 'bsdemo_runs_total{kind="train",status="completed"}' in c["metrics"]
     assert c["b_done"]["status"] == "completed"
     assert c["served"]["status"] == "completed" and c["served"]["stored_at"] is not None
     assert c["served"]["loss"] == c["b_done"]["loss"]  # the same run, from the store
