@@ -133,11 +133,11 @@ def profile_verdict(points: Sequence[Mapping[str, Any]], cuts: Sequence[Mapping[
                     f"{t1_ratio:.2f}{why}); its fixed part is {t0_ratio:.2f}× their t0.")
     costs = dict((b, c) for b, c in end.get("profiler_cost_us") or [])
     if costs:
-        text.append("Profiling added " + " and ".join(
-            f"{ms(max(c, 0.0))} per step at batch {b}" for b, c in sorted(costs.items()))
-            + " (profiled less unprofiled steps, by the step's own clock): a trace's times are "
-            "a profiled step's, so read them as shares of the step, not as its speed (the trace "
-            "is read from the faster half of its steps).")
+        text.append("Profiled steps took " + " and ".join(
+            f"{ms(max(c, 0.0))} more at batch {b}" for b, c in sorted(costs.items()))
+            + " than unprofiled ones (by the step's own clock: the profiler's cost, and whatever "
+            "else the machine did meanwhile), so read a trace's times as shares of the step, "
+            "not as its speed (the trace is read from the faster half of its steps).")
     if sweep_fit and sweep_fit.get("t0_s"):
         ratio = plain["t0_us"] / (sweep_fit["t0_s"] * 1e6)
         text.append(f"The sweep's fitted t0 above is {ms(sweep_fit['t0_s'] * 1e6)} (these "
