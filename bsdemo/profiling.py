@@ -27,6 +27,12 @@ STEP_PREFIX = "ProfilerStep#"
 GAP = "(gaps: Python between operators)"  # the row of time with no operator running
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 REQUIRED_FIELDS = ("name", "ph", "ts", "pid", "tid")  # every Chrome trace event has these
+TECHNIQUES = {"compile": "torch.compile", "cuda_graphs": "CUDA graphs"}  # ways to cut the overhead
+
+
+def technique_name(technique: str) -> str:
+    """The overhead cut's name as people know it."""
+    return TECHNIQUES.get(technique, technique)
 
 
 @dataclass(frozen=True)

@@ -85,8 +85,9 @@ def draw_profile(snap) -> None:
     if not any(p["status"] == "ok" for p in points):
         return
     show_chart(charts.profile_timeline_chart(points), "tp_prof_timeline")
-    sweep_fit = sweeps.finished_result("tp", "fit")
     end = snap.result
+    # the sweep's fit only once the profile has its own split (not a second call every poll)
+    sweep_fit = sweeps.finished_result("tp", "fit") if end else None
     left, right = st.columns(2)
     with left:
         show_chart(charts.profile_split_chart(points, end, sweep_fit), "tp_prof_split")

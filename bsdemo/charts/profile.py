@@ -9,7 +9,8 @@ from typing import Any
 import plotly.graph_objects as go
 
 from bsdemo.charts.style import OKABE_ITO, Chart, layout
-from bsdemo.recipes.profile import TECHNIQUES, short
+from bsdemo.profiling import technique_name
+from bsdemo.recipes.profile import short
 
 PARTS = {  # a span's part -> (legend name, colour)
     "forward": ("forward operators", OKABE_ITO[0]),
@@ -128,7 +129,7 @@ def profile_split_chart(points: Sequence[Mapping[str, Any]], end: Mapping[str, A
 def cut_chart(cuts: Sequence[Mapping[str, Any]]) -> Chart:
     """Samples/s of eager steps and of the same steps with the overhead cut, per batch size."""
     ok = sorted((c for c in cuts if c.get("status") == "ok"), key=lambda c: c["batch_size"])
-    name = TECHNIQUES.get(ok[0]["technique"], ok[0]["technique"]) if ok else "cut"
+    name = technique_name(ok[0]["technique"]) if ok else "cut"
     labels = [str(c["batch_size"]) for c in ok]
     fig = go.Figure([
         go.Bar(x=labels, y=[c["eager_samples_per_sec"] for c in ok], name="eager",

@@ -30,7 +30,13 @@ import torch
 
 from bsdemo import profiling
 from bsdemo.config import RunConfig
-from bsdemo.engine.measure import HostLoad, device_info, step_clock, synchronize
+from bsdemo.engine.measure import (
+    HostLoad,
+    device_info,
+    resolve_device,
+    step_clock,
+    synchronize,
+)
 from bsdemo.engine.models import make_optimizer
 from bsdemo.engine.steps import micro_loss
 from bsdemo.engine.train import prepare, train
@@ -43,6 +49,7 @@ from bsdemo.jobkinds import (
     JobStopped,
     sweep_config,
 )
+from bsdemo.profiling import technique_name
 from bsdemo.timing import spread
 
 MAX_TRACE_BYTES = 4 * 2**20  # a gzipped trace carried in a record (larger: --trace-dir only)
@@ -58,12 +65,10 @@ def profile_steps(cfg: RunConfig, batch_sizes: Sequence[int], *, steps: int = PR
     """Yield profile_start, a profile_point per batch size, a cut_point per batch size (when
     `cut`), then profile_end."""
     cfg = sweep_config(cfg, batch_sizes)
-    run = prepare(cfg)
-    device, info = run.device, device_info(run.device)
-    del run
+    device = resolve_device(cfg.device)
     technique = technique_for(device)
     yield {"kind": "profile_start", "batch_sizes": list(batch_sizes), "steps": steps,
-           "config": vars(cfg).copy(), "device": info, "technique": technique,
+           "config": vars(cfg).copy(), "device": device_info(device), "technique": technique,
            "train_samples": cfg.train_samples, "exclusive": True}
     points = []
     for b in batch_sizes:
@@ -181,7 +186,7 @@ def _profile_point(cfg: RunConfig, b: int, steps: int, device: torch.device,
         "plain_step_s": spread(first.wall + second.wall).as_dict(),  # wall
         "plain_own_s": spread(first.own + second.own).as_dict(),  # the throughput's clock
         "rows_us": profiling.per_step_rows(profiles),
-        "parts_us": {k: v for k, v in shown.by_part().items()},
+        "parts_us": shown.by_part(),
         "timeline": [[s.name, s.part, round(s.start, 2), round(s.dur, 2)] for s in shown.spans],
         "kernel_timeline": [[s.name, s.part, round(s.start, 2), round(s.dur, 2)]
                             for s in shown.kernels][:2000],
@@ -213,7 +218,7 @@ def _cut_point(cfg: RunConfig, b: int, technique: str,
     began = time.perf_counter()
     try:
         if technique == "cuda_graphs":
-            cut_model = _graphed(cut_model, xb, b)
+            cut_model = _graphed(cut_model, xb)
         else:
             cut_model = torch.compile(cut_model, dynamic=False)
         _step(cut_model, cut_opt, xb, yb, b)  # compiles (or replays the capture once)
@@ -221,7 +226,7 @@ def _cut_point(cfg: RunConfig, b: int, technique: str,
     except Exception as exc:  # noqa: BLE001 - a technique this machine cannot run is a result
         first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
         return base | {"status": "unavailable",
-                       "message": f"{technique_label(technique)} did not run here: "
+                       "message": f"{technique_name(technique)} did not run here: "
                                   f"{type(exc).__name__}: {first}"}
     prepare_s = time.perf_counter() - began
     clock, clock_name = step_clock(device)
@@ -256,14 +261,11 @@ def _step(model, opt, xb, yb, b: int) -> None:
     opt.step()
 
 
-def _graphed(model: torch.nn.Module, xb: torch.Tensor, b: int) -> torch.nn.Module:
-    """The model's forward and backward captured as CUDA graphs for batches of b (the optimizer
-    step stays eager): each step replays two graphs instead of launching every kernel."""
+def _graphed(model: torch.nn.Module, xb: torch.Tensor) -> torch.nn.Module:
+    """The model's forward and backward captured as CUDA graphs for batches shaped like xb (the
+    optimizer step stays eager): each step replays two graphs instead of launching every
+    kernel."""
     return torch.cuda.make_graphed_callables(model, (xb,))
-
-
-def technique_label(technique: str) -> str:
-    return {"compile": "torch.compile", "cuda_graphs": "CUDA graphs"}.get(technique, technique)
 
 
 def _end(points: list[dict], cuts: list[dict], technique: str) -> dict[str, Any]:
@@ -281,8 +283,9 @@ def _end(points: list[dict], cuts: list[dict], technique: str) -> dict[str, Any]
         # the unprofiled steps' own t0 + t1·B (the step's own clock, medians): the split the
         # page states; the trace's says where that time goes
         end["plain_fit"] = {"t0_us": max(t0, 0.0), "t1_us": t1}
-        # the profiler records every operator call, a cost that does not grow with the batch:
-        # the trace's t0 is larger than the steps' by about that much, its t1 about the same
+        # how much longer profiled steps took (the step's own clock): the profiler's cost and
+        # whatever else ran meanwhile; the trace's t0 and t1 over the steps' say how far its
+        # (wall-clock, profiled) times can be read as the step's
         end["profiler_cost_us"] = [[p["batch_size"], p["profiled_own_s"]["median"] * 1e6
                                     - p["plain_own_s"]["median"] * 1e6] for p in ok]
         end["t0_agreement"] = parted.t0 / t0 if t0 > 0 else None

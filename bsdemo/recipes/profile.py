@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bsdemo.profiling import GAP
+from bsdemo.profiling import GAP, technique_name
 from bsdemo.recipes import closing
 
-TECHNIQUES = {"compile": "torch.compile", "cuda_graphs": "CUDA graphs"}
 AGREE = 0.25  # the trace's growing part within this share of the steps' t1: "agrees"
 
 
@@ -37,7 +36,7 @@ def point_line(point: Mapping[str, Any]) -> str:
 
 
 def cut_line(cut: Mapping[str, Any]) -> str:
-    name = TECHNIQUES.get(cut["technique"], cut["technique"])
+    name = technique_name(cut["technique"])
     b = cut["batch_size"]
     if cut["status"] != "ok":
         return f"batch {b}: {cut['message']}"
@@ -60,7 +59,7 @@ def end_lines(end: Mapping[str, Any]) -> list[str]:
     lines.append("largest fixed costs in the trace: " + ", ".join(
         f"{short(name)} {ms(us)}" for name, us in top))
     if end.get("cut_fit"):
-        name = TECHNIQUES.get(end.get("technique", ""), end.get("technique", ""))
+        name = technique_name(end.get("technique", ""))
         (e0, e1), (c0, c1) = end["cut_fit"]["eager"], end["cut_fit"]["cut"]
         lines.append(f"overhead cut: t0 {ms(max(e0, 0.0))} eager, {ms(max(c0, 0.0))} with {name}"
                      f" (t1 {e1:.2f} and {c1:.2f} µs per sample)")
@@ -149,7 +148,7 @@ def profile_verdict(points: Sequence[Mapping[str, Any]], cuts: Sequence[Mapping[
                     f"{small['batch_size']} step ({small['kernels_per_step']} kernels) and "
                     f"{large['gpu_busy_share']:.0%} at batch {large['batch_size']}.")
     good = {c["batch_size"]: c for c in cuts if c.get("status") == "ok"}
-    name = TECHNIQUES.get(end.get("technique", ""), end.get("technique", ""))
+    name = technique_name(end.get("technique", ""))
     if small["batch_size"] in good and large["batch_size"] in good:
         a, b = good[small["batch_size"]], good[large["batch_size"]]
         verb = "compiling" if end.get("technique") == "compile" else "capturing"
