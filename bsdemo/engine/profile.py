@@ -172,6 +172,7 @@ def _profile_point(cfg: RunConfig, b: int, steps: int, device: torch.device,
     if not recorded:
         return {"kind": "profile_point", "batch_size": b, "status": "failed",
                 "message": "The profiler recorded no full step."}
+    traced = {p.index for p in recorded}
     profiles = fastest_half(recorded, profiled)
     chosen = {p.index for p in profiles}
     shown = profiling.typical(profiles)
@@ -181,8 +182,10 @@ def _profile_point(cfg: RunConfig, b: int, steps: int, device: torch.device,
         "kind": "profile_point", "batch_size": b, "status": "ok", "message": "",
         "profiled_steps": len(recorded), "steps_read": sorted(chosen),
         "profiled_step_s": spread([p.dur / 1e6 for p in profiles]).as_dict(),  # the trace's
-        # the profiled steps by the step's own clock, and the unprofiled ones around them
-        "profiled_own_s": spread(profiled.own).as_dict(),
+        # the profiled steps by the step's own clock (those in the trace: the step after them
+        # carries the profiler's stopping), and the unprofiled ones around them
+        "profiled_own_s": spread([o for i, o in zip(profiled.full, profiled.own, strict=True)
+                                  if i in traced]).as_dict(),
         "plain_step_s": spread(first.wall + second.wall).as_dict(),  # wall
         "plain_own_s": spread(first.own + second.own).as_dict(),  # the throughput's clock
         "rows_us": profiling.per_step_rows(profiles),
