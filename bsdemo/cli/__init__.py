@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from bsdemo.cli import commands
+from bsdemo.cli import commands, ownmodel
 from bsdemo.cli.checks import CHECKS, check_command_config
 from bsdemo.cli.parser import FIELD_FLAGS, build_parser, config_from_args, one_line
 from bsdemo.config import ConfigError, clip
@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         checked = CHECKS[args.command](args)
         check_command_config(args.command, cfg, checked, args)
         threads = default_threads(1) if args.command != "datasets" else None
+        model_file = ownmodel.check_flag(args)
     except ConfigError as exc:
         return _fail(args.command, exc)
     try:
@@ -38,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
             from bsdemo.engine.measure import set_threads  # imports torch
 
             set_threads(threads)
+        if model_file is not None:
+            return _own_model(args, cfg, checked, model_file)
         if args.command == "sweep":
             return commands.sweep(cfg, args, **checked)
         if args.command == "profile":
@@ -71,6 +74,22 @@ def main(argv: list[str] | None = None) -> int:
         return commands.train(cfg, notices, args.json)
     except ConfigError as exc:  # e.g. --device cuda on a machine without one
         return _fail(args.command, exc)
+
+
+def _own_model(args, cfg, checked: dict, model_file) -> int:
+    """A measuring command on the model of --model-file (checked before any long work)."""
+    from bsdemo.engine.own import using
+
+    own = ownmodel.load(*model_file, cfg.device)
+    cfg = ownmodel.config(own, args.command, cfg.seed, cfg.device, checked)
+    if args.command == "find" and own.device.type == "cpu" and checked["budget"] in (None,
+                                                                                    "device"):
+        raise ConfigError("memory_budget", checked["budget"], "a size such as 2GiB with "
+                          "--model-file on a CPU: it has no memory limit of its own to find")
+    run = {"sweep": commands.sweep, "find": commands.find, "noise": commands.noise,
+           "fit-batch": commands.fit_batch}[args.command]
+    with using(own):
+        return run(cfg, args, **checked)
 
 
 def _fail(command: str, exc: ConfigError) -> int:

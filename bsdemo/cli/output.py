@@ -24,6 +24,9 @@ def print_sweep_table(points: list[dict]) -> None:
     clocks = {(p.get("timing") or {}).get("clock") for p in points} - {None}
     if clocks:
         print(f"timed by {', '.join(sorted(clocks))}; middle half: the quartiles of the timed steps")
+    for p in points:  # why a point did not run (an error of the model's own code, say)
+        if p["status"] == "failed" and p.get("message"):
+            print(f"batch {p['batch_size']}: {p['message']}")
 
 
 def print_find_result(r: dict) -> None:

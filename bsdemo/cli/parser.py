@@ -33,7 +33,8 @@ FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student 
 }
 FIELD_FLAGS = {v: "--" + k.replace("_", "-") for k, v in FLAGS.items()} | {
     "memory_budget": "--memory-budget", "size": "--size", "micro_batch": "--micro-batch",
-    "memory_budget_bytes": "--memory-budget", "techniques": "--techniques"}
+    "memory_budget_bytes": "--memory-budget", "techniques": "--techniques",
+    "model_file": "--model-file"}
 ERROR_CHARS = 200  # an error is one line of at most this many characters
 
 
@@ -111,6 +112,7 @@ def _add_sweep(sub, train: argparse.ArgumentParser) -> None:
                             "round (a noisy one up to twice as often)")
     sweep.add_argument("--continue-after-oom", action="store_true",
                        help="try the larger batch sizes after the first out-of-memory")
+    _model_file_flag(sweep)
     _workload_flags(sweep, train)
     sweep.add_argument("--json", action="store_true", help="one JSON object per line")
 
@@ -151,6 +153,7 @@ def _add_find(sub, train: argparse.ArgumentParser) -> None:
                       help="the batch your --lr was tuned for (default 32), for lr scaling")
     find.add_argument("--max-batch", help="the largest batch to consider (default: the whole "
                                           "training set)")
+    _model_file_flag(find)
     _workload_flags(find, train)
     find.add_argument("--json", action="store_true", help="one JSON object per line")
 
@@ -210,6 +213,7 @@ def _add_noise(sub, train: argparse.ArgumentParser) -> None:
     noise.add_argument("--draws", default="32", help="gradients drawn per batch size (default 32)")
     noise.add_argument("--after-steps", default="0",
                        help="train this many optimizer steps first (default 0: at initialisation)")
+    _model_file_flag(noise)
     _workload_flags(noise, train, size=True)
     noise.add_argument("--json", action="store_true",
                        help="noise_point lines, then the noise_result")
@@ -289,6 +293,7 @@ def _add_fit_batch(sub, train: argparse.ArgumentParser) -> None:
                                           "(default: all this device runs)")
     fit.add_argument("--accum", default="4", help="accumulation's micro-batches per step "
                                                   "(default 4)")
+    _model_file_flag(fit)
     _workload_flags(fit, train, size=True)
     fit.add_argument("--json", action="store_true",
                      help="one fit_batch_result line per technique, then the fit_batch_end")
@@ -385,6 +390,15 @@ def given(raw: str | None, flag: str) -> str | None:
 
 WORKLOAD_FLAGS = ("dataset", "model", "norm", "width", "depth", "lr", "optimizer", "seed",
                   "device", "samples")
+
+
+def _model_file_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model-file", metavar="PATH.py:FACTORY",
+                        help="measure your own model instead of the lab's: FACTORY() in PATH.py "
+                             "returns a bsdemo.api.Workload (model, batch or data, loss, "
+                             "optimizer); your code runs in this terminal only, never on a lab "
+                             "server. With it, only --device and --seed of the workload flags "
+                             "apply")
 
 
 def _workload_flags(parser: argparse.ArgumentParser, train: argparse.ArgumentParser,

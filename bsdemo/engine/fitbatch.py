@@ -54,9 +54,28 @@ from bsdemo.jobkinds import (
 TECHNIQUES = FIT_TECHNIQUES
 
 
-def available(device: torch.device) -> list[str]:
-    """The techniques this device runs: fp16 needs CUDA."""
-    return [t for t in TECHNIQUES if t != "fp16" or device.type == "cuda"]
+def available(device: torch.device, checkpointable: bool = True) -> list[str]:
+    """The techniques this device runs (fp16 needs CUDA) on a model (checkpointing needs its
+    blocks: own_segments)."""
+    return [t for t in TECHNIQUES if (t != "fp16" or device.type == "cuda")
+            and (checkpointable or "checkpointing" not in t)]
+
+
+def own_segments(model: torch.nn.Module) -> tuple[Callable, list, Callable] | None:
+    """(stem, blocks, head) of a model the user brought: its own segments() method, or a
+    torch.nn.Sequential's layers as blocks; None where neither says where its blocks are
+    (checkpointing is then not offered)."""
+    if callable(getattr(model, "segments", None)):
+        stem, blocks, head = model.segments()
+        return stem, list(blocks), head
+    if isinstance(model, torch.nn.Sequential) and len(model) > 1:
+        return (lambda x: x), list(model), (lambda x: x)
+    return None
+
+
+def _own_loss(loss_fn: Callable) -> Callable:
+    """The user's loss on outputs made fp32 (as _loss does under autocast)."""
+    return lambda out, y: loss_fn(out.float() if out.is_floating_point() else out, y)
 
 
 def segments(model: torch.nn.Module) -> tuple[Callable, list[torch.nn.Module], Callable]:
@@ -98,7 +117,11 @@ class Stepper:
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.param_bytes = param_bytes = tensor_bytes(self.params)
         self.fixed = 2 * param_bytes + expected_optimizer_state_bytes(cfg.optimizer, param_bytes)
-        self.stem, self.blocks, self.head = segments(self.model)
+        own = self.run.loss is not None  # a model the user brought: its loss, its blocks if any
+        self.loss = _own_loss(self.run.loss) if own else _loss
+        parts = own_segments(self.model) if own else segments(self.model)
+        self.checkpointable = parts is not None
+        self.stem, self.blocks, self.head = parts or (None, [], None)
         self.scaler = (torch.amp.GradScaler("cuda") if self.device.type == "cuda" else None)
 
     def _autocast(self, technique: str):
@@ -163,7 +186,7 @@ class Stepper:
         self.model.zero_grad(set_to_none=True)
         for _ in range(accumulation):
             with self._autocast(technique), SavedActivations(self.params) as saved:
-                loss = _loss(self._forward(x[idx], technique), y[idx]) / accumulation
+                loss = self.loss(self._forward(x[idx], technique), y[idx]) / accumulation
             if not checkpointed:  # saved activations and workspace, as the engine counts them
                 held = max(held, saved.bytes + saved.largest)
             if technique == "fp16":
@@ -241,7 +264,8 @@ def loss_after(cfg: RunConfig, technique: str, steps: int, batch: int,
         optimizer.zero_grad(set_to_none=True)
         for chunk in idx.chunk(parts):
             with stepper._autocast(base):
-                loss = _loss(stepper._forward(x[chunk], base), y[chunk]) * len(chunk) / len(idx)
+                loss = (stepper.loss(stepper._forward(x[chunk], base), y[chunk]) * len(chunk)
+                        / len(idx))
             (stepper.scaler.scale(loss) if base == "fp16" else loss).backward()
         if base == "fp16":  # unscale, and skip a step whose gradients overflowed
             stepper.scaler.step(optimizer)
@@ -250,7 +274,7 @@ def loss_after(cfg: RunConfig, technique: str, steps: int, batch: int,
             optimizer.step()
     with torch.no_grad():
         model.eval()
-        return _loss(model(x), y).item()
+        return stepper.loss(model(x), y).item()
 
 
 def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str] | None = None,
@@ -262,10 +286,14 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
     technique, and its difference from fp32's."""
     stepper = Stepper(cfg)
     check_budget(stepper.run, memory_budget_bytes)  # the model alone must fit
-    names = list(techniques or available(stepper.device))
-    missing = [t for t in names if t not in available(stepper.device)]
+    runs_here = available(stepper.device, stepper.checkpointable)
+    names = list(techniques or runs_here)
+    missing = [t for t in names if t not in runs_here]
     if missing:
-        raise ConfigError("techniques", missing[0], "fp16 needs a CUDA device; bf16 runs here")
+        raise ConfigError("techniques", missing[0], ", ".join(runs_here) + (
+            " (checkpointing needs the model's blocks: a torch.nn.Sequential, or a segments() "
+            "method returning (stem, blocks, head))" if "checkpointing" in missing[0]
+            else " (fp16 needs a CUDA device; bf16 runs here)"))
     n = len(stepper.run.data.y_train)
     reference = loss_after(cfg, "fp32", budget_steps, budget_batch, accumulation, should_stop)
     results = {}

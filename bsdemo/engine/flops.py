@@ -50,12 +50,14 @@ def tf32_ops(model: str) -> list[str]:
             + (["matmuls"] if matmul_tf32 else []))
 
 
-def flops_per_sample(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
-    """Counted FLOPs of one training step (forward + backward) on the batch (x, y), per sample."""
+def flops_per_sample(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
+                     loss_fn=None) -> float:
+    """Counted FLOPs of one training step (forward + backward) on the batch (x, y), per sample
+    (loss_fn: a model the user brought, its own loss)."""
     from bsdemo.engine.train import micro_loss  # the training loss itself, sequences included
 
     with FlopCounterMode(display=False) as counter:
-        micro_loss(model, x, y, len(y)).backward()
+        micro_loss(model, x, y, len(y), loss_fn).backward()
     model.zero_grad(set_to_none=True)
     return counter.get_total_flops() / len(y)
 

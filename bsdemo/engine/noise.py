@@ -22,6 +22,7 @@ not depend on which samples share the batch, and every other model is the same i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -38,12 +39,15 @@ BOOTSTRAP = 400
 
 
 def flat_grad(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
-               chunk: int = NOISE_CHUNK) -> torch.Tensor:
-    """The gradient of the mean loss over (x, y), flattened; in chunks for a large set."""
+              chunk: int = NOISE_CHUNK, loss_fn: Callable | None = None) -> torch.Tensor:
+    """The gradient of the mean loss over (x, y), flattened; in chunks for a large set.
+    loss_fn(outputs, targets) -> mean loss: a model the user brought (None: the lab's)."""
     model.zero_grad(set_to_none=True)
     for xb, yb in zip(x.split(chunk), y.split(chunk), strict=True):
         logits = model(xb)
-        if logits.dim() > 2:
+        if loss_fn is not None:  # its mean over the chunk, weighted by the chunk's share
+            loss = loss_fn(logits, yb) * (len(yb) / len(y))
+        elif logits.dim() > 2:
             logits, yb = logits.flatten(0, 1), yb.flatten()
             loss = F.cross_entropy(logits, yb, reduction="sum") / int((y >= 0).sum())
         else:
@@ -91,7 +95,8 @@ def noise_measure(cfg: RunConfig, batch_sizes: Sequence[int] = (1, 4, 16, 64, 25
     model, x, y = run.model, run.data.x_train, run.data.y_train
     n = len(y)
     model.eval()
-    full = flat_grad(model, x, y)
+    grad = functools.partial(flat_grad, loss_fn=run.loss)
+    full = grad(model, x, y)
     g2 = float(full.pow(2).sum())
     gen = torch.Generator().manual_seed(cfg.seed + 7)
 
@@ -99,7 +104,7 @@ def noise_measure(cfg: RunConfig, batch_sizes: Sequence[int] = (1, 4, 16, 64, 25
         if should_stop is not None and should_stop():
             raise JobStopped("Stopped before it finished.")
         idx = torch.randperm(n, generator=gen)[:b].to(x.device)
-        return flat_grad(model, x[idx], y[idx])
+        return grad(model, x[idx], y[idx])
 
     sizes = sorted({min(b, n) for b in batch_sizes})
     per_size: dict[int, np.ndarray] = {}

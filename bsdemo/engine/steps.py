@@ -4,6 +4,7 @@ and what counts as out of memory. Shared by the training loop and the lessons' s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -31,11 +32,17 @@ def lr_at(cfg: RunConfig, step_index: int) -> float:
 
 
 def micro_loss(model: torch.nn.Module, xb: torch.Tensor, yb: torch.Tensor,
-               effective: int) -> torch.Tensor:
+               effective: int, loss_fn: Callable | None = None) -> torch.Tensor:
     """This micro-batch's share of the mean loss over an effective batch of `effective` samples.
 
     mean x (b / effective) = sum / effective; a whole batch skips the extra multiply (hot path).
+    loss_fn(outputs, targets) -> mean loss: a model the user brought (bsdemo.api); None: the
+    lab's own losses.
     """
+    if loss_fn is not None:
+        loss = loss_fn(model(xb), yb)
+        size = yb.shape[0]
+        return loss if size == effective else loss * (size / effective)
     if isinstance(model, GAN):  # both players' losses, each moving only its own player
         d_loss, g_loss = model.losses(xb)
         model.parts.append((d_loss.detach(), g_loss.detach(), len(yb)))
@@ -77,13 +84,22 @@ class Prepared:
     data: Dataset
     model: torch.nn.Module
     optimizer: torch.optim.Optimizer
+    # a model the user brought (bsdemo.engine.own): its loss(outputs, targets), and its
+    # optimizer keeps the learning rates it was made with (None: the lab's own model and loss)
+    loss: Callable | None = None
 
 
 def prepare(cfg: RunConfig) -> Prepared:
-    """Validate cfg, load the data onto the device, seed and build the model and optimizer.
+    """Validate cfg, load the data onto the device, seed and build the model and optimizer: the
+    lab's own model and dataset, or the user's (bsdemo.engine.own.using) with cfg's settings.
 
     Raises ConfigError for an invalid cfg (or a device that is not there).
     """
+    from bsdemo.engine.own import active
+
+    own = active()
+    if own is not None:
+        return own.prepare(cfg)
     cfg, notices = cfg.validated()
     device = resolve_device(cfg.device)
     data = load_dataset(cfg, device)

@@ -61,7 +61,7 @@ def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = DEF
     if memory_budget_bytes is not None:
         check_budget(run, memory_budget_bytes)  # before any output: a clear error
     probe = run.data.x_train[:8], run.data.y_train[:8]
-    per_sample = flops_per_sample(run.model, *probe)
+    per_sample = flops_per_sample(run.model, *probe, run.loss)
     math_ops = tf32_ops(cfg.model) if run.device.type == "cuda" else []
     peak, peak_source = device_peak_flops(device_info(run.device), math_ops)
     del run, probe

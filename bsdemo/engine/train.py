@@ -94,6 +94,12 @@ def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
     try:
         yield from _loop(run, meter, sampler, info, should_stop, evaluations, memory_budget_bytes,
                          began, cpu_budget_s)
+    except Exception as exc:
+        if run.loss is None:  # the lab's own model: a bug of ours, raised
+            raise
+        from bsdemo.engine.own import failure
+
+        yield EndEvent("failed", failure(exc, run.cfg.batch_size), {})
     finally:
         sampler.close()
         if memory_budget_bytes is not None and run.device.type == "cuda":
@@ -128,7 +134,9 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
     nvml = sampler if book.on_device else None
     gan = run.model if isinstance(run.model, GAN) else None
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
-    current_lr, done = None, False
+    # a model the user brought keeps its optimizer's own learning rates (bsdemo.api)
+    current_lr = optimizer.param_groups[0]["lr"] if run.loss is not None else None
+    done = False
     if evaluations:
         yield evaluation(run, tally, 0.0, evaluations)
     clock.start()  # training time starts now: the first evaluation is not in it
@@ -223,7 +231,7 @@ class _Stepper:
         self.model, self.optimizer = run.model, run.optimizer
         self.data = (run.data.x_train, run.data.y_train)
         self.rest = (run.cfg.batch_size, book, book.accounting,
-                     clock.interrupted if run.cfg.accumulation_steps > 1 else None)
+                     clock.interrupted if run.cfg.accumulation_steps > 1 else None, run.loss)
         self.marks = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) \
             if run.device.type == "cuda" else None
         self.ended = 0.0  # the last step's end on the wall clock (perf_counter)
@@ -298,13 +306,15 @@ def _cut_short(run: Prepared, tally: Tally, summary: Callable[[], dict],
 def _optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                     x_train: torch.Tensor, y_train: torch.Tensor, idx: torch.Tensor,
                     batch_size: int, book: MemoryBook, accounting: bool,
-                    interrupted: Callable[[], str | None] | None = None) -> tuple[float, int]:
+                    interrupted: Callable[[], str | None] | None = None,
+                    loss_fn: Callable | None = None) -> tuple[float, int]:
     """One optimizer step over the effective batch `idx`, in micro-batches of batch_size.
 
     Returns (the effective batch's mean loss, the step's accounted need for activations and
     workspace: its largest micro-batch's, 0 unless accounting). The hot path: the loss's .item()
     is the step's one device sync. `interrupted` is asked before every micro-batch but the
-    first; a reason from it raises _Interrupted (the step is not applied).
+    first; a reason from it raises _Interrupted (the step is not applied). loss_fn: the loss of a
+    model the user brought (None: the lab's).
     """
     n_eff = idx.shape[0]
     optimizer.zero_grad(set_to_none=True)
@@ -316,10 +326,10 @@ def _optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
         xb, yb = x_train[micro], y_train[micro]
         size = micro.shape[0]
         if size in book.activations:
-            loss = micro_loss(model, xb, yb, n_eff)
+            loss = micro_loss(model, xb, yb, n_eff, loss_fn)
         else:  # the first step of this size: count what autograd saves
             with book.counting(size):
-                loss = micro_loss(model, xb, yb, n_eff)
+                loss = micro_loss(model, xb, yb, n_eff, loss_fn)
         if accounting:
             step_need = book.account(size, step_need)
         loss.backward()

@@ -210,6 +210,9 @@ def planned_points(kind: str, options: Mapping[str, Any]) -> int | None:
     return sizes * len(options.get("norms", NORMS)) if kind == "norms" and sizes else sizes
 
 
+USER_CODE_OPTIONS = frozenset({"model_file", "workload", "model_factory"})  # never a job's
+
+
 def assess(kind: str, cfg: RunConfig, options: Mapping[str, Any] | None, limits: Limits,
            wall_s: float) -> tuple[dict[str, Any], Cost]:
     """(checked options, cost bound) of one job of `kind` on a validated cfg; raises ConfigError
@@ -218,6 +221,10 @@ def assess(kind: str, cfg: RunConfig, options: Mapping[str, Any] | None, limits:
     if spec is None:
         raise ConfigError("kind", kind, "one of " + ", ".join(KINDS))
     options = dict(options or {})
+    for key in sorted(USER_CODE_OPTIONS & options.keys()):
+        raise ConfigError(key, options[key], "nothing here: a shared lab server never loads "
+                          "user code. Measure your own model in a terminal of your own "
+                          "(bsdemo sweep --model-file FILE.py:FACTORY) or with bsdemo.api")
     unknown = sorted(set(options) - set(spec.options))
     if unknown:
         raise ConfigError(unknown[0], options[unknown[0]],

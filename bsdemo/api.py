@@ -1,0 +1,358 @@
+"""The lab's measurements on a model and data you bring: a Python API for a terminal or a notebook.
+
+    from bsdemo.api import Workload, find_batch_size, sweep
+
+    work = Workload(model=make_model, batch=make_batch, loss=my_loss,
+                    optimizer=lambda params: torch.optim.AdamW(params, lr=3e-4))
+    found = find_batch_size(work, memory_budget="2GiB", target_effective_batch=512)
+    print(found.summary)
+    sweep(work, [8, 32, 128, 512]).figure().show()
+
+Each function runs the same engine the lab's pages run (the sweep's rounds and clocks, the
+finder's two probes and verified prediction, fit-batch's techniques, the gradient noise
+scale), in this process, on your model: a fresh copy for every probe, so your model is left as
+it was, and the torch random state is put back after. Results are dataclasses with the raw
+records, `to_dict()`, `to_frame()` (pandas) and the pages' Plotly figures.
+
+Importing this module imports neither torch nor Streamlit: torch loads when a function runs.
+A broken piece (a factory that raises, a batch function that ignores the size, a loss that is
+NaN, ...) is a `bsdemo.errors.ConfigError` naming it, raised before any long work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bsdemo.errors import ConfigError
+from bsdemo.units import parse_bytes
+
+__all__ = ["FindResult", "FitBatchResult", "NoiseResult", "SweepResult", "Workload",
+           "find_batch_size", "fit_batch", "noise_scale", "sweep"]
+
+DEFAULT_SIZES = (8, 16, 32, 64, 128, 256, 512)
+DEFAULT_MAX_BATCH = 4096  # the finder's ceiling on your model: its data pool holds this many
+NOISE_POOL = 1024  # samples the noise scale's full gradient is taken over
+
+
+@dataclass
+class Workload:
+    """What the lab measures on: your model, your data, your loss and your optimizer.
+
+    model: a torch.nn.Module (copied for every probe, never trained) or a function with no
+        arguments that returns a fresh one.
+    batch: a function of a batch size n returning (inputs, targets) with exactly n samples along
+        the first dimension; or
+    data: (inputs, targets) tensors that batches are drawn from (repeated past their length).
+    loss: (outputs, targets) -> a scalar tensor, the mean over the batch; by default the lab's
+        cross-entropy (class logits (B, C) against labels (B,), or token logits (B, T, V)
+        against token ids (B, T)).
+    optimizer: a function of the parameters returning a torch.optim.Optimizer; by default
+        SGD with lr 0.05, the lab's. It keeps its own learning rates.
+    name: what results call it.
+    Checkpointing (fit_batch) needs to know the model's blocks: a torch.nn.Sequential's layers,
+    or a `segments()` method returning (stem, blocks, head) with
+    model(x) == head(blocks[-1](... blocks[0](stem(x)))).
+    """
+    model: Any
+    batch: Callable[[int], tuple] | None = None
+    data: tuple | None = None
+    loss: Callable | None = None
+    optimizer: Callable | None = None
+    name: str = "your model"
+
+
+@dataclass
+class _Result:
+    """The records the engine yielded, as the lab's pages and `bsdemo --json` get them."""
+    records: list[dict[str, Any]] = field(default_factory=list)
+    summary: str = ""  # the page's closing text, computed from these numbers (Markdown)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": type(self).__name__, "summary": self.summary, "records": self.records}
+
+    def _rows(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def to_frame(self):
+        """One row per batch size (technique, probe): a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self._rows())
+
+    def _repr_markdown_(self) -> str:  # a notebook shows the closing text under the cell
+        return self.summary
+
+
+@dataclass
+class SweepResult(_Result):
+    """sweep_point records (the last round of each batch) and the sweep_end (fits, knee)."""
+    points: list[dict[str, Any]] = field(default_factory=list)
+    end: dict[str, Any] = field(default_factory=dict)
+
+    def _rows(self) -> list[dict[str, Any]]:
+        return [{"batch_size": p["batch_size"], "status": p["status"],
+                 "samples_per_sec": p["samples_per_sec"], "step_time_s": p["step_time_s"],
+                 "peak_memory_bytes": p["peak_memory_bytes"],
+                 "clock": (p.get("timing") or {}).get("clock")} for p in self.points]
+
+    def figure(self):
+        """Samples/s against the batch (the Throughput page's main chart)."""
+        from bsdemo import charts
+
+        return charts.sweep_throughput_chart(self.points).figure
+
+    def step_time_figure(self):
+        """Step time against the batch with the fit t(B) = t0 + t1·B."""
+        from bsdemo import charts
+
+        return charts.sweep_step_time_chart(self.points, self.end.get("fit"),
+                                            self.end.get("crossover_batch_size")).figure
+
+    def memory_figure(self):
+        """Memory against the batch, by part, with the fit M(B) = M0 + m·B."""
+        from bsdemo import charts
+
+        return charts.memory_breakdown_chart(self.points, self.end.get("fit"),
+                                             self.end.get("memory_budget_bytes"),
+                                             self.end.get("predicted_max_batch_size")).figure
+
+
+@dataclass
+class FindResult(_Result):
+    """find_probe records (every real run) and the find_result."""
+    probes: list[dict[str, Any]] = field(default_factory=list)
+    result: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def batch_size(self) -> int | None:
+        return self.result.get("batch_size")
+
+    @property
+    def accumulation_steps(self) -> int | None:
+        return self.result.get("accumulation_steps")
+
+    def _rows(self) -> list[dict[str, Any]]:
+        return [{"probe": p["probe"], "batch_size": p["batch_size"], "status": p["status"],
+                 "peak_memory_bytes": p["peak_memory_bytes"],
+                 "samples_per_sec": p["samples_per_sec"], "reason": p["reason"]}
+                for p in self.probes]
+
+    def figure(self):
+        """Each probe's peak memory against its batch, the budget as a line."""
+        import plotly.graph_objects as go
+
+        from bsdemo.charts.style import batch_colour
+
+        ran = [p for p in self.probes if p["peak_memory_bytes"]]
+        fig = go.Figure(go.Scatter(
+            x=[p["batch_size"] for p in ran], y=[p["peak_memory_bytes"] / 2**20 for p in ran],
+            mode="markers+text", text=[f"probe {p['probe']}" for p in ran],
+            textposition="top center", name="probes (measured)",
+            marker={"size": 12, "color": [batch_colour(p["batch_size"]) for p in ran]}))
+        if self.result.get("capacity_bytes"):
+            fig.add_hline(self.result["capacity_bytes"] / 2**20, line_dash="dash",
+                          annotation_text="memory budget")
+        fig.update_layout(xaxis={"title": "batch size", "type": "log"},
+                          yaxis={"title": "peak memory (MiB)"},
+                          title="Finder probes: peak memory per batch size")
+        return fig
+
+
+@dataclass
+class FitBatchResult(_Result):
+    """One fit_batch_result per technique and the fit_batch_end."""
+    techniques: list[dict[str, Any]] = field(default_factory=list)
+    end: dict[str, Any] = field(default_factory=dict)
+    memory_budget_bytes: int = 0
+
+    def _rows(self) -> list[dict[str, Any]]:
+        keys = ("technique", "max_batch_size", "effective_batch_size", "samples_per_sec",
+                "peak_memory_bytes", "predicted_max", "loss_after", "loss_vs_fp32")
+        return [{k: r.get(k) for k in keys} for r in self.techniques]
+
+    def figure(self):
+        """Each technique's largest batch under the budget (the Fit a bigger batch chart)."""
+        from bsdemo import charts
+
+        return charts.fit_chart(self.techniques, self.memory_budget_bytes).figure
+
+
+@dataclass
+class NoiseResult(_Result):
+    """noise_point records and the noise_result (B_simple with its 16–84 % range)."""
+    points: list[dict[str, Any]] = field(default_factory=list)
+    result: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def b_simple(self) -> float | None:
+        return self.result.get("b_simple")
+
+    @property
+    def b_simple_range(self) -> tuple[float, float] | None:
+        r = self.result.get("b_simple_range")
+        return tuple(r) if r else None
+
+    def _rows(self) -> list[dict[str, Any]]:
+        return [{k: p[k] for k in ("batch_size", "variance", "variance_sem", "cosine")}
+                for p in self.points]
+
+    def figure(self):
+        """Gradient variance against the batch, with tr(S)/B (the Noise page's chart)."""
+        from bsdemo import charts
+
+        return charts.noise_charts(self.result)[0].figure
+
+
+def _own(workload: Workload, device: str):
+    """The workload checked on the device (imports torch)."""
+    if not isinstance(workload, Workload) and not all(
+            hasattr(workload, k) for k in ("model", "batch", "data", "loss", "optimizer")):
+        raise ConfigError("workload", type(workload).__name__, "a bsdemo.api.Workload")
+    from bsdemo.engine.own import OwnWorkload
+
+    return OwnWorkload.checked(workload, device)
+
+
+def _budget(value: int | str | None, field_name: str = "memory_budget") -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+        return value
+    if isinstance(value, str):
+        return parse_bytes(value, field_name)
+    raise ConfigError(field_name, value, "bytes (a positive whole number) or a size such as "
+                      "'2GiB'")
+
+
+def _sizes(batch_sizes: Sequence[int]) -> list[int]:
+    sizes = list(batch_sizes)
+    if not sizes or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in sizes):
+        raise ConfigError("batch_sizes", batch_sizes, "positive whole numbers")
+    return sizes
+
+
+def _drain(own, events: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The engine's records, run with the user's workload in place of the lab's model; the
+    config each carries names the user's model, not the lab's placeholder."""
+    from bsdemo.engine.own import using
+
+    with using(own):
+        records = list(events)
+    for r in records:
+        if "config" in r:
+            r["config"] = {"model": own.name, "optimizer": own.kind, "lr": own.lr,
+                           "device": str(own.device)}
+    return records
+
+
+def sweep(workload: Workload, batch_sizes: Sequence[int] = DEFAULT_SIZES, *,
+          memory_budget: int | str | None = None, device: str = "auto", seed: int = 0,
+          rounds: int = 3, warmup_steps: int = 3, timed_steps: int = 8,
+          min_timed_s: float = 0.15, continue_after_oom: bool = False) -> SweepResult:
+    """Samples/s, step time and memory per batch size, measured in rounds in a shuffled order
+    (the Throughput page's sweep), with the fits t(B) = t0 + t1·B and M(B) = M0 + m·B and the
+    throughput knee. memory_budget (bytes or '2GiB'): a CUDA allocator cap, or on the CPU a
+    simulated out-of-memory past it."""
+    sizes, budget = _sizes(batch_sizes), _budget(memory_budget)
+    own = _own(workload, device)
+    from bsdemo.engine.sweep import sweep as engine_sweep
+    from bsdemo.recipes import throughput_verdict
+
+    cfg = own.config(max(sizes), seed, device)
+    records = _drain(own, engine_sweep(cfg, sizes, warmup_steps=warmup_steps,
+                                       timed_steps=timed_steps, min_timed_s=min_timed_s,
+                                       rounds=rounds, memory_budget_bytes=budget,
+                                       continue_after_oom=continue_after_oom))
+    last = {r["batch_size"]: r for r in records if r["kind"] == "sweep_point"}
+    points = [last[b] for b in sizes]
+    end = next(r for r in records if r["kind"] == "sweep_end")
+    return SweepResult(records, throughput_verdict(end, points, end.get("peak_source")),
+                       points, end)
+
+
+def find_batch_size(workload: Workload, *, memory_budget: int | str | None = None,
+                    margin: float = 0.10, target_effective_batch: int | None = None,
+                    reference_batch: int | None = None, reference_lr: float | None = None,
+                    max_batch: int = DEFAULT_MAX_BATCH, device: str = "auto",
+                    seed: int = 0) -> FindResult:
+    """The largest batch that fits memory_budget (bytes or '2GiB'; None: the device's own memory,
+    which the CPU does not have) with `margin` kept free, found in a few real probes: two small
+    ones fit M(B) = M0 + m·B, the prediction is run, a bisection follows only if it fails. It
+    never returns a size it did not run. With target_effective_batch: micro-batch × accumulation
+    steps making it exactly; with reference_batch and reference_lr, the learning rate for the
+    effective batch by the linear and square-root rules. Without a target, the throughput knee
+    (measured) where it is smaller than the largest batch."""
+    budget = _budget(memory_budget)
+    own = _own(workload, device)
+    from bsdemo.engine.finder import find_batch_size as engine_find
+
+    if budget is None and own.device.type == "cpu":
+        raise ConfigError("memory_budget", None, "a budget in bytes or a size such as '2GiB' on "
+                          "the CPU (it has no memory limit of its own to find)")
+    cfg = own.config(max_batch, seed, device)
+    records = _drain(own, engine_find(
+        cfg, memory_budget_bytes=budget, margin=margin,
+        target_effective_batch=target_effective_batch, reference_batch=reference_batch,
+        reference_lr=reference_lr if reference_lr is not None else own.lr,
+        max_batch=max_batch))
+    result = next(r for r in records if r["kind"] == "find_result")
+    probes = [r for r in records if r["kind"] == "find_probe"]
+    return FindResult(records, _find_summary(result), probes, result)
+
+
+def _find_summary(r: dict[str, Any]) -> str:
+    if r["batch_size"] is None:
+        return f"No batch size fits. {r['message']}"
+    text = (f"Use batch {r['batch_size']}" + (f" × {r['accumulation_steps']} accumulation steps"
+                                              if r["accumulation_steps"] > 1 else "")
+            + f". {r['message']} Tested: {', '.join(map(str, r['tested_batch_sizes']))} "
+            f"({r['probes']} probes, every one a real training step).")
+    if "lr_linear" in r:
+        text += (f" Learning rate for effective batch {r['effective_batch_size']}: "
+                 f"{r['lr_linear']:.4g} (linear rule) or {r['lr_sqrt']:.4g} (square-root rule).")
+    return text
+
+
+def fit_batch(workload: Workload, memory_budget: int | str, *,
+              techniques: Sequence[str] | None = None, accumulation: int = 4,
+              max_batch: int = 65536, pool: int = 1024, device: str = "auto",
+              seed: int = 0) -> FitBatchResult:
+    """Under one memory budget, the largest batch each technique lets a training step fit and
+    its samples/s: fp32, bf16 autocast, fp16 with a scaler (CUDA), activation checkpointing
+    (where the model's blocks are known: see Workload), bf16+checkpointing, accumulation. Each
+    largest batch is predicted from two probes and verified by a real step. `pool`: samples
+    drawn from your data (batches repeat them past that)."""
+    budget = _budget(memory_budget)
+    if budget is None:
+        raise ConfigError("memory_budget", None, "a budget in bytes or a size such as '2GiB'")
+    own = _own(workload, device)
+    from bsdemo.engine.fitbatch import fit_batch as engine_fit
+    from bsdemo.recipes import fit_verdict
+
+    cfg = own.config(pool, seed, device)
+    records = _drain(own, engine_fit(cfg, budget, techniques=techniques,
+                                     accumulation=accumulation, max_batch=max_batch))
+    rows = [r for r in records if r["kind"] == "fit_batch_result"]
+    end = next(r for r in records if r["kind"] == "fit_batch_end")
+    text = fit_verdict(rows, budget, own.device.type)
+    return FitBatchResult(records, text or end["message"], rows, end, budget)
+
+
+def noise_scale(workload: Workload, batch_sizes: Sequence[int] = (1, 4, 16, 64, 256), *,
+                draws: int = 32, after_steps: int = 0, pool: int = NOISE_POOL,
+                device: str = "auto", seed: int = 0) -> NoiseResult:
+    """The gradient noise scale B_simple = tr(Σ)/|G|² of your model on `pool` samples of your
+    data (G their full gradient), with its 16–84 % range, and the variance of mini-batch
+    gradients against the batch; at initialisation, or after `after_steps` optimizer steps."""
+    sizes = _sizes(batch_sizes)
+    own = _own(workload, device)
+    from bsdemo.engine.noise import noise_measure
+    from bsdemo.recipes.noise import noise_verdict
+
+    cfg = dataclasses.replace(own.config(pool, seed, device), epochs=1, max_steps=None)
+    records = _drain(own, noise_measure(cfg, sizes, draws=draws, after_steps=after_steps))
+    result = next(r for r in records if r["kind"] == "noise_result")
+    text = noise_verdict(result)
+    return NoiseResult(records, text or result["message"],
+                       [r for r in records if r["kind"] == "noise_point"], result)

@@ -1,0 +1,111 @@
+"""`--model-file PATH.py:FACTORY`: the lab's measurements on the user's own model, in a terminal.
+
+The protocol: FACTORY is a function with no arguments in the Python file PATH.py; it returns a
+`bsdemo.api.Workload`, or a dict with the same keys (model, batch or data, loss, optimizer,
+name), or a tuple (model, batch, loss, optimizer). `check_flag` reads the flag before torch is
+imported (the file's place and the factory's name); `load` runs the file, calls the factory and
+tries each piece on a small batch, so a broken piece is named in one line before any long work.
+The file is the user's own code, run in their own terminal: a lab server never loads one
+(bsdemo.jobkinds.USER_CODE_OPTIONS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from bsdemo.config import ConfigError
+
+FIELD = "model_file"
+_SPEC = re.compile(r"^(?P<path>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
+ALLOWED = "PATH.py:FACTORY, a Python file and a function in it that returns a bsdemo.api.Workload"
+# the lab's own workload flags mean nothing beside a model file (it brings its own)
+LAB_FLAGS = ("dataset", "model", "norm", "width", "depth", "optimizer", "lr", "samples", "size")
+COMMANDS = ("sweep", "find", "fit-batch", "noise")
+
+
+def check_flag(args: argparse.Namespace) -> tuple[Path, str] | None:
+    """(the file, the factory's name) of --model-file, checked without running anything; None
+    when it is not given."""
+    text = getattr(args, FIELD, None)
+    if text is None:
+        return None
+    match = _SPEC.match(text)
+    if match is None:
+        raise ConfigError(FIELD, text, ALLOWED)
+    path = Path(match["path"]).expanduser()
+    if not path.is_file():
+        raise ConfigError(FIELD, text, f"{ALLOWED}; there is no file {match['path']}")
+    for flag in LAB_FLAGS:
+        if getattr(args, flag, None) is not None:
+            raise ConfigError(flag, getattr(args, flag), "nothing with --model-file: the file "
+                              "brings its model, data and optimizer (only --device and --seed "
+                              "apply)")
+    return path, match["name"]
+
+
+def load(path: Path, name: str, device: str):
+    """The checked workload of the file's factory (imports torch and runs the user's code)."""
+    from bsdemo.api import Workload
+    from bsdemo.engine.own import OwnWorkload
+
+    shown = f"{path.name}:{name}"
+    spec = importlib.util.spec_from_file_location(f"bsdemo_user_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.resolve().parent))  # the file may import its neighbours
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - the user's code: one line, not a traceback
+        raise ConfigError(FIELD, shown, f"a Python file that runs; {_raised(exc)}") from None
+    finally:
+        sys.path.remove(str(path.resolve().parent))
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        raise ConfigError(FIELD, shown, f"{ALLOWED}; the file has no function {name}")
+    try:
+        made = factory()
+    except Exception as exc:  # noqa: BLE001
+        raise ConfigError(FIELD, shown, f"a factory that returns a Workload; {_raised(exc)}") \
+            from None
+    workload = _workload(made, shown, Workload)
+    try:
+        return OwnWorkload.checked(workload, device)
+    except ConfigError as exc:  # named as the file's piece, under the flag
+        raise ConfigError(FIELD, exc.value, f"{exc.field}: {exc.allowed}") from None
+
+
+def _workload(made: Any, shown: str, workload_type: type):
+    if isinstance(made, workload_type):
+        return made
+    if isinstance(made, dict):
+        unknown = sorted(set(made) - {"model", "batch", "data", "loss", "optimizer", "name"})
+        if unknown or "model" not in made:
+            raise ConfigError(FIELD, f"{shown} -> dict with {', '.join(map(str, made))}",
+                              "a dict with model, batch or data, loss, optimizer (and name)")
+        return workload_type(**made)
+    if isinstance(made, tuple) and len(made) == 4:
+        return workload_type(*made[:2], loss=made[2], optimizer=made[3])
+    raise ConfigError(FIELD, f"{shown} -> {type(made).__name__}", "a bsdemo.api.Workload, a "
+                      "dict of its fields, or a tuple (model, batch, loss, optimizer)")
+
+
+def _raised(exc: BaseException) -> str:
+    return f"it raised {type(exc).__name__}: " + (str(exc).strip().splitlines() or [""])[0][:160]
+
+
+def config(own, command: str, seed: int, device: str, checked: dict[str, Any]):
+    """The settings each command's engine runs the user's model with (its data pool's size)."""
+    import dataclasses
+
+    from bsdemo.api import DEFAULT_MAX_BATCH, NOISE_POOL
+
+    if command == "find":
+        checked["max_batch"] = checked.get("max_batch") or DEFAULT_MAX_BATCH
+        return own.config(checked["max_batch"], seed, device)
+    if command == "noise":
+        return dataclasses.replace(own.config(NOISE_POOL, seed, device), epochs=1, max_steps=None)
+    return own.config(1 if command == "sweep" else 1024, seed, device)  # a sweep grows its own
