@@ -1,0 +1,232 @@
+"""The user's own model (bsdemo.api, `--model-file`): the same numbers as the lab's own path for
+the lab's models, the user's model left as it was, and every broken piece named in one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from bsdemo import api
+from bsdemo.config import RunConfig
+from bsdemo.engine.finder import find_batch_size as engine_find
+from bsdemo.engine.fitbatch import fit_batch as engine_fit
+from bsdemo.engine.own import workload_from_config
+from bsdemo.engine.sweep import sweep as engine_sweep
+from bsdemo.errors import ConfigError
+from bsdemo.jobkinds import assess
+from bsdemo.limits import Limits
+from bsdemo.recipes import simulated_device
+from bsdemo.recipes.measurements import FINDER_DEVICE_MARGIN
+from tests.timeouts import scaled
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "own_model.py"
+LAB_MODELS = [RunConfig(), RunConfig(model="cnn", width=16, depth=2),
+              RunConfig(dataset="arithmetic", model="transformer", width=32, depth=2)]
+
+
+def _linear():
+    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                               torch.nn.Linear(32, 4))
+
+
+def _batch(n):
+    g = torch.Generator().manual_seed(n)
+    return torch.randn(n, 4, 4, generator=g), torch.randint(0, 4, (n,), generator=g)
+
+
+def _probes(records):
+    return [(r["batch_size"], r["status"], r["peak_memory_bytes"]) for r in records
+            if r["kind"] == "find_probe"]
+
+
+@pytest.mark.parametrize("cfg", LAB_MODELS, ids=lambda c: c.model)
+def test_the_finder_on_the_labs_model_gives_the_pages_numbers_through_either_door(cfg):
+    """The lab's MLP, CNN and Transformer as a Workload: the same probes, the same accounted
+    peaks to the byte, the same recommendation as the page's job (the engine from a config)."""
+    budget, _ = simulated_device(cfg, FINDER_DEVICE_MARGIN)
+    page = list(engine_find(cfg, memory_budget_bytes=budget, max_batch=1024))
+    own = api.find_batch_size(workload_from_config(cfg), memory_budget=budget, max_batch=1024)
+    assert _probes(page) == _probes(own.records) and len(own.probes) <= 4
+    assert page[-1]["max_batch_size"] == own.result["max_batch_size"]
+    assert page[-1]["batch_size"] == own.batch_size
+
+
+def test_sweep_and_fit_batch_memory_match_the_labs_path():
+    """The sweep's accounted peak per batch and its memory fit, and fit-batch's largest batch per
+    technique, are the page's for the lab's own model."""
+    cfg = LAB_MODELS[0]
+    sizes = [8, 32, 128]
+    page = [r for r in engine_sweep(cfg, sizes, rounds=1, timed_steps=2, min_timed_s=0.0)]
+    own = api.sweep(workload_from_config(cfg), sizes, rounds=1, timed_steps=2, min_timed_s=0.0)
+    peaks = {r["batch_size"]: r["peak_memory_bytes"] for r in page if r["kind"] == "sweep_point"}
+    assert peaks == {p["batch_size"]: p["peak_memory_bytes"] for p in own.points}
+    assert page[-1]["fit"]["m_bytes_per_sample"] == pytest.approx(
+        own.end["fit"]["m_bytes_per_sample"], rel=1e-9)
+    assert list(own.to_frame()["batch_size"]) == sizes
+    assert own.figure().data and own.step_time_figure().data and own.memory_figure().data
+    budget = 4 * 2**20
+    page_fit = [r for r in engine_fit(cfg, budget, techniques=["fp32", "bf16"], budget_steps=2)
+                if r["kind"] == "fit_batch_result"]
+    own_fit = api.fit_batch(workload_from_config(cfg), budget, techniques=["fp32", "bf16"],
+                            pool=cfg.train_samples)
+    assert ([r["max_batch_size"] for r in page_fit]
+            == [r["max_batch_size"] for r in own_fit.techniques])
+
+
+def test_the_users_model_and_random_state_are_left_as_they_were():
+    model = _linear()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.manual_seed(1234)
+    expected = torch.rand(3)
+    torch.manual_seed(1234)
+    work = api.Workload(model, batch=_batch,
+                        optimizer=lambda p: torch.optim.Adam(p, lr=1e-3), name="mine")
+    found = api.find_batch_size(work, memory_budget="1MiB", max_batch=512, reference_batch=32)
+    assert found.batch_size and found.batch_size <= found.result["max_batch_size"] <= 512
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert all(p.grad is None for p in model.parameters())  # never trained, not even a probe
+    assert torch.equal(torch.rand(3), expected)  # the caller's random stream goes on as before
+    assert found.records[0]["kind"] == "find_probe" and "Use batch" in found.summary
+    # the optimizer's own learning rate, not the lab's default, is what the lr rules scale
+    assert found.result["lr_linear"] == pytest.approx(1e-3 * found.batch_size / 32)
+
+
+def test_noise_scale_on_an_own_model_is_finite_with_its_range():
+    work = api.Workload(_linear, batch=_batch)
+    r = api.noise_scale(work, [1, 4, 16, 64], draws=8, pool=256)
+    low, high = r.b_simple_range
+    assert 0 < low <= r.b_simple <= high
+    assert -1.4 < r.result["variance_slope"] < -0.6  # the 1/B law on random data too
+    assert len(r.to_frame()) == 4 and r.figure().data
+
+
+def test_a_model_that_fails_at_one_batch_is_a_failed_point_naming_its_line():
+    class Picky(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            if len(x) > 40:
+                raise RuntimeError("picky: this reshape needs at most 40")
+            return self.layer(x.flatten(1))
+
+    r = api.sweep(api.Workload(Picky, batch=_batch), [8, 64], rounds=1, timed_steps=2,
+                  min_timed_s=0.0)
+    ok, failed = r.points
+    assert ok["status"] == "ok" and failed["status"] == "failed"
+    assert "picky: this reshape needs at most 40" in failed["message"]
+    assert "test_own_model.py" in failed["message"] and "forward" in failed["message"]
+
+
+BROKEN = {  # what is wrong -> (the workload, the field the message names, words it says)
+    "factory raises": (lambda: api.Workload(lambda: 1 / 0, batch=_batch), "model",
+                       "ZeroDivisionError"),
+    "not a module": (lambda: api.Workload(lambda: "a model", batch=_batch), "model",
+                     "torch.nn.Module"),
+    "ignores the size": (lambda: api.Workload(_linear, batch=lambda n: _batch(8)), "batch",
+                         "exactly the number of samples"),
+    "not a pair": (lambda: api.Workload(_linear, batch=lambda n: torch.zeros(n, 16)), "batch",
+                   "(inputs, targets)"),
+    "forward fails": (lambda: api.Workload(lambda: torch.nn.Linear(3, 2), batch=_batch),
+                      "model", "forward pass"),
+    "NaN loss": (lambda: api.Workload(_linear, batch=_batch,
+                                      loss=lambda o, y: o.sum() * float("nan")), "loss",
+                 "finite"),
+    "loss not scalar": (lambda: api.Workload(_linear, batch=_batch, loss=lambda o, y: o),
+                        "loss", "scalar"),
+    "optimizer wrong": (lambda: api.Workload(_linear, batch=_batch, optimizer=lambda p: 3),
+                        "optimizer", "torch.optim.Optimizer"),
+    "both batch and data": (lambda: api.Workload(_linear, batch=_batch, data=_batch(8)),
+                            "batch", "exactly one"),
+}
+
+
+@pytest.mark.parametrize("name", BROKEN)
+def test_a_broken_piece_is_named_before_any_long_work_and_the_process_goes_on(name):
+    make, field, words = BROKEN[name]
+    with pytest.raises(ConfigError) as caught:
+        api.sweep(make(), [8, 4096])
+    assert caught.value.field == field and words in caught.value.allowed, str(caught.value)
+    assert len(str(caught.value)) < 400 and "\n" not in str(caught.value)
+    # the process is left usable: a good workload runs right after
+    good = api.sweep(api.Workload(_linear, batch=_batch), [8], rounds=1, timed_steps=2,
+                     min_timed_s=0.0)
+    assert good.points[0]["status"] == "ok"
+
+
+def test_a_lab_server_never_takes_user_code():
+    for key in ("model_file", "workload", "model_factory"):
+        with pytest.raises(ConfigError, match="never loads user code") as caught:
+            assess("sweep", RunConfig(), {key: "evil.py:f", "batch_sizes": [8]}, Limits(), 1.0)
+        assert caught.value.field == key
+
+
+def test_the_api_imports_neither_torch_nor_streamlit():
+    code = ("import sys, bsdemo.api; print(json.dumps(['torch' in sys.modules, "
+            "'streamlit' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True,
+                         text=True, timeout=scaled(60), cwd=ROOT)
+    assert json.loads(out.stdout) == [False, False], out.stderr
+
+
+def _cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "bsdemo", *args], capture_output=True,
+                          text=True, timeout=scaled(timeout), cwd=ROOT)
+
+
+def test_the_cli_finds_a_batch_for_the_example_resnet_as_the_api_does():
+    out = _cli("find", "--model-file", f"{EXAMPLE}:resnet", "--memory-budget", "48MiB",
+               "--max-batch", "64", "--json")
+    assert out.returncode == 0, out.stderr
+    records = [json.loads(line) for line in out.stdout.splitlines()]
+    sys.path.insert(0, str(EXAMPLE.parent))
+    try:
+        from own_model import resnet
+    finally:
+        sys.path.remove(str(EXAMPLE.parent))
+    same = api.find_batch_size(resnet(), memory_budget="48MiB", max_batch=64)
+    assert _probes(records) == _probes(same.records)  # the same probes, the same bytes
+    assert records[-1]["max_batch_size"] == same.result["max_batch_size"]
+
+
+@pytest.mark.parametrize("factory,words", [
+    ("raises", "ValueError: no budget here"),
+    ("ignores_size", "exactly the number of samples"),
+    ("nan_loss", "finite"),
+    ("wrong_type", "a bsdemo.api.Workload"),
+    ("missing", "no function missing"),
+])
+def test_a_broken_model_file_exits_2_in_one_line(tmp_path, factory, words):
+    (tmp_path / "mine.py").write_text(
+        "import torch\nfrom bsdemo.api import Workload\n"
+        "def batch(n):\n    return torch.randn(n, 4), torch.randint(0, 2, (n,))\n"
+        "def raises():\n    raise ValueError('no budget here')\n"
+        "def wrong_type():\n    return 42\n"
+        "def ignores_size():\n    return Workload(lambda: torch.nn.Linear(4, 2), "
+        "batch=lambda n: batch(8))\n"
+        "def nan_loss():\n    return Workload(lambda: torch.nn.Linear(4, 2), batch=batch, "
+        "loss=lambda o, y: o.sum() * float('nan'))\n")
+    out = _cli("sweep", "--model-file", f"{tmp_path / 'mine.py'}:{factory}", timeout=120)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert "--model-file" in out.stderr and words in out.stderr, out.stderr
+
+
+def test_lab_flags_beside_a_model_file_are_refused_before_torch():
+    from bsdemo.cli.ownmodel import check_flag
+    from bsdemo.cli.parser import build_parser
+
+    args = build_parser().parse_args(["sweep", "--model-file", f"{EXAMPLE}:gpt",
+                                      "--model", "cnn"])
+    with pytest.raises(ConfigError) as caught:
+        check_flag(args)
+    assert caught.value.field == "model" and "--model-file" in caught.value.allowed
+    out = _cli("find", "--model-file", f"{EXAMPLE}:gpt", "--device", "cpu")  # no budget on a CPU
+    assert out.returncode == 2 and "--memory-budget" in out.stderr
