@@ -230,3 +230,26 @@ def test_lab_flags_beside_a_model_file_are_refused_before_torch():
     assert caught.value.field == "model" and "--model-file" in caught.value.allowed
     out = _cli("find", "--model-file", f"{EXAMPLE}:gpt", "--device", "cpu")  # no budget on a CPU
     assert out.returncode == 2 and "--memory-budget" in out.stderr
+
+
+NOTEBOOK = ROOT / "examples" / "own_model.ipynb"
+
+
+def test_the_example_notebook_is_stored_without_outputs_and_runs_top_to_bottom():
+    """examples/own_model.ipynb, executed in a real Jupyter kernel: the ResNet's and the GPT's
+    finder and sweep run, and it says what it found; the stored copy carries no outputs."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.outputs == [] and c.execution_count is None for c in code)
+    NotebookClient(nb, timeout=scaled(600), kernel_name="python3",
+                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+    outputs = [o for c in code for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert text.count("Use batch") == 2 and "accumulation steps" in text
+    assert "Samples/s" in text  # the sweeps' closing texts
+    figures = [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})]
+    assert len(figures) == 3
