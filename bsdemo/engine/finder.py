@@ -1,7 +1,8 @@
 """The batch-size finder: predict from a few probes, then verify — it never returns a size it
 did not run.
 
-1. Probe two small batches with full training steps and fit memory M(B) = M0 + m·B.
+1. Probe two small batches with full training steps and fit memory M(B) = M0 + m·B (if the
+   larger fails, half the smaller is the fit's second point).
 2. Predict the largest batch under budget × (1 − margin) and run it.
 3. If that fails, bisect between the largest size that ran and the prediction.
 Doubling finders take about log2(B_max) probes plus a bisection; this takes three or four.
@@ -108,6 +109,11 @@ def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
         yield say(None, 1, probes.tested, None, knee=None,
                   note="Even batch 1 does not fit this budget.")
         return
+    if len(probes.ok()) == 1 and probes.ok()[0] > 1:
+        # one probe ran and a larger one did not: one point has no slope, and bisecting from it
+        # takes four or five more probes; half its size gives the fit a second point instead
+        yield probes.run(probes.ok()[0] // 2, "probe (smaller: a second point for the memory "
+                                              "fit)")
     # 2. predict from the memory fit, then verify with a real step
     capacity = budget or (probes.device or {}).get("total_memory_bytes")
     probes.usable = capacity * (1.0 - margin) if capacity else None
@@ -180,6 +186,8 @@ def _predict(probes: _Probes, limit: int) -> int | None:
     with one point and a failure (no slope to extrapolate: bisect instead)."""
     ok = probes.ok()
     fit = linear_fit(ok, [probes.tested[b]["peak_memory_bytes"] for b in ok])
+    failed = [b for b, p in probes.tested.items() if p["status"] == "oom"]
+    limit = min([limit] + [b - 1 for b in failed])  # a size that failed does not fit
     if fit is not None and probes.usable is not None:
         x = fit.solve(probes.usable)
         return max(1, min(math.floor(x), limit)) if x is not None else limit
