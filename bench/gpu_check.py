@@ -18,7 +18,9 @@
    process groups (data parallel, pipeline) on the host's CPU;
 9. the profile (issue 28): the lab's step under torch.profiler with CUDA activity at batch 8 and
    512 (kernels per step, the GPU's busy share, the trace's split), and CUDA graphs
-   (make_graphed_callables) against eager: samples/s and t0 before and after.
+   (make_graphed_callables) against eager: samples/s and t0 before and after;
+10. the user's own model (bsdemo.api): the example ResNet's finder with real OOMs under an
+   allocator cap, the example GPT's sweep by CUDA events and fit-batch with fp16's scaler.
 Prints a short table per part; exits 1 if a check fails. Record its output in bench/RESULTS.md.
 
     python bench/gpu_check.py [--budget 8GiB] [--model mlp --size XL]
@@ -260,6 +262,55 @@ def profile_part(device: str) -> None:
               f"{end.get('t0_agreement') or float('nan'):.2f}")
 
 
+def own_model_part(device: str, dry: bool) -> None:
+    """The user's own model (bsdemo.api, issue 29) on this device: the example ResNet's finder
+    under a real allocator cap (real OOMs), the example GPT's sweep by CUDA events and its
+    fit-batch with fp16's gradient scaler; the user's model untouched, memory given back."""
+    from bsdemo import api
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    from own_model import SmallResNet, gpt, resnet
+
+    t = time.perf_counter()
+    budget = "48MiB" if dry else "1GiB"
+    base = torch.cuda.memory_allocated() if not dry else 0
+    found = api.find_batch_size(resnet(), memory_budget=budget, max_batch=4096, device=device)
+    r = found.result
+    kinds = {p["status"] for p in found.probes}
+    print(f"\nown model: ResNet finder under {budget} ({time.perf_counter() - t:.1f} s): largest "
+          f"{r['max_batch_size']}, use {r['batch_size']}, {len(found.probes)} probes "
+          f"{[(p['batch_size'], p['status']) for p in found.probes]}")
+    ran = {p["batch_size"] for p in found.probes if p["status"] == "ok"}
+    print(f"  the largest it names ran: {check(r['max_batch_size'] in ran, 'own finder ran it')}")
+    if not dry:
+        real = all(not p["simulated"] for p in found.probes)
+        print(f"  out-of-memory errors real, not simulated: {check(real, 'own finder real OOM')}"
+              f" (statuses {sorted(kinds)})")
+        back = torch.cuda.memory_allocated()
+        print(f"  memory given back ({format_bytes(back - base)} above the start): "
+              f"{check(back <= base + 2**20, 'own finder memory back')}")
+    mine = SmallResNet()
+    before = [p.detach().clone() for p in mine.parameters()]
+    api.find_batch_size(api.Workload(mine, batch=resnet().batch), memory_budget=budget,
+                        max_batch=256, device=device)
+    print("  a module passed in is left untrained: " + check(all(
+        torch.equal(a, b) for a, b in zip(before, mine.parameters(), strict=True)),
+        "own model untouched"))
+    t = time.perf_counter()
+    s = api.sweep(gpt(), [8, 64, 512], rounds=2, device=device)
+    clock = s.end.get("clock")
+    print(f"  GPT sweep ({time.perf_counter() - t:.1f} s): " + ", ".join(
+        f"{p['batch_size']}: {p['samples_per_sec'] or 0:,.0f}/s" for p in s.points)
+        + f"; timed by {clock} " + check(dry or clock == "CUDA event time", "own sweep clock"))
+    t = time.perf_counter()
+    techniques = ["fp32", "bf16"] + ([] if dry else ["fp16"])
+    fit = api.fit_batch(gpt(), "24MiB" if dry else "512MiB", techniques=techniques,
+                        device=device)
+    print(f"  GPT fit-batch ({time.perf_counter() - t:.1f} s): " + ", ".join(
+        f"{row['technique']} {row['max_batch_size']}" for row in fit.techniques) + " "
+        + check(all(row["max_batch_size"] > 0 for row in fit.techniques), "own fit-batch"))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", default="8GiB")
@@ -352,6 +403,7 @@ def main() -> int:
               f"ratio {eng / bare:.3f}")
 
     profile_part(device)
+    own_model_part(device, dry)
     lessons_part(device)
     systems_part(device)
     footprint_part(device, dry)

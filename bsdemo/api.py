@@ -29,8 +29,8 @@ from typing import Any
 from bsdemo.errors import ConfigError
 from bsdemo.units import parse_bytes
 
-__all__ = ["FindResult", "FitBatchResult", "NoiseResult", "SweepResult", "Workload",
-           "find_batch_size", "fit_batch", "noise_scale", "sweep"]
+__all__ = ["FindResult", "FitBatchResult", "NoiseResult", "ProfileResult", "SweepResult",
+           "Workload", "find_batch_size", "fit_batch", "noise_scale", "profile", "sweep"]
 
 DEFAULT_SIZES = (8, 16, 32, 64, 128, 256, 512)
 DEFAULT_MAX_BATCH = 4096  # the finder's ceiling on your model: its data pool holds this many
@@ -206,6 +206,48 @@ class NoiseResult(_Result):
         return charts.noise_charts(self.result)[0].figure
 
 
+@dataclass
+class ProfileResult(_Result):
+    """profile_point records (each batch's step under torch.profiler), cut_point records (the
+    step with its fixed cost cut: torch.compile, CUDA graphs) and the profile_end (the split)."""
+    points: list[dict[str, Any]] = field(default_factory=list)
+    cuts: list[dict[str, Any]] = field(default_factory=list)
+    end: dict[str, Any] = field(default_factory=dict)
+
+    def _rows(self) -> list[dict[str, Any]]:
+        cut = {c["batch_size"]: c for c in self.cuts}
+        fit = self.end.get("plain_fit") or {}
+        t0, t1 = fit.get("t0_us"), fit.get("t1_us")
+
+        def fixed(b: int) -> float | None:  # the share of a step that stays as the batch grows
+            return t0 / (t0 + t1 * b) if t0 is not None and t1 is not None and t0 + t1 * b > 0 \
+                else None
+
+        return [{"batch_size": p["batch_size"], "status": p["status"],
+                 "step_time_s": (p.get("plain_own_s") or {}).get("median"),
+                 "fixed_share": fixed(p["batch_size"]),
+                 "cut_speedup": cut.get(p["batch_size"], {}).get("speedup")}
+                for p in self.points]
+
+    def figure(self):
+        """Each batch's step as shares of its length: forward, backward, optimizer, gaps."""
+        from bsdemo import charts
+
+        return charts.profile_timeline_chart(self.points).figure
+
+    def split_figure(self):
+        """Each batch's step split into the part that stays fixed and the part that grows."""
+        from bsdemo import charts
+
+        return charts.profile_split_chart(self.points, self.end).figure
+
+    def cut_figure(self):
+        """Samples/s eager against the step with its fixed cost cut."""
+        from bsdemo import charts
+
+        return charts.cut_chart(self.cuts).figure
+
+
 def _own(workload: Workload, device: str):
     """The workload checked on the device (imports torch)."""
     if not isinstance(workload, Workload) and not all(
@@ -356,3 +398,27 @@ def noise_scale(workload: Workload, batch_sizes: Sequence[int] = (1, 4, 16, 64, 
     text = noise_verdict(result)
     return NoiseResult(records, text or result["message"],
                        [r for r in records if r["kind"] == "noise_point"], result)
+
+
+def profile(workload: Workload, batch_sizes: Sequence[int] = (8, 512), *, steps: int = 10,
+            cut: bool = True, trace_dir: str | None = None, device: str = "auto",
+            seed: int = 0) -> ProfileResult:
+    """Where a step's time goes at a small and a large batch (the Throughput page's "Inside one
+    step"): `steps` steps under torch.profiler per batch, with unprofiled steps around them
+    (profiled steps are never a throughput); the step split into time that stays fixed as the
+    batch grows and time that grows with it; with `cut`, the step with its fixed cost cut
+    (torch.compile on a CPU, CUDA graphs on a GPU) against eager. `trace_dir`: each batch's
+    Chrome/Perfetto trace written there."""
+    sizes = _sizes(batch_sizes)
+    own = _own(workload, device)
+    from bsdemo.engine.profile import profile_steps
+    from bsdemo.recipes.profile import profile_verdict
+
+    cfg = own.config(max(sizes), seed, device)
+    records = _drain(own, profile_steps(cfg, sizes, steps=steps, cut=cut, trace_dir=trace_dir))
+    for r in records:  # the trace travels as a file (trace_dir), not inside the result
+        r.pop("trace_gz_b64", None)
+    points = [r for r in records if r["kind"] == "profile_point"]
+    cuts = [r for r in records if r["kind"] == "cut_point"]
+    end = next(r for r in records if r["kind"] == "profile_end")
+    return ProfileResult(records, profile_verdict(points, cuts, end), points, cuts, end)

@@ -56,13 +56,16 @@ def load(path: Path, name: str, device: str):
     shown = f"{path.name}:{name}"
     spec = importlib.util.spec_from_file_location(f"bsdemo_user_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.resolve().parent))  # the file may import its neighbours
+    sys.modules[spec.name] = module  # as an import would: dataclasses and pickling look it up
+    folder = str(path.resolve().parent)
+    sys.path.insert(0, folder)  # the file may import its neighbours
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001 - the user's code: one line, not a traceback
         raise ConfigError(FIELD, shown, f"a Python file that runs; {_raised(exc)}") from None
     finally:
-        sys.path.remove(str(path.resolve().parent))
+        if folder in sys.path:
+            sys.path.remove(folder)
     factory = getattr(module, name, None)
     if not callable(factory):
         raise ConfigError(FIELD, shown, f"{ALLOWED}; the file has no function {name}")

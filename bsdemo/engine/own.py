@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
+import os
 import traceback
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -39,12 +40,22 @@ def using(workload: OwnWorkload) -> Iterator[OwnWorkload]:
     """Within the block, every run the engine prepares is the user's model on the user's data.
     The caller's torch random state is put back after (probes seed the generator)."""
     token = _ACTIVE.set(workload)
+    try:
+        with kept_random_state():
+            yield workload
+    finally:
+        _ACTIVE.reset(token)
+
+
+@contextlib.contextmanager
+def kept_random_state() -> Iterator[None]:
+    """torch's random state (CPU, and CUDA once it is initialised) as it was before the block:
+    measuring the user's model must not move their own random stream."""
     state = torch.random.get_rng_state()
     cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
     try:
-        yield workload
+        yield
     finally:
-        _ACTIVE.reset(token)
         torch.random.set_rng_state(state)
         if cuda is not None:
             torch.cuda.set_rng_state_all(cuda)
@@ -62,8 +73,9 @@ def failure(exc: BaseException, batch: int) -> str:
     """One line for the user's code failing during a step of `batch` samples: what raised, and
     where in their code (the innermost frame outside torch and bsdemo)."""
     where = ""
+    ours = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if "/torch/" not in frame.filename and "/bsdemo/" not in frame.filename:
+        if not frame.filename.startswith(ours):
             where = f" (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno} in {frame.name})"
             break
     text = (str(exc).strip().splitlines() or [""])[0][:300]
@@ -144,7 +156,8 @@ class OwnWorkload:
         """The workload, each piece tried once on a small batch on the device (a copy of the
         model, two optimizer steps); a ConfigError names the first piece that is wrong."""
         own = cls(workload, device)
-        own.check()
+        with kept_random_state():
+            own.check()
         return own
 
     def fresh_model(self) -> torch.nn.Module:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import copy
 import dataclasses
+import functools
 import gzip
 import json
 import os
@@ -38,6 +39,7 @@ from bsdemo.engine.measure import (
     synchronize,
 )
 from bsdemo.engine.models import make_optimizer
+from bsdemo.engine.own import active
 from bsdemo.engine.steps import micro_loss
 from bsdemo.engine.train import prepare, train
 from bsdemo.jobkinds import (
@@ -216,7 +218,10 @@ def _cut_point(cfg: RunConfig, b: int, technique: str,
     base = {"kind": "cut_point", "batch_size": b, "technique": technique}
     eager_model, eager_opt = run.model, run.optimizer
     cut_model = copy.deepcopy(run.model)
-    cut_opt = make_optimizer(cfg, cut_model.parameters())
+    own = active()  # a model the user brought: its own optimizer for the copy
+    cut_opt = (own.optimizer if own else functools.partial(make_optimizer, cfg))(
+        cut_model.parameters())
+    loss_fn = run.loss
     load = HostLoad()
     began = time.perf_counter()
     try:
@@ -224,7 +229,7 @@ def _cut_point(cfg: RunConfig, b: int, technique: str,
             cut_model = _graphed(cut_model, xb)
         else:
             cut_model = torch.compile(cut_model, dynamic=False)
-        _step(cut_model, cut_opt, xb, yb, b)  # compiles (or replays the capture once)
+        _step(cut_model, cut_opt, xb, yb, b, loss_fn)  # compiles (or replays the capture once)
         synchronize(device)
     except Exception as exc:  # noqa: BLE001 - a technique this machine cannot run is a result
         first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
@@ -237,7 +242,7 @@ def _cut_point(cfg: RunConfig, b: int, technique: str,
     bodies = {"eager": (eager_model, eager_opt), "cut": (cut_model, cut_opt)}
     for model, opt in bodies.values():  # warm both before any timing
         for _ in range(PROFILE_WARMUP):
-            _step(model, opt, xb, yb, b)
+            _step(model, opt, xb, yb, b, loss_fn)
     for r in range(PROFILE_CUT_BLOCKS):  # alternating blocks, the first one taking turns
         for name in (("eager", "cut") if r % 2 == 0 else ("cut", "eager")):
             _check(should_stop)
@@ -245,7 +250,7 @@ def _cut_point(cfg: RunConfig, b: int, technique: str,
             for _ in range(PROFILE_CUT_STEPS):
                 synchronize(device)
                 t = clock()
-                _step(model, opt, xb, yb, b)
+                _step(model, opt, xb, yb, b, loss_fn)
                 synchronize(device)
                 times[name].append(clock() - t)
     eager, cutted = spread(times["eager"]), spread(times["cut"])
@@ -258,9 +263,9 @@ def _cut_point(cfg: RunConfig, b: int, technique: str,
         "others_cpu_share": load.others_share()}
 
 
-def _step(model, opt, xb, yb, b: int) -> None:
+def _step(model, opt, xb, yb, b: int, loss_fn=None) -> None:
     opt.zero_grad(set_to_none=True)
-    micro_loss(model, xb, yb, b).backward()
+    micro_loss(model, xb, yb, b, loss_fn).backward()
     opt.step()
 
 

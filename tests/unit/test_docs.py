@@ -36,7 +36,8 @@ def test_every_relative_link_in_the_docs_and_readme_leads_to_a_file():
 def test_the_readme_is_a_one_screen_map_into_the_docs():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 60, "the README is a map: the details live in docs/"
-    for doc in ("architecture", "lessons", "instructor", "cli", "deploy", "contributing"):
+    for doc in ("architecture", "lessons", "instructor", "cli", "deploy", "contributing",
+                "own-model"):
         assert f"docs/{doc}.md" in readme, doc
     assert "make run" in readme and "make test" in readme
 

@@ -92,6 +92,13 @@ def test_the_users_model_and_random_state_are_left_as_they_were():
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert all(p.grad is None for p in model.parameters())  # never trained, not even a probe
     assert torch.equal(torch.rand(3), expected)  # the caller's random stream goes on as before
+    torch.manual_seed(99)
+    expected = torch.rand(3)
+    torch.manual_seed(99)  # a factory and a batch function that draw from the global stream
+    api.sweep(api.Workload(_linear, batch=lambda n: (torch.randn(n, 4, 4),
+                                                     torch.randint(0, 4, (n,)))),
+              [8], rounds=1, timed_steps=2, min_timed_s=0.0)
+    assert torch.equal(torch.rand(3), expected)
     assert found.records[0]["kind"] == "find_probe" and "Use batch" in found.summary
     # the optimizer's own learning rate, not the lab's default, is what the lr rules scale
     assert found.result["lr_linear"] == pytest.approx(1e-3 * found.batch_size / 32)
@@ -205,7 +212,9 @@ def test_the_cli_finds_a_batch_for_the_example_resnet_as_the_api_does():
 ])
 def test_a_broken_model_file_exits_2_in_one_line(tmp_path, factory, words):
     (tmp_path / "mine.py").write_text(
+        "from __future__ import annotations\nimport dataclasses\n"
         "import torch\nfrom bsdemo.api import Workload\n"
+        "@dataclasses.dataclass\nclass Settings:\n    width: int = 4\n"  # needs sys.modules
         "def batch(n):\n    return torch.randn(n, 4), torch.randint(0, 2, (n,))\n"
         "def raises():\n    raise ValueError('no budget here')\n"
         "def wrong_type():\n    return 42\n"
@@ -253,3 +262,20 @@ def test_the_example_notebook_is_stored_without_outputs_and_runs_top_to_bottom()
     assert "Samples/s" in text  # the sweeps' closing texts
     figures = [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})]
     assert len(figures) == 3
+
+
+def test_profile_on_an_own_model_splits_its_step_and_cuts_its_overhead(tmp_path):
+    """The Throughput page's "Inside one step" on the user's model: both batches profiled, a
+    larger fixed share at the small batch, the overhead cut run with the user's optimizer, the
+    trace written where asked (and not carried in the result)."""
+    r = api.profile(api.Workload(_linear, batch=_batch,
+                                 optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3)),
+                    [8, 256], steps=4, trace_dir=str(tmp_path))
+    assert [p["status"] for p in r.points] == ["ok", "ok"]
+    frame = r.to_frame()
+    assert frame["fixed_share"][0] > frame["fixed_share"][1]
+    assert all(c["status"] in ("ok", "unavailable") for c in r.cuts) and len(r.cuts) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace_batch256.json",
+                                                          "trace_batch8.json"]
+    assert not any("trace_gz_b64" in rec for rec in r.records)
+    assert r.figure().data and r.split_figure().data and r.summary
