@@ -30,7 +30,8 @@ from bsdemo.errors import ConfigError
 from bsdemo.units import parse_bytes
 
 __all__ = ["FindResult", "FitBatchResult", "NoiseResult", "ProfileResult", "SweepResult",
-           "Workload", "find_batch_size", "fit_batch", "noise_scale", "profile", "sweep"]
+           "Workload", "find_batch_size", "fit_batch", "lab_workload", "noise_scale", "profile",
+           "sweep"]
 
 DEFAULT_SIZES = (8, 16, 32, 64, 128, 256, 512)
 DEFAULT_MAX_BATCH = 4096  # the finder's ceiling on your model: its data pool holds this many
@@ -62,6 +63,17 @@ class Workload:
     loss: Callable | None = None
     optimizer: Callable | None = None
     name: str = "your model"
+
+
+def lab_workload(cfg) -> Workload:
+    """The lab's own model, training data and optimizer of a bsdemo.config.RunConfig as a
+    Workload (what a page runs): a second door to the pages' numbers, held to them by the
+    tests."""
+    from bsdemo.engine.own import lab_parts
+
+    model, data, loss, optimizer = lab_parts(cfg)
+    return Workload(model=model, data=data, loss=loss, optimizer=optimizer,
+                    name=f"the lab's {cfg.model} on {cfg.dataset}")
 
 
 @dataclass

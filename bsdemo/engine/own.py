@@ -254,30 +254,25 @@ class OwnWorkload:
             self._pools = {n: Dataset(x, y, x[:0], y[:0], 0)}  # the last size only
         return self._pools[n]
 
-    def prepare(self, cfg: RunConfig):
-        """The run cfg describes (its batch, accumulation, seed, steps) on the user's model."""
-        from bsdemo.engine.steps import Prepared
-
+    def parts(self, cfg: RunConfig) -> tuple:
+        """(cfg validated, notices, device, data, model, optimizer) of the run cfg describes (its
+        batch, accumulation, seed, steps) on the user's model: `steps.prepare` makes it a run."""
         cfg, notices = cfg.validated()
         torch.manual_seed(cfg.seed)
         model = self.fresh_model().to(self.device)
-        return Prepared(cfg, notices, self.device, self.pool(cfg.train_samples), model,
-                        self.optimizer(model.parameters()), loss=self.loss)
+        return (cfg, notices, self.device, self.pool(cfg.train_samples), model,
+                self.optimizer(model.parameters()))
 
 
-def workload_from_config(cfg: RunConfig):
-    """The lab's own model, data and optimizer of cfg as a bsdemo.api.Workload (what a page
-    runs): a second door to the same numbers, which the tests hold to the first."""
-    from bsdemo.api import Workload
+def lab_parts(cfg: RunConfig) -> tuple:
+    """(model factory, (inputs, targets), loss, optimizer factory) of the lab's own model,
+    training split and optimizer that cfg names: what bsdemo.api.lab_workload makes a
+    Workload of."""
     from bsdemo.engine.data import load_dataset
     from bsdemo.engine.models import build_model, make_optimizer
 
     cfg, _ = cfg.validated()
     data = load_dataset(cfg, torch.device("cpu"))
-
-    def model() -> torch.nn.Module:
-        return build_model(cfg, data.input_shape, data.n_classes)
-
-    return Workload(model=model, data=(data.x_train, data.y_train), loss=cross_entropy,
-                    optimizer=lambda params: make_optimizer(cfg, params),
-                    name=f"the lab's {cfg.model} on {cfg.dataset}")
+    return (lambda: build_model(cfg, data.input_shape, data.n_classes),
+            (data.x_train, data.y_train), cross_entropy,
+            lambda params: make_optimizer(cfg, params))

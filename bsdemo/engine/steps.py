@@ -20,6 +20,7 @@ from bsdemo.engine.memory import (
     tensor_bytes,
 )
 from bsdemo.engine.models import GAN, build_model, make_optimizer
+from bsdemo.engine.own import active
 from bsdemo.footprint import EVAL_CHUNK, expected_optimizer_state_bytes
 from bsdemo.units import format_bytes
 
@@ -95,11 +96,9 @@ def prepare(cfg: RunConfig) -> Prepared:
 
     Raises ConfigError for an invalid cfg (or a device that is not there).
     """
-    from bsdemo.engine.own import active
-
     own = active()
     if own is not None:
-        return own.prepare(cfg)
+        return Prepared(*own.parts(cfg), loss=own.loss)
     cfg, notices = cfg.validated()
     device = resolve_device(cfg.device)
     data = load_dataset(cfg, device)
