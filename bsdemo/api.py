@@ -76,7 +76,7 @@ def lab_workload(cfg) -> Workload:
                     name=f"the lab's {cfg.model} on {cfg.dataset}")
 
 
-@dataclass
+@dataclass(repr=False)
 class _Result:
     """The records the engine yielded, as the lab's pages and `bsdemo --json` get them."""
     records: list[dict[str, Any]] = field(default_factory=list)
@@ -97,8 +97,12 @@ class _Result:
     def _repr_markdown_(self) -> str:  # a notebook shows the closing text under the cell
         return self.summary
 
+    def __repr__(self) -> str:  # a console: what it is and its first sentence, not every record
+        first = self.summary.replace("**", "").split("\n")[0]
+        return f"<{type(self).__name__}: {len(self.records)} records. {first}>"
 
-@dataclass
+
+@dataclass(repr=False)
 class SweepResult(_Result):
     """sweep_point records (the last round of each batch) and the sweep_end (fits, knee)."""
     points: list[dict[str, Any]] = field(default_factory=list)
@@ -132,7 +136,7 @@ class SweepResult(_Result):
                                              self.end.get("predicted_max_batch_size")).figure
 
 
-@dataclass
+@dataclass(repr=False)
 class FindResult(_Result):
     """find_probe records (every real run) and the find_result."""
     probes: list[dict[str, Any]] = field(default_factory=list)
@@ -173,7 +177,7 @@ class FindResult(_Result):
         return fig
 
 
-@dataclass
+@dataclass(repr=False)
 class FitBatchResult(_Result):
     """One fit_batch_result per technique and the fit_batch_end."""
     techniques: list[dict[str, Any]] = field(default_factory=list)
@@ -192,7 +196,7 @@ class FitBatchResult(_Result):
         return charts.fit_chart(self.techniques, self.memory_budget_bytes).figure
 
 
-@dataclass
+@dataclass(repr=False)
 class NoiseResult(_Result):
     """noise_point records and the noise_result (B_simple with its 16–84 % range)."""
     points: list[dict[str, Any]] = field(default_factory=list)
@@ -218,7 +222,7 @@ class NoiseResult(_Result):
         return charts.noise_charts(self.result)[0].figure
 
 
-@dataclass
+@dataclass(repr=False)
 class ProfileResult(_Result):
     """profile_point records (each batch's step under torch.profiler), cut_point records (the
     step with its fixed cost cut: torch.compile, CUDA graphs) and the profile_end (the split)."""

@@ -16,6 +16,7 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from bsdemo.config import MAX_BATCH_SIZE, RunConfig
+from bsdemo.engine.own import active
 from bsdemo.engine.sweep import probe, throughput_in_rounds
 from bsdemo.engine.train import check_budget, prepare
 from bsdemo.fits import linear_fit
@@ -143,6 +144,10 @@ def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
     else:
         batch, accum, why, note, knee, span, throughput = _by_throughput(
             probes, best, margin if capacity else None)
+    if best >= limit:  # the search stopped at its ceiling, not at the memory
+        note += (" That is the whole training set: no larger batch exists."
+                 if limit == cfg.train_samples and active() is None else
+                 f" {best} is this search's ceiling (max_batch): a larger batch may fit too.")
     yield say(batch, accum, probes.tested, predicted, knee=knee, note=note, best=best,
               capacity=capacity) | {"recommended_because": why, "knee_range": span,
                                     "throughput": throughput}
