@@ -183,11 +183,7 @@ def test_accumulation_page_toggles_a_pitfall(server, browser):
     # end record): let that rerun settle before the toggle, and the toggle's before Compare
     settled(page)
     open_settings(page)  # folded under the header until the student opens them
-    page.get_by_text("Forget to divide the loss by k").click()
-    page.wait_for_function("""() => [...document.querySelectorAll('label')].some(label =>
-        label.innerText.includes('Forget to divide the loss by k')
-        && label.querySelector('input') && label.querySelector('input').checked)""",
-                           timeout=ms(30))
+    tick(page, "Forget to divide the loss by k")
     settled(page)
     # Compare is disabled while this browser's first check still counts as active
     page.wait_for_function("""() => [...document.querySelectorAll('button')].some(b =>
@@ -198,6 +194,30 @@ def test_accumulation_page_toggles_a_pitfall(server, browser):
     page.reload()  # the page's newest result comes back with the browser's cookie
     page.get_by_text(re.compile(r"^Not equivalent: ")).wait_for(timeout=ms(60))
     page.close()
+
+
+CHECKED = """(text) => [...document.querySelectorAll('label')].some(label =>
+    label.innerText.includes(text) && label.querySelector('input')
+    && label.querySelector('input').checked)"""
+
+
+def tick(page, text: str) -> None:
+    """Tick the checkbox labelled `text`. A click the page lost (a rerun replaced the element
+    under the pointer: seen once under CI's load, the box still unticked a minute later) is
+    made again, but only once no rerun is in flight and the box is still unticked, so that a
+    late click is never undone by a second one."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(3):
+        page.get_by_text(text).click()
+        try:
+            page.wait_for_function(CHECKED, arg=text, timeout=ms(20))
+            return
+        except PlaywrightTimeout:
+            settled(page)
+            if page.evaluate(CHECKED, text):
+                return
+    raise AssertionError(f"the checkbox {text!r} stayed unticked after three clicks")
 
 
 def open_settings(page) -> None:
