@@ -21,7 +21,6 @@ NaN, ...) is a `bsdemo.errors.ConfigError` naming it, raised before any long wor
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +34,7 @@ __all__ = ["FindResult", "FitBatchResult", "NoiseResult", "ProfileResult", "Swee
 
 DEFAULT_SIZES = (8, 16, 32, 64, 128, 256, 512)
 DEFAULT_MAX_BATCH = 4096  # the finder's ceiling on your model: its data pool holds this many
-NOISE_POOL = 1024  # samples the noise scale's full gradient is taken over
+POOL = 1024  # samples fit-batch steps on and the noise scale's full gradient is taken over
 
 
 @dataclass
@@ -374,7 +373,7 @@ def _find_summary(r: dict[str, Any]) -> str:
 
 def fit_batch(workload: Workload, memory_budget: int | str, *,
               techniques: Sequence[str] | None = None, accumulation: int = 4,
-              max_batch: int = 65536, pool: int = 1024, device: str = "auto",
+              max_batch: int = 65536, pool: int = POOL, device: str = "auto",
               seed: int = 0) -> FitBatchResult:
     """Under one memory budget, the largest batch each technique lets a training step fit and
     its samples/s: fp32, bf16 autocast, fp16 with a scaler (CUDA), activation checkpointing
@@ -398,7 +397,7 @@ def fit_batch(workload: Workload, memory_budget: int | str, *,
 
 
 def noise_scale(workload: Workload, batch_sizes: Sequence[int] = (1, 4, 16, 64, 256), *,
-                draws: int = 32, after_steps: int = 0, pool: int = NOISE_POOL,
+                draws: int = 32, after_steps: int = 0, pool: int = POOL,
                 device: str = "auto", seed: int = 0) -> NoiseResult:
     """The gradient noise scale B_simple = tr(Σ)/|G|² of your model on `pool` samples of your
     data (G their full gradient), with its 16–84 % range, and the variance of mini-batch
@@ -408,8 +407,8 @@ def noise_scale(workload: Workload, batch_sizes: Sequence[int] = (1, 4, 16, 64, 
     from bsdemo.engine.noise import noise_measure
     from bsdemo.recipes.noise import noise_verdict
 
-    cfg = dataclasses.replace(own.config(pool, seed, device), epochs=1, max_steps=None)
-    records = _drain(own, noise_measure(cfg, sizes, draws=draws, after_steps=after_steps))
+    records = _drain(own, noise_measure(own.config(pool, seed, device), sizes, draws=draws,
+                                        after_steps=after_steps))
     result = next(r for r in records if r["kind"] == "noise_result")
     text = noise_verdict(result)
     return NoiseResult(records, text or result["message"],

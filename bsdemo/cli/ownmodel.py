@@ -25,7 +25,6 @@ _SPEC = re.compile(r"^(?P<path>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
 ALLOWED = "PATH.py:FACTORY, a Python file and a function in it that returns a bsdemo.api.Workload"
 # the lab's own workload flags mean nothing beside a model file (it brings its own)
 LAB_FLAGS = ("dataset", "model", "norm", "width", "depth", "optimizer", "lr", "samples", "size")
-COMMANDS = ("sweep", "find", "fit-batch", "noise")
 
 
 def check_flag(args: argparse.Namespace) -> tuple[Path, str] | None:
@@ -51,7 +50,7 @@ def check_flag(args: argparse.Namespace) -> tuple[Path, str] | None:
 def load(path: Path, name: str, device: str):
     """The checked workload of the file's factory (imports torch and runs the user's code)."""
     from bsdemo.api import Workload
-    from bsdemo.engine.own import OwnWorkload
+    from bsdemo.engine.own import OwnWorkload, raised
 
     shown = f"{path.name}:{name}"
     spec = importlib.util.spec_from_file_location(f"bsdemo_user_{path.stem}", path)
@@ -62,7 +61,7 @@ def load(path: Path, name: str, device: str):
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001 - the user's code: one line, not a traceback
-        raise ConfigError(FIELD, shown, f"a Python file that runs; {_raised(exc)}") from None
+        raise ConfigError(FIELD, shown, f"a Python file that runs; {raised(exc, 160)}") from None
     finally:
         if folder in sys.path:
             sys.path.remove(folder)
@@ -72,7 +71,7 @@ def load(path: Path, name: str, device: str):
     try:
         made = factory()
     except Exception as exc:  # noqa: BLE001
-        raise ConfigError(FIELD, shown, f"a factory that returns a Workload; {_raised(exc)}") \
+        raise ConfigError(FIELD, shown, f"a factory that returns a Workload; {raised(exc, 160)}") \
             from None
     workload = _workload(made, shown, Workload)
     try:
@@ -96,19 +95,12 @@ def _workload(made: Any, shown: str, workload_type: type):
                       "dict of its fields, or a tuple (model, batch, loss, optimizer)")
 
 
-def _raised(exc: BaseException) -> str:
-    return f"it raised {type(exc).__name__}: " + (str(exc).strip().splitlines() or [""])[0][:160]
-
-
 def config(own, command: str, seed: int, device: str, checked: dict[str, Any]):
-    """The settings each command's engine runs the user's model with (its data pool's size)."""
-    import dataclasses
-
-    from bsdemo.api import DEFAULT_MAX_BATCH, NOISE_POOL
+    """The settings each command's engine runs the user's model with (its data pool's size:
+    bsdemo.api's defaults)."""
+    from bsdemo.api import DEFAULT_MAX_BATCH, POOL
 
     if command == "find":
         checked["max_batch"] = checked.get("max_batch") or DEFAULT_MAX_BATCH
         return own.config(checked["max_batch"], seed, device)
-    if command == "noise":
-        return dataclasses.replace(own.config(NOISE_POOL, seed, device), epochs=1, max_steps=None)
-    return own.config(1 if command == "sweep" else 1024, seed, device)  # a sweep grows its own
+    return own.config(1 if command == "sweep" else POOL, seed, device)  # a sweep grows its own

@@ -78,8 +78,8 @@ def failure(exc: BaseException, batch: int) -> str:
         if not frame.filename.startswith(ours):
             where = f" (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno} in {frame.name})"
             break
-    text = (str(exc).strip().splitlines() or [""])[0][:300]
-    return f"Your model failed at batch {batch}: {type(exc).__name__}: {text}{where}"
+    return (f"Your model failed at batch {batch}: {type(exc).__name__}: "
+            f"{first_line(exc, 300)}{where}")
 
 
 def _optimizer_kind(optimizer: torch.optim.Optimizer) -> str:
@@ -111,13 +111,19 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def _raised(exc: BaseException) -> str:
-    return f"it raised {type(exc).__name__}: " + (str(exc).strip().splitlines() or [""])[0][:200]
+def first_line(exc: BaseException, limit: int) -> str:
+    """The first line of an exception's message, cut to `limit` characters."""
+    return (str(exc).strip().splitlines() or [""])[0][:limit]
+
+
+def raised(exc: BaseException, limit: int = 200) -> str:
+    """The user's code failing, in one line: "it raised TypeName: its message's first line"."""
+    return f"it raised {type(exc).__name__}: {first_line(exc, limit)}"
 
 
 class OwnWorkload:
     """The user's model, data, loss and optimizer, checked: `checked` runs one small step up
-    front so that a broken piece is named before any long work; `prepare(cfg)` builds a fresh
+    front so that a broken piece is named before any long work; `parts(cfg)` builds a fresh
     model, the data pool and the optimizer for one probe."""
 
     def __init__(self, workload: Any, device: str = "auto"):
@@ -167,7 +173,7 @@ class OwnWorkload:
             model = self.factory()
         except Exception as exc:  # noqa: BLE001 - the user's code: named, not a traceback
             raise ConfigError("model", getattr(self.factory, "__name__", "the factory"),
-                              f"a factory that returns a torch.nn.Module; {_raised(exc)}") from None
+                              f"a factory that returns a torch.nn.Module; {raised(exc)}") from None
         if not isinstance(model, torch.nn.Module):
             raise ConfigError("model", _describe(model), "a factory that returns a "
                               "torch.nn.Module")
@@ -183,7 +189,7 @@ class OwnWorkload:
             got = self.batch(n)
         except Exception as exc:  # noqa: BLE001 - the user's code
             raise ConfigError("batch", f"batch({n})", f"a function of the batch size that "
-                              f"returns (inputs, targets); {_raised(exc)}") from None
+                              f"returns (inputs, targets); {raised(exc)}") from None
         x, y = _pair(got, f"batch({n})", "batch")
         if len(y) != n:
             raise ConfigError("batch", f"batch({n}) -> {len(y)} samples", "a function that "
@@ -204,7 +210,7 @@ class OwnWorkload:
         except Exception as exc:  # noqa: BLE001 - the user's code
             raise ConfigError("optimizer", getattr(self.optimizer, "__name__", "the factory"),
                               f"a function of the parameters returning a "
-                              f"torch.optim.Optimizer; {_raised(exc)}") from None
+                              f"torch.optim.Optimizer; {raised(exc)}") from None
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise ConfigError("optimizer", _describe(optimizer), "a function of the "
                               "parameters returning a torch.optim.Optimizer")
@@ -214,13 +220,13 @@ class OwnWorkload:
             except Exception as exc:  # noqa: BLE001 - the user's code
                 raise ConfigError("model", f"model(inputs of shape {tuple(x.shape)})",
                                   f"a forward pass that runs on a batch; "
-                                  f"{_raised(exc)}") from None
+                                  f"{raised(exc)}") from None
             try:
                 loss = self.loss(outputs, y)
             except Exception as exc:  # noqa: BLE001 - the user's code
                 raise ConfigError("loss", f"loss({_describe(outputs)}, {_describe(y)})",
                                   f"a function (outputs, targets) -> a scalar tensor; "
-                                  f"{_raised(exc)}") from None
+                                  f"{raised(exc)}") from None
             if not (isinstance(loss, torch.Tensor) and loss.numel() == 1
                     and loss.requires_grad):
                 raise ConfigError("loss", _describe(loss), "a scalar tensor that depends on "
@@ -234,17 +240,18 @@ class OwnWorkload:
                 optimizer.step()
             except Exception as exc:  # noqa: BLE001 - the user's code
                 raise ConfigError("model", "the backward pass and optimizer step",
-                                  f"a loss whose backward and step run; {_raised(exc)}") from None
+                                  f"a loss whose backward and step run; {raised(exc)}") from None
         self.kind = _optimizer_kind(optimizer)
         self.lr = float(optimizer.param_groups[0]["lr"])
 
     def config(self, samples: int, seed: int = 0, device: str = "auto") -> RunConfig:
         """The settings a probe of the user's model runs with: its optimizer's kind and first
         learning rate (for the memory prediction and the records; the user's optimizer keeps its
-        own), a data pool of at least `samples`, no warm-up, no epochs."""
+        own), a data pool of at least `samples`, no warm-up, one epoch (each measurement sets
+        its own steps)."""
         total = max(20, math.ceil(samples / (1 - TEST_FRACTION)) + 2)
         return RunConfig(dataset="synthetic", model="mlp", optimizer=self.kind, lr=self.lr,
-                         samples=total, epochs=None, max_steps=1, seed=seed, device=device,
+                         samples=total, epochs=1, max_steps=None, seed=seed, device=device,
                          warmup_steps=0)
 
     def pool(self, n: int) -> Dataset:

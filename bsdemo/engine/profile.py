@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import copy
 import dataclasses
-import functools
 import gzip
 import json
 import os
@@ -219,8 +218,8 @@ def _cut_point(cfg: RunConfig, b: int, technique: str,
     eager_model, eager_opt = run.model, run.optimizer
     cut_model = copy.deepcopy(run.model)
     own = active()  # a model the user brought: its own optimizer for the copy
-    cut_opt = (own.optimizer if own else functools.partial(make_optimizer, cfg))(
-        cut_model.parameters())
+    cut_opt = (own.optimizer(cut_model.parameters()) if own
+               else make_optimizer(cfg, cut_model.parameters()))
     loss_fn = run.loss
     load = HostLoad()
     began = time.perf_counter()

@@ -40,17 +40,15 @@ def micro_loss(model: torch.nn.Module, xb: torch.Tensor, yb: torch.Tensor,
     loss_fn(outputs, targets) -> mean loss: a model the user brought (bsdemo.api); None: the
     lab's own losses.
     """
-    if loss_fn is not None:
-        loss = loss_fn(model(xb), yb)
-        size = yb.shape[0]
-        return loss if size == effective else loss * (size / effective)
     if isinstance(model, GAN):  # both players' losses, each moving only its own player
         d_loss, g_loss = model.losses(xb)
         model.parts.append((d_loss.detach(), g_loss.detach(), len(yb)))
         loss = d_loss + g_loss
         return loss if len(yb) == effective else loss * (len(yb) / effective)
     logits = model(xb)
-    if logits.dim() > 2:  # a sequence model: (B, T, V) logits against (B, T) targets
+    if loss_fn is not None:
+        loss = loss_fn(logits, yb)
+    elif logits.dim() > 2:  # a sequence model: (B, T, V) logits against (B, T) targets
         logits, yb_flat = logits.flatten(0, 1), yb.flatten()
         loss = F.cross_entropy(logits, yb_flat)  # mean over the scored tokens (same per sample)
     else:

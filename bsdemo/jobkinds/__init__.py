@@ -221,9 +221,10 @@ def assess(kind: str, cfg: RunConfig, options: Mapping[str, Any] | None, limits:
     if spec is None:
         raise ConfigError("kind", kind, "one of " + ", ".join(KINDS))
     options = dict(options or {})
-    for key in sorted(USER_CODE_OPTIONS & options.keys()):
-        raise ConfigError(key, options[key], "nothing here: a shared lab server never loads "
-                          "user code. Measure your own model in a terminal of your own "
+    code = sorted(USER_CODE_OPTIONS & options.keys())
+    if code:
+        raise ConfigError(code[0], options[code[0]], "nothing here: a shared lab server never "
+                          "loads user code. Measure your own model in a terminal of your own "
                           "(bsdemo sweep --model-file FILE.py:FACTORY) or with bsdemo.api")
     unknown = sorted(set(options) - set(spec.options))
     if unknown:
