@@ -38,6 +38,7 @@ class SchedulerHost:
                  url: str | None):
         from bsdemo.scheduler import Scheduler
         from bsdemo.scheduler.ids import default_counter
+        from bsdemo.scheduler.spool import spool_folder
         from bsdemo.store import open_store
 
         self.notices: list[str] = []
@@ -50,7 +51,8 @@ class SchedulerHost:
         from bsdemo.cluster.workers import RayWorkerPool
 
         self.scheduler = Scheduler(limits=limits, store=store, threads_per_worker=threads,
-                                   id_counter=default_counter(data_dir), pool=RayWorkerPool)
+                                   id_counter=default_counter(data_dir), pool=RayWorkerPool,
+                                   spool=spool_folder(data_dir))
         self.where = {"node_id": ray.get_runtime_context().get_node_id(),
                       "host": socket.gethostname(), "pid": os.getpid()}
 

@@ -43,6 +43,7 @@ from bsdemo.scheduler.tally import Tally, batch_bucket
 from bsdemo.store import Store
 
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
+DISPATCH_LOOKUP_S = 0.5  # the longest a lookup under the scheduler's lock waits for the store
 
 class Scheduler(Reaper):
     """FIFO queue + worker processes + bounded per-job buffers. Thread-safe."""
@@ -50,10 +51,13 @@ class Scheduler(Reaper):
     def __init__(self, workers: int | None = None, max_points: int = 1000, keep_finished: int = 200,
                  threads_per_worker: int | None = None, limits: Limits | None = None,
                  store: Store | None = None, id_counter: Path | None = None,
-                 pool: Callable[[int, int, Limits], WorkerPool] | None = None):
+                 pool: Callable[[int, int, Limits], WorkerPool] | None = None,
+                 spool: Path | None = None):
         """workers: concurrent runs on the device (default: limits.workers). id_counter: the file
-        job ids are reserved from (bsdemo.scheduler.ids). pool(workers, threads, limits) makes
-        the workers: local processes (WorkerPool), or a cluster's (bsdemo.cluster.workers)."""
+        job ids are reserved from (bsdemo.scheduler.ids). spool: the folder finished runs wait in
+        while the store does not take them (bsdemo.scheduler.stored; None: in memory).
+        pool(workers, threads, limits) makes the workers: local processes (WorkerPool), or a
+        cluster's (bsdemo.cluster.workers)."""
         self.limits = limits or Limits()
         workers = workers or self.limits.workers
         if not 1 <= workers <= MAX_WORKERS:
@@ -70,7 +74,7 @@ class Scheduler(Reaper):
         self._sharing = admission.SharingLimits(self.limits)
         self._estimator = WaitEstimator(self.limits.max_wall_s)
         self._tally = Tally()
-        self._stored = StoreLink(store)
+        self._stored = StoreLink(store, spool)
         self._pool = (pool or WorkerPool)(workers, threads_per_worker or default_threads(workers),
                                           self.limits)
         self._collector = threading.Thread(target=self._collect, name="bsdemo-collector",
@@ -93,7 +97,7 @@ class Scheduler(Reaper):
                                                self._device_info)
         stored = None
         if kind == "train" and not fresh:
-            stored = self._stored.find(cfg, self._device_info, settle=True)
+            stored = self._stored.find(cfg, self._device_info)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the scheduler is shut down")
@@ -119,7 +123,7 @@ class Scheduler(Reaper):
         then marked shared_device.
         """
         runs = admission.comparison(cfgs, self.limits, self._device_info)
-        stored = [None if fresh else self._stored.find(cfg, self._device_info, settle=True)
+        stored = [None if fresh else self._stored.find(cfg, self._device_info)
                   for cfg, _, _ in runs]
         with self._lock:
             if self._closed:
@@ -244,9 +248,14 @@ class Scheduler(Reaper):
 
     @property
     def store_notice(self) -> str | None:
-        """What the run store's state is, when it is not simply working (for the sidebar)."""
-        store = self._stored.store
-        return store.notice if store is not None else None
+        """What the run store's state is, when it is not simply working (for the sidebar): the
+        store's own notice, and the finished runs still waiting for it."""
+        return self._stored.notice
+
+    @property
+    def store_waiting(self) -> int:
+        """Finished runs not yet written to the run store."""
+        return self._stored.waiting
 
     def flush_store(self, timeout: float = 30.0) -> bool:
         """Wait for the run store's pending writes (tests and shutdown)."""
@@ -329,7 +338,8 @@ class Scheduler(Reaper):
                     head.wait_reason = "the training worker is starting"
                     return
                 head.check_store = False
-                stored = self._stored.find(head.config, self._device_info)
+                # under the lock: the store is given little time (a run not found trains)
+                stored = self._stored.find(head.config, self._device_info, wait=DISPATCH_LOOKUP_S)
                 if stored is not None:
                     self._queue.popleft()
                     self._serve(head, stored)

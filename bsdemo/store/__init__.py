@@ -20,7 +20,10 @@ from typing import Protocol
 from bsdemo.errors import ConfigError
 from bsdemo.store.common import (
     BUSY_S,
+    CALL_S,
+    LOOKUP_S,
     RETRY_S,
+    StoreBusy,
     StoredRun,
     StoreUnavailable,
     code_version,
@@ -29,8 +32,8 @@ from bsdemo.store.common import (
 )
 from bsdemo.store.sqlite import RunStore, is_damage, salvage
 
-__all__ = ["BUSY_S", "RETRY_S", "DATABASE_URL_ENV", "RunStore", "Store", "StoredRun",
-           "StoreUnavailable",
+__all__ = ["BUSY_S", "CALL_S", "LOOKUP_S", "RETRY_S", "DATABASE_URL_ENV", "RunStore", "Store",
+           "StoreBusy", "StoredRun", "StoreUnavailable",
            "code_version", "database_url", "is_damage", "open_store", "redact", "run_key",
            "salvage"]
 DATABASE_URL_ENV = "BSDEMO_DATABASE_URL"
@@ -49,9 +52,9 @@ class Store(Protocol):
     def available(self) -> bool: ...
 
     def put(self, config: dict, device: dict, start: dict | None, steps: dict, evals: dict,
-            end: dict) -> int: ...
+            end: dict, created: float | None = None) -> int: ...
 
-    def find(self, config: dict, device: dict) -> StoredRun | None: ...
+    def find(self, config: dict, device: dict, wait: float = ...) -> StoredRun | None: ...
 
     def count(self) -> int: ...
 

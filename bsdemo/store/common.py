@@ -3,6 +3,7 @@ waits, and the error that means "not just now". Pure Python: no torch, no databa
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -16,6 +17,11 @@ import bsdemo
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 BUSY_S = 2.0  # the longest any statement waits for another connection's lock
 RETRY_S = 30.0  # an unavailable store is tried again at the next use after this long
+# the longest a caller waits for the store, measured on the caller's side (a server that stops
+# answering, SIGSTOP say, never enforces its own statement timeout): a write, and a page's
+# lookup, which a Run press waits on (a lookup that takes longer is skipped: the run trains)
+CALL_S = 12.0
+LOOKUP_S = 2.0
 KEY_IGNORES = ("time_limit_s", "device")  # a cap that was not hit; the device is keyed by name
 # the columns a stored run is read back from, in StoredRun's order after its id
 READ_COLUMNS = "id, created, device, config, start, steps, evals, end_record, host"
@@ -70,6 +76,11 @@ class StoreUnavailable(RuntimeError):
     """The store cannot be used just now (locked, full, unreachable): nothing is lost."""
 
 
+class StoreBusy(StoreUnavailable):
+    """Another call of this process to the store has not returned in time: this one gave up
+    waiting for it (the store itself is not marked unavailable)."""
+
+
 class Reopening:
     """What both stores do alike with their one connection: None while the store is unavailable,
     opened again (`_open`, the store's own) at the next use once RETRY_S has passed."""
@@ -86,6 +97,18 @@ class Reopening:
     def _open(self) -> None:
         raise NotImplementedError
 
+    @contextlib.contextmanager
+    def _held(self, wait: float):
+        """The store's lock, waited for at most `wait` seconds (StoreBusy after that): a call
+        stuck on a dead server never holds up the next caller longer than its own wait."""
+        if not self._lock.acquire(timeout=wait):
+            raise StoreBusy(f"the run store is busy: another call to it has not returned within "
+                            f"{wait:g} s")
+        try:
+            yield
+        finally:
+            self._lock.release()
+
     def _connection(self):
         """The open connection, reopening an unavailable store when its retry is due; raises
         StoreUnavailable otherwise. Lock held."""
@@ -96,11 +119,17 @@ class Reopening:
         return self._db
 
     def close(self) -> None:
-        with self._lock:
+        """Close the connection; one held by a call that never returned is left to that call
+        (closing must not hang a shutdown on a dead server)."""
+        self._retry_at = float("inf")
+        if not self._lock.acquire(timeout=CALL_S):
+            return
+        try:
             if self._db is not None:
                 self._db.close()
                 self._db = None
-            self._retry_at = float("inf")
+        finally:
+            self._lock.release()
 
 
 _PASSWORD = re.compile(r"(?<=:)[^:@/]*(?=@)|(?i:password\s*=\s*)\S+")

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from bsdemo.store.common import (
     BUSY_S,
+    CALL_S,
     READ_COLUMNS,
     RETRY_S,
     WRITE_COLUMNS,
@@ -136,29 +137,31 @@ class RunStore(Reopening):
         return db
 
     def put(self, config: dict, device: dict, start: dict | None, steps: dict, evals: dict,
-            end: dict) -> int:
-        with self._lock:
+            end: dict, created: float | None = None) -> int:
+        """Keep a finished run (measured at `created`, default now); its row id."""
+        with self._held(CALL_S):
             db = self._connection()
             with db:
                 cur = db.execute(f"INSERT INTO runs ({WRITE_COLUMNS}) VALUES ({', '.join('?' * 9)})",
                                  run_row(config, device, start, steps, evals, end, self.version,
-                                         time.time(), self.host))
+                                         created or time.time(), self.host))
             return cur.lastrowid
 
-    def find(self, config: dict, device: dict) -> StoredRun | None:
-        """The newest stored run with this config, code version and device."""
-        with self._lock:
+    def find(self, config: dict, device: dict, wait: float = CALL_S) -> StoredRun | None:
+        """The newest stored run with this config, code version and device; StoreBusy when
+        another call holds the store longer than `wait` seconds."""
+        with self._held(wait):
             row = self._connection().execute(
                 f"SELECT {READ_COLUMNS} FROM runs WHERE key = ? ORDER BY created DESC LIMIT 1",
                 (run_key(config, device, self.version),)).fetchone()
         return None if row is None else StoredRun.from_row(row)
 
     def db_mode(self) -> str:
-        with self._lock:
+        with self._held(CALL_S):
             return self._connection().execute("PRAGMA journal_mode").fetchone()[0]
 
     def count(self) -> int:
-        with self._lock:
+        with self._held(CALL_S):
             return self._connection().execute("SELECT count(*) FROM runs").fetchone()[0]
 
 

@@ -26,6 +26,7 @@ from bsdemo.limits import Limits, default_threads, threads_rule
 from bsdemo.recall import BrowserMemory
 from bsdemo.scheduler import Scheduler
 from bsdemo.scheduler.ids import default_counter
+from bsdemo.scheduler.spool import spool_folder
 from bsdemo.store import DATABASE_URL_ENV, Store, database_url
 from bsdemo.store import open_store as open_configured
 
@@ -60,7 +61,7 @@ def scheduler() -> Scheduler | RemoteScheduler:
     data_dir = os.environ.get("BSDEMO_DATA_DIR")
     sched = course_scheduler(limits, threads, data_dir) or Scheduler(
         limits=limits, store=open_store(data_dir), threads_per_worker=threads,
-        id_counter=default_counter(data_dir))
+        id_counter=default_counter(data_dir), spool=spool_folder(data_dir))
     serve_metrics(sched)
     return sched
 
