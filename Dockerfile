@@ -38,4 +38,5 @@ RUN if [ "$FETCH_DATASETS" = "1" ]; then python -m bsdemo datasets fetch; fi
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=40s --retries=3 \
   CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).read() != b'ok')"]
-CMD ["streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0"]
+# `streamlit run` with the scheduler and the metrics started first (bsdemo/ui/launch.py)
+CMD ["python", "-m", "bsdemo.ui.launch", "app.py", "--server.port=8501", "--server.address=0.0.0.0"]

@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml scripts/install.sh | $(BIN)/python
 install: $(STAMP)
 
 run: install
-	$(BIN)/streamlit run app.py --server.port $(PORT)
+	$(BIN)/python -m bsdemo.ui.launch app.py --server.port $(PORT)
 
 test: install
 	$(BIN)/ruff check .

@@ -1,5 +1,8 @@
 """The lab as an observability target: Prometheus metrics of the scheduler, served on
-BSDEMO_METRICS_PORT (prometheus_client's own HTTP server, in the Streamlit server's process).
+BSDEMO_METRICS_PORT at BSDEMO_METRICS_ADDRESS (default 127.0.0.1: loopback only; a scraper in
+another container needs the course network's address or 0.0.0.0), by prometheus_client's own
+HTTP server in the lab server's process — from its start when it was started with
+`python -m bsdemo.ui.launch` (bsdemo.server).
 
 Read at scrape time from `scheduler.metrics()` (the embedded lab's, or a course's actor through
 Ray), so every replica of a course exposes the same course-wide figures. Labels are bounded:
@@ -18,10 +21,13 @@ a job kind, an end status, a worker's index: never a run id, an owner or any use
 
 `batch` is the effective batch's power-of-two bucket (8 holds 5 to 8): at most 17 values.
     bsdemo_device_memory_bytes                the device's total memory, where known
+    bsdemo_replica_info{replica}              1, naming the server that answered (a course's
+                                              replicas expose the same course-wide figures)
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import threading
 from collections.abc import Callable
@@ -38,6 +44,8 @@ from prometheus_client.core import (
 from bsdemo.config import ConfigError
 
 PORT_ENV = "BSDEMO_METRICS_PORT"
+ADDRESS_ENV = "BSDEMO_METRICS_ADDRESS"
+DEFAULT_ADDRESS = "127.0.0.1"
 _started: dict[int, Any] = {}
 _lock = threading.Lock()
 
@@ -53,16 +61,35 @@ def metrics_port(raw: str | None) -> int | None:
     return int(text)
 
 
-class LabCollector:
-    """Collects from `source()` (a scheduler) at each scrape."""
+def metrics_address(raw: str | None) -> str:
+    """The address from BSDEMO_METRICS_ADDRESS (default loopback): an IPv4 or IPv6 address;
+    ConfigError names the setting."""
+    if raw is None or not raw.strip():
+        return DEFAULT_ADDRESS
+    try:
+        return str(ipaddress.ip_address(raw.strip()))
+    except ValueError:
+        raise ConfigError(ADDRESS_ENV, raw, "an IP address to listen on: 127.0.0.1 (this "
+                          "machine only, the default), the course network's, or 0.0.0.0 (all)"
+                          ) from None
 
-    def __init__(self, source: Callable[[], Any]):
+
+class LabCollector:
+    """Collects from `source()` (a scheduler) at each scrape; `replica` names this server."""
+
+    def __init__(self, source: Callable[[], Any], replica: str | None = None):
         self._source = source
+        self._replica = replica
 
     def describe(self):
         return []  # collected at scrape time: no fixed description
 
     def collect(self):
+        if self._replica:
+            info = GaugeMetricFamily("bsdemo_replica_info", "The lab server that answered",
+                                     labels=["replica"])
+            info.add_metric([self._replica], 1)
+            yield info
         try:
             m = self._source().metrics()
         except Exception:  # noqa: BLE001 - a lost scheduler is a scrape with fewer metrics
@@ -131,20 +158,23 @@ class LabCollector:
             yield device
 
 
-def registry_for(source: Callable[[], Any]) -> CollectorRegistry:
+def registry_for(source: Callable[[], Any], replica: str | None = None) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(LabCollector(source))
+    registry.register(LabCollector(source, replica))
     return registry
 
 
-def serve(source: Callable[[], Any], port: int | None = None,
-          address: str = "0.0.0.0") -> int | None:
-    """Serve the metrics on `port` (default BSDEMO_METRICS_PORT) once per process; the port,
-    or None when unset. Raises ConfigError for a bad setting, OSError when the port is taken."""
+def serve(source: Callable[[], Any], port: int | None = None, address: str | None = None,
+          replica: str | None = None) -> int | None:
+    """Serve the metrics on `port` at `address` (defaults: BSDEMO_METRICS_PORT and
+    BSDEMO_METRICS_ADDRESS) once per process; the port, or None when unset. Raises ConfigError
+    for a bad setting, OSError when the port is taken."""
     port = port if port is not None else metrics_port(os.environ.get(PORT_ENV))
     if port is None:
         return None
+    address = address or metrics_address(os.environ.get(ADDRESS_ENV))
     with _lock:
         if port not in _started:
-            _started[port] = start_http_server(port, addr=address, registry=registry_for(source))
+            _started[port] = start_http_server(port, addr=address,
+                                               registry=registry_for(source, replica))
     return port

@@ -98,7 +98,8 @@ def test_the_cluster_extras_are_imported_only_where_they_belong_and_only_when_as
     importers = sorted(m for m, names in modules().items() if "bsdemo.cluster.workers" in names)
     assert importers == ["bsdemo.cluster.actor"], importers  # inside the scheduler actor
     importers = sorted(m for m, names in modules().items() if "bsdemo.cluster.actor" in names)
-    assert importers == ["bsdemo.ui.state"], importers  # inside course_scheduler (and typing)
+    # inside course_scheduler, and for typing only in the pages' state
+    assert importers == ["bsdemo.server", "bsdemo.ui.state"], importers
     importers = sorted(m for m, names in modules().items() if "bsdemo.cluster.groups" in names)
     assert importers == [], importers  # only in a worker actor's own process, by its loop:
     assert "use_cluster_groups()" in (ROOT / "bsdemo/cluster/workers.py").read_text()

@@ -32,7 +32,8 @@ def test_dockerfile_runs_as_non_root_with_healthcheck_and_port():
     assert health and "/_stcore/health" in health[0]
     assert any(line.upper() == "EXPOSE 8501" for line in stage)
     cmd = [line for line in stage if line.upper().startswith("CMD ")][-1]
-    assert "streamlit" in cmd and "app.py" in cmd and "8501" in cmd
+    # `streamlit run` through the launcher, which starts the scheduler and metrics first
+    assert "bsdemo.ui.launch" in cmd and "app.py" in cmd and "8501" in cmd
     assert stage[0].split()[1].startswith("python:") and "slim" in stage[0]
 
 
@@ -133,6 +134,8 @@ def test_production_streamlit_settings():
     assert config["server"]["enableXsrfProtection"] is True
     assert config["browser"]["gatherUsageStats"] is False
     assert config["client"]["showErrorDetails"] == "type"
+    # a full collection after every script run (fragment polls too) held a room's web process
+    assert config["runner"]["postScriptGC"] is False
 
 
 def test_healthcheck_command_is_valid_python():
@@ -200,7 +203,7 @@ def test_the_course_compose_file_wires_replicas_ray_and_postgresql_together():
     labels = "\n".join(lab["labels"])
     assert "loadbalancer.sticky.cookie=true" in labels and "server.port=8501" in labels
     assert "ray start --address=ray-head:6379 --num-cpus=0" in lab["command"][-1]
-    assert "streamlit run app.py" in lab["command"][-1]
+    assert "exec python -m bsdemo.ui.launch app.py" in lab["command"][-1]
     for name in ("lab", "ray-head", "gpu-node"):
         service = services[name]
         assert service["build"]["args"]["EXTRAS"] == "cluster", name

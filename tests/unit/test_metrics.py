@@ -111,3 +111,72 @@ def test_the_batch_label_is_a_bounded_bucket():
     assert [batch_bucket(b) for b in (1, 2, 3, 5, 8, 9, 1000, 65536)] == [
         1, 2, 4, 8, 8, 16, 1024, 65536]
     assert len({batch_bucket(b) for b in range(1, 65537)}) == 17
+
+
+def test_the_metrics_address_setting_is_checked():
+    from bsdemo.metrics import metrics_address
+
+    assert metrics_address(None) == "127.0.0.1" and metrics_address(" ") == "127.0.0.1"
+    assert metrics_address(" 0.0.0.0 ") == "0.0.0.0" and metrics_address("::1") == "::1"
+    for bad in ("localhost", "10.0.0.300", "x" * 5000, "0.0.0.0:9464"):
+        with pytest.raises(ConfigError, match="BSDEMO_METRICS_ADDRESS"):
+            metrics_address(bad)
+
+
+def _listening(port: int) -> list[str]:
+    """The local addresses (hex, as /proc/net/tcp writes them) listening on port."""
+    found = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, hexport = local.split(":")
+        if int(hexport, 16) == port and state == "0A":  # LISTEN
+            found.append(address)
+    return found
+
+
+def test_a_server_started_by_the_launcher_serves_metrics_before_any_browser(tmp_path):
+    """`python -m bsdemo.ui.launch app.py`: /metrics answers (scheduler up, its worker, this
+    replica's name) no later than the page server's health check, with no browser ever
+    connecting; on loopback only, by default."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    from tests.services import free_port
+
+    web, port = free_port(), free_port()
+    env = {**os.environ, "BSDEMO_METRICS_PORT": str(port), "BSDEMO_REPLICA": "replica-7",
+           "BSDEMO_DATA_DIR": str(tmp_path)}
+    env.pop("BSDEMO_METRICS_ADDRESS", None)
+    proc = subprocess.Popen([sys.executable, "-m", "bsdemo.ui.launch", str(ROOT / "app.py"),
+                             "--server.port", str(web), "--server.address", "127.0.0.1"],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+
+    def get(url: str) -> str | None:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as reply:
+                return reply.read().decode()
+        except OSError:
+            return None
+
+    try:
+        deadline = time.monotonic() + scaled(120)
+        while time.monotonic() < deadline and get(f"http://127.0.0.1:{web}/_stcore/health") is None:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            time.sleep(0.1)
+        text = get(f"http://127.0.0.1:{port}/metrics")  # already there when the pages are
+        assert text is not None and "bsdemo_scheduler_up 1.0" in text
+        assert 'bsdemo_replica_info{replica="replica-7"} 1.0' in text
+        assert "bsdemo_workers 1.0" in text and "bsdemo_queue_length 0.0" in text
+        assert _listening(port) == ["0100007F"]  # 127.0.0.1 only
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=scaled(30))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        proc.stderr.close()
