@@ -288,7 +288,7 @@ class Tab:
         self.port, self.result, self.address = port, result, address
         self.secret = secrets.token_hex(16)
         self.ws = None
-        self.page_hash = ""  # the page's script hash, once a new_session named it
+        self.page_hash = ""  # the page's script hash, once the navigation message named it
         self.query = ""  # the URL's query string, as the server last set it
         self.values: dict[str, WidgetState] = {}  # widgets this tab changed: sent every rerun
         self.timers: dict[str, tuple[float, asyncio.Task]] = {}
@@ -383,7 +383,6 @@ class Tab:
             self.got_new_session = True
             self.run_fragments = list(msg.metadata.run.fragment_ids)
             if not self.run_fragments:  # a full run: the frontend drops every timer
-                self.page_hash = msg.new_session.page_script_hash
                 self.max_age = msg.new_session.config.max_cached_message_age or 2
                 for fragment in list(self.timers):
                     self.stop_timer(fragment)
@@ -399,6 +398,8 @@ class Tab:
         elif kind == "stop_auto_rerun":
             for fragment in msg.stop_auto_rerun.fragment_ids:
                 self.stop_timer(fragment)
+        elif kind == "navigation":  # st.navigation names the page that ran (App.handleNavigation)
+            self.page_hash = msg.navigation.page_script_hash
         elif kind == "page_info_changed":
             self.query = msg.page_info_changed.query_string
         elif kind == "script_finished":
@@ -541,6 +542,7 @@ class RoomRun:
     client_cpu_s: float
     span_s: float | None  # the first press to the last completion
     server_errors: int  # tracebacks in the server's log
+    load_web_cpu_s: float  # of web_cpu_s: until every page had loaded (before the presses)
 
 
 def batch_choices(n: int, mix: str, seed: int) -> list[random.Random | None]:
@@ -551,7 +553,7 @@ def batch_choices(n: int, mix: str, seed: int) -> list[random.Random | None]:
 
 
 async def room_async(port: int, n: int, mix: str, within: float, timeout: float, seed: int,
-                     sampler: CpuSampler) -> tuple[list[Result], float, float, float]:
+                     sampler: CpuSampler) -> tuple[list[Result], float, float, float, float]:
     warm = Tab(port, Result(-1, None), "10.255.255.254")
     await warm.visit(None, 0.0, None, timeout)
     if warm.result.errors:
@@ -563,13 +565,22 @@ async def room_async(port: int, n: int, mix: str, within: float, timeout: float,
     offsets = [rng.uniform(0, within) for _ in range(n)]
     picks = batch_choices(n, mix, seed)
     room = Room(n)
+    loaded: list[float] = []
+
+    async def mark() -> None:  # the web CPU the page loads (and slider picks) took
+        await room.loaded.wait()
+        sampler.sample()
+        loaded.append(sampler.totals()[0] - web0)
+
+    marker = asyncio.create_task(mark())
     tabs = [Tab(port, Result(i, None), f"10.0.{i // 250}.{i % 250 + 1}") for i in range(n)]
     await asyncio.gather(*(tab.visit(room, offsets[i], picks[i], timeout)
                            for i, tab in enumerate(tabs)))
+    marker.cancel()
     sampler.sample()
     web1, workers1 = sampler.totals()
     return ([tab.result for tab in tabs], web1 - web0, workers1 - workers0,
-            time.process_time() - client0)
+            time.process_time() - client0, loaded[0] if loaded else float("nan"))
 
 
 def one_room(n: int, mix: str, within: float, timeout: float, seed: int,
@@ -581,7 +592,7 @@ def one_room(n: int, mix: str, within: float, timeout: float, seed: int,
         try:
             sampler.start()
             prober.start()
-            results, web, workers, client = asyncio.run(
+            results, web, workers, client, load_web = asyncio.run(
                 room_async(port, n, mix, within, timeout, seed, sampler))
         finally:
             prober.stop.set()
@@ -593,7 +604,7 @@ def one_room(n: int, mix: str, within: float, timeout: float, seed: int,
     ends = [r.done_at for r in results if r.done_at is not None]
     span = max(ends) - min(pressed) if ends and pressed else None
     return RoomRun(n, results, prober.latencies_ms, prober.failures, web, workers, client, span,
-                   server_errors)
+                   server_errors, load_web)
 
 
 # ----- the same runs without the web -----
@@ -655,7 +666,8 @@ def row(run: RoomRun) -> str:
     rate = len(completed) / run.span_s * 60 if run.span_s else float("nan")
     errors = sum(1 for r in rs if r.errors)
     outcome = f"{sum(r.outcome == 'trained' for r in rs)}/{sum(r.outcome == 'stored' for r in rs)}"
-    return (f"{run.n:>9} {f'{len(firsts)}/{run.n}':>6} {trio(firsts):>23} {trio(dones):>20} "
+    return (f"{run.n:>9} {f'{len(firsts)}/{run.n}':>6} {trio(firsts, digits=2):>23} "
+            f"{trio(dones, digits=2):>20} "
             f"{errors:>6} {trio(run.health_ms, digits=0):>22} {rate:>8.1f} "
             f"{run.web_cpu_s / run.n:>14.2f} {run.worker_cpu_s:>12.1f} {outcome:>14} "
             f"{run.span_s if run.span_s is not None else float('nan'):>7.1f}")
@@ -668,7 +680,8 @@ def bare_row(n: int, total: float, trained: int, stored: int, errors: int) -> st
 
 
 def details(run: RoomRun) -> list[str]:
-    lines = [f"  {run.n} sessions: bench client CPU {run.client_cpu_s:.1f} s; health probe "
+    lines = [f"  {run.n} sessions: web CPU {run.web_cpu_s:.1f} s, of it {run.load_web_cpu_s:.1f} s "
+             f"while the pages loaded; bench client CPU {run.client_cpu_s:.1f} s; health probe "
              f"failures {run.health_failures}; tracebacks in the server log {run.server_errors}; "
              f"fragment reruns sent {sum(r.fragment_reruns for r in run.results)}"]
     for r in run.results:

@@ -36,6 +36,7 @@ from bsdemo.scheduler import admission, devices
 from bsdemo.scheduler.estimates import WaitEstimator
 from bsdemo.scheduler.ids import JobIds
 from bsdemo.scheduler.job import Job
+from bsdemo.scheduler.joined import Joining
 from bsdemo.scheduler.pool import Worker, WorkerPool
 from bsdemo.scheduler.reaper import Reaper
 from bsdemo.scheduler.stored import StoreLink, serve
@@ -43,9 +44,10 @@ from bsdemo.scheduler.tally import Tally, batch_bucket
 from bsdemo.store import Store
 
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
+SEEN_OWNERS = 100_000  # browsers remembered as having queued a job (for first-job priority)
 DISPATCH_LOOKUP_S = 0.5  # the longest a lookup under the scheduler's lock waits for the store
 
-class Scheduler(Reaper):
+class Scheduler(Reaper, Joining):
     """FIFO queue + worker processes + bounded per-job buffers. Thread-safe."""
 
     def __init__(self, workers: int | None = None, max_points: int = 1000, keep_finished: int = 200,
@@ -65,6 +67,7 @@ class Scheduler(Reaper):
         self._lock = threading.RLock()
         self._jobs: dict[int, Job] = {}
         self._queue: collections.deque[int] = collections.deque()
+        self._seen_owners: collections.OrderedDict[str, bool] = collections.OrderedDict()
         self._finished: collections.deque[int] = collections.deque()
         self._ids = JobIds(id_counter)
         self._max_points = max_points
@@ -101,14 +104,20 @@ class Scheduler(Reaper):
         with self._lock:
             if self._closed:
                 raise RuntimeError("the scheduler is shut down")
+            # the same settings as a run already going: ride it (bsdemo.scheduler.joined)
+            lead = self._joinable(cfg) if kind == "train" and not fresh and not stored else None
             if stored is None:
-                self._sharing.admit(list(self._jobs.values()), owner, address, 1)
+                # a follower costs no device time: only its browser's own limits apply
+                self._sharing.admit(list(self._jobs.values()), owner,
+                                    None if lead else address, 0 if lead else 1)
             job = self._new_job(cfg, owner, cost, kind=kind, options=options, address=address,
                                 check_store=kind == "train" and not fresh)
             if stored is not None:
                 self._serve(job, stored)
+            elif lead is not None:
+                self._join(job, lead)
             else:
-                self._queue.append(job.id)
+                self._enqueue([job])
                 self._dispatch()
             return job.id
 
@@ -131,7 +140,7 @@ class Scheduler(Reaper):
             live = sum(hit is None for hit in stored)
             if live:
                 self._sharing.admit(list(self._jobs.values()), owner, address, live)
-            group, ids = None, []
+            group, ids, queued = None, [], []
             for (cfg, _, cost), hit in zip(runs, stored, strict=True):
                 job = self._new_job(cfg, owner, cost, group=group, address=address,
                                     check_store=not fresh and hit is None)
@@ -140,8 +149,10 @@ class Scheduler(Reaper):
                 if hit is not None:
                     self._serve(job, hit)
                 else:
-                    self._queue.append(job.id)
+                    queued.append(job)
                 ids.append(job.id)
+            if queued:
+                self._enqueue(queued)
             self._dispatch()
             return ids
 
@@ -153,6 +164,25 @@ class Scheduler(Reaper):
                   predicted_bytes=cost.predicted_bytes, wall_s=cost.wall_s, **fields)
         self._jobs[job.id] = job
         return job
+
+    def _enqueue(self, jobs: list[Job]) -> None:
+        """Queue one browser's jobs (a comparison's together): a browser's first go ahead of
+        every queued job of a browser that has had one before (a room's first curves before
+        anyone's second try); otherwise, and among first ones, first come first served. Caller
+        holds the lock."""
+        owner = jobs[0].owner
+        first = owner not in self._seen_owners
+        self._seen_owners[owner] = True
+        self._seen_owners.move_to_end(owner)
+        while len(self._seen_owners) > SEEN_OWNERS:
+            self._seen_owners.popitem(last=False)
+        place = len(self._queue)
+        if first:
+            place = next((i for i, queued in enumerate(self._queue)
+                          if self._jobs[queued].repeat), place)
+        for offset, job in enumerate(jobs):
+            job.repeat = not first
+            self._queue.insert(place + offset, job.id)
 
     def _serve(self, job: Job, stored) -> None:
         """Finish job from the run store. Caller holds the lock."""
@@ -174,6 +204,7 @@ class Scheduler(Reaper):
             for job in self._jobs.values():
                 if job.owner == owner and job.status in ACTIVE:
                     job.last_seen = now
+                    self._attend_lead(job, now)  # a run others joined is theirs to attend too
 
     def cancel(self, job_id: int | None, owner: str | None = None) -> bool:
         """Stop a job: a queued one at once, a running one between two steps. With `owner`,
@@ -182,16 +213,25 @@ class Scheduler(Reaper):
             job = self._jobs.get(job_id)
             if job is None or job.status not in ACTIVE or (owner is not None and job.owner != owner):
                 return False
-            if job.status == "queued" and job.worker is None:
-                self._queue.remove(job_id)
-                self._finish(job, {"kind": "end", "status": "cancelled",
-                                   "message": "Cancelled before it started.", "summary": {}})
-            else:
-                job.cancel_requested = True
-                if job.kill_at_stop is None:
-                    job.kill_at_stop = time.monotonic() + self.limits.stop_grace_s
-                self._pool.stop(job.worker, job_id)
+            if self._lead_of(job) is not None:  # it rode another's run: it leaves it
+                lead = self._detach(job)
+                if lead.owner == "" and not lead.followers:  # its starter had left: nobody now
+                    self._stop(lead)
+            elif not self._hand_over(job):  # a run others ride goes on for them
+                self._stop(job)
             return True
+
+    def _stop(self, job: Job) -> None:
+        """Stop a job for good. Caller holds the lock."""
+        if job.status == "queued" and job.worker is None:
+            self._queue.remove(job.id)
+            self._finish(job, {"kind": "end", "status": "cancelled",
+                               "message": "Cancelled before it started.", "summary": {}})
+        else:
+            job.cancel_requested = True
+            if job.kill_at_stop is None:
+                job.kill_at_stop = time.monotonic() + self.limits.stop_grace_s
+            self._pool.stop(job.worker, job.id)
 
     def snapshot(self, job_id: int) -> JobSnapshot | None:
         """A copy of the job for drawing; looking does not attend it (see heartbeat)."""
@@ -199,14 +239,22 @@ class Scheduler(Reaper):
             job = self._jobs.get(job_id)
             if job is None:
                 return None
-            position = (self._queue.index(job_id) + 1) if job_id in self._queue else None
-            wait, bound = None, False
-            if position:
-                estimates = self._waits()
-                if job_id not in estimates:  # queued since the last estimate
-                    estimates = self._waits(force=True)
-                wait, bound = estimates[job_id]
-            return job.snapshot(position, wait, bound)
+            lead = self._lead_of(job)
+            if lead is not None:  # it rides another's run: that run, as its own
+                return self._follower_snapshot(job, self._snapshot(lead))
+            snap = self._snapshot(job)
+            return snap if job.left_by is None else self._left_snapshot(job, snap)
+
+    def _snapshot(self, job: Job) -> JobSnapshot:
+        """Caller holds the lock."""
+        position = (self._queue.index(job.id) + 1) if job.id in self._queue else None
+        wait, bound = None, False
+        if position:
+            estimates = self._waits()
+            if job.id not in estimates:  # queued since the last estimate
+                estimates = self._waits(force=True)
+            wait, bound = estimates[job.id]
+        return job.snapshot(position, wait, bound)
 
     def active_job(self, owner: str) -> int | None:
         with self._lock:
@@ -390,6 +438,9 @@ class Scheduler(Reaper):
         job.end = end
         job.status = end["status"]
         job.finished_at = time.time()
+        if job.rode:  # the run it rode is counted, learned from and kept, once
+            self._finished.append(job.id)
+            return
         self._tally.ended(job.kind, job.status)
         if job.kind == "train" and job.status == "completed":
             self._tally.run_speed(job.config.effective_batch_size,
@@ -397,6 +448,7 @@ class Scheduler(Reaper):
         if job.started_at is not None and job.status in ("completed", "cancelled"):
             self._estimator.learn(job)
         self._stored.keep(job)
+        self._end_followers(job)
         if job.worker is not None:
             self._pool.release(job.worker, job.id)
         self._finished.append(job.id)

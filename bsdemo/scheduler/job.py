@@ -39,6 +39,13 @@ class Job(JobFacts):
     kill_at_cap: float | None = None
     kill_at_stop: float | None = None
     check_store: bool = False  # look in the run store before training (once the device is known)
+    # identical requests ride one run (bsdemo.scheduler.joined): the run a follower rides, the
+    # followers a run carries, and the owner who started a run and then left it to them
+    follows: int | None = None
+    followers: list[int] = field(default_factory=list)
+    left_by: str | None = None
+    rode: bool = False  # it rode another's run (never counted, learned from or stored itself)
+    repeat: bool = False  # queued by a browser that had queued a job before (queued behind firsts)
 
     @property
     def exclusive(self) -> bool:

@@ -165,17 +165,20 @@ def test_only_the_owners_heartbeat_keeps_a_run_attended():
 def test_the_queue_has_a_cap_and_so_has_each_address():
     sched = ready(Scheduler(workers=1, limits=Limits(max_queued=4, max_active_per_address=2)))
     try:
-        long = RunConfig(batch_size=1, epochs=20)
-        sched.submit(long, owner="a", address="10.0.0.1")
-        sched.submit(long, owner="b", address="10.0.0.1")  # a second browser, same address
+        # each browser its own seed: identical settings would ride one run (scheduler.joined)
+        def long(seed):
+            return RunConfig(batch_size=1, epochs=20, seed=seed)
+
+        sched.submit(long(1), owner="a", address="10.0.0.1")
+        sched.submit(long(2), owner="b", address="10.0.0.1")  # a second browser, same address
         with pytest.raises(ActiveRunError, match="max_active_per_address"):
-            sched.submit(long, owner="c", address="10.0.0.1")  # a third "new session"
-        sched.submit(long, owner="d", address="10.0.0.2")
+            sched.submit(long(3), owner="c", address="10.0.0.1")  # a third "new session"
+        sched.submit(long(4), owner="d", address="10.0.0.2")
         with pytest.raises(ActiveRunError, match="max_queued"):  # a comparison of 2: 3 + 2 > 4
-            sched.submit_group([long, long], owner="e", address="10.0.0.3")
-        sched.submit(long, owner="f", address="10.0.0.4")
+            sched.submit_group([long(5), long(6)], owner="e", address="10.0.0.3")
+        sched.submit(long(7), owner="f", address="10.0.0.4")
         with pytest.raises(ActiveRunError, match="queue is full"):
-            sched.submit(long, owner="g")  # the whole queue: even without an address
+            sched.submit(long(8), owner="g")  # the whole queue: even without an address
         assert sched.load()["running"] + sched.load()["queued"] == 4
     finally:
         sched.close()

@@ -36,7 +36,7 @@ def test_one_active_run_per_session_and_fifo_queue(scheduler):
         scheduler.submit(RunConfig(), owner="bob")
     scheduler.cancel(waiting)
     second = scheduler.submit(RunConfig(epochs=1), owner="carol")
-    third = scheduler.submit(RunConfig(epochs=1), owner="dave")
+    third = scheduler.submit(RunConfig(epochs=1, seed=2), owner="dave")  # not carol's: its own
     assert scheduler.snapshot(second).queue_position == 1
     assert scheduler.snapshot(third).queue_position == 2
     scheduler.cancel(third)  # a queued job is cancelled at once

@@ -1,0 +1,81 @@
+"""A room at once: identical requests ride one run (each asker its own job, the same measured
+run shown to all, kept once), a Stop leaves the run to the others, and a browser's first job
+goes ahead of anyone's second."""
+
+from __future__ import annotations
+
+import pytest
+
+from bsdemo.config import RunConfig
+from bsdemo.scheduler import Scheduler
+from bsdemo.scheduler.joined import LEFT
+from bsdemo.store import RunStore
+from tests.timeouts import scaled, wait_for
+
+LONG = RunConfig(batch_size=1, epochs=20)  # minutes at batch 1: stopped by the tests
+
+
+@pytest.fixture
+def sched(tmp_path):
+    sched = Scheduler(workers=1, store=RunStore(tmp_path / "runs.sqlite3"))
+    wait_for(sched.workers_ready, timeout=60)
+    yield sched
+    sched.close()
+
+
+def test_identical_requests_ride_one_run_shown_to_each_and_kept_once(sched):
+    cfg = RunConfig(epochs=2)
+    ids = [sched.submit(cfg, owner=f"student-{i}", address="10.0.0.1") for i in range(5)]
+    assert len(set(ids)) == 5  # each asker has a job of its own
+    assert sched.load()["queued"] + sched.load()["running"] == 1  # one run on the device
+    follower = sched.snapshot(ids[3])
+    assert follower.owner == "student-3" and "Joined a run" in follower.notice
+    snaps = [sched.wait(i, timeout=scaled(120)) for i in ids]
+    assert [s.status for s in snaps] == ["completed"] * 5
+    assert all(s.steps["loss"] == snaps[0].steps["loss"] for s in snaps)
+    assert all(s.end == snaps[0].end and s.stored_at is None for s in snaps)
+    assert sched.flush_store(scaled(30)) and sched.store.count() == 1
+    ended = {(k, st): n for k, st, n in sched.metrics()["tally"]["ended"]}
+    assert ended == {("train", "completed"): 1}  # the run is counted once
+    # a fresh measurement, asked for on purpose, never rides: it queues a run of its own
+    going = sched.submit(LONG, owner="p")
+    fresh = sched.submit(LONG, owner="q", fresh=True)
+    assert sched.snapshot(fresh).queue_position == 1 and sched.snapshot(fresh).notice is None
+    for job in (going, fresh):
+        sched.cancel(job)
+
+
+def test_stop_leaves_the_run_to_the_others_and_the_last_one_out_stops_it(sched):
+    starter = sched.submit(LONG, owner="a")
+    rider, late = sched.submit(LONG, owner="b"), sched.submit(LONG, owner="c")
+    wait_for(lambda: sched.snapshot(rider).latest)  # the rider sees the run's points live
+    assert sched.snapshot(rider).latest == sched.snapshot(starter).latest
+    assert sched.cancel(late, owner="c")  # a rider leaves: the run goes on
+    assert sched.snapshot(late).status == "cancelled"
+    assert sched.snapshot(starter).status == "running"
+    assert sched.cancel(starter, owner="a")  # the starter leaves: the run is b's now
+    gone = sched.snapshot(starter)
+    assert gone.done and gone.end["message"] == LEFT.format(n=1) and gone.owner == "a"
+    assert sched.active_job("a") is None and sched.active_job("b") == rider
+    assert not sched.snapshot(rider).done
+    # the starter may run something else at once; the rider keeps watching theirs
+    other = sched.submit(RunConfig(epochs=1, seed=9), owner="a")
+    assert sched.cancel(rider, owner="b")  # the last one out: the run itself stops
+    snap = sched.wait(rider, timeout=scaled(60))
+    assert snap.status == "cancelled"
+    assert sched.wait(other, timeout=scaled(120)).status == "completed"
+    assert sched.load()["running"] == 0
+
+
+def test_a_browser_s_first_job_goes_ahead_of_anyone_s_second(sched):
+    running = sched.submit(LONG, owner="x")
+    wait_for(lambda: sched.snapshot(running).status == "running")
+    again = sched.submit(RunConfig(epochs=1, seed=1), owner="x")  # x's second job
+    newcomer = sched.submit(RunConfig(epochs=1, seed=2), owner="y")  # y's first
+    later = sched.submit(RunConfig(epochs=1, seed=3), owner="z")  # z's first, after y's
+    assert [sched.snapshot(j).queue_position for j in (newcomer, later, again)] == [1, 2, 3]
+    group = sched.submit_group([RunConfig(epochs=1, seed=s) for s in (4, 5)], owner="w")
+    # a first comparison stays together, behind the firsts already waiting, ahead of x's second
+    assert [sched.snapshot(j).queue_position for j in (*group, again)] == [3, 4, 5]
+    for job in (running, again, newcomer, later, *group):
+        sched.cancel(job)
