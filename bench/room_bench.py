@@ -684,6 +684,9 @@ def details(run: RoomRun) -> list[str]:
              f"while the pages loaded; bench client CPU {run.client_cpu_s:.1f} s; health probe "
              f"failures {run.health_failures}; tracebacks in the server log {run.server_errors}; "
              f"fragment reruns sent {sum(r.fragment_reruns for r in run.results)}"]
+    if any(r.batch is not None for r in run.results):
+        lines.append("    batch sizes picked: " + ", ".join(str(r.batch or "default")
+                                                        for r in run.results))
     for r in run.results:
         for error in r.errors:
             lines.append(f"    session {r.index} (batch {r.batch or 'default'}): {error}")

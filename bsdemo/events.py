@@ -34,6 +34,9 @@ class StartEvent(_Event):
     updates_per_epoch: int
     planned_steps: int
     memory_source: str  # "cuda allocator" | "mps allocator" | "accounted"
+    # the training and test sets' tensors, resident for the whole run: inside an allocator's
+    # peak when they sit on its device, never inside an accounted one (the page says so)
+    dataset_bytes: int = 0
 
 
 @dataclass

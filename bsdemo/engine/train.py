@@ -55,6 +55,13 @@ __all__ = ["DIVERGENCE_FACTOR", "Prepared", "check_budget", "evaluate", "is_out_
            "micro_loss", "prepare", "train"]
 
 
+def resident_bytes(data) -> int:
+    """Bytes of the data set's tensors a run holds from start to end (train and test splits)."""
+    return sum(t.nbytes for t in (getattr(data, name, None) for name in
+                                  ("x_train", "y_train", "x_test", "y_test"))
+               if isinstance(t, torch.Tensor))
+
+
 def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
           prepared: Prepared | None = None, evaluations: bool | str = True,
           memory_budget_bytes: int | None = None, cpu_budget_s: float | None = None
@@ -89,7 +96,7 @@ def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
         effective_batch_size=run.cfg.effective_batch_size,
         tokens_per_sample=run.data.tokens_per_sample,
         updates_per_epoch=run.cfg.updates_per_epoch, planned_steps=run.cfg.planned_steps,
-        memory_source=meter.source)
+        memory_source=meter.source, dataset_bytes=resident_bytes(run.data))
     sampler = NvmlSampler(run.device)
     try:
         yield from _loop(run, meter, sampler, info, should_stop, evaluations, memory_budget_bytes,

@@ -213,10 +213,19 @@ def _tiles(snap: JobSnapshot) -> None:
                         + (f" Over its wall clock the run got {wall:,.0f} samples/s."
                            if wall else ""))
     rss = snap.summary.get("process_rss_bytes")
+    data = (snap.start or {}).get("dataset_bytes") or 0
+    # an accounted peak counts the step's tensors, not the data set resident beside them: said
+    # beside the number, with the data set's size
+    outside = f"+ data set {data / MIB:,.2f} MiB, not in it" if source == "accounted" and data \
+        else None
     cols[4]("Memory, " + (source or "measured"),
                    f"{max(peaks) / MIB:,.2f} MiB" if peaks else "–",
-                   help=("Accounted: the tensors counted exactly (parameters, gradients, optimizer "
-                         "state, saved activations) — a lower bound on what the process holds."
+                   delta=outside if peaks else None, delta_color="off", delta_arrow="off",
+                   help=("Accounted: the tensors one step needs, counted exactly (parameters, "
+                         "gradients, optimizer state, saved activations) — a lower bound on what "
+                         "the process holds. The training and test sets stay in memory for the "
+                         "whole run beside them"
+                         + (f" ({data / MIB:,.2f} MiB), not counted here." if data else ".")
                          + (f" The worker process held {rss / MIB:,.0f} MiB at the end (resident "
                             "size: interpreter, libraries and the allocator's slack too)."
                             if rss else "")) if source == "accounted" else None)

@@ -66,6 +66,10 @@ def test_lab_run_draws_live_charts_and_tiles():
     assert "samples/s" in at.success[0].value
     # once ended, the tile shows the run's own summary figure, as its end message does
     assert f"median {tiles['Samples/s']} samples/s" in at.success[0].value
+    # an accounted peak says beside it that the resident data set is not in it, and its size
+    memory = next(m for m in at.metric if m.label == "Memory, accounted")
+    assert memory.value.endswith(" MiB") and "data set" in memory.delta
+    assert memory.delta.endswith("MiB, not in it") and float(memory.delta.split()[3]) > 0
     assert at.query_params["batch_size"] == "64"  # the link reproduces the run
     assert at.button(key="run").disabled is False
 

@@ -285,3 +285,15 @@ def test_the_summary_has_the_wall_clock_rate_and_the_process_memory_beside_the_m
     assert s["samples_per_sec"] > 0
     if s["process_rss_bytes"] is not None:  # Linux: the worker's resident size, a real figure
         assert s["process_rss_bytes"] > s["peak_memory_bytes"]  # accounted is a lower bound
+
+
+def test_the_start_event_gives_the_resident_data_set_s_size():
+    """An accounted peak leaves out the data set held for the whole run: the start event says
+    how large it is (train and test tensors), so the page can say so beside the peak."""
+    from bsdemo.engine.train import prepare, resident_bytes, train
+
+    cfg = RunConfig(dataset="digits", model="mlp", max_steps=2, epochs=None)
+    data = prepare(cfg).data
+    expected = sum(t.nbytes for t in (data.x_train, data.y_train, data.x_test, data.y_test))
+    start = next(e for e in train(cfg) if e.kind == "start")
+    assert start.dataset_bytes == expected == resident_bytes(data) > 0
