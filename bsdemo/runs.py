@@ -81,6 +81,10 @@ class JobFacts:
     wait_reason: str | None = None  # why a queued run has not started
     notice: str | None = None  # what the scheduler decided about this run (e.g. runs alone)
     node: str | None = None  # the cluster node that ran it (a Ray node id); None: this machine
+    # the run whose numbers these are: the job's own, or the one it rode (scheduler.joined);
+    # charts and texts name a run by it (None: the job's own id)
+    run_id: int | None = None
+    version: int = 0  # events filed so far: a new number, a new picture
 
 
 @dataclass(kw_only=True)
@@ -93,6 +97,11 @@ class JobSnapshot(JobFacts):
     queue_position: int | None = None  # 1 = next to start; None when not queued
     estimated_wait_s: float | None = None  # predicted seconds until a queued run starts
     wait_is_bound: bool = False  # the estimate counts time caps of runs with no measured speed
+
+    @property
+    def run_number(self) -> int:
+        """The id a chart or a sentence names this run by (see run_id)."""
+        return self.run_id or self.id
 
     @property
     def done(self) -> bool:

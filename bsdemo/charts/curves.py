@@ -34,7 +34,7 @@ def run_label(snap: JobSnapshot) -> str:
     cfg = snap.config
     b, k = cfg["batch_size"], cfg["accumulation_steps"]
     batch = f"batch {b * k}" + (f" ({b}×{k})" if k > 1 else "")
-    return f"#{snap.id} {batch}, lr {cfg['lr']:g}, {cfg['optimizer']}"
+    return f"#{snap.run_number} {batch}, lr {cfg['lr']:g}, {cfg['optimizer']}"
 
 
 def _xy(xs: Sequence, ys: Sequence, log: bool) -> tuple[list, list]:
@@ -77,7 +77,7 @@ def _eval_traces(fig: go.Figure, snap: JobSnapshot, style: Style, label: str, x_
     """The evaluated train loss (the run's one legend entry) and test loss of one run."""
     ex, train = _xy(snap.evals[x_field], snap.evals["train_loss"], log)
     _, test = _xy(snap.evals[x_field], snap.evals["test_loss"], log)
-    group = str(snap.id)
+    group = str(snap.run_number)
     fig.add_trace(go.Scatter(x=ex, y=train, mode="lines+markers", name=label,
                              line=dict(color=style.colour, width=2.5, dash=style.dash),
                              marker=dict(symbol=style.symbol, size=8), legendgroup=group))
@@ -95,7 +95,7 @@ def loss_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: fl
     x_field, x_title = X_AXES[x_axis]
     fig, table, drawn, ends = go.Figure(), [], [], []
     for snap, style in zip(runs, styles(runs), strict=True):
-        label, group = run_label(snap), str(snap.id)
+        label, group = run_label(snap), str(snap.run_number)
         xs, raw = _xy(snap.steps[x_field], snap.steps["loss"], log)
         fig.add_trace(go.Scatter(x=xs, y=raw, mode="lines", name=f"{label} · step loss",
                                  line=dict(color=style.colour, width=1),
@@ -186,7 +186,7 @@ def _per_step_chart(runs: Sequence[JobSnapshot], x_axis: str, y_field: str, titl
             continue
         label = run_label(snap)
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=label, legendgroup=str(snap.id),
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=label, legendgroup=str(snap.run_number),
                                  opacity=0.3 if smoothing > 0 else 1.0, showlegend=smoothing <= 0,
                                  line=dict(color=style.colour, dash=style.dash,
                                            width=1 if smoothing > 0 else 2)))
@@ -194,7 +194,7 @@ def _per_step_chart(runs: Sequence[JobSnapshot], x_axis: str, y_field: str, titl
         if smoothing > 0:
             main = ema(ys, smoothing)
             fig.add_trace(go.Scatter(x=xs, y=main, mode="lines", name=label,
-                                     legendgroup=str(snap.id),
+                                     legendgroup=str(snap.run_number),
                                      line=dict(color=style.colour, dash=style.dash, width=2)))
         drawn.append((xs, main))
         values = sorted(ys)
@@ -286,7 +286,7 @@ def labelled_loss_chart(runs: Sequence[tuple[str, JobSnapshot]], x_axis: str,
         if (spike := _spike(snap, x_field, train)) is not None:  # between two evaluations
             fig.add_trace(go.Scatter(
                 x=[spike[0]], y=[spike[1]], mode="markers+text", text=[f"spike {spike[1]:.3g}"],
-                textposition="middle right", showlegend=False, legendgroup=str(snap.id),
+                textposition="middle right", showlegend=False, legendgroup=str(snap.run_number),
                 hoverinfo="text", hovertext=[f"{label}: a step's loss reached {spike[1]:.4g}"],
                 marker=dict(symbol="triangle-up", size=12, color=style.colour),
                 textfont=dict(color=style.colour)))

@@ -40,7 +40,7 @@ def regions_chart(runs: Sequence[JobSnapshot]) -> Chart:
     shown = [(snap, found) for snap in runs if (found := latest_regions(snap))][-MOST:]
     # always MOST columns (the unused ones blank): each panel about as wide as it is tall in
     # half a 1280 px page, with no aspect lock (a locked panel shrinks away from its legend)
-    titles = [f"#{snap.id} · batch {snap.effective_batch:,} · step {step:,}"
+    titles = [f"#{snap.run_number} · batch {snap.effective_batch:,} · step {step:,}"
               for snap, (_, step) in shown]  # short: a panel is a third of the chart
     fig = make_subplots(rows=1, cols=MOST, subplot_titles=titles + [""] * (MOST - len(titles)),
                         horizontal_spacing=0.04)

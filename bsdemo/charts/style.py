@@ -158,7 +158,7 @@ def end_mark(fig: go.Figure, snap: JobSnapshot, x: float | None, y: float | None
     shown = min(y, top * 0.95) if top else y
     fig.add_trace(go.Scatter(x=[x], y=[shown], mode="markers+text", text=[words],
                              textposition="top left", showlegend=False, hoverinfo="text",
-                             hovertext=[f"{words} at {y:.4g}"], legendgroup=str(snap.id),
+                             hovertext=[f"{words} at {y:.4g}"], legendgroup=str(snap.run_number),
                              marker=dict(symbol=symbol, size=14, color=colour,
                                          line=dict(width=2, color=colour)),
                              textfont=dict(color=colour)))

@@ -20,7 +20,7 @@ def runs_table(runs: Sequence[JobSnapshot]) -> list[dict[str, Any]]:
         peak = summary.get("peak_memory_bytes")
         gan = cfg.get("model") == "gan"  # its accuracy is its discriminator's: not shown here
         rows.append({
-            "run": snap.id, "status": snap.status,
+            "run": snap.run_number, "status": snap.status,
             "workload": f"{cfg['dataset']} · {cfg['model']}",
             "effective batch": snap.effective_batch,
             "micro-batch × accumulation": f"{cfg['batch_size']} × {cfg['accumulation_steps']}"

@@ -30,7 +30,7 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
     short = (f" and reached a Fréchet distance of {s['frechet_distance']:.3g}"
              if s.get("frechet_distance") is not None else
              f" and reached {acc:.1%} test accuracy" if acc is not None else "")
-    lead = f"Run #{new.id} at batch {b} made {s['steps']:,} optimizer steps{short}."
+    lead = f"Run #{new.run_number} at batch {b} made {s['steps']:,} optimizer steps{short}."
     text = (f"It trained {s.get('epochs', 0):.3g} epochs in {s.get('wall_time_s', 0):.2f} s"
             + (f", a median {rate:,.0f} samples/s" if rate else "") + "." + reached
             + ENDED.get(new.ending, f" It {new.status}."))
@@ -50,7 +50,7 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
     lead = (f"Batch {kl} made {ls['steps'] / ls['epochs']:.0f} updates an epoch against batch "
             f"{ks}'s {ss['steps'] / ss['epochs']:.0f}"
             + (f", at {rates[1] / rates[0]:.1f}× the samples per second" if rates else "") + ".")
-    text = f"Run #{new.id} at batch {b}: " + text[:1].lower() + text[1:]
+    text = f"Run #{new.run_number} at batch {b}: " + text[:1].lower() + text[1:]
     if rates is not None:
         text += f" The two runs' samples per second are compared by {rates[2]}."
     if rates is None and ss.get("samples_per_sec") and ls.get("samples_per_sec"):

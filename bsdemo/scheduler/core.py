@@ -45,7 +45,10 @@ from bsdemo.store import Store
 
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
 SEEN_OWNERS = 100_000  # browsers remembered as having queued a job (for first-job priority)
-DISPATCH_LOOKUP_S = 0.5  # the longest a lookup under the scheduler's lock waits for the store
+DISPATCH_LOOKUP_S = 0.5
+# an active job's copy for pages is remade at most this often (a page polls every 0.5 s): a room
+# watching one run draws one copy, and its figures once (bsdemo.ui.widgets.shared_figures)
+PUBLISH_S = 0.2  # the longest a lookup under the scheduler's lock waits for the store
 
 class Scheduler(Reaper, Joining):
     """FIFO queue + worker processes + bounded per-job buffers. Thread-safe."""
@@ -68,6 +71,7 @@ class Scheduler(Reaper, Joining):
         self._jobs: dict[int, Job] = {}
         self._queue: collections.deque[int] = collections.deque()
         self._seen_owners: collections.OrderedDict[str, bool] = collections.OrderedDict()
+        self._published: dict[int, tuple[float, JobSnapshot]] = {}  # active jobs' copies
         self._finished: collections.deque[int] = collections.deque()
         self._ids = JobIds(id_counter)
         self._max_points = max_points
@@ -158,7 +162,8 @@ class Scheduler(Reaper, Joining):
 
     def _new_job(self, cfg: RunConfig, owner: str, cost: Cost, **fields) -> Job:
         """A registered job with fresh bounded buffers. Caller holds the lock."""
-        job = Job(id=self._ids.next(), owner=owner, config=cfg, submitted_at=time.time(),
+        job_id = self._ids.next()
+        job = Job(id=job_id, run_id=job_id, owner=owner, config=cfg, submitted_at=time.time(),
                   steps=Series(STEP_FIELDS, self._max_points),
                   evals=Series(EVAL_FIELDS, self._max_points),
                   predicted_bytes=cost.predicted_bytes, wall_s=cost.wall_s, **fields)
@@ -246,6 +251,22 @@ class Scheduler(Reaper, Joining):
             return snap if job.left_by is None else self._left_snapshot(job, snap)
 
     def _snapshot(self, job: Job) -> JobSnapshot:
+        """The job's copy for drawing. A running job's is made at most once every PUBLISH_S:
+        every page polling it meanwhile gets the same copy (and so can share the figures drawn
+        from it) instead of a copy each; a queued one's place changes as others queue, and it
+        has no curves to copy. Caller holds the lock."""
+        now = time.monotonic()
+        made, snap = self._published.get(job.id, (None, None))
+        if snap is not None and now - made < PUBLISH_S and snap.status == job.status:
+            return snap
+        snap = self._copy(job)
+        if job.status == "running":
+            self._published[job.id] = (now, snap)
+        else:
+            self._published.pop(job.id, None)
+        return snap
+
+    def _copy(self, job: Job) -> JobSnapshot:
         """Caller holds the lock."""
         position = (self._queue.index(job.id) + 1) if job.id in self._queue else None
         wait, bound = None, False
@@ -438,6 +459,8 @@ class Scheduler(Reaper, Joining):
         job.end = end
         job.status = end["status"]
         job.finished_at = time.time()
+        job.version += 1
+        self._published.pop(job.id, None)
         if job.rode:  # the run it rode is counted, learned from and kept, once
             self._finished.append(job.id)
             return
@@ -483,6 +506,7 @@ class Scheduler(Reaper, Joining):
         job = self._jobs.get(job_id)
         if job is None or job.status not in ACTIVE:
             return  # late events of a job already ended (e.g. its worker was declared dead)
+        job.version += 1
         for event in events:
             kind = event["kind"]
             if file_event(job, event):  # start, step, eval: filed as the CLI files them

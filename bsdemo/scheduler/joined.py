@@ -40,7 +40,8 @@ class Joining:
         return None
 
     def _join(self, job: Job, lead: Job) -> None:
-        job.follows, job.rode = lead.id, True  # stays "queued": never counted as running
+        # it stays "queued": never counted as running; charts and texts name the run it rides
+        job.follows, job.rode, job.run_id = lead.id, True, lead.id
         lead.followers.append(job.id)
         job.notice = ("Joined a run with the same settings that another student started: "
                       "the same measured run, shown to both of you.")
@@ -92,7 +93,7 @@ class Joining:
             job = self._jobs.get(follower_id)
             if job is None or job.status not in ACTIVE:
                 continue
-            job.follows = None
+            job.follows, job.version = None, lead.version
             job.start, job.latest, job.result = lead.start, lead.latest, lead.result
             job.points = list(lead.points)
             job.steps, job.evals = lead.steps, lead.evals  # ended: never written again

@@ -16,13 +16,16 @@ from bsdemo.config import ConfigError, RunConfig
 from bsdemo.plaintext import plain
 from bsdemo.runs import JobSnapshot, cpu_rates, stable_rate
 from bsdemo.scheduler import ActiveRunError
-from bsdemo.ui.links import view_params
+from bsdemo.ui.links import presenting, view_params
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs
 from bsdemo.ui.widgets import (
     REFRESH_S,
+    framed,
     measured_on,
     polled,
+    runs_key,
+    shared_figures,
     show_chart,
     show_table,
     takeaway,
@@ -109,19 +112,27 @@ def _charts(shown: list[JobSnapshot]) -> None:
     charts read them), then memory and GPU utilisation."""
     top = st.container(key="lab_charts")  # keyed: a phone draws them before the status line
     x_axis, smoothing, log = _chart_controls()
+
+    def build() -> tuple:
+        return (framed(charts.loss_chart(shown, x_axis, smoothing, log)),
+                framed(charts.throughput_chart(shown, x_axis, smoothing, log)),
+                recipes.lab_verdict(shown), framed(charts.memory_chart(shown, x_axis, log)))
+
+    # made once for every session drawing the same runs the same way (a room on one run)
+    loss, throughput, verdict, memory = shared_figures(
+        ("lab", runs_key(shown), x_axis, smoothing, log, presenting()), build)
     with top:
         left, right = st.columns(2)
         with left:
-            show_chart(charts.loss_chart(shown, x_axis, smoothing, log), "loss_chart")
+            show_chart(loss, "loss_chart", is_framed=True)
         with right:
-            show_chart(charts.throughput_chart(shown, x_axis, smoothing, log),
-                       "throughput_chart")
-        takeaway(recipes.lab_verdict(shown))  # what the runs drawn show, right under them
+            show_chart(throughput, "throughput_chart", is_framed=True)
+        takeaway(verdict)  # what the runs drawn show, right under them
     if any(latest_regions(snap) for snap in shown):  # a 2-D dataset: what each run learned
         show_chart(regions_chart(shown), "regions_chart")
     left, right = st.columns(2)
     with left:
-        show_chart(charts.memory_chart(shown, x_axis, log), "memory_chart")
+        show_chart(memory, "memory_chart", is_framed=True)
     with right:
         if charts.has_utilization(shown):
             show_chart(charts.utilization_chart(shown, x_axis, smoothing, log),
@@ -148,11 +159,11 @@ def _status(snap: JobSnapshot) -> None:
     if snap.status == "queued":
         st.info(waiting_message(snap), icon=":material/hourglass_top:")
     elif snap.status == "running" and snap.start is None:
-        st.info(f"Run {snap.id} is starting (loading data, building the model)…")
+        st.info(f"Run {snap.run_number} is starting (loading data, building the model)…")
     elif snap.status == "running":
         shared = " Another run shares the device, so its speed is shared too." \
             if snap.shared_device else ""
-        st.info(f"Run {snap.id} is training on {snap.start['device'].get('name')}.{shared}")
+        st.info(f"Run {snap.run_number} is training on {snap.start['device'].get('name')}.{shared}")
     elif snap.status == "completed" and snap.stored_at is not None:
         device, when = measured_on(snap)
         st.success(f"Stored result, measured on {plain(device)} at {when}: {snap.end['message']}",
@@ -165,7 +176,7 @@ def _status(snap: JobSnapshot) -> None:
     elif snap.status == "cancelled":
         st.warning(snap.end["message"])
     else:
-        st.error(plain(f"Run {snap.id} {snap.status}: {snap.end['message']}"))
+        st.error(plain(f"Run {snap.run_number} {snap.status}: {snap.end['message']}"))
     for notice in (snap.start or {}).get("notices", []) + ([snap.notice] if snap.notice else []):
         st.caption(plain(notice))
     if snap.owner != owner():

@@ -7,8 +7,11 @@ whole page once when what it watched moves on, so the controls around it catch u
 
 from __future__ import annotations
 
+import collections
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 
@@ -24,17 +27,53 @@ from bsdemo.ui.links import presenting
 from bsdemo.ui.state import owner, scheduler
 
 REFRESH_S = 0.5  # a running job's view polls this often (>= 1 update/s as promised)
+FIGURES_KEPT = 64  # shared figures kept (shared_figures)
+_FIGURES: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
+_FIGURES_LOCK = threading.Lock()
 LR_CHOICES = list(LR_STEPS)
 OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD + momentum 0.9", "adam": "Adam",
                     "adamw": "AdamW (weight decay 0.01)"}
 
 
-def show_chart(chart: Chart, key: str) -> None:
-    """A chart with its alt text, and its data as a table when the reader asked for tables."""
+def framed(chart: Chart) -> Chart:
+    """The chart as the page shows it: for a projector when presenting, its legend fitted. Its
+    figure is changed in place: frame a chart once (show_chart does, unless told it is)."""
     figure = projector(chart.figure) if presenting() else chart.figure
-    st.plotly_chart(fit_legend(figure), key=key, alt=chart.alt, config={"displaylogo": False})
+    fit_legend(figure)
+    return chart
+
+
+def show_chart(chart: Chart, key: str, is_framed: bool = False) -> None:
+    """A chart with its alt text, and its data as a table when the reader asked for tables.
+    is_framed: the chart went through framed() already (a shared one: shared_figures)."""
+    figure = (chart if is_framed else framed(chart)).figure
+    st.plotly_chart(figure, key=key, alt=chart.alt, config={"displaylogo": False})
     if st.session_state.get("show_tables"):  # opt-in: re-sending tables every poll is costly
         st.dataframe(chart.table, hide_index=True, key=f"{key}_table", height=200)
+
+
+def shared_figures(key: tuple, build: Callable[[], Any]) -> Any:
+    """build()'s result for key, made once for every session drawing the same runs with the same
+    settings (a room watching one run: bsdemo.scheduler publishes one copy of a running job every
+    PUBLISH_S, so their polls share a key). Process-wide, the newest FIGURES_KEPT kept; what it
+    returns is shared between sessions and must not be changed. Two sessions asking at once may
+    both build it: the second result is dropped, nothing is wrong."""
+    with _FIGURES_LOCK:
+        hit = _FIGURES.get(key)
+        if hit is not None:
+            _FIGURES.move_to_end(key)
+            return hit
+    value = build()
+    with _FIGURES_LOCK:
+        _FIGURES[key] = value
+        while len(_FIGURES) > FIGURES_KEPT:
+            _FIGURES.popitem(last=False)
+    return value
+
+
+def runs_key(shown: list[JobSnapshot]) -> tuple:
+    """What the figures of these runs are made from: each run's numbers at this version."""
+    return tuple((s.run_number, s.version, s.status, s.stored_at) for s in shown)
 
 
 def takeaway(text: str | None, level: str = "info", key: str = "takeaway") -> None:

@@ -79,3 +79,34 @@ def test_a_browser_s_first_job_goes_ahead_of_anyone_s_second(sched):
     assert [sched.snapshot(j).queue_position for j in (*group, again)] == [3, 4, 5]
     for job in (running, again, newcomer, later, *group):
         sched.cancel(job)
+
+
+def test_a_room_on_one_run_shares_one_copy_and_one_set_of_figures(sched):
+    """Pages polling a running job within PUBLISH_S get one copy of it (a rider's names the run
+    it rides), and the lab's figures of that copy are built once for all of them."""
+    from bsdemo.ui.widgets import runs_key, shared_figures
+
+    starter = sched.submit(LONG, owner="a")
+    rider = sched.submit(LONG, owner="b")
+    wait_for(lambda: sched.snapshot(starter).latest)
+
+    def pair():  # two looks inside one PUBLISH_S window (a busy machine may straddle one)
+        mine, theirs = sched.snapshot(starter), sched.snapshot(rider)
+        return (mine, theirs) if sched.snapshot(starter) is mine else None
+
+    mine, theirs = wait_for(pair)
+    assert theirs.id == rider and theirs.run_id == starter == mine.run_number
+    assert theirs.steps is mine.steps and runs_key([theirs]) == runs_key([mine])
+    builds = []
+
+    def build():
+        builds.append(1)
+        return object()
+
+    key = ("test", runs_key([mine]))
+    assert shared_figures(key, build) is shared_figures(("test", runs_key([theirs])), build)
+    assert len(builds) == 1
+    later = wait_for(lambda: (s := sched.snapshot(starter)).version > mine.version and s)
+    assert runs_key([later]) != runs_key([mine])  # new steps: a new picture
+    for job in (starter, rider):
+        sched.cancel(job)
