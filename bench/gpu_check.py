@@ -20,7 +20,12 @@
    512 (kernels per step, the GPU's busy share, the trace's split), and CUDA graphs
    (make_graphed_callables) against eager: samples/s and t0 before and after;
 10. the user's own model (bsdemo.api): the example ResNet's finder with real OOMs under an
-   allocator cap, the example GPT's sweep by CUDA events and fit-batch with fp16's scaler.
+   allocator cap, the example GPT's sweep by CUDA events and fit-batch with fp16's scaler;
+11. a room (issue 40): 100 sessions (20 in a dry run) pressing Run within 5 s through the
+   scheduler's own API, with four workers sharing the card (memory admission places them): a
+   third on the Training Lab's defaults (they ride one run), the others on a batch size drawn
+   from the slider's powers of two; first point and completion p50/p95, every run completed.
+   The pages' side of a room (the web process) is bench/room_bench.py's, on any server.
 Prints a short table per part; exits 1 if a check fails. Record its output in bench/RESULTS.md.
 
     python bench/gpu_check.py [--budget 8GiB] [--model mlp --size XL]
@@ -311,6 +316,68 @@ def own_model_part(device: str, dry: bool) -> None:
         + check(all(row["max_batch_size"] > 0 for row in fit.techniques), "own fit-batch"))
 
 
+def room_part(device: str, dry: bool) -> None:
+    """A room pressing Run at once, through the scheduler as the pages use it (see 11. above)."""
+    import random
+    import threading
+
+    from bsdemo.scheduler import Scheduler
+
+    sessions, workers = (20, 2) if dry else (100, 4)
+    rng = random.Random(0)
+    sched = Scheduler(workers=workers)
+    try:
+        while sched.workers_ready() < workers:
+            time.sleep(0.05)
+        presses = sorted(rng.uniform(0, 5) for _ in range(sessions))
+        sizes = [None if rng.random() < 1 / 3 else rng.choice(powers_of_two(1024))
+                 for _ in range(sessions)]
+        jobs, first, done, errors = {}, {}, {}, []
+        start = time.perf_counter()
+
+        def watch() -> None:  # every session's page: heartbeat and poll, as a fragment does
+            while len(done) < sessions and time.perf_counter() - start < 300:
+                for i, (job, pressed) in list(jobs.items()):
+                    sched.heartbeat(f"student-{i}")
+                    snap = sched.snapshot(job)
+                    now = time.perf_counter() - start
+                    if snap.latest is not None and i not in first:
+                        first[i] = now - pressed
+                    if snap.done and i not in done:
+                        done[i] = now - pressed
+                        if snap.status != "completed":
+                            errors.append(f"{i}: {snap.status}")
+                time.sleep(0.05)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        for i, (at, size) in enumerate(zip(presses, sizes, strict=True)):
+            time.sleep(max(0.0, at - (time.perf_counter() - start)))
+            cfg = RunConfig(device=device) if size is None else RunConfig(device=device,
+                                                                          batch_size=size)
+            try:
+                jobs[i] = (sched.submit(cfg, f"student-{i}"), time.perf_counter() - start)
+            except Exception as exc:  # noqa: BLE001 - a refusal is this check's finding
+                errors.append(f"{i}: {exc}")
+                done[i] = float("nan")
+        watcher.join(timeout=320)
+
+        def pct(values: list[float], q: float) -> float:
+            values = sorted(values)
+            return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+        firsts, ends = list(first.values()), [v for v in done.values() if v == v]
+        print(f"\na room: {sessions} sessions within 5 s, {workers} workers on {device} "
+              f"({len({s for s in sizes})} distinct settings)")
+        print(f"  first point p50 {pct(firsts, 0.5):.2f} s, p95 {pct(firsts, 0.95):.2f} s "
+              f"(target <= 5 s); completion p50 {pct(ends, 0.5):.2f} s, "
+              f"p95 {pct(ends, 0.95):.2f} s")
+        print(f"  {len(firsts)}/{sessions} saw a first point, errors: {errors[:3] or 'none'} "
+              f"{check(not errors and len(done) == sessions, 'room: every run completed')}")
+    finally:
+        sched.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", default="8GiB")
@@ -408,6 +475,7 @@ def main() -> int:
     systems_part(device)
     footprint_part(device, dry)
     scheduler_part(device)
+    room_part(device, dry)
 
     print(f"\n{'all checks passed' if not FAILURES else 'FAILED: ' + ', '.join(FAILURES)}")
     return 1 if FAILURES else 0

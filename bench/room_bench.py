@@ -32,19 +32,20 @@ frontend does, without a browser:
    sends references for unchanged large deltas as it would to a browser.
 4. First loss point: the first time, after the press, that the loss chart (the Plotly element
    keyed "loss_chart") has a trace with at least one x value (plain lists or Plotly's base64
-   typed arrays). Completion: the first full script run after the press that ends with no
-   fragment asking for auto reruns any more (the run view, the heartbeat and the device badge
-   all stop polling only once nothing of this browser's is queued or running); the run's
-   outcome is that run's status alert: success "Completed …" (trained) or "Stored result …"
-   (served from the run store); anything else (a refused submit, a failed or cancelled run)
-   is an error.
+   typed arrays). Completion: the run's end status as the student reads it, the success
+   alert "Completed …" (trained) or "Stored result …" (served from the run store), the first
+   time either appears in any script run (full or fragment) after the press. A full run after
+   the press that leaves nothing polling and shows neither (within 2 s: a fragment rerun
+   queued behind it can still draw it) is an error: a refused submit, a failed or cancelled
+   run. (Not "nothing polls any more" alone: the sidebar's heartbeat
+   fragment can be left polling every 20 s after the run ended, until the next full run.)
 
 Per session: time from the press to the first loss point and to completion, and errors
 (exceptions on the page, the connection closed, a refused or failed run, no first point within
 --timeout). Meanwhile a prober thread gets /_stcore/health every 0.5 s and records its latency,
 and a sampler reads /proc/PID/stat of the server (utime+stime: the web process) and of its
 descendants (the training workers), reported as web CPU seconds per session and worker CPU
-seconds over the room (from the first connection to the last completion). The server is warmed
+seconds; both over the room (from the first connection to the last completion). The server is warmed
 first by one visit (the scheduler and its worker started, the device known), so the window
 measures the room and not the server's start.
 
@@ -69,6 +70,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import random
@@ -101,6 +103,7 @@ PAGE = "training_lab"  # the Training Lab's url path (app.py's navigation: the l
 LOSS_CHART = "-loss_chart"  # how the loss chart's element id ends (its key)
 RUN_KEY = "-run"  # how the Run button's widget id ends (its key)
 BATCH_KEY = "-w_batch_pow"  # the batch-size slider's widget id
+QUIET_S = 2.0  # how long a press with nothing polling and no end status waits for one
 LOAD_TIMEOUT_S = 120.0  # a page that has not loaded by then is an error
 HEALTH_EVERY_S = 0.5
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -215,6 +218,7 @@ class HealthProber(threading.Thread):
     def __init__(self, port: int):
         super().__init__(daemon=True)
         self.url, self.stop = f"http://127.0.0.1:{port}/_stcore/health", threading.Event()
+        self.since = float("inf")  # time.monotonic() from which latencies count (the room's)
         self.latencies_ms: list[float] = []
         self.failures = 0
 
@@ -225,8 +229,9 @@ class HealthProber(threading.Thread):
                 with urllib.request.urlopen(self.url, timeout=5) as response:
                     response.read()
             except OSError:
-                self.failures += 1
-            self.latencies_ms.append((time.perf_counter() - t) * 1e3)
+                self.failures += 1 if time.monotonic() >= self.since else 0
+            if time.monotonic() >= self.since:
+                self.latencies_ms.append((time.perf_counter() - t) * 1e3)
             self.stop.wait(max(0.0, HEALTH_EVERY_S - (time.perf_counter() - t)))
 
 
@@ -305,6 +310,8 @@ class Tab:
         self.pressed = False
         self.press_seen = False  # a full run started after the press
         self.done = asyncio.Event()
+        self.script_ends, self.script_end = 0, asyncio.Event()  # script runs ended, any kind
+        self.ends_at_done = 0
 
     # --- sending ---
     async def rerun(self, fragment: str = "", auto: bool = False,
@@ -411,8 +418,13 @@ class Tab:
             self.run_button = (element.button.id, element.button.disabled)
         elif kind == "slider" and element.slider.id.endswith(BATCH_KEY):
             self.batch_slider = (element.slider.id, list(element.slider.options))
-        elif kind == "alert" and not self.run_fragments:
-            self.alerts.append((ALERT_FORMATS.get(element.alert.format, "?"), element.alert.body))
+        elif kind == "alert":
+            fmt, body = ALERT_FORMATS.get(element.alert.format, "?"), element.alert.body
+            if not self.run_fragments:
+                self.alerts.append((fmt, body))
+            if (self.press_seen and not self.done.is_set() and fmt == "success"
+                    and (body.startswith("Stored result") or body.startswith("Completed"))):
+                self.complete("stored" if body.startswith("Stored result") else "trained")
         elif kind == "exception":
             self.result.errors.append(f"exception on the page: {element.exception.type}: "
                                       f"{element.exception.message[:120]}")
@@ -422,6 +434,8 @@ class Tab:
             self.result.first_point_s = time.monotonic() - self.result.pressed_at
 
     def finished(self, status: int) -> None:
+        self.script_ends += 1
+        self.script_end.set()
         if status != FINISHED.FINISHED_EARLY_FOR_RERUN and self.got_new_session:
             self.runs += 1  # the frontend's cache ages its messages per finished run
             for digest, hit in list(self.cache.items()):
@@ -434,16 +448,22 @@ class Tab:
         self.full_runs += 1
         self.full_run_done.set()
         if self.press_seen and not self.timers and not self.done.is_set():
-            self.complete()
+            # nothing polls and no run ended: a refusal or a failed run, unless the end status
+            # is still coming (a queued fragment rerun can draw it just after this full run)
+            quiet_at = time.monotonic()
+            asyncio.get_running_loop().call_later(
+                QUIET_S, lambda: self.done.is_set() or self.complete(None, quiet_at))
 
-    def complete(self) -> None:
+    def complete(self, outcome: str | None, at: float | None = None) -> None:
+        """The run's end as the student sees it: its success status ("trained" or "stored"), or
+        (None) a full run after the press that left nothing polling and showed no such status:
+        an error, quoting the run's warnings and errors."""
         result = self.result
-        result.done_at = time.monotonic()
+        result.done_at = at or time.monotonic()
         result.done_s = result.done_at - result.pressed_at
-        ends = [body for fmt, body in self.alerts if fmt == "success"
-                and (body.startswith("Stored result") or "Completed" in body)]
-        if ends:
-            result.outcome = "stored" if ends[-1].startswith("Stored result") else "trained"
+        self.ends_at_done = self.script_ends
+        if outcome is not None:
+            result.outcome = outcome
         else:
             said = [f"{fmt}: {body[:100]}" for fmt, body in self.alerts
                     if fmt in ("error", "warning")]
@@ -528,6 +548,15 @@ class Tab:
             await asyncio.wait_for(self.done.wait(), timeout)
         except TimeoutError:
             self.result.errors.append(f"not done within {timeout:g} s")
+            return
+        # the script run that showed the end status draws the charts after it: read it to its end
+        deadline = time.monotonic() + LOAD_TIMEOUT_S
+        while self.script_ends == self.ends_at_done and time.monotonic() < deadline:
+            self.script_end.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.script_end.wait(), deadline - time.monotonic())
+        if self.result.first_point_s is None:
+            self.result.errors.append("ended without a loss point on the chart")
 
 
 # ----- one room on one fresh server -----
@@ -553,11 +582,13 @@ def batch_choices(n: int, mix: str, seed: int) -> list[random.Random | None]:
 
 
 async def room_async(port: int, n: int, mix: str, within: float, timeout: float, seed: int,
-                     sampler: CpuSampler) -> tuple[list[Result], float, float, float, float]:
+                     sampler: CpuSampler, prober: HealthProber
+                     ) -> tuple[list[Result], float, float, float, float]:
     warm = Tab(port, Result(-1, None), "10.255.255.254")
     await warm.visit(None, 0.0, None, timeout)
     if warm.result.errors:
         raise RuntimeError(f"warm-up visit failed: {warm.result.errors}")
+    prober.since = time.monotonic()
     sampler.sample()
     web0, workers0 = sampler.totals()
     client0 = time.process_time()
@@ -593,7 +624,7 @@ def one_room(n: int, mix: str, within: float, timeout: float, seed: int,
             sampler.start()
             prober.start()
             results, web, workers, client, load_web = asyncio.run(
-                room_async(port, n, mix, within, timeout, seed, sampler))
+                room_async(port, n, mix, within, timeout, seed, sampler, prober))
         finally:
             prober.stop.set()
             sampler.stop.set()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,8 @@ class PendingRun:
     end: dict[str, Any]
     created: float  # when it was measured (kept as such in the store)
     file: Path | None = field(default=None, compare=False)  # its spool file, once written
+    spooled: bool = field(default=False, compare=False)  # saving it was tried (file says how)
+    saving: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     def key(self, version: str) -> str:
         return run_key(self.config, self.device, version)
@@ -73,7 +76,7 @@ class Spool:
         for path in sorted(self.folder.glob(f"*{SUFFIX}")):
             try:
                 record = json.loads(path.read_text())
-                runs.append(PendingRun(**record, file=path))
+                runs.append(PendingRun(**record, file=path, spooled=True))
             except (OSError, ValueError, TypeError) as exc:
                 log.warning("spooled run %s could not be read (%s); left in place", path, exc)
         return runs

@@ -7,8 +7,8 @@ never loses one:
   PostgreSQL down or frozen) is tried again every WRITE_RETRY_S, and a restarted server writes
   what its spool still holds. `notice` says, while runs wait, how many and why;
 - a lookup first asks `pending` (a run that has just finished is found at once, whatever the
-  store is doing), then the store, waiting at most LOOKUP_S for it: a Run press never waits on
-  a stuck store, it trains fresh.
+  store is doing), then the store, waiting at most LOOKUP_S for it — and not at all while the
+  store is not taking writes: a Run press never waits on a stuck store, it trains fresh.
 
 Writes happen on a thread of their own, never under the scheduler's lock, and never under a
 lock that a lookup needs: `pending` is guarded by a lock of its own that no store call holds."""
@@ -46,6 +46,10 @@ class StoreLink:
         if self._spool is not None:
             for run in self._spool.load():
                 self._pending[run.key(store.version)] = run
+            # its own thread: a run reaches the disk at once, even while the writer waits on
+            # a stuck store (a write may wait CALL_S)
+            threading.Thread(target=self._spool_new, name="bsdemo-store-spooler",
+                             daemon=True).start()
         threading.Thread(target=self._write, name="bsdemo-store-writer", daemon=True).start()
 
     # ----- reading -----
@@ -58,8 +62,11 @@ class StoreLink:
         config = vars(cfg)
         with self._lock:
             waiting = self._pending.get(run_key(config, device, self.store.version))
+            failing = self._failing
         if waiting is not None:
             return waiting.stored(self.store.host)
+        if failing:  # the store is not taking writes: a lookup would only wait on it
+            return None
         try:
             return self.store.find(config, device, wait=wait)
         except Exception as exc:  # noqa: BLE001 - a damaged or stuck store must not stop a run
@@ -103,7 +110,7 @@ class StoreLink:
                          job.finished_at or time.time())
         with self._lock:
             self._pending[run.key(self.store.version)] = run
-            self._wake.notify()
+            self._wake.notify_all()  # the spooler and the writer
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until every finished run is in the store (tests, shutdown); whether they are."""
@@ -117,6 +124,21 @@ class StoreLink:
                 self._wake.wait(min(left, 0.1))
         return True
 
+    def _save(self, run: PendingRun) -> None:
+        with run.saving:  # once, by whichever thread comes first
+            if not run.spooled:
+                if self._spool is not None:
+                    self._spool.save(run)
+                run.spooled = True
+
+    def _spool_new(self) -> None:
+        while True:
+            with self._lock:
+                while not (new := [r for r in self._pending.values() if not r.spooled]):
+                    self._wake.wait()
+            for run in new:
+                self._save(run)
+
     def _write(self) -> None:
         while True:
             with self._lock:
@@ -125,8 +147,8 @@ class StoreLink:
                 batch = list(self._pending.items())
             failed = False
             for key, run in batch:
-                if self._spool is not None and run.file is None:
-                    self._spool.save(run)  # on disk first: a restart loses nothing
+                if not run.spooled:  # the spooler has not reached it yet: on disk first
+                    self._save(run)
                 try:
                     self.store.put(run.config, run.device, run.start, run.steps, run.evals,
                                    run.end, created=run.created)

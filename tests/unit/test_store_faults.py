@@ -104,20 +104,24 @@ def test_runs_finished_while_the_database_is_down_survive_a_server_restart(own_p
     server.stop()
     a = _ready(Scheduler(workers=1, store=open_store(None, url), spool=spool))
     try:
-        snap = a.wait(a.submit(SHORT, owner="a", fresh=True), timeout=scaled(120))
-        assert snap.status == "completed"
-        wait_for(lambda: len(_spooled(spool)) == 1, timeout=30)
+        # three runs back to back: each reaches the disk at once, while the writer is busy
+        # failing on the one before
+        snaps = [a.wait(a.submit(RunConfig(epochs=None, max_steps=3, seed=s), owner="a",
+                                 fresh=True), timeout=scaled(120)) for s in (0, 1, 2)]
+        assert [s.status for s in snaps] == ["completed"] * 3
+        snap = snaps[0]
+        wait_for(lambda: len(_spooled(spool)) == 3, timeout=30)
         assert "wait to be stored" in a.store_notice and "on this server's disk" in a.store_notice
     finally:
-        a.close()  # the lab's server goes down with the run still waiting
-    assert len(_spooled(spool)) == 1
+        a.close()  # the lab's server goes down with the runs still waiting
+    assert len(_spooled(spool)) == 3
     server.start()
     b = Scheduler(workers=1, store=open_store(None, url), spool=spool)  # the server restarted
     try:
         assert b.flush_store(scaled(60)) and _spooled(spool) == []
-        assert b.store.count() == 1
+        assert b.store.count() == 3
         _ready(b)
-        served = b.snapshot(b.submit(SHORT, owner="b"))
+        served = b.snapshot(b.submit(RunConfig(epochs=None, max_steps=3, seed=0), owner="b"))
         assert served.status == "completed" and served.stored_at is not None
         assert served.steps["loss"] == snap.steps["loss"]
     finally:
