@@ -43,20 +43,6 @@ def ready(sched: Scheduler) -> Scheduler:
     return sched
 
 
-def server_processes(server: PostgresServer) -> list[int]:
-    with open(os.path.join(server.data, "postmaster.pid")) as f:
-        root = int(f.readline())
-    pids = [root]
-    for stat in glob.glob("/proc/[0-9]*/stat"):
-        try:
-            with open(stat) as f:
-                if int(f.read().rsplit(")", 1)[1].split()[1]) == root:
-                    pids.append(int(stat.split("/")[2]))
-        except (OSError, ValueError, IndexError):
-            continue
-    return pids
-
-
 def presses(sched: Scheduler, n: int, seed0: int) -> tuple[list[float], list[float], int]:
     """(seconds each submit took to return, seconds to its run's end, runs completed)."""
     returns, ends, done = [], [], 0
@@ -88,7 +74,7 @@ def frozen(n: int, folder: Path) -> dict:
                                 spool=folder / "spool"))
         sched.wait(sched.submit(RunConfig(epochs=None, max_steps=5), owner="first"), 120)
         sched.flush_store(30)
-        pids = server_processes(server)
+        pids = server.processes()
         for pid in pids:
             os.kill(pid, signal.SIGSTOP)
         try:

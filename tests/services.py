@@ -98,6 +98,21 @@ class PostgresServer:
     def stop(self) -> None:
         self._run(self.pg_ctl, "-D", self.data, "-m", "immediate", "-w", "stop")
 
+    def processes(self) -> list[int]:
+        """The postmaster's pid and those of every process it started (to freeze the server)."""
+        with open(os.path.join(self.data, "postmaster.pid")) as pidfile:
+            root = int(pidfile.readline())
+        pids = [root]
+        for stat in glob.glob("/proc/[0-9]*/stat"):
+            try:
+                with open(stat) as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if parent == root:
+                pids.append(int(stat.split("/")[2]))
+        return pids
+
     def url(self, database: str = "postgres", password: str = "") -> str:
         login = f"bsdemo:{password}" if password else "bsdemo"
         return f"postgresql://{login}@127.0.0.1:{self.port}/{database}"

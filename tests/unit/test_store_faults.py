@@ -23,22 +23,6 @@ from tests.timeouts import scaled, wait_for
 SHORT = RunConfig(epochs=None, max_steps=3)
 
 
-def _server_processes(server) -> list[int]:
-    """The postmaster of a tests.services.PostgresServer and every process it started."""
-    with open(os.path.join(server.data, "postmaster.pid")) as pidfile:
-        root = int(pidfile.readline())
-    pids = [root]
-    for stat in glob.glob("/proc/[0-9]*/stat"):
-        try:
-            with open(stat) as f:
-                parent = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if parent == root:
-            pids.append(int(stat.split("/")[2]))
-    return pids
-
-
 def _spooled(folder) -> list[str]:
     return sorted(glob.glob(os.path.join(folder, f"*{SUFFIX}")))
 
@@ -63,7 +47,7 @@ def test_a_frozen_database_neither_blocks_a_run_press_nor_loses_the_run(own_post
     spool = tmp_path / "spool"
     sched = _ready(Scheduler(workers=1, store=open_store(None, server.new_database()),
                              spool=spool))
-    pids = _server_processes(server)
+    pids = server.processes()
     try:
         first = sched.wait(sched.submit(SHORT, owner="a", fresh=True), timeout=scaled(120))
         assert first.status == "completed" and sched.flush_store(scaled(30))
