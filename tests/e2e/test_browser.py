@@ -466,7 +466,9 @@ def test_six_browsers_behind_one_address_get_its_limit_however_they_connect(brow
             headers = {"X-Forwarded-For": f"203.0.113.{i + 1}"} if i % 2 else {}
             context = browser.new_context(extra_http_headers=headers)
             page = context.new_page()
-            page.goto(f"http://{hosts[i % 3]}:{port}/training_lab?batch_size=1&epochs=200")
+            # distinct seeds: six different runs (identical ones would ride one run, limit-free)
+            page.goto(f"http://{hosts[i % 3]}:{port}/training_lab?batch_size=1&epochs=200"
+                      f"&seed={i}")
             page.get_by_role("button", name="Run").wait_for(timeout=ms(60))
             page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(60))
             page.get_by_role("button", name="Run").click()

@@ -82,9 +82,9 @@ def test_a_measurement_holds_its_own_gpu_while_runs_go_on_on_the_others():
     try:
         started_on(sched, [])
         sweep = sched.submit(RunConfig(), owner="s1", kind="sweep", options=SWEEP)
-        run = sched.submit(RunConfig(), owner="s2")
-        sweep2 = sched.submit(RunConfig(), owner="s3", kind="sweep", options=SWEEP)
-        waiting = sched.submit(RunConfig(), owner="s4")
+        run = sched.submit(RunConfig(seed=1), owner="s2")  # distinct seeds: no two ride one run
+        sweep2 = sched.submit(RunConfig(seed=2), owner="s3", kind="sweep", options=SWEEP)
+        waiting = sched.submit(RunConfig(seed=3), owner="s4")
         assert started_on(sched, [sweep, run, sweep2, waiting]) == [0, 2, 3, None]
         why = sched.snapshot(waiting).wait_reason
         assert "has the device to itself" in why and "sweep" in why, why
@@ -111,7 +111,7 @@ def test_memory_is_admitted_against_each_gpus_own_memory():
         workers=4, max_active_per_session=10, max_active_per_address=10))
     try:
         started_on(sched, [])
-        one, two, three = (sched.submit(RunConfig(), owner=f"s{i}") for i in range(3))
+        one, two, three = (sched.submit(RunConfig(seed=i), owner=f"s{i}") for i in range(3))
         assert started_on(sched, [one, two, three]) == [0, 2, 3]
         assert sched.snapshot(three).shared_device and not sched.snapshot(one).shared_device
     finally:
