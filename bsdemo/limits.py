@@ -17,11 +17,15 @@ from bsdemo.errors import ConfigError
 from bsdemo.units import parse_bytes, real_number, whole_number
 
 MAX_WORKERS = 64
+MAX_TURNS = 256
 
 
 @dataclass(frozen=True)
 class Limits:
     workers: int = 1  # concurrent runs per device: worker processes kept warm
+    # training runs one CPU worker holds at once, stepped in turns on its one thread (no step
+    # beside another): a room's runs all start at once instead of queueing; 1 = one at a time
+    turns: int = 32
     max_active_per_session: int = 2  # one running + one waiting (a comparison counts as one)
     max_steps: int = 500_000  # optimizer steps a run may plan
     max_wall_s: float = 600.0  # training seconds a run may take (becomes its time cap)
@@ -97,8 +101,8 @@ def _number(name: str, value: object, default: float | None) -> float | int:
             raise ConfigError(name, value, "a share of the device's memory, above 0 and below 1")
         return number
     if isinstance(default, int):
-        return whole_number(name, value, 1, MAX_WORKERS if name.startswith("workers") else 10**15,
-                            exact=False)
+        top = MAX_WORKERS if name.startswith("workers") else MAX_TURNS if name == "turns" else 10**15
+        return whole_number(name, value, 1, top, exact=False)
     return real_number(name, value, 0.0, 1e12, low_open=True, exact=False)
 
 

@@ -77,6 +77,8 @@ class JobFacts:
     finished_at: float | None = None
     stored_at: float | None = None  # served from the run store: when it was measured
     shared_device: bool = False  # another job ran on the same device at some point during this one
+    # the most other runs its worker held while it ran, stepped in turns with it (never beside)
+    turns_with: int = 0
     predicted_bytes: int | None = None  # device memory the run is predicted to need (footprint)
     wait_reason: str | None = None  # why a queued run has not started
     notice: str | None = None  # what the scheduler decided about this run (e.g. runs alone)
@@ -85,6 +87,14 @@ class JobFacts:
     # charts and texts name a run by it (None: the job's own id)
     run_id: int | None = None
     version: int = 0  # events filed so far: a new number, a new picture
+
+
+def turns_note(others: int, done: bool = False) -> str:
+    """What a run that took turns with `others` runs on its worker is told (JobFacts.turns_with):
+    its steps were never timed beside another's, and its time is its own turns'."""
+    took = "took" if done else "takes"
+    return (f"It {took} turns with {others} other run(s) on this server's worker, a few steps "
+            "each in turn: every step is timed alone, and its time counts its own turns only.")
 
 
 @dataclass(kw_only=True)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
+from bsdemo.limits import Limits
 from bsdemo.scheduler import Scheduler
 from tests.timeouts import SCALE, scaled
 
@@ -29,7 +30,8 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="module")
 def scheduler():
-    sched = Scheduler(workers=1)
+    # one run at a time: the queue's rules are what these tests look at (turns: test_turns.py)
+    sched = Scheduler(workers=1, limits=Limits(turns=1))
     deadline = time.monotonic() + scaled(60)
     while not sched.workers_ready() and time.monotonic() < deadline:
         time.sleep(0.05)

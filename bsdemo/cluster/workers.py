@@ -195,7 +195,7 @@ class RayWorkerPool(WorkerPool):
         self.workers[index] = self._start(index)
 
     def give(self, worker: Worker, job_id: int, task: tuple) -> None:
-        worker.job = job_id
+        worker.jobs.append(job_id)
         worker.process.actor.give.remote(task)
 
     def stop(self, index: int, job_id: int) -> None:

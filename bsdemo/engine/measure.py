@@ -117,14 +117,42 @@ def _host_memory_bytes() -> int | None:
     except (ValueError, OSError, AttributeError):
         return None
 
-def cpu_clock(device: torch.device) -> Callable[[], float] | None:
+class RunClock:
+    """One run's own clocks where a worker steps several runs in turn (bsdemo.engine.worker):
+    the wall clock and the thread's CPU clock, less the time spent on the other runs' turns
+    (`leave` when its turn ends, `back` when the next begins). A run alone never leaves: its
+    clocks are the plain ones. Its steps are timed inside a turn, never across one."""
+
+    def __init__(self):
+        self.away = self.away_cpu = 0.0
+        self._left: tuple[float, float] | None = None
+
+    def wall(self) -> float:
+        return time.perf_counter() - self.away
+
+    def cpu(self) -> float:
+        return time.thread_time() - self.away_cpu
+
+    def leave(self) -> None:
+        self._left = (time.perf_counter(), time.thread_time())
+
+    def back(self) -> None:
+        if self._left is not None:
+            wall, cpu = self._left
+            self.away += time.perf_counter() - wall
+            self.away_cpu += time.thread_time() - cpu
+            self._left = None
+
+
+def cpu_clock(device: torch.device, clock: RunClock | None = None
+              ) -> Callable[[], float] | None:
     """The training thread's own CPU-time clock where it times a whole step: a CPU device with
     one torch thread, where every operation runs inline on the calling thread. Another process
     taking the core stops this clock, not the wall clock, so a step timed by it reads the same
     on a busy machine as on a quiet one: what the device does, not what you waited. None where
     a step's work runs on other threads (several torch threads) or on a GPU."""
     if device.type == "cpu" and torch.get_num_threads() == 1:
-        return time.thread_time
+        return clock.cpu if clock is not None else time.thread_time
     return None
 
 

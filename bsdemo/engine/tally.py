@@ -47,19 +47,26 @@ class Tally:
     eval_time: float = 0.0
     last_eval_s: float = 0.0  # how long the latest evaluation took
     cpu_eval_s: float = 0.0  # the evaluations' thread CPU time since training began
-    t_origin: float = field(default_factory=time.perf_counter)
+    # the run's wall clock: perf_counter, or its own turns' where it takes turns (RunClock.wall)
+    now: Callable[[], float] = time.perf_counter
+    t_origin: float | None = None  # the training clock's origin (None: now; see restart_clock)
     rss_start: int | None = field(default_factory=process_rss)  # the process, before training
-    began: float = field(default_factory=time.perf_counter)  # the time cap's clock (set by train)
+    began: float | None = None  # the time cap's clock's origin (None: now; train sets it)
     reference: float | None = None  # a GAN's Fréchet distance of real images (bsdemo.engine.gan)
     load: HostLoad = field(default_factory=HostLoad)  # how busy others kept the CPUs meanwhile
     last: dict = field(default_factory=lambda: dict.fromkeys(
         ("step", "train_loss", "train_accuracy", "test_loss", "test_accuracy")))
 
+    def __post_init__(self) -> None:
+        now = self.now()
+        self.t_origin = now if self.t_origin is None else self.t_origin
+        self.began = now if self.began is None else self.began
+
     def restart_clock(self) -> None:
-        self.t_origin, self.eval_time, self.cpu_eval_s = time.perf_counter(), 0.0, 0.0
+        self.t_origin, self.eval_time, self.cpu_eval_s = self.now(), 0.0, 0.0
 
     def wall_time(self) -> float:
-        return time.perf_counter() - self.t_origin - self.eval_time
+        return self.now() - self.t_origin - self.eval_time
 
     def epochs(self) -> float:
         return self.samples_seen / self.n_train
@@ -91,7 +98,7 @@ def evaluation(run: Prepared, tally: Tally, epoch_done: float,
                 splits: bool | str = True) -> EvalEvent:
     """Loss and accuracy over both splits (splits="test": the test split alone), timed apart
     from training."""
-    t, c = time.perf_counter(), time.thread_time()
+    t, c = tally.now(), time.thread_time()  # inside one turn: its CPU clock is the thread's
     extra = {}
     if isinstance(run.model, GAN):  # the discriminator's calls, the Fréchet distance, samples
         extra = gan_evaluation(run.model, run.data, run.cfg.dataset)
@@ -106,7 +113,7 @@ def evaluation(run: Prepared, tally: Tally, epoch_done: float,
         if is_planar(run.data.x_train):  # what the model learned, where a picture can show it
             extra["regions"] = decision_regions(run.model, run.data.x_train, run.data.x_test,
                                                 run.data.y_test)
-    tally.last_eval_s = time.perf_counter() - t
+    tally.last_eval_s = tally.now() - t
     tally.eval_time += tally.last_eval_s
     tally.cpu_eval_s += time.thread_time() - c
     tally.last.update(step=tally.step, train_loss=train_loss, train_accuracy=train_acc,
@@ -135,7 +142,7 @@ def run_summary(cfg: RunConfig, tally: Tally, book: MemoryBook, device_name: str
             "step_cpu_time_s": statistics.median(cpus) if cpus else None,
             "wall_time_s": wall, "peak_memory_bytes": book.peak or None,
             # the time cap's clock: the whole run, its setup and evaluations included
-            "run_time_s": time.perf_counter() - tally.began,
+            "run_time_s": tally.now() - tally.began,
             # what the caller got over the whole run: every step, warm-up and pauses included
             "wall_samples_per_sec": tally.samples_seen / wall if tally.step and wall > 0 else None,
             "memory_source": book.meter.source, "final_train_loss": last["train_loss"],

@@ -19,6 +19,7 @@ from bsdemo.config import RunConfig
 from bsdemo.engine.data import epoch_batches
 from bsdemo.engine.measure import (
     NvmlSampler,
+    RunClock,
     cpu_clock,
     device_info,
     synchronize,
@@ -64,8 +65,8 @@ def resident_bytes(data) -> int:
 
 def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
           prepared: Prepared | None = None, evaluations: bool | str = True,
-          memory_budget_bytes: int | None = None, cpu_budget_s: float | None = None
-          ) -> Iterator:
+          memory_budget_bytes: int | None = None, cpu_budget_s: float | None = None,
+          clock: RunClock | None = None) -> Iterator:
     """Run cfg to completion (or divergence, OOM, cancellation), yielding events as it goes.
 
     Raises ConfigError for an invalid cfg before anything runs; every other outcome ends with
@@ -77,9 +78,12 @@ def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
     training thread has spent that much CPU time training (evaluations not counted), where a
     step's work is that thread's (a one-thread CPU: measure.cpu_clock): a fixed amount of work
     that a busy machine spreads over more wall time instead of cutting short. Elsewhere it is
-    ignored and the time cap alone applies.
+    ignored and the time cap alone applies. clock: the run's own clocks where its worker steps
+    several runs in turn (measure.RunClock): its time cap, wall times and CPU budget count its
+    own turns only; None: the plain clocks.
     """
-    began = time.perf_counter()  # the time cap counts from here: data, model, evaluations too
+    now = clock.wall if clock is not None else time.perf_counter
+    began = now()  # the time cap counts from here: data, model, evaluations too
     run = prepared or prepare(cfg)
     meter = MemoryMeter(run.device)
     info = device_info(run.device)
@@ -100,7 +104,7 @@ def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
     sampler = NvmlSampler(run.device)
     try:
         yield from _loop(run, meter, sampler, info, should_stop, evaluations, memory_budget_bytes,
-                         began, cpu_budget_s)
+                         began, cpu_budget_s, clock)
     except Exception as exc:
         if run.loss is None:  # the lab's own model: a bug of ours, raised
             raise
@@ -119,7 +123,7 @@ class _Interrupted(Exception):
 
 def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, should_stop,
           evaluations: bool | str, budget: int | None, began: float,
-          cpu_budget_s: float | None = None) -> Iterator:
+          cpu_budget_s: float | None = None, run_clock: RunClock | None = None) -> Iterator:
     """One optimizer step per effective batch, epoch after epoch, until the budget ends the run,
     or Stop, the time cap, divergence or an out-of-memory does.
 
@@ -131,9 +135,10 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
     book = MemoryBook([p for p in run.model.parameters() if p.requires_grad], cfg.optimizer,
                       meter, budget)
     n_train = len(run.data.y_train)
-    tally = Tally(n_train, full_size=min(cfg.effective_batch_size, n_train), began=began)
+    tally = Tally(n_train, full_size=min(cfg.effective_batch_size, n_train), began=began,
+                  now=run_clock.wall if run_clock is not None else time.perf_counter)
     summary = functools.partial(run_summary, cfg, tally, book, info.get("name", device.type))
-    clock = _Clock(run, tally, should_stop, began, cpu_budget_s)
+    clock = _Clock(run, tally, should_stop, began, cpu_budget_s, run_clock)
     stepper = _Stepper(run, book, clock)
     step = stepper.step
     # locals, not attribute look-ups, on the per-step path (it runs 10^5 times at batch 1)
@@ -197,10 +202,12 @@ class _Clock:
     included) or its CPU-time budget (the training thread's, evaluations left out)."""
 
     def __init__(self, run: Prepared, tally: Tally, should_stop: Callable[[], bool] | None,
-                 began: float, cpu_budget_s: float | None):
+                 began: float, cpu_budget_s: float | None, run_clock: RunClock | None = None):
         self.tally, self.should_stop, self.began = tally, should_stop, began
+        self.now = tally.now  # the run's wall clock (its own turns only, where it takes turns)
         self.time_limit = run.cfg.time_limit_s
-        self.cpu_time = cpu_clock(run.device)  # None where the step's work is not this thread's
+        # None where the step's work is not this thread's
+        self.cpu_time = cpu_clock(run.device, run_clock)
         self.cpu_budget_s = cpu_budget_s if self.cpu_time is not None else None
         self.cpu_began = 0.0
 
@@ -218,7 +225,7 @@ class _Clock:
         if self.should_stop is not None and self.should_stop():
             return "stop"
         tally = self.tally
-        if self.time_limit is not None and (time.perf_counter() - self.began + tally.last_eval_s
+        if self.time_limit is not None and (self.now() - self.began + tally.last_eval_s
                                             >= self.time_limit):
             return "cap"  # a final evaluation as long as the last one must fit in the cap too
         if self.cpu_budget_s is not None and (self.cpu_time() - self.cpu_began
@@ -232,7 +239,7 @@ class _Stepper:
     time (where the step's work is that thread's) and, on CUDA, two events on the stream."""
 
     def __init__(self, run: Prepared, book: MemoryBook, clock: _Clock):
-        self.book, self.device, self.cpu_time = book, run.device, clock.cpu_time
+        self.book, self.device, self.cpu_time, self.now = book, run.device, clock.cpu_time, clock.now
         # what every step passes on, looked up once (the per-step path runs 10^5 times at batch 1);
         # `between` is checked between micro-batches only when a step has several
         self.model, self.optimizer = run.model, run.optimizer
@@ -241,18 +248,18 @@ class _Stepper:
                      clock.interrupted if run.cfg.accumulation_steps > 1 else None, run.loss)
         self.marks = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) \
             if run.device.type == "cuda" else None
-        self.ended = 0.0  # the last step's end on the wall clock (perf_counter)
+        self.ended = 0.0  # the last step's end on the run's wall clock
 
     def step(self, idx: torch.Tensor) -> tuple:
         """(loss, accounted need, why Stop or a cap cut it short, (OOM text, simulated), wall
         seconds, thread CPU seconds, CUDA-event seconds) — None where a part does not apply. An
         out-of-memory is returned as its text: a kept exception would keep the step's tensors."""
-        book, marks, cpu_time = self.book, self.marks, self.cpu_time
+        book, marks, cpu_time, now = self.book, self.marks, self.cpu_time, self.now
         if book.on_device:
             book.begin_step()
             if marks is not None:
                 marks[0].record()
-        t0 = time.perf_counter()
+        t0 = now()
         c0 = cpu_time() if cpu_time is not None else 0.0
         loss_value = step_need = why = oom = device_time = None
         try:
@@ -269,7 +276,7 @@ class _Stepper:
                 raise
             oom = ((str(exc).strip().splitlines() or [type(exc).__name__])[0][:400],
                    isinstance(exc, SimulatedOutOfMemoryError))
-        self.ended = time.perf_counter()
+        self.ended = now()
         step_time = self.ended - t0
         step_cpu = cpu_time() - c0 if cpu_time is not None else None
         if marks is not None and why is None and oom is None:

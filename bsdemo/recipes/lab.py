@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bsdemo.recipes.closing import join
-from bsdemo.runs import JobSnapshot, comparable_rates, stable_rate
+from bsdemo.runs import JobSnapshot, comparable_rates, stable_rate, turns_note
 
 ENDED = {"completed": "", "time_cap": " It hit its time cap before its budget was done.",
          "cancelled": " It was stopped before its budget was done.",
@@ -36,6 +36,8 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
             + ENDED.get(new.ending, f" It {new.status}."))
     if new.shared_device:
         text += " Another run shared the device meanwhile, so its speed was shared too."
+    if new.turns_with:
+        text += " " + turns_note(new.turns_with, done=True)
     alike = [r for r in done if r.status == "completed" and r.ending != "time_cap"
              and r.config["epochs"] == new.config["epochs"] and r.config["lr"] == new.config["lr"]
              and r.config["model"] == new.config["model"]]

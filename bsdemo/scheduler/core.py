@@ -433,21 +433,33 @@ class Scheduler(Reaper, Joining):
         job.node = worker.node
         if job.wall_s:
             job.kill_at_cap = time.monotonic() + job.wall_s + self.limits.stop_grace_s
-        if beside:
-            for j in [*beside, job]:
+        # runs on other workers of the device run beside it; those its own worker holds take
+        # turns with it, a step at a time, never beside it (bsdemo.engine.worker)
+        others = [j for j in beside if j.worker != worker.index]
+        if others:
+            for j in [*others, job]:
                 j.shared_device = True
         # a training run's engine keeps its own cap; any other kind's worker keeps the job's
         wall = None if job.kind == "train" else job.wall_s
         self._pool.give(worker, job.id,
                         (job.id, job.kind, vars(job.config).copy(), dict(job.options), wall))
+        mates = len(worker.jobs) - 1
+        for held in worker.jobs:
+            mate = self._jobs.get(held)
+            if mate is not None:
+                mate.turns_with = max(mate.turns_with, mates)
 
     def _waits(self, force: bool = False) -> dict[int, tuple[float, bool]]:
         """Queued job id -> (predicted seconds until it starts, whether caps are in it). Lock
         held."""
         usable = self.usable_memory()
+        workers = self._pool.workers
+        slots = sum(self._pool.room(w) for w in workers if w.process.is_alive()) or 1
         return self._estimator.waits(
-            self._running(), [self._jobs[i] for i in self._queue], self._pool.alive() or 1,
-            lambda job, *state: self._blocked(job, *state, usable) is not None, force=force)
+            self._running(), [self._jobs[i] for i in self._queue], slots,
+            lambda job, *state: self._blocked(job, *state, usable) is not None, force=force,
+            sharing=lambda job: max(len(workers[job.worker].jobs), 1)
+            if job.worker is not None else 1)
 
     # ----- ending -----
     def _finish(self, job: Job, end: dict[str, Any]) -> None:
@@ -503,6 +515,7 @@ class Scheduler(Reaper, Joining):
             self._device_info = message[2]
             return
         job_id, events = message[2], message[3]
+        self._progress(self._pool[index])
         job = self._jobs.get(job_id)
         if job is None or job.status not in ACTIVE:
             return  # late events of a job already ended (e.g. its worker was declared dead)

@@ -49,27 +49,31 @@ class WaitEstimator:
             return min(sorted(recent)[len(recent) // 2], cap), False
         return cap, True
 
-    def remaining(self, job: Job) -> tuple[float, bool]:
-        """(predicted seconds until a running job ends, whether only its cap is known)."""
+    def remaining(self, job: Job, sharing: int = 1) -> tuple[float, bool]:
+        """(predicted seconds until a running job ends, whether only its cap is known). sharing:
+        the runs its worker steps in turns, itself included (its clock counts its own turns:
+        what is left of it takes that many times as long on the wall clock)."""
         cap = job.config.time_limit_s or self.max_wall_s
         latest = job.latest
         if job.kind == "train" and latest and latest.get("step"):
             elapsed = latest["wall_time_s"]
             per_step = elapsed / latest["step"]
             left = (job.config.planned_steps - latest["step"]) * per_step
-            return max(min(left, cap - elapsed), 0.0), False
+            return max(min(left, cap - elapsed), 0.0) * sharing, False
         duration, bound = self.duration(job)
         return max(duration - (time.time() - (job.started_at or time.time())), 0.0), bound
 
     def waits(self, running: Iterable[Job], queued: Iterable[Job], slots: int,
               blocked: Callable[[Job, int, int, int, int], bool],
-              force: bool = False) -> dict[int, tuple[float, bool]]:
+              force: bool = False, sharing: Callable[[Job], int] = lambda job: 1
+              ) -> dict[int, tuple[float, bool]]:
         """Queued job id -> (predicted seconds until it starts, whether time caps are in it).
 
         Plays the queue forward: the running jobs end after their predicted remaining time, and
         each queued job starts, in order, at the first moment `blocked(job, running, exclusive,
         held bytes, free slots)` lets it. O(n log n) in the queue's length; cached for
-        ESTIMATE_EVERY_S.
+        ESTIMATE_EVERY_S. slots: the runs the workers may hold at once (turns included);
+        sharing(job): the runs a running job's worker steps in turns (see remaining).
         """
         now = time.monotonic()
         if not force and now - self._cache[0] < ESTIMATE_EVERY_S:
@@ -77,7 +81,7 @@ class WaitEstimator:
         ends: list[tuple[float, int, Job]] = []  # a heap of (end time, id, job) on the device
         bound = False
         for job in running:
-            left, capped = self.remaining(job)
+            left, capped = self.remaining(job, sharing(job))
             heapq.heappush(ends, (left, job.id, job))
             bound |= capped
         count, exclusive, held = len(ends), sum(j.exclusive for *_, j in ends), \

@@ -1,9 +1,11 @@
 """The worker pool: warm worker processes, each with its own task queue and stop flag.
 
 Workers are started with the `spawn` context (CUDA forbids fork), import torch once, warm up and
-then take jobs one at a time; every worker sends its events back over the pool's one results
-queue. The workers' code is bsdemo.engine.worker, imported only in the child (`_worker_main`),
-so the server process never imports torch.
+then take jobs: one at a time, or on a CPU up to `limits.turns` training runs at once, stepped
+in turns on the worker's one thread (bsdemo.engine.worker: no step ever beside another); every
+worker sends its events back over the pool's one results queue. The workers' code is
+bsdemo.engine.worker, imported only in the child (`_worker_main`), so the server process never
+imports torch.
 
 Each worker writes to a results queue of its own, read by a thread of the pool's that forwards
 to one in-process queue (`results`): a worker killed in the middle of a message (its job over
@@ -34,7 +36,7 @@ class Worker:
     cancel: Any  # shared int: the id of a job to stop (checked between steps)
     results: Any = None  # its own results queue (read by the pool's forwarding thread)
     retired: threading.Event = field(default_factory=threading.Event)  # killed or replaced
-    job: int | None = None
+    jobs: list[int] = field(default_factory=list)  # the jobs it holds (several: in turns)
     ready: bool = False
     started_at: float = field(default_factory=time.monotonic)
     node: str | None = None  # the cluster node it runs on (a Ray worker's; None: this machine)
@@ -45,7 +47,10 @@ class Worker:
 class WorkerPool:
     """`size` workers, started at once; a dead one is replaced in its slot (`replace`)."""
 
+    turns = 1  # training runs a CPU worker may hold at once (the local pool: limits.turns)
+
     def __init__(self, size: int, threads: int, limits: Limits):
+        self.turns = limits.turns
         self._ctx = mp.get_context("spawn")
         self.results: queue.Queue = queue.Queue()  # (kind, worker index, ...) from every worker
         self._threads = threads
@@ -102,9 +107,17 @@ class WorkerPool:
         self.restarts += 1
         self.workers[index] = self._start(index)
 
+    def room(self, worker: Worker) -> int:
+        """Jobs the worker may hold at once: `turns` on a CPU (training runs, stepped in turn;
+        admission keeps a measurement alone on its device), else one."""
+        return self.turns if (worker.info or {}).get("type") == "cpu" else 1
+
     def free(self) -> list[Worker]:
-        """Live, warmed-up workers with no job (a job's time cap starts when it is given one)."""
-        return [w for w in self.workers if w.job is None and w.ready and w.process.is_alive()]
+        """Live, warmed-up workers with room for a job (a job's time cap starts when it is
+        given one): the idle first, then the least busy, so runs spread over the workers
+        before any takes turns."""
+        return sorted((w for w in self.workers if len(w.jobs) < self.room(w) and w.ready
+                       and w.process.is_alive()), key=lambda w: len(w.jobs))
 
     def starting(self) -> int:
         """Live workers still warming up."""
@@ -114,17 +127,20 @@ class WorkerPool:
         return sum(w.process.is_alive() for w in self.workers)
 
     def give(self, worker: Worker, job_id: int, task: tuple) -> None:
-        worker.job = job_id
+        worker.jobs.append(job_id)
         worker.tasks.put(task)
 
     def release(self, index: int, job_id: int) -> None:
         """The worker at index is done with job_id (if it still had it)."""
-        if self.workers[index].job == job_id:
-            self.workers[index].job = None
+        if job_id in self.workers[index].jobs:
+            self.workers[index].jobs.remove(job_id)
 
     def stop(self, index: int, job_id: int) -> None:
-        """Ask the worker at index to stop job_id between two steps."""
+        """Ask the worker at index to stop job_id between two steps: the flag a job checks
+        within its turn, and a message for a worker that holds several (one flag, several
+        jobs: the message is what keeps two quick Stops apart)."""
         self.workers[index].cancel.value = job_id
+        self.workers[index].tasks.put(("stop", job_id))
 
     def close(self) -> None:
         """Ask every worker to exit; kill those that do not within 2 s."""

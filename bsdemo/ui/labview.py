@@ -14,7 +14,7 @@ from bsdemo.charts.regions import latest_regions, regions_chart
 from bsdemo.cluster import SchedulerLost
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.plaintext import plain
-from bsdemo.runs import JobSnapshot, cpu_rates, stable_rate
+from bsdemo.runs import JobSnapshot, cpu_rates, stable_rate, turns_note
 from bsdemo.scheduler import ActiveRunError
 from bsdemo.ui.links import presenting, view_params
 from bsdemo.ui.queue import waiting_message
@@ -163,7 +163,9 @@ def _status(snap: JobSnapshot) -> None:
     elif snap.status == "running":
         shared = " Another run shares the device, so its speed is shared too." \
             if snap.shared_device else ""
-        st.info(f"Run {snap.run_number} is training on {snap.start['device'].get('name')}.{shared}")
+        turns = " " + turns_note(snap.turns_with) if snap.turns_with else ""
+        st.info(f"Run {snap.run_number} is training on {snap.start['device'].get('name')}."
+                f"{shared}{turns}")
     elif snap.status == "completed" and snap.stored_at is not None:
         device, when = measured_on(snap)
         st.success(f"Stored result, measured on {plain(device)} at {when}: {snap.end['message']}",

@@ -166,7 +166,10 @@ def test_a_reloaded_tab_reattaches_to_its_run_and_a_stranger_only_watches(monkey
     run_until(reloaded, lambda a: bool(a.warning) and "Stopped after" in a.warning[0].value)
 
 
-def test_a_waiting_run_shows_its_place_reason_and_predicted_start():
+def test_a_waiting_run_shows_its_place_reason_and_predicted_start(monkeypatch):
+    from bsdemo.ui.state import scheduler
+
+    monkeypatch.setattr(scheduler()._pool, "turns", 1)  # a run at a time: the second waits
     first = long_run_going()
     second = open_lab()
     second.button(key="run").click().run()
@@ -177,6 +180,17 @@ def test_a_waiting_run_shows_its_place_reason_and_predicted_start():
     assert "Server now: 1 running, 1 waiting, 1 worker(s)" in sidebar
     first.button(key="stop").click().run()
     run_until(second, lambda a: bool(a.success))  # it started once the device was free
+
+
+def test_runs_pressed_together_take_turns_and_each_tab_says_so():
+    first = long_run_going()
+    second = long_run_going({"seed": "7"})  # other settings: a run of its own, not a rider
+    run_until(second, lambda a: any("takes turns with 1 other run" in i.value for i in a.info))
+    status = next(i.value for i in second.info if "takes turns" in i.value)
+    assert "every step is timed alone" in status and "shares the device" not in status
+    for at in (first, second):
+        at.button(key="stop").click().run()
+        run_until(at, lambda a: bool(a.warning) and "Stopped after" in a.warning[0].value)
 
 
 def test_a_lab_scenario_sets_every_control():

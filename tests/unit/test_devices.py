@@ -43,7 +43,7 @@ def cluster(layout: list[dict]):
                 self.results.put(("hello", i, {"type": "cuda", "name": "test GPU", **info}))
 
         def give(self, worker: Worker, job_id: int, task: tuple) -> None:
-            worker.job = job_id
+            worker.jobs.append(job_id)
 
         def stop(self, index: int, job_id: int) -> None:
             pass

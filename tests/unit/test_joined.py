@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bsdemo.config import RunConfig
+from bsdemo.limits import Limits
 from bsdemo.scheduler import Scheduler
 from bsdemo.scheduler.joined import LEFT
 from bsdemo.store import RunStore
@@ -17,7 +18,8 @@ LONG = RunConfig(batch_size=1, epochs=20)  # minutes at batch 1: stopped by the 
 
 @pytest.fixture
 def sched(tmp_path):
-    sched = Scheduler(workers=1, store=RunStore(tmp_path / "runs.sqlite3"))
+    # a run at a time: who rides, who waits and in which order is what these tests look at
+    sched = Scheduler(workers=1, store=RunStore(tmp_path / "runs.sqlite3"), limits=Limits(turns=1))
     wait_for(sched.workers_ready, timeout=60)
     yield sched
     sched.close()

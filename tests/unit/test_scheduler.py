@@ -221,7 +221,7 @@ def test_unattended_runs_are_cancelled_after_the_grace_period():
     from bsdemo.limits import Limits
     from bsdemo.scheduler import Scheduler
 
-    sched = Scheduler(workers=1, limits=Limits(unattended_grace_s=1.0))
+    sched = Scheduler(workers=1, limits=Limits(unattended_grace_s=1.0, turns=1))
     try:
         wait_for(lambda: sched.workers_ready(), timeout=60)
         kept = sched.submit(RunConfig(batch_size=1, epochs=20), owner="watched")
@@ -347,10 +347,12 @@ def test_memory_limits_load_and_reject_bad_values():
 
 
 def test_killing_one_worker_loses_no_other_job():
-    """Two workers: SIGKILL the one running A; B (running beside it) and C (queued) still finish."""
+    """Two workers, a run at a time each: SIGKILL the one running A; B (running beside it) and
+    C (queued) still finish. (Runs that take turns on the killed worker: test_turns.py.)"""
+    from bsdemo.limits import Limits
     from bsdemo.scheduler import Scheduler
 
-    sched = Scheduler(workers=2, threads_per_worker=1)
+    sched = Scheduler(workers=2, threads_per_worker=1, limits=Limits(turns=1))
     try:
         wait_for(lambda: sched.workers_ready() == 2, timeout=60)
         a = sched.submit(LONG, owner="a")
