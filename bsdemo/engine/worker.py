@@ -89,11 +89,12 @@ def main(index: int, tasks, results, cancel, threads: int, memory: tuple = (None
                 _settle()
 
 
-# a job's turn (~40 steps at batch 1, 8 at 256): between two, the worker looks for new jobs and
-# stops, and when it holds several, the next one has its turn. Measured (8 runs in turn, 1
-# thread): steps time as alone within the runs' spread; a turn per step cost +30 % at batch 1
-# (each switch finds the caches cold)
-TURN_S = 0.02
+# a job's turn (~100 steps at batch 1, ~20 at 256): between two, the worker looks for new jobs
+# and stops, and when it holds several, the next one has its turn. Each switch finds the caches
+# cold: bench/turns_bench.py (12 runs, 1 thread) measured steps 7-9 % slower than alone with
+# 20 ms turns, within the runs' spread (0.98-1.03) with 50 ms and 100 ms; a turn per step cost
+# +30 % at batch 1
+TURN_S = 0.05
 
 
 class _StopCheck:
@@ -152,7 +153,7 @@ def _events(kind: str, cfg: RunConfig, options: dict, should_stop, clock: RunClo
 class _Turn:
     """One job the worker holds: its records, stepped a turn at a time.
 
-    A job is stepped in turns of about TURN_S. When the scheduler has given the worker several
+    A job is stepped in turns of about TURN_S (its first turn ends at its first step). When the scheduler has given the worker several
     (training runs on a CPU, bsdemo.scheduler.pool), their turns come in order: one step at a
     time on the one thread, so no step is ever timed beside another, and each run's clocks
     (measure.RunClock) count its own turns only.
@@ -181,7 +182,10 @@ class _Turn:
             until = time.monotonic() + TURN_S
             for event in self.records:
                 self._file(event)
-                if time.monotonic() >= until:
+                # a job's first turn ends at its first step: every student who pressed Run
+                # sees a first point before anyone's run takes a second turn
+                if time.monotonic() >= until or (event["kind"] == "step" and event["step"] == 1
+                                                 and not alone):
                     break
             else:
                 done = True
