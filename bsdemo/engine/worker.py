@@ -153,10 +153,10 @@ def _events(kind: str, cfg: RunConfig, options: dict, should_stop, clock: RunClo
 class _Turn:
     """One job the worker holds: its records, stepped a turn at a time.
 
-    A job is stepped in turns of about TURN_S (its first turn ends at its first step). When the scheduler has given the worker several
-    (training runs on a CPU, bsdemo.scheduler.pool), their turns come in order: one step at a
-    time on the one thread, so no step is ever timed beside another, and each run's clocks
-    (measure.RunClock) count its own turns only.
+    A job is stepped in turns of about TURN_S (its first turn ends at its first step). When the
+    scheduler has given the worker several (training runs on a CPU, bsdemo.scheduler.pool),
+    their turns come in order: one step at a time on the one thread, so no step is ever timed
+    beside another, and each run's clocks (measure.RunClock) count its own turns only.
     """
 
     def __init__(self, index: int, task: tuple, results, cancel):

@@ -32,14 +32,9 @@ from bsdemo.ui.widgets import (
 )
 from bsdemo.units import MIB
 
-# status-only polls before the first point: every poll costs each browser ~60 ms of main-thread
-# time even when nothing changed, so a waiting tab polls slowly and a starting one quickly
-
-
+# a queued run's status-only polls: every poll costs each browser ~60 ms of main-thread time even
+# when nothing changed, so a waiting tab polls slowly
 QUEUED_REFRESH_S = 2.0
-
-
-STARTING_REFRESH_S = 0.25
 
 
 COMPARED = 5  # earlier runs drawn beside the newest by default (more: the student adds them)
@@ -56,18 +51,20 @@ def live_view() -> None:
     current = runs[-1]
     snap = scheduler().snapshot(current)
     was_active = snap is not None and not snap.done
-    if was_active and snap.latest is None:
-        # queued, or starting: nothing measured yet. Only the status line polls (a class of
-        # waiting tabs must not redraw four charts each every second); the charts are drawn
-        # once, and the whole page reruns when the first point arrives.
+    if was_active and snap.status == "queued":
+        # nothing measured yet. Only the status line polls (a class of waiting tabs must not
+        # redraw four charts each every second); the charts are drawn once, and the whole page
+        # reruns when the run starts. A started run's first point comes in the live view's own
+        # poll: a room whose runs start together (in turns) must not rerun thirty whole pages
+        # at the moment their first points arrive.
         def pending() -> bool:
             now = scheduler().snapshot(current)
-            if now is None or now.done or now.latest is not None or now.status != snap.status:
+            if now is None or now.done or now.status != snap.status:
                 return True  # to the next state's view (and poll interval)
             _status(now)
             return False
 
-        polled(pending, QUEUED_REFRESH_S if snap.status == "queued" else STARTING_REFRESH_S)
+        polled(pending, QUEUED_REFRESH_S)
         _body(snap, current)
         return
 
