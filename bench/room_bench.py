@@ -310,7 +310,8 @@ class Tab:
         self.pressed = False
         self.press_seen = False  # a full run started after the press
         self.done = asyncio.Event()
-        self.script_ends, self.script_end = 0, asyncio.Event()  # script runs ended, any kind
+        # script runs ended to their end (fragment or full; not those cut short for a rerun)
+        self.script_ends, self.script_end = 0, asyncio.Event()
         self.ends_at_done = 0
 
     # --- sending ---
@@ -434,8 +435,9 @@ class Tab:
             self.result.first_point_s = time.monotonic() - self.result.pressed_at
 
     def finished(self, status: int) -> None:
-        self.script_ends += 1
-        self.script_end.set()
+        if status != FINISHED.FINISHED_EARLY_FOR_RERUN:
+            self.script_ends += 1
+            self.script_end.set()
         if status != FINISHED.FINISHED_EARLY_FOR_RERUN and self.got_new_session:
             self.runs += 1  # the frontend's cache ages its messages per finished run
             for digest, hit in list(self.cache.items()):
@@ -549,7 +551,9 @@ class Tab:
         except TimeoutError:
             self.result.errors.append(f"not done within {timeout:g} s")
             return
-        # the script run that showed the end status draws the charts after it: read it to its end
+        # the script run that showed the end status draws the charts after it: read it to its
+        # end — or, when a rerun cut it short after the status (a poll arriving meanwhile: the
+        # browser then keeps the previous frame's charts a moment), the next run to its end
         deadline = time.monotonic() + LOAD_TIMEOUT_S
         while self.script_ends == self.ends_at_done and time.monotonic() < deadline:
             self.script_end.clear()

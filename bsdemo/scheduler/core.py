@@ -45,10 +45,15 @@ from bsdemo.store import Store
 
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
 SEEN_OWNERS = 100_000  # browsers remembered as having queued a job (for first-job priority)
-DISPATCH_LOOKUP_S = 0.5
+DISPATCH_LOOKUP_S = 0.5  # the longest a lookup under the scheduler's lock waits for the store
 # an active job's copy for pages is remade at most this often (a page polls every 0.5 s): a room
 # watching one run draws one copy, and its figures once (bsdemo.ui.widgets.shared_figures)
-PUBLISH_S = 0.2  # the longest a lookup under the scheduler's lock waits for the store
+PUBLISH_S = 0.2
+# a run takes turns on a busy worker only after waiting this long for an idle one: a short run
+# (most lessons' defaults take well under a second alone) ends alone at full speed before the
+# next starts; a room's runs that would queue for longer share the worker in turns
+# (bsdemo.engine.worker) and all show their first points within about this wait
+TURN_AFTER_S = 1.0
 
 class Scheduler(Reaper, Joining):
     """FIFO queue + worker processes + bounded per-job buffers. Thread-safe."""
@@ -414,6 +419,8 @@ class Scheduler(Reaper, Joining):
                     self._serve(head, stored)
                     continue
             running, free = self._running(), self._pool.free()
+            if time.time() - head.submitted_at < TURN_AFTER_S:  # an idle worker, or a moment
+                free = [w for w in free if not w.jobs]
             spot = devices.place(head, free, running, self._pool.workers, self.limits)
             head.wait_reason = spot.reason
             if spot.worker is None:
