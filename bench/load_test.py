@@ -8,6 +8,10 @@
 4. Stored-result lookup time in a run store of 1,000 runs (target: <= 50 ms).
 
     .venv/bin/python bench/load_test.py [--browsers 10] [--sessions 100] [--repeats 3]
+        [--varied] [--browsers-only]
+
+--varied: each student asks for a run of its own (its own seed, new each round): nothing rides
+another's run or comes from the run store, as when a class picks its own settings.
 """
 
 from __future__ import annotations
@@ -61,14 +65,15 @@ def start_server(port: int) -> subprocess.Popen:
     raise RuntimeError("server did not start")
 
 
-async def student(browser, url: str, index: int) -> dict:
+async def student(browser, url: str, index: int, seed: int | None = None) -> dict:
     """One student: open the lab, press Run (a short run), wait for the first point and the end."""
     context = await browser.new_context(viewport={"width": 1200, "height": 900})
     page = await context.new_page()
     positions: set[int] = set()
     result = {"index": index, "error": None, "first_point_s": None}
     try:
-        await page.goto(f"{url}/training_lab?epochs=3&batch_size=64", timeout=60_000)
+        own = f"&seed={seed}" if seed is not None else ""
+        await page.goto(f"{url}/training_lab?epochs=3&batch_size=64{own}", timeout=60_000)
         await page.get_by_role("button", name="Run").wait_for(timeout=60_000)
         await page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot')"
                                      ".length >= 3", timeout=60_000)
@@ -113,7 +118,7 @@ def p95(values: list[float]) -> float:
 
 
 async def browsers_part(url: str, n_browsers: int, n_sessions: int, pid: int,
-                        repeats: int) -> None:
+                        repeats: int, varied: bool = False) -> None:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
@@ -123,7 +128,8 @@ async def browsers_part(url: str, n_browsers: int, n_sessions: int, pid: int,
         every: list[float] = []
         errors: list[dict] = []
         for round_ in range(1, repeats + 1):
-            results = await asyncio.gather(*(student(browser, url, i) for i in range(n_browsers)))
+            results = await asyncio.gather(*(student(
+                browser, url, i, round_ * 1000 + i if varied else None) for i in range(n_browsers)))
             firsts = [r["first_point_s"] for r in results if r["first_point_s"] is not None]
             every += firsts
             errors += [r for r in results if r["error"]]
@@ -197,15 +203,20 @@ def main() -> None:
     ap.add_argument("--browsers", type=int, default=10)
     ap.add_argument("--sessions", type=int, default=100, help="0 skips the memory part")
     ap.add_argument("--repeats", type=int, default=3, help="rounds of the browser part")
+    ap.add_argument("--varied", action="store_true",
+                    help="each student a run of its own (its own seed, new each round)")
+    ap.add_argument("--browsers-only", action="store_true", help="only the browser part")
     args = ap.parse_args()
     port = free_port()
     proc = start_server(port)
     try:
         asyncio.run(browsers_part(f"http://127.0.0.1:{port}", args.browsers, args.sessions,
-                                  proc.pid, args.repeats))
+                                  proc.pid, args.repeats, args.varied))
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+    if args.browsers_only:
+        return
     scheduler_part()
     store_part()
 
