@@ -5,6 +5,7 @@ import streamlit as st
 from bsdemo.cluster import SchedulerLost
 from bsdemo.lessons import LESSONS
 from bsdemo.plaintext import plain
+from bsdemo.ui import classroom
 from bsdemo.ui.links import presenting
 from bsdemo.ui.sidebar import device_badge
 
@@ -19,6 +20,8 @@ page = st.navigation(
     expanded=True)  # every lesson listed, none behind "View more"
 try:
     device_badge()
+    classroom.take_link()  # a join or instructor link, off the URL before the page reads it
+    classroom.sidebar()
     page.run()
 except SchedulerLost as exc:  # a course's scheduler actor died or hangs: a message, not a trace
     st.error(plain(str(exc)))

@@ -5,6 +5,7 @@ import streamlit as st
 from bsdemo.charts.sketches import sketch
 from bsdemo.lessons import LESSONS
 from bsdemo.plaintext import plain
+from bsdemo.ui import classroom
 from bsdemo.ui.entry import require_entrypoint
 from bsdemo.ui.header import predictions
 from bsdemo.ui.links import PageLink
@@ -19,6 +20,7 @@ st.markdown(
     "Move the batch size, the learning rate and the gradient-accumulation steps, press Run, and "
     "watch the loss, the throughput (samples per second) and the memory respond.")
 st.page_link("pages/training_lab.py", label="Open the Training Lab", icon=":material/arrow_forward:")
+classroom.join_screen()  # the join form; for an instructor, the screen to project
 
 st.subheader("Twelve lessons")
 st.caption("Each lesson asks one question, lets you predict the answer, and answers it with runs "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from bsdemo.cli import commands, ownmodel
+from bsdemo.cli import classes, commands, ownmodel
 from bsdemo.cli.checks import CHECKS, check_command_config
 from bsdemo.cli.parser import FIELD_FLAGS, build_parser, config_from_args, one_line
 from bsdemo.config import ConfigError, clip
@@ -26,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_usage(sys.stderr)
         return 2
+    if args.command == "class":  # no run, no torch: a class in the lab's store
+        return classes.run(args)
     try:  # every flag, and the thread setting, before torch is imported
         cfg, notices = config_from_args(args)
         checked = CHECKS[args.command](args)

@@ -11,6 +11,7 @@ import re
 from typing import NoReturn
 
 from bsdemo.architectures import ARCHITECTURES, DEFAULT_BATCHES, DEFAULT_SECONDS
+from bsdemo.cli import classes
 from bsdemo.config import (
     DATASETS,
     DEVICES,
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                 _add_critical, _add_sharpness, _add_fit_batch, _add_ddp, _add_pipeline,
                 _add_architectures, _add_datasets, _add_warm):
         add(sub, train)
+    classes.add_parser(sub)
     return parser
 
 

@@ -135,6 +135,13 @@ class PostgresStore(Reopening):
         sql = f"INSERT INTO runs ({WRITE_COLUMNS}) VALUES ({', '.join(['%s'] * 9)}) RETURNING id"
         return self._run(lambda db: db.execute(sql, row).fetchone()[0])
 
+    def transact(self, work, wait: float = CALL_S):
+        """work(connection)'s result, in one transaction (see _run for the deadlines)."""
+        def inside(db):
+            with db.transaction():
+                return work(db)
+        return self._run(inside, wait)
+
     def find(self, config: dict, device: dict, wait: float = CALL_S) -> StoredRun | None:
         """The newest stored run with this config, code version and device, within `wait`
         seconds (see _run)."""

@@ -33,6 +33,42 @@ CREATE INDEX IF NOT EXISTS runs_key ON runs (key, created)
 """),
     (2, "runs.host: the machine that measured the run (a course's store has many)",
      "ALTER TABLE runs ADD COLUMN host TEXT"),
+    (3, "classes: a class in a lecture, its anonymous members, the rounds of each question and "
+        "the members' votes (bsdemo.classroom)", """
+CREATE TABLE IF NOT EXISTS classes (
+    code TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    key_hash TEXT NOT NULL,
+    password_hash TEXT,
+    created {float} NOT NULL,
+    ended {float},
+    last_active {float} NOT NULL
+);
+CREATE TABLE IF NOT EXISTS class_members (
+    code TEXT NOT NULL,
+    member TEXT NOT NULL,
+    joined {float} NOT NULL,
+    PRIMARY KEY (code, member)
+);
+CREATE TABLE IF NOT EXISTS class_rounds (
+    code TEXT NOT NULL,
+    question TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    opened {float} NOT NULL,
+    revealed {float},
+    supported INTEGER,
+    PRIMARY KEY (code, question, round)
+);
+CREATE TABLE IF NOT EXISTS class_votes (
+    code TEXT NOT NULL,
+    question TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    member TEXT NOT NULL,
+    choice INTEGER NOT NULL,
+    at {float} NOT NULL,
+    PRIMARY KEY (code, question, round, member)
+)
+"""),
 )
 LATEST = MIGRATIONS[-1][0]
 TYPES = {

@@ -156,6 +156,14 @@ class RunStore(Reopening):
                 (run_key(config, device, self.version),)).fetchone()
         return None if row is None else StoredRun.from_row(row)
 
+    def transact(self, work, wait: float = CALL_S):
+        """work(connection)'s result, in one transaction (committed, or rolled back when work
+        raises); StoreBusy when another call holds the store longer than `wait` seconds."""
+        with self._held(wait):
+            db = self._connection()
+            with db:
+                return work(db)
+
     def db_mode(self) -> str:
         with self._held(CALL_S):
             return self._connection().execute("PRAGMA journal_mode").fetchone()[0]

@@ -7,6 +7,7 @@ import streamlit as st
 
 from bsdemo.lessons import BY_SLUG, Lesson
 from bsdemo.plaintext import plain
+from bsdemo.ui import classroom
 from bsdemo.ui.entry import require_entrypoint
 from bsdemo.ui.links import presenting
 from bsdemo.ui.state import remembered
@@ -33,14 +34,24 @@ def predict(slug: str) -> None:
     lesson = BY_SLUG[slug]
     st.info(f"**Predict first:** {lesson.predict}", icon=":material/psychology:")
     key, saved = f"predict_{slug}", predictions()
-    if key not in st.session_state and slug in saved:  # kept across pages and reloads
+    round_, mine = classroom.member_round(slug)
+    if round_ is not None:  # in a class: the answer is this round's vote (a new round: none yet)
+        seen = f"class_round_{slug}"
+        if st.session_state.get(seen) != round_.number:
+            st.session_state[seen] = round_.number
+            st.session_state[key] = None if mine is None else lesson.answers[mine]
+    elif key not in st.session_state and slug in saved:  # kept across pages and reloads
         st.session_state[key] = saved[slug]
     st.radio("Your prediction, before you run it" + (" (the question's first part)"
              if lesson.predict.count("?") > 1 else ""), lesson.answers, index=None,
              key=key, horizontal=True, on_change=_keep, args=(slug, key),
+             disabled=round_ is not None and round_.revealed,
              # right under the question it answers: its label (read out by screen readers)
              # would be a line too many on screen
              label_visibility="collapsed")
+    if round_ is not None:
+        classroom.member_status(slug, round_)
+    classroom.room_panel(slug)
 
 
 def predictions() -> dict[str, str]:
@@ -50,7 +61,10 @@ def predictions() -> dict[str, str]:
 
 
 def _keep(slug: str, key: str) -> None:
-    predictions()[slug] = st.session_state[key]
+    choice = st.session_state[key]
+    predictions()[slug] = choice
+    if choice is not None:  # a class member's answer goes to the room too
+        classroom.vote(slug, BY_SLUG[slug].answers.index(choice))
 
 
 def prediction_check(slug: str, judged: tuple[int, str] | None) -> None:
@@ -59,6 +73,7 @@ def prediction_check(slug: str, judged: tuple[int, str] | None) -> None:
     if judged is None:
         return
     index, numbers = judged
+    classroom.settle(slug, index)  # the instructor's runs answer the room's question
     shown = BY_SLUG[slug].answers[index]
     guess = predictions().get(slug)
     if guess is None:

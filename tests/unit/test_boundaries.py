@@ -70,7 +70,8 @@ def test_the_pure_layers_reach_neither_torch_nor_streamlit_through_another_modul
                 reach(name, seen)
         return seen
 
-    pure = [m for m in graph if m.startswith(("bsdemo.charts", "bsdemo.recipes", "bsdemo.scheduler"))
+    pure = [m for m in graph if m.startswith(("bsdemo.charts", "bsdemo.recipes", "bsdemo.scheduler",
+                                              "bsdemo.classroom"))
             or m in ("bsdemo.config", "bsdemo.runs", "bsdemo.events", "bsdemo.footprint",
                      "bsdemo.jobkinds", "bsdemo.lessons", "bsdemo.units", "bsdemo.fits")]
     assert len(pure) > 20

@@ -198,7 +198,8 @@ def test_the_course_compose_file_wires_replicas_ray_and_postgresql_together():
     assert ray_address(env["BSDEMO_RAY_ADDRESS"]) == "ray-head:6379"
     assert database_url(env["BSDEMO_DATABASE_URL"]).endswith("@db:5432/bsdemo")
     Limits.load({k: v for k, v in env.items() if k.startswith("BSDEMO_") and k not in (
-        "BSDEMO_RAY_ADDRESS", "BSDEMO_DATABASE_URL", "BSDEMO_TRUSTED_PROXIES")})
+        "BSDEMO_RAY_ADDRESS", "BSDEMO_DATABASE_URL", "BSDEMO_TRUSTED_PROXIES", "BSDEMO_PUBLIC_URL",
+        "BSDEMO_CLASS_PASSWORD")})
     assert env["BSDEMO_TRUSTED_PROXIES"] == proxy["networks"]["course"]["ipv4_address"]
     labels = "\n".join(lab["labels"])
     assert "loadbalancer.sticky.cookie=true" in labels and "server.port=8501" in labels
@@ -216,3 +217,21 @@ def test_the_course_compose_file_wires_replicas_ray_and_postgresql_together():
     volume, target = services["db"]["volumes"][0].split(":")
     assert volume in compose["volumes"] and target == "/var/lib/postgresql/data"
     assert (ROOT / "deploy/cluster/kubernetes.md").exists()
+
+
+def test_the_course_has_no_default_password_and_tls_for_the_open_internet():
+    """The course's database password must be given (no fallback an attacker could guess), and
+    deploy/cluster/tls.yml puts the proxy on HTTPS: a Let's Encrypt certificate for LAB_DOMAIN,
+    plain HTTP redirected, the replicas' join links on https."""
+    text = (ROOT / "deploy/cluster/compose.yml").read_text()
+    assert "change-me" not in text and ":-" not in text.split("POSTGRES_PASSWORD")[-1][:3]
+    assert text.count("${POSTGRES_PASSWORD:?") == 2
+    tls = yaml.safe_load((ROOT / "deploy/cluster/tls.yml").read_text())
+    command = "\n".join(tls["services"]["proxy"]["command"])
+    assert "--entrypoints.websecure.address=:443" in command
+    assert "redirections.entrypoint.to=websecure" in command
+    assert "acme.email=${ACME_EMAIL:?" in command and "acme.tlschallenge=true" in command
+    labels = "\n".join(tls["services"]["lab"]["labels"])
+    assert "Host(`${LAB_DOMAIN:?" in labels and "tls.certresolver=le" in labels
+    assert tls["services"]["lab"]["environment"]["BSDEMO_PUBLIC_URL"].startswith("https://${LAB_DOMAIN")
+    assert "deploy/cluster/tls.yml" in (ROOT / "docs/deploy.md").read_text()

@@ -1,0 +1,2 @@
+"""A class in a lecture: join codes, the room's votes, a class-sourced sweep (rules: pure; store:
+the run store's tables)."""

@@ -1,0 +1,286 @@
+"""A class's state in the run store: the class, its members, the rounds of each lesson's
+question and the members' votes — in the same database as the runs (SQLite in the data folder,
+PostgreSQL in a course), never only in one process: any replica serves any member, and a
+restart loses no vote.
+
+`ClassStore` applies bsdemo.classroom.rules and keeps what they decide; every call is one short
+transaction through the run store's own connection (its deadlines and its reopening included),
+so a database in trouble raises `StoreUnavailable` and the page says so. Nothing personal is
+kept: a member is a hash of the class and the browser's random id; no name, no address.
+Pure Python: no torch, no Streamlit (the database driver comes with the run store).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bsdemo.classroom import rules
+from bsdemo.classroom.rules import Round, Tally
+
+ATTEMPTS = 8  # fresh codes tried when a new class's code is taken (31^6 codes: never in practice)
+NOT_OPEN = "No open class has this code (and password, if it has one): check it with your instructor."
+
+
+class ClassError(ValueError):
+    """What a class cannot do just now, in plain words for the page (never the traceback)."""
+
+
+@dataclass(frozen=True)
+class ClassInfo:
+    code: str
+    title: str
+    created: float
+    ended: float | None
+    has_password: bool
+    members: int
+
+    @property
+    def open(self) -> bool:
+        return self.ended is None
+
+
+class ClassStore:
+    """Classes kept in a run store (a bsdemo.store RunStore or PostgresStore)."""
+
+    def __init__(self, store, clock: Callable[[], float] = time.time):
+        self.store = store
+        self.clock = clock
+        self._mark = "?" if store.backend == "sqlite" else "%s"
+
+    # ----- plumbing -----
+    def _do(self, work: Callable[[Callable[..., Any]], Any]) -> Any:
+        """work(q) in one transaction; q(sql, params) runs a statement written with "?"."""
+        def inside(db):
+            def q(sql: str, params: Sequence = ()):
+                return db.execute(sql.replace("?", self._mark), tuple(params))
+            return work(q)
+        return self.store.transact(inside)
+
+    def _class_row(self, q, code: str):
+        return q("SELECT code, title, created, ended, password_hash, key_hash, last_active "
+                 "FROM classes WHERE code = ?", (code,)).fetchone()
+
+    def _touch(self, q, code: str) -> None:
+        q("UPDATE classes SET last_active = ? WHERE code = ?", (self.clock(), code))
+
+    # ----- the instructor -----
+    def start(self, title: str = "", password: str | None = None) -> tuple[str, str]:
+        """A new class: (its join code, its instructor key). The key is returned once and only
+        its hash is kept."""
+        title = rules.check_title(title)
+        password = rules.check_password(password)
+        key = rules.new_key()
+        hashed = rules.password_hash(password) if password else None
+        now = self.clock()
+        for _ in range(ATTEMPTS):
+            code = rules.new_code()
+
+            def insert(q, code=code):
+                if self._class_row(q, code) is not None:
+                    return False
+                q("INSERT INTO classes (code, title, key_hash, password_hash, created, ended, "
+                  "last_active) VALUES (?, ?, ?, ?, ?, NULL, ?)",
+                  (code, title, rules.key_hash(key), hashed, now, now))
+                return True
+            if self._do(insert):
+                return code, key
+        raise ClassError("No free join code was found; try again.")
+
+    def is_instructor(self, code: str, key: object) -> bool:
+        """Whether `key` is the instructor key of the class `code` (constant-time compare)."""
+        row = self._do(lambda q: self._class_row(q, code))
+        return row is not None and rules.key_matches(key, row[5])
+
+    def _instructing(self, q, code: str, key: object):
+        row = self._class_row(q, code)
+        if row is None or not rules.key_matches(key, row[5]):
+            raise ClassError("Only the class's instructor can do that (their browser holds the "
+                             "class's key).")
+        return row
+
+    def end(self, code: str, key: object) -> None:
+        """End the class: no more joins or votes; its results stay readable by the instructor."""
+        def work(q):
+            row = self._instructing(q, code, key)
+            if row[3] is None:
+                q("UPDATE classes SET ended = ?, last_active = ? WHERE code = ?",
+                  (self.clock(), self.clock(), code))
+        self._do(work)
+
+    def reveal(self, code: str, key: object, question: str) -> None:
+        """Show the room's answers to the current round: its votes are locked from now."""
+        def work(q):
+            self._instructing(q, code, key)
+            number = self._current(q, code, question).number
+            q("UPDATE class_rounds SET revealed = ? WHERE code = ? AND question = ? AND round = ? "
+              "AND revealed IS NULL", (self.clock(), code, question, number))
+            self._touch(q, code)
+        self._do(work)
+
+    def ask_again(self, code: str, key: object, question: str) -> int:
+        """A new round of the question (peer instruction's second vote); its number. The first
+        round must have been shown: a round nobody has seen is still the one being voted on."""
+        def work(q):
+            row = self._instructing(q, code, key)
+            if row[3] is not None:
+                raise ClassError("The class has ended: votes are closed.")
+            current = self._current(q, code, question)
+            if not current.revealed:
+                return current.number
+            q("INSERT INTO class_rounds (code, question, round, opened, revealed, supported) "
+              "VALUES (?, ?, ?, ?, NULL, NULL) ON CONFLICT (code, question, round) DO NOTHING",
+              (code, question, current.number + 1, self.clock()))
+            self._touch(q, code)
+            return current.number + 1
+        return self._do(work)
+
+    def settle(self, code: str, key: object, question: str, supported: int) -> None:
+        """Mark the answer the instructor's (or the class's) runs support, on every round."""
+        def work(q):
+            self._instructing(q, code, key)
+            self._current(q, code, question)
+            q("UPDATE class_rounds SET supported = ? WHERE code = ? AND question = ?",
+              (int(supported), code, question))
+        self._do(work)
+
+    # ----- members -----
+    def info(self, code: str) -> ClassInfo | None:
+        """The class `code` (open or ended), or None."""
+        def work(q):
+            row = self._class_row(q, code)
+            if row is None:
+                return None
+            members = q("SELECT count(*) FROM class_members WHERE code = ?", (code,)).fetchone()[0]
+            return ClassInfo(row[0], row[1], row[2], row[3], row[4] is not None, members)
+        return self._do(work)
+
+    def join(self, code: str, browser: str, password: object = None) -> str:
+        """Make the browser a member of the open class `code`; its member id. One message for a
+        code that does not exist, an ended class and a wrong password (a guesser learns
+        nothing)."""
+        def work(q):
+            row = self._class_row(q, code)
+            if row is None or row[3] is not None or not rules.password_matches(password, row[4]):
+                raise ClassError(NOT_OPEN)
+            member = rules.member_id(code, browser)
+            q("INSERT INTO class_members (code, member, joined) VALUES (?, ?, ?) "
+              "ON CONFLICT (code, member) DO NOTHING", (code, member, self.clock()))
+            self._touch(q, code)
+            return member
+        return self._do(work)
+
+    def is_member(self, code: str, member: str) -> bool:
+        return self._do(lambda q: q("SELECT 1 FROM class_members WHERE code = ? AND member = ?",
+                                    (code, member)).fetchone()) is not None
+
+    def vote(self, code: str, member: str, question: str, choice: int,
+             answers: Sequence[str]) -> None:
+        """Take (or change) a member's answer to the question's current round; ClassError with
+        the reason when it cannot be taken (ended, shown, not a member, not an answer)."""
+        def work(q):
+            row = self._class_row(q, code)
+            if row is None or q("SELECT 1 FROM class_members WHERE code = ? AND member = ?",
+                                (code, member)).fetchone() is None:
+                raise ClassError("This browser is not in the class: join it again with its code.")
+            current = self._current(q, code, question)
+            refusal = rules.vote_refusal(choice, answers, current, row[3] is not None)
+            if refusal:
+                raise ClassError(refusal)
+            # only while the round is still unshown, checked again in the statement itself: a
+            # reveal that lands between the check above and this write still locks the round
+            taken = q("INSERT INTO class_votes (code, question, round, member, choice, at) "
+                      "SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM class_rounds WHERE "
+                      "code = ? AND question = ? AND round = ? AND revealed IS NULL) "
+                      "ON CONFLICT (code, question, round, member) "
+                      "DO UPDATE SET choice = excluded.choice, at = excluded.at",
+                      (code, question, current.number, member, choice, self.clock(),
+                       code, question, current.number)).rowcount
+            if taken == 0:
+                raise ClassError(rules.vote_refusal(choice, answers, Round(current.number, True),
+                                                    False))
+        self._do(work)
+
+    def my_vote(self, code: str, member: str, question: str) -> tuple[Round, int | None]:
+        """The question's current round and this member's answer in it (None: not yet)."""
+        def work(q):
+            current = self._current(q, code, question)
+            got = q("SELECT choice FROM class_votes WHERE code = ? AND question = ? AND round = ? "
+                    "AND member = ?", (code, question, current.number, member)).fetchone()
+            return current, (None if got is None else int(got[0]))
+        return self._do(work)
+
+    # ----- the projector -----
+    def tallies(self, code: str, question: str, answers: Sequence[str]) -> list[tuple[Round, Tally]]:
+        """Every round of the question, oldest first, with the room's answers in it."""
+        def work(q):
+            self._current(q, code, question)
+            rounds = q("SELECT round, revealed, supported FROM class_rounds WHERE code = ? AND "
+                       "question = ? ORDER BY round", (code, question)).fetchall()
+            votes = q("SELECT round, choice FROM class_votes WHERE code = ? AND question = ?",
+                      (code, question)).fetchall()
+            out = []
+            for number, revealed, supported in rounds:
+                chosen = [int(c) for r, c in votes if r == number]
+                out.append((Round(int(number), revealed is not None,
+                                  None if supported is None else int(supported)),
+                            rules.tally(answers, chosen)))
+            return out
+        return self._do(work)
+
+    def _current(self, q, code: str, question: str) -> Round:
+        """The question's newest round (round 1 opened now when the question is new)."""
+        row = q("SELECT round, revealed, supported FROM class_rounds WHERE code = ? AND "
+                "question = ? ORDER BY round DESC LIMIT 1", (code, question)).fetchone()
+        if row is None:
+            q("INSERT INTO class_rounds (code, question, round, opened, revealed, supported) "
+              "VALUES (?, ?, 1, ?, NULL, NULL) ON CONFLICT (code, question, round) DO NOTHING",
+              (code, question, self.clock()))
+            return Round(1, False)
+        return Round(int(row[0]), row[1] is not None, None if row[2] is None else int(row[2]))
+
+    # ----- keeping -----
+    def export(self, code: str, key: object) -> dict[str, Any]:
+        """The class's results for its instructor: the class, and every round's counts (no
+        member ids: counts are what the room said)."""
+        def work(q):
+            row = self._instructing(q, code, key)
+            members = q("SELECT count(*) FROM class_members WHERE code = ?", (code,)).fetchone()[0]
+            rounds = q("SELECT question, round, opened, revealed, supported FROM class_rounds "
+                       "WHERE code = ? ORDER BY question, round", (code,)).fetchall()
+            votes = q("SELECT question, round, choice, count(*) FROM class_votes WHERE code = ? "
+                      "GROUP BY question, round, choice", (code,)).fetchall()
+            return {"class": {"code": row[0], "title": row[1], "created": row[2],
+                              "ended": row[3], "members": members},
+                    "rounds": [{"question": r[0], "round": int(r[1]), "opened": r[2],
+                                "revealed": r[3], "supported": r[4],
+                                "counts": {int(c): int(n) for qn, rn, c, n in votes
+                                           if qn == r[0] and rn == r[1]}} for r in rounds]}
+        return self._do(work)
+
+    def purge(self, days: float) -> int:
+        """Delete every class past keeping (rules.expired) with everything it held; how many."""
+        def work(q):
+            gone = [r[0] for r in q("SELECT code, created, ended, last_active FROM classes")
+                    .fetchall() if rules.expired(r[1], r[2], r[3], self.clock(), days)]
+            for code in gone:
+                for table in ("class_votes", "class_rounds", "class_members", "classes"):
+                    q(f"DELETE FROM {table} WHERE code = ?", (code,))
+            return len(gone)
+        return self._do(work)
+
+
+def open_classes() -> ClassStore:
+    """The classes' store from the server's settings: PostgreSQL at BSDEMO_DATABASE_URL, else
+    SQLite in BSDEMO_DATA_DIR, else in ~/.cache/bsdemo (a laptop's lab keeps its classes too).
+    ConfigError for a bad URL; OSError when the folder cannot hold a database."""
+    import os
+    from pathlib import Path
+
+    from bsdemo.store import DATABASE_URL_ENV, database_url, open_store
+
+    url = database_url(os.environ.get(DATABASE_URL_ENV))
+    folder = os.environ.get("BSDEMO_DATA_DIR") or str(Path.home() / ".cache" / "bsdemo")
+    return ClassStore(open_store(None if url else folder, url))

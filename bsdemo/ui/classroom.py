@@ -1,0 +1,559 @@
+"""A class in the browser: starting one, joining one, this browser's seat in it (instructor or
+member), the members' votes, and the projector's view of the room's answers.
+
+Who this browser is in a class is kept in two first-party cookies, set by script (as the
+browser's own secret is, bsdemo.ui.state): `bsdemo_class` holds the code of the class it joined,
+`bsdemo_teach` the code and key of the class it teaches. A join link (`?join=CODE`) and an
+instructor link (`?teach=CODE.KEY`) are taken off the URL as soon as they are read, so neither a
+reload nor a copied address repeats them. The rules and the store are bsdemo.classroom's; this
+module only draws them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+import streamlit as st
+
+from bsdemo.charts.room import room_votes_chart
+from bsdemo.classroom import rules
+from bsdemo.classroom.rules import RateLimit
+from bsdemo.classroom.store import ClassError, ClassStore
+from bsdemo.errors import ConfigError, clip
+from bsdemo.lessons import BY_SLUG
+from bsdemo.plaintext import plain
+from bsdemo.store import StoreUnavailable
+from bsdemo.ui.links import presenting
+from bsdemo.ui.state import client_address, owner
+
+CLASS_COOKIE = "bsdemo_class"
+TEACH_COOKIE = "bsdemo_teach"
+PUBLIC_URL_ENV = "BSDEMO_PUBLIC_URL"  # the lab's address as students reach it (join links, QR)
+SEAT_KEY = "class_seat"
+MEMBER_POLL_S = 2.0  # a member's page looks for a reveal or a new round this often
+ROOM_POLL_S = 1.0  # the projector's tally
+
+
+@dataclass(frozen=True)
+class Seat:
+    """This browser in a class: its code, and either its member id or the instructor key."""
+
+    code: str
+    member: str | None = None
+    key: str | None = None
+
+    @property
+    def teaching(self) -> bool:
+        return self.key is not None
+
+
+# ----- process-wide -----
+@st.cache_resource(show_spinner=False)
+def class_store() -> ClassStore | None:
+    """The classes' store: the run store's database (PostgreSQL at BSDEMO_DATABASE_URL, else
+    SQLite in BSDEMO_DATA_DIR, else in ~/.cache/bsdemo), opened by this process; classes past
+    BSDEMO_CLASS_RETENTION_DAYS are deleted as it opens. None when no database can be used."""
+    from bsdemo.classroom.store import open_classes
+
+    try:
+        classes = open_classes()
+    except (ConfigError, OSError):
+        return None  # the pages say classes need a database
+    try:
+        classes.purge(retention())
+    except (StoreUnavailable, ClassError):
+        pass  # tried again at the next class started
+    return classes
+
+
+def retention() -> float:
+    try:
+        return rules.retention_days(os.environ.get(rules.RETENTION_ENV))
+    except ConfigError:
+        return rules.RETENTION_DAYS
+
+
+@st.cache_resource(show_spinner=False)
+def limits() -> dict[str, RateLimit]:
+    """This process's rate limits (each replica counts its own connections)."""
+    return {"wrong": RateLimit(rules.WRONG_CODES_PER_MINUTE, 60.0),
+            "joins": RateLimit(rules.JOINS_PER_ADDRESS_PER_10_MIN, 600.0),
+            "member_votes": RateLimit(rules.VOTES_PER_MEMBER_PER_MINUTE, 60.0),
+            "address_votes": RateLimit(rules.VOTES_PER_ADDRESS_PER_MINUTE, 60.0)}
+
+
+def public_url() -> str:
+    """The lab's root as students reach it: BSDEMO_PUBLIC_URL, else this page's own address."""
+    given = (os.environ.get(PUBLIC_URL_ENV) or "").strip()
+    if given:
+        return given.rstrip("/") + "/"
+    url = getattr(st.context, "url", None) or "http://localhost:8501/"
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/", "", ""))
+
+
+def join_link(code: str) -> str:
+    return f"{public_url()}?join={code}"
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def qr_png(text: str) -> bytes:
+    """A QR code of text as a PNG (segno; error correction M: a projector's glare and a phone
+    at the back of the room)."""
+    import segno
+
+    buffer = io.BytesIO()
+    segno.make(text, error="m").save(buffer, kind="png", scale=10, border=2)
+    return buffer.getvalue()
+
+
+# ----- this browser's seat -----
+def seat() -> Seat | None:
+    """This browser's seat in a class (from its cookies on a tab's first run), or None."""
+    state = st.session_state
+    if SEAT_KEY not in state:
+        state[SEAT_KEY] = _seat_from_cookies()
+    return state[SEAT_KEY]
+
+
+def _seat_from_cookies() -> Seat | None:
+    classes = class_store()
+    cookies = st.context.cookies or {}
+    if classes is None:
+        return None
+    try:
+        teach = cookies.get(TEACH_COOKIE)
+        if isinstance(teach, str) and "." in teach:
+            code, key = teach.split(".", 1)
+            if classes.is_instructor(code, key):
+                return Seat(code, key=key)
+        code = cookies.get(CLASS_COOKIE)
+        if isinstance(code, str) and code:
+            code = rules.parse_code(code)
+            member = rules.member_id(code, owner())
+            if classes.is_member(code, member):
+                return Seat(code, member=member)
+    except (ConfigError, ClassError, StoreUnavailable):
+        pass
+    return None
+
+
+def _sit(new: Seat | None) -> None:
+    """Take a seat (None: leave) and tell the browser's cookies at the end of this run."""
+    st.session_state[SEAT_KEY] = new
+    if new is None:
+        st.session_state["class_cookies"] = {CLASS_COOKIE: None, TEACH_COOKIE: None}
+    elif new.teaching:
+        st.session_state["class_cookies"] = {TEACH_COOKIE: f"{new.code}.{new.key}",
+                                             CLASS_COOKIE: None}
+    else:
+        st.session_state["class_cookies"] = {CLASS_COOKIE: new.code, TEACH_COOKIE: None}
+
+
+def write_cookies() -> None:
+    """Write the seat's cookies (first-party, by script: Streamlit cannot send Set-Cookie)."""
+    wanted = st.session_state.pop("class_cookies", None)
+    if not wanted:
+        return
+    days = max(1, int(retention()) + 1)
+    lines = []
+    for name, value in wanted.items():
+        age = days * 86400 if value else 0
+        lines.append(f'document.cookie = "{name}={value or ""}; path=/; max-age={age}; '
+                     f'samesite=lax" + (location.protocol === "https:" ? "; secure" : "");')
+    with st.sidebar:
+        st.html("<script>" + "\n".join(lines) + "</script>", unsafe_allow_javascript=True)
+
+
+def take_link() -> None:
+    """A join link's or an instructor link's parameter, read once and taken off the URL (app.py
+    calls this before the page reads its own link)."""
+    params = st.query_params
+    if "teach" in params:
+        raw = str(params["teach"])
+        del params["teach"]
+        code, _, key = raw.partition(".")
+        classes = class_store()
+        try:
+            code = rules.parse_code(code)
+            if classes is None or not classes.is_instructor(code, key):
+                raise ClassError("This instructor link does not open a class here: it may have "
+                                 "been mistyped, or the class deleted.")
+            _sit(Seat(code, key=key))
+        except (ConfigError, ClassError, StoreUnavailable) as exc:
+            st.session_state["class_message"] = str(exc)
+    if "join" in params:
+        raw = str(params["join"])
+        del params["join"]
+        st.session_state["join_code"] = raw[:rules.MAX_TYPED]
+        join(raw, None, from_link=True)
+
+
+def join(raw: str, password: str | None, from_link: bool = False) -> bool:
+    """Join the class with the typed or linked code; the outcome goes to the page's message.
+    A class with a password asked for by link opens the form on Home instead."""
+    classes = class_store()
+    address = client_address()
+    if classes is None:
+        st.session_state["class_message"] = ("Classes need a database this server can write "
+                                             "(BSDEMO_DATA_DIR or BSDEMO_DATABASE_URL).")
+        return False
+    try:
+        if limits()["wrong"].blocked(address):
+            raise ClassError(f"Too many wrong codes from this network "
+                             f"({rules.WRONG_CODES_PER_MINUTE} a minute): wait a minute and type "
+                             "the code again.")
+        try:
+            code = rules.parse_code(raw)
+        except ConfigError:
+            limits()["wrong"].record(address)
+            raise
+        if from_link and password is None:
+            info = classes.info(code)
+            if info is not None and info.open and info.has_password:
+                st.session_state["class_message"] = None
+                st.session_state["join_needs_password"] = True
+                return False
+        if not limits()["joins"].allow(address):
+            raise ClassError("This network has added as many members as a class server allows "
+                             f"in ten minutes ({rules.JOINS_PER_ADDRESS_PER_10_MIN}); wait a "
+                             "little and join again.")
+        try:
+            member = classes.join(code, owner(), password)
+        except ClassError:
+            limits()["wrong"].record(address)
+            raise
+    except (ConfigError, ClassError, StoreUnavailable) as exc:
+        st.session_state["class_message"] = str(exc)
+        return False
+    _sit(Seat(code, member=member))
+    info = classes.info(code)
+    st.session_state["class_message"] = None
+    st.session_state["class_joined"] = (f"You joined the class {code}"
+                                        + (f" — {info.title}" if info and info.title else "")
+                                        + ". Your predictions now go to the room, anonymously.")
+    return True
+
+
+def start(title: str, password: str | None) -> None:
+    classes = class_store()
+    if classes is None:
+        st.session_state["class_message"] = ("Classes need a database this server can write "
+                                             "(BSDEMO_DATA_DIR or BSDEMO_DATABASE_URL).")
+        return
+    try:
+        password = password or os.environ.get(rules.PASSWORD_ENV) or None
+        code, key = classes.start(title, password)
+        classes.purge(retention())
+    except (ConfigError, ClassError, StoreUnavailable) as exc:
+        st.session_state["class_message"] = str(exc)
+        return
+    _sit(Seat(code, key=key))
+    st.session_state["class_message"] = None
+    st.session_state["teach_link_once"] = f"{public_url()}?teach={code}.{key}"
+
+
+def leave() -> None:
+    _sit(None)
+    st.session_state.pop("teach_link_once", None)
+
+
+def end() -> None:
+    current = seat()
+    try:
+        class_store().end(current.code, current.key)
+    except (ClassError, StoreUnavailable) as exc:
+        st.session_state["class_message"] = str(exc)
+
+
+# ----- the sidebar -----
+def sidebar() -> None:
+    """The class section of every page's sidebar: start or join; the instructor's code, QR code,
+    results and End; a member's class and Leave."""
+    current = seat()
+    # what the last join, start or link said: at the top of the page (a phone folds the sidebar)
+    message = st.session_state.pop("class_message", None)
+    if message:
+        st.error(plain(message), icon=":material/group_off:")
+    joined = st.session_state.pop("class_joined", None)
+    if joined:
+        st.success(plain(joined), icon=":material/groups:")
+    with st.sidebar:
+        if current is None:
+            with st.expander("Class", icon=":material/groups:"):
+                join_form("sidebar")
+                st.divider()
+                st.text_input("Title (optional)", max_chars=rules.MAX_TITLE, key="class_title")
+                st.text_input("Class password (optional)", type="password",
+                              max_chars=rules.MAX_PASSWORD, key="class_password",
+                              help="Students then type it when they join. Leave it empty "
+                                   "for a class on a private network.")
+                st.button("Start a class", key="class_start", icon=":material/co_present:",
+                          on_click=lambda: start(st.session_state.get("class_title", ""),
+                                                 st.session_state.get("class_password")))
+            write_cookies()
+            return
+        info = _info(current.code)
+        if current.teaching:
+            _instructor_sidebar(current, info)
+        else:
+            title = f" — {info.title}" if info and info.title else ""
+            st.caption(plain(f"In class {current.code}{title}. Your “Predict first” answers go "
+                             "to the room, with no name."))
+            if info is not None and not info.open:
+                st.caption("This class has ended.")
+            st.button("Leave the class", on_click=leave, key="class_leave",
+                      icon=":material/logout:")
+        write_cookies()
+    if current.teaching and presenting():
+        corner(current.code)
+
+
+def _info(code: str):
+    try:
+        return class_store().info(code)
+    except StoreUnavailable:
+        return None
+
+
+def _instructor_sidebar(current: Seat, info) -> None:
+    members = info.members if info else 0
+    state = "open" if info is None or info.open else "ended"
+    st.markdown(f"**Class {current.code}** · {members} member{'s' * (members != 1)} · {state}")
+    if info and info.title:
+        st.caption(plain(info.title))
+    st.image(qr_png(join_link(current.code)), width=140,
+             caption="Scan to join", output_format="PNG")
+    st.code(join_link(current.code), language=None, wrap_lines=True)
+    once = st.session_state.get("teach_link_once")
+    if once:
+        with st.expander("Instructor link (private: opens the class as its instructor)"):
+            st.caption("This browser keeps the class's key. To teach from another browser, open "
+                       "this link there; never show it to the class.")
+            st.code(once, language=None, wrap_lines=True)
+    if info is not None and info.open:
+        st.button("End class", key="class_end", icon=":material/stop_circle:", on_click=end,
+                  help="No more joins or votes; the results stay downloadable for "
+                       f"{retention():g} days after it ends.")
+    try:
+        results = class_store().export(current.code, current.key)
+    except (ClassError, StoreUnavailable):
+        results = None
+    if results is not None:
+        from bsdemo.classroom.export import results_csv
+
+        st.caption("The room's answers, every vote (counts only):")
+        cols = st.columns(2)
+        cols[0].download_button("JSON", json.dumps(results, indent=1),
+                                f"class-{current.code}.json", "application/json",
+                                key="class_json", icon=":material/download:")
+        cols[1].download_button("CSV", results_csv(results, _answers),
+                                f"class-{current.code}.csv", "text/csv", key="class_csv",
+                                icon=":material/download:")
+    st.button("Leave the instructor's seat", on_click=leave, key="class_leave",
+              help="This browser forgets the class's key: only the instructor link opens it "
+                   "again.")
+
+
+def _answers(question: str) -> tuple[str, ...]:
+    lesson = BY_SLUG.get(question)
+    return tuple(lesson.answers) if lesson else ()
+
+
+def corner(code: str) -> None:
+    """The join code and a QR code, small in the projected page's top right corner (beside the
+    title, clear of the page's content)."""
+    box = st.container(key="class_corner", horizontal=True, vertical_alignment="center", gap=None)
+    box.image(qr_png(join_link(code)), width=64, output_format="PNG")
+    box.markdown(f"<span style='font-size: 0.7rem'>Join</span><br>**{code}**",
+                 unsafe_allow_html=True, width="content")
+    st.html("""<style>
+.st-key-class_corner { position: fixed; top: 0.4rem; right: 1rem; z-index: 999990;
+  width: auto !important; height: auto !important; background: #ffffff;
+  border: 1px solid #8a8a8a; border-radius: 6px; padding: 4px 10px 4px 4px; gap: 0.4rem; }
+.st-key-class_corner p { font-size: 1.1rem; line-height: 1.2; margin: 0; }
+</style>""")
+
+
+def join_form(where: str) -> None:
+    """Type a class's code (and its password, if it has one) to join."""
+    code_key = f"join_code_{where}"
+    if code_key not in st.session_state:  # a join link's code, waiting for its password
+        st.session_state[code_key] = st.session_state.get("join_code", "")
+
+    def pressed() -> None:
+        if join(st.session_state.get(code_key, ""),
+                st.session_state.get(f"join_password_{where}") or None):
+            st.session_state.pop("join_needs_password", None)
+
+    st.text_input("Class code", key=code_key, max_chars=rules.MAX_TYPED,
+                  placeholder="e.g. K7PM3X", help=rules.CODE_RULE)
+    st.text_input("Class password (if your instructor gave one)", type="password",
+                  key=f"join_password_{where}", max_chars=rules.MAX_PASSWORD)
+    st.button("Join the class", key=f"join_{where}", icon=":material/login:", on_click=pressed)
+
+
+def join_screen() -> None:
+    """Home's class box: for the instructor, the join screen to project (code, QR, link); for a
+    browser in no class, the join form."""
+    current = seat()
+    if current is None:
+        with st.container(border=True, key="home_join"):
+            st.markdown("**In a class?** Type the code your instructor shows, or scan their QR "
+                        "code with your phone.")
+            if st.session_state.get("join_needs_password"):
+                st.info("This class asks for a password: type it below.")
+            join_form("home")
+        return
+    if not current.teaching:
+        return
+    with st.container(border=True, key="home_class"):
+        left, right = st.columns([1, 1], vertical_alignment="center")
+        right.image(qr_png(join_link(current.code)), width=320, output_format="PNG")
+        left.markdown("Join the class at")
+        left.code(join_link(current.code), language=None, wrap_lines=True)
+        left.markdown("or type the code on the lab's Home page:")
+        left.markdown(f"<p style='font-size: 4rem; font-weight: 700; letter-spacing: 0.3rem; "
+                      f"margin: 0'>{current.code}</p>", unsafe_allow_html=True)
+
+
+# ----- votes -----
+def vote(slug: str, choice: int) -> None:
+    """Send this member's answer to the lesson's question (the radio's on_change)."""
+    current = seat()
+    if current is None or current.teaching:
+        return
+    answers = BY_SLUG[slug].answers
+    status = f"class_vote_{slug}"
+    address = client_address()
+    if not (limits()["member_votes"].allow(current.member)
+            and limits()["address_votes"].allow(address)):
+        st.session_state[status] = ("error", f"Too many votes: at most "
+                                    f"{rules.VOTES_PER_MEMBER_PER_MINUTE} a minute from one "
+                                    "browser. Your last vote stands.")
+        return
+    try:
+        class_store().vote(current.code, current.member, slug, choice, answers)
+    except (ClassError, StoreUnavailable) as exc:
+        st.session_state[status] = ("error", str(exc))
+        return
+    st.session_state[status] = ("ok", "Sent to the room (no name).")
+
+
+def member_round(slug: str) -> tuple[rules.Round | None, int | None]:
+    """For a member: the question's current round and their vote in it (None, None otherwise)."""
+    current = seat()
+    if current is None or current.teaching:
+        return None, None
+    try:
+        return class_store().my_vote(current.code, current.member, slug)
+    except StoreUnavailable:
+        return None, None
+
+
+def member_status(slug: str, round_: rules.Round) -> None:
+    """Under a member's answer: whether it reached the room, and — once the instructor shows
+    them — the room's answers; polled, so a reveal or a second round reaches the page."""
+    shown = (round_.number, round_.revealed, round_.supported)
+
+    @st.fragment(run_every=MEMBER_POLL_S)
+    def status() -> None:
+        current = seat()
+        if current is None:
+            return
+        try:
+            rounds = class_store().tallies(current.code, slug, BY_SLUG[slug].answers)
+        except StoreUnavailable as exc:
+            st.caption(plain(f"The class cannot be reached just now ({clip(str(exc), 120)})."))
+            return
+        latest = rounds[-1][0]
+        if (latest.number, latest.revealed, latest.supported) != shown:
+            st.rerun()  # a reveal or a new round: the whole page, so the answer locks or opens
+        said = st.session_state.get(f"class_vote_{slug}")
+        if said and said[0] == "error":
+            st.error(plain(said[1]))
+        elif latest.revealed:
+            st.caption("The room's answers are shown: this vote is locked.")
+            show_room(rounds, f"room_{slug}_member")
+        else:
+            st.caption(plain((said[1] + " " if said else "")
+                             + f"Vote {latest.number}: the room's answers stay hidden until "
+                               "your instructor shows them."))
+
+    status()
+
+
+def show_room(rounds, key: str) -> None:
+    from bsdemo.ui.widgets import show_chart
+
+    show_chart(room_votes_chart(rounds), key=key)
+
+
+def room_panel(slug: str) -> None:
+    """The instructor's view of the room's answers to this lesson's question: how many have
+    answered (the answers hidden), Show, the chart once shown, and Ask again."""
+    current = seat()
+    if current is None or not current.teaching:
+        return
+    answers = BY_SLUG[slug].answers
+    classes = class_store()
+
+    def act(what: str) -> None:
+        try:
+            if what == "reveal":
+                classes.reveal(current.code, current.key, slug)
+            else:
+                classes.ask_again(current.code, current.key, slug)
+        except (ClassError, StoreUnavailable) as exc:
+            st.session_state["class_message"] = str(exc)
+
+    @st.fragment(run_every=ROOM_POLL_S)
+    def room() -> None:
+        try:
+            rounds = classes.tallies(current.code, slug, answers)
+            info = classes.info(current.code)
+        except StoreUnavailable as exc:
+            st.caption(plain(f"The class cannot be reached just now ({clip(str(exc), 120)})."))
+            return
+        latest, counts = rounds[-1]
+        members = info.members if info else 0
+        box = st.container(border=True, key=f"room_{slug}")
+        line = box.container(horizontal=True, vertical_alignment="center")
+        line.markdown(f"**The room** (class {current.code}) · vote {latest.number}: "
+                      f"**{counts.total}** of {members} answered", width="content")
+        if not latest.revealed:
+            line.button("Show the room's answers", key=f"room_show_{slug}", on_click=act,
+                        args=("reveal",), icon=":material/visibility:",
+                        help="Shows the counts here and on the members' pages, and locks "
+                             "this vote.")
+            if len(rounds) > 1:
+                with box:
+                    show_room(rounds[:-1], f"room_{slug}_earlier")
+            return
+        line.button("Ask again (vote 2)" if latest.number == 1 else
+                    f"Ask again (vote {latest.number + 1})", key=f"room_again_{slug}",
+                    on_click=act, args=("again",), icon=":material/replay:",
+                    help="Peer instruction: let the room discuss, then vote again; both votes "
+                         "stay side by side.")
+        with box:
+            show_room(rounds, f"room_{slug}_chart")
+
+    room()
+
+
+def settle(slug: str, supported: int) -> None:
+    """The instructor's runs answered the question: mark that answer on the room's chart (once
+    per answer and tab)."""
+    current = seat()
+    done = f"class_settled_{slug}"
+    if current is None or not current.teaching or st.session_state.get(done) == supported:
+        return
+    try:
+        class_store().settle(current.code, current.key, slug, supported)
+        st.session_state[done] = supported
+    except (ClassError, StoreUnavailable):
+        pass  # the next run of the page tries again
