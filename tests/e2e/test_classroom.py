@@ -39,6 +39,31 @@ def vote(page, answer: str) -> None:
     page.get_by_text(re.compile(r"Sent to the room")).wait_for(timeout=ms(30))
 
 
+def joined(page, code: str) -> None:
+    """Wait for the join's confirmation, and for the browser's id and class to reach its
+    cookies (by the page's script) before it moves on, as a student does not leave in the
+    same instant."""
+    page.get_by_text(re.compile(rf"You joined the class {code}")).wait_for(timeout=ms(30))
+    assert "join=" not in page.url  # taken off the address once read
+    page.wait_for_function("() => document.cookie.includes('bsdemo_class=') && "
+                           "document.cookie.includes('bsdemo_browser=')", timeout=ms(30))
+
+
+def open_lesson(page, url: str) -> None:
+    """A member opens the lesson and waits for their line under the question (the page has
+    run: a click before that can be lost to the page's first drawing)."""
+    page.goto(f"{url}/{LESSON}")
+    page.get_by_text(re.compile(r"Vote 1: the room's answers stay hidden")).wait_for(
+        timeout=ms(30))
+
+
+def join_and_vote(page, url: str, code: str, answer: str) -> None:
+    page.goto(f"{url}/?join={code}")
+    joined(page, code)
+    open_lesson(page, url)
+    vote(page, answer)
+
+
 def test_a_room_joins_votes_and_sees_its_answers_after_show(browser, tmp_path):
     data = tmp_path / "data"
     folder = shots(tmp_path)
@@ -68,18 +93,8 @@ def test_a_room_joins_votes_and_sees_its_answers_after_show(browser, tmp_path):
                 page.goto(url)
                 page.get_by_label("Class code").last.fill(code)
                 page.get_by_role("button", name="Join the class").last.click()
-            page.get_by_text(re.compile(rf"You joined the class {code}")).wait_for(timeout=ms(30))
-            assert "join=" not in page.url  # taken off the address once read
-            # the browser's id and its class reach its cookies (by the page's script) before
-            # it moves on: a student does not leave in the same instant
-            page.wait_for_function("() => document.cookie.includes('bsdemo_class=') && "
-                                   "document.cookie.includes('bsdemo_browser=')",
-                                   timeout=ms(30))
-            page.goto(f"{url}/{LESSON}")
-            # the member's line under the question: the page has run (a click before that can
-            # be lost to the page's first drawing)
-            page.get_by_text(re.compile(r"Vote 1: the room's answers stay hidden")).wait_for(
-                timeout=ms(30))
+            joined(page, code)
+            open_lesson(page, url)
             students.append(page)
         for page, answer in zip(students, (ANSWERS[1], ANSWERS[1], ANSWERS[0]), strict=True):
             vote(page, answer)

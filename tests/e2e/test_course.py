@@ -16,6 +16,7 @@ import signal
 import pytest
 
 from tests.e2e.test_browser import LOSS_POINTS, ms, serving
+from tests.e2e.test_classroom import ANSWERS, LESSON, join_and_vote, start_class
 from tests.timeouts import scaled
 
 pytestmark = pytest.mark.e2e
@@ -33,7 +34,9 @@ def test_two_replicas_behind_nginx_share_one_queue_its_limits_and_the_store(
     a student B from A's address is refused a second run (the per-address limit counts across
     both). When A's run ends, student C on replica B asking for the same run is served it from
     the store. Replica A is then killed: nginx sends A's browser to B, which shows A's finished
-    run. Finally the course's scheduler is shut down and nothing is left behind."""
+    run. A class started on A gathers votes from members on both replicas, and after A dies its
+instructor, now on B, finds the class and every vote. Finally the course's scheduler is shut
+down and nothing is left behind."""
     from tests.services import NginxProxy, RayCluster
     from tests.unit.test_cluster import replica
 
@@ -83,6 +86,22 @@ def test_two_replicas_behind_nginx_share_one_queue_its_limits_and_the_store(
                 assert stored.inner_text().endswith(message), (stored.inner_text(), message)
                 c.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=ms(30))
 
+                # a class across both replicas: the instructor on A, members on A and B
+                teacher = student(0, "198.51.100.1")
+                code = start_class(teacher, proxy.url)
+                members = [student(i, f"198.51.100.{10 + i}") for i in (0, 1, 1)]
+                for page, answer in zip(members, (ANSWERS[0], ANSWERS[0], ANSWERS[1]),
+                                        strict=True):
+                    join_and_vote(page, proxy.url, code, answer)
+                teacher.goto(f"{proxy.url}/{LESSON}")
+                tally = re.compile(rf"class {code}.*vote 1: 3 of 3 answered")
+                teacher.get_by_text(tally).wait_for(timeout=ms(30))
+                # their tabs closed (reconnecting, they would show nginx that A is down before
+                # A's student does); the instructor's browser keeps its cookies
+                for page in (teacher, *members):
+                    assert page.locator(".stException").count() == 0
+                    page.close()
+
                 os.killpg(replicas[0].pid, signal.SIGKILL)  # replica A dies
                 replicas[0].wait(timeout=scaled(30))
                 response = a.reload()  # its student's browser reconnects: to B
@@ -90,7 +109,13 @@ def test_two_replicas_behind_nginx_share_one_queue_its_limits_and_the_store(
                 assert [served_by[t] for t in tried] == ["A", "B"], tried
                 a.get_by_text(message).wait_for(timeout=ms(60))  # its run, from the scheduler
                 a.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=ms(30))
-                for page in (a, b, c):
+                # the instructor's browser, now on B, still holds the class and its votes
+                teacher = teacher.context.new_page()
+                teacher.goto(f"{proxy.url}/{LESSON}")
+                teacher.get_by_text(tally).wait_for(timeout=ms(60))
+                teacher.get_by_role("button", name="Show the room's answers").click()
+                teacher.get_by_text(re.compile(r"2 · 67%")).first.wait_for(timeout=ms(30))
+                for page in (a, b, c, teacher):
                     assert page.locator(".stException").count() == 0
             finally:
                 proxy.close()
