@@ -62,9 +62,13 @@ def predictions() -> dict[str, str]:
 
 def _keep(slug: str, key: str) -> None:
     choice = st.session_state[key]
+    answers = BY_SLUG[slug].answers
+    if choice is not None and choice not in answers:  # a client that sent a value of its own
+        st.session_state[key] = None
+        return
     predictions()[slug] = choice
     if choice is not None:  # a class member's answer goes to the room too
-        classroom.vote(slug, BY_SLUG[slug].answers.index(choice))
+        classroom.vote(slug, answers.index(choice))
 
 
 def prediction_check(slug: str, judged: tuple[int, str] | None) -> None:
