@@ -52,7 +52,6 @@ from room_bench import (  # noqa: E402 - the room benchmark's client and server 
     start_server,
     stop_group,
 )
-from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 
@@ -74,28 +73,6 @@ class ClassTab(Tab):
         self.page = ""
         self.radio: str | None = None  # the "Predict first" radio's widget id
         self.counts: list[tuple[float, int]] = []  # (when, answered) as the projector showed it
-
-    async def rerun(self, fragment: str = "", auto: bool = False,
-                    trigger: str | None = None) -> None:
-        msg = BackMsg()
-        state = msg.rerun_script
-        state.query_string = self.query
-        if self.page_hash:
-            state.page_script_hash = self.page_hash
-        else:
-            state.page_name = self.page
-        state.fragment_id = fragment
-        state.is_auto_rerun = auto
-        for value in self.values.values():
-            state.widget_states.widgets.add().CopyFrom(value)
-        state.cached_message_hashes.extend(self.cache)
-        info = state.context_info
-        info.timezone, info.timezone_offset, info.locale = "UTC", 0, "en-US"
-        info.url = f"http://127.0.0.1:{self.port}/{self.page}" + (f"?{self.query}" if self.query
-                                                                   else "")
-        info.is_embedded, info.color_scheme = False, "light"
-        self.got_new_session = False
-        await self.ws.send(msg.SerializeToString())
 
     def element(self, element) -> None:
         kind = element.WhichOneof("type")

@@ -291,6 +291,7 @@ class Tab:
 
     def __init__(self, port: int, result: Result, address: str):
         self.port, self.result, self.address = port, result, address
+        self.page = PAGE  # the page's url path (bench/class_bench.py opens others)
         self.secret = secrets.token_hex(16)
         self.ws = None
         self.page_hash = ""  # the page's script hash, once the navigation message named it
@@ -323,7 +324,7 @@ class Tab:
         if self.page_hash:
             state.page_script_hash = self.page_hash
         else:
-            state.page_name = PAGE  # the first request: the page from the URL's path
+            state.page_name = self.page  # the first request: the page from the URL's path
         state.fragment_id = fragment
         state.is_auto_rerun = auto
         for value in self.values.values():
@@ -333,7 +334,8 @@ class Tab:
         state.cached_message_hashes.extend(self.cache)
         info = state.context_info
         info.timezone, info.timezone_offset, info.locale = "UTC", 0, "en-US"
-        info.url = f"http://127.0.0.1:{self.port}/{PAGE}" + (f"?{self.query}" if self.query else "")
+        info.url = f"http://127.0.0.1:{self.port}/{self.page}" + (f"?{self.query}" if self.query
+                                                                   else "")
         info.is_embedded, info.color_scheme = False, "light"
         self.got_new_session = False
         await self.ws.send(msg.SerializeToString())
