@@ -16,9 +16,15 @@ LESSON = "noise"
 
 @pytest.fixture(autouse=True)
 def data_dir(tmp_path, monkeypatch):
-    """Each test a store of its own (the classes' store is made once per process: cleared)."""
-    monkeypatch.setenv("BSDEMO_DATA_DIR", str(tmp_path / "data"))
+    """Each test a store of its own (the classes' store is made once per process: cleared).
+    The process's scheduler is made first, from the suite's own settings: made under this
+    folder, it would keep a run store the other pages' tests do not expect (their identical
+    runs served from it)."""
+    from bsdemo.server import process_scheduler
     from bsdemo.ui import classroom
+
+    process_scheduler()
+    monkeypatch.setenv("BSDEMO_DATA_DIR", str(tmp_path / "data"))
 
     classroom.class_store.clear()
     classroom.limits.clear()
