@@ -13,7 +13,7 @@ def result_rows(results: dict[str, Any], answers: Callable[[str], Sequence[str]]
     """ClassStore.export's rounds as rows: question, vote, answer, members, share, whether the
     runs supported it. answers(question) gives the question's answers (by their index)."""
     rows = []
-    for r in results["rounds"]:
+    for r in results.get("rounds", []):  # an export that failed: its error, no rows
         names = answers(r["question"]) or [str(i) for i in sorted(r["counts"])]
         total = sum(r["counts"].values())
         for i, name in enumerate(names):

@@ -121,8 +121,10 @@ def seat() -> Seat | None:
 
 
 def _seat_from_cookies() -> Seat | None:
-    classes = class_store()
     cookies = st.context.cookies or {}
+    if not (cookies.get(TEACH_COOKIE) or cookies.get(CLASS_COOKIE)):
+        return None  # a browser in no class: no store opened on its page's path
+    classes = class_store()
     if classes is None:
         return None
     try:
@@ -284,7 +286,12 @@ def sidebar() -> None:
         st.success(plain(joined), icon=":material/groups:")
     with st.sidebar:
         if current is None:
-            with st.expander("Class", icon=":material/groups:"):
+            # one switch on every page; its forms only when opened (a room's every rerun
+            # would otherwise carry five widgets more)
+            if not st.toggle("Class", key="class_open", help="Join a class, or start one."):
+                write_cookies()
+                return
+            with st.container(border=True):
                 join_form("sidebar")
                 st.divider()
                 st.text_input("Title (optional)", max_chars=rules.MAX_TITLE, key="class_title")
@@ -339,21 +346,22 @@ def _instructor_sidebar(current: Seat, info) -> None:
         st.button("End class", key="class_end", icon=":material/stop_circle:", on_click=end,
                   help="No more joins or votes; the results stay downloadable for "
                        f"{retention():g} days after it ends.")
-    try:
-        results = class_store().export(current.code, current.key)
-    except (ClassError, StoreUnavailable):
-        results = None
-    if results is not None:
-        from bsdemo.classroom.export import results_csv
+    from bsdemo.classroom.export import results_csv
 
-        st.caption("The room's answers, every vote (counts only):")
-        cols = st.columns(2)
-        cols[0].download_button("JSON", json.dumps(results, indent=1),
-                                f"class-{current.code}.json", "application/json",
-                                key="class_json", icon=":material/download:")
-        cols[1].download_button("CSV", results_csv(results, _answers),
-                                f"class-{current.code}.csv", "text/csv", key="class_csv",
-                                icon=":material/download:")
+    def results() -> dict:  # read when a download is pressed, not on every script run
+        try:
+            return class_store().export(current.code, current.key)
+        except (ClassError, StoreUnavailable) as exc:
+            return {"error": str(exc)}
+
+    st.caption("The room's answers, every vote (counts only):")
+    cols = st.columns(2)
+    cols[0].download_button("JSON", lambda: json.dumps(results(), indent=1),
+                            f"class-{current.code}.json", "application/json",
+                            key="class_json", icon=":material/download:")
+    cols[1].download_button("CSV", lambda: results_csv(results(), _answers),
+                            f"class-{current.code}.csv", "text/csv", key="class_csv",
+                            icon=":material/download:")
     st.button("Leave the instructor's seat", on_click=leave, key="class_leave",
               help="This browser forgets the class's key: only the instructor link opens it "
                    "again.")

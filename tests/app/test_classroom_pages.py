@@ -47,6 +47,7 @@ def browser(query: dict[str, str] | None = None) -> AppTest:
 
 def start(title: str = "Week 3") -> tuple[AppTest, str]:
     teacher = browser()
+    teacher.sidebar.toggle(key="class_open").set_value(True).run()
     teacher.sidebar.text_input(key="class_title").input(title)
     teacher.sidebar.button(key="class_start").click().run()
     assert not teacher.exception, teacher.exception
