@@ -19,6 +19,8 @@ def _cell_text(cell: dict[str, Any] | None) -> str:
     """What a cell says: its accuracy, or why it has none (a cell never run says so too)."""
     if cell is None:
         return "not run"
+    if cell.get("text"):  # a cell that says more than one run's accuracy (a class's sweep)
+        return cell["text"]
     if cell.get("diverged"):
         return "diverged"
     if cell.get("accuracy") is not None:
@@ -63,7 +65,8 @@ def _rule_traces(fig: go.Figure, best: dict[int, float], lrs: list[float],
     return True
 
 
-def lr_grid_chart(cells: Sequence[dict[str, Any]]) -> Chart:
+def lr_grid_chart(cells: Sequence[dict[str, Any]],
+                  title: str = "Final test accuracy: batch size × learning rate") -> Chart:
     """Heat map of final test accuracy over batch size x learning rate, both categorical (each
     a row or column of equal size); cells without an accuracy say why; best lr per batch ★."""
     batches = sorted({c["batch"] for c in cells})
@@ -82,7 +85,7 @@ def lr_grid_chart(cells: Sequence[dict[str, Any]]) -> Chart:
                              name="best lr for the batch", marker=dict(
                                  symbol="star", size=18, color="#FFFFFF",
                                  line=dict(color="#000000", width=1))))
-    layout(fig, "Final test accuracy: batch size × learning rate", "Learning rate",
+    layout(fig, title, "Learning rate",
            "Batch size", subtitle="★ best learning rate of each batch · grey cells: no result"
            + (" · the rules' predictions from the smallest batch's best (nearest column; ▶ past "
               "the grid)" if drawn else ""))

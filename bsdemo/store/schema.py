@@ -69,6 +69,37 @@ CREATE TABLE IF NOT EXISTS class_votes (
     PRIMARY KEY (code, question, round, member)
 )
 """),
+    (4, "class sweeps: a lesson's grid handed out to a class, each member's cell and the runs "
+        "that report to it (bsdemo.classroom.sweep)", """
+CREATE TABLE IF NOT EXISTS class_sweeps (
+    code TEXT NOT NULL,
+    page TEXT NOT NULL,
+    sweep INTEGER NOT NULL,
+    opened {float} NOT NULL,
+    grid TEXT NOT NULL,
+    config TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    PRIMARY KEY (code, page, sweep)
+);
+CREATE TABLE IF NOT EXISTS class_cells (
+    code TEXT NOT NULL,
+    page TEXT NOT NULL,
+    sweep INTEGER NOT NULL,
+    member TEXT NOT NULL,
+    cell INTEGER NOT NULL,
+    PRIMARY KEY (code, page, sweep, member)
+);
+CREATE TABLE IF NOT EXISTS class_results (
+    code TEXT NOT NULL,
+    page TEXT NOT NULL,
+    sweep INTEGER NOT NULL,
+    member TEXT NOT NULL,
+    cell INTEGER NOT NULL,
+    at {float} NOT NULL,
+    report TEXT NOT NULL,
+    PRIMARY KEY (code, page, sweep, member, cell)
+)
+"""),
 )
 LATEST = MIGRATIONS[-1][0]
 TYPES = {
