@@ -4,7 +4,7 @@ import streamlit as st
 
 from bsdemo import charts, lessonlinks, recipes
 from bsdemo.presets import SCENARIOS
-from bsdemo.ui import sweeps
+from bsdemo.ui import classroom, sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
@@ -31,6 +31,7 @@ with controls:
     link.scenarios(SCENARIOS["lr_scaling"])
 with results:
     predict("lr_scaling")  # above the run button, in either order of the areas
+    classroom.sweep_panel("lr_scaling", cfg)  # in a class: the room's sweep of this lesson
     sweeps.group_button("lr", "Compare", [v for _, v in variants], [n for n, _ in variants])
 
 

@@ -4,7 +4,7 @@ import streamlit as st
 
 from bsdemo import charts, recipes, toy
 from bsdemo.presets import SCENARIOS
-from bsdemo.ui import critical, sweeps
+from bsdemo.ui import classroom, critical, sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
@@ -32,6 +32,7 @@ with controls:
     link.scenarios(SCENARIOS["noise"])
 with results:
     predict("noise")  # above the run button, in either order of the areas
+    classroom.sweep_panel("noise", cfg)  # in a class: the room's sweep of this lesson
     sweeps.run_button("noi", "Measure the noise", "noise", cfg,
                       {"batch_sizes": [int(s) for s in sizes.split(",")], "draws": int(draws),
                        "after_steps": int(after)})

@@ -5,7 +5,7 @@ import streamlit as st
 from bsdemo import charts, recipes
 from bsdemo.plaintext import plain
 from bsdemo.presets import SCENARIOS
-from bsdemo.ui import sweeps
+from bsdemo.ui import classroom, sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
@@ -28,6 +28,7 @@ with controls:
     link.scenarios(SCENARIOS["throughput"])
 with results:
     predict("throughput")  # above the run button, in either order of the areas
+    classroom.sweep_panel("throughput", cfg)  # in a class: the room's sweep of this lesson
     sweeps.run_button("tp", "Run sweep", "sweep", cfg,
                       {"batch_sizes": powers_of_two(largest)})
 

@@ -5,7 +5,7 @@ import streamlit as st
 from bsdemo import recipes
 from bsdemo.links import Control
 from bsdemo.plaintext import plain
-from bsdemo.ui import lab
+from bsdemo.ui import classroom, lab
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink, areas, presenting
 
@@ -40,6 +40,7 @@ with controls:
         lab.scenario_buttons()
 with results:
     predict("training_lab")  # just above Run, in either order of the areas: never below results
+    classroom.sweep_panel("training_lab", cfg)  # in a class: the room's sweep of this lesson
     lab.run_controls(cfg)
     lab.live_view()
 if not projected:

@@ -11,6 +11,7 @@ module only draws them.
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import os
@@ -109,6 +110,11 @@ def qr_png(text: str) -> bytes:
     buffer = io.BytesIO()
     segno.make(text, error="m").save(buffer, kind="png", scale=10, border=2)
     return buffer.getvalue()
+
+
+def qr_alt(code: str) -> str:
+    """What a screen reader says for the QR code: what it opens."""
+    return f"QR code: the join link of class {code}, {join_link(code)}"
 
 
 # ----- this browser's seat -----
@@ -284,6 +290,8 @@ def sidebar() -> None:
     joined = st.session_state.pop("class_joined", None)
     if joined:
         st.success(plain(joined), icon=":material/groups:")
+    if current is None and presenting():  # the projected page: one press starts a class
+        start_corner()
     with st.sidebar:
         if current is None:
             # one switch on every page; its forms only when opened (a room's every rerun
@@ -304,6 +312,7 @@ def sidebar() -> None:
                                                  st.session_state.get("class_password")))
             write_cookies()
             return
+        report_finished()  # a cell run that ended while this tab was on another page
         info = _info(current.code)
         if current.teaching:
             _instructor_sidebar(current, info)
@@ -333,7 +342,7 @@ def _instructor_sidebar(current: Seat, info) -> None:
     st.markdown(f"**Class {current.code}** · {members} member{'s' * (members != 1)} · {state}")
     if info and info.title:
         st.caption(plain(info.title))
-    st.image(qr_png(join_link(current.code)), width=140,
+    st.image(qr_png(join_link(current.code)), width=140, alt=qr_alt(current.code),
              caption="Scan to join", output_format="PNG")
     st.code(join_link(current.code), language=None, wrap_lines=True)
     once = st.session_state.get("teach_link_once")
@@ -346,7 +355,7 @@ def _instructor_sidebar(current: Seat, info) -> None:
         st.button("End class", key="class_end", icon=":material/stop_circle:", on_click=end,
                   help="No more joins or votes; the results stay downloadable for "
                        f"{retention():g} days after it ends.")
-    from bsdemo.classroom.export import results_csv
+    from bsdemo.classroom.export import results_csv, runs_csv
 
     def results() -> dict:  # read when a download is pressed, not on every script run
         try:
@@ -354,17 +363,34 @@ def _instructor_sidebar(current: Seat, info) -> None:
         except (ClassError, StoreUnavailable) as exc:
             return {"error": str(exc)}
 
-    st.caption("The room's answers, every vote (counts only):")
+    st.caption("The room's votes (counts only) and runs:")
     cols = st.columns(2)
     cols[0].download_button("JSON", lambda: json.dumps(results(), indent=1),
                             f"class-{current.code}.json", "application/json",
-                            key="class_json", icon=":material/download:")
-    cols[1].download_button("CSV", lambda: results_csv(results(), _answers),
-                            f"class-{current.code}.csv", "text/csv", key="class_csv",
+                            key="class_json", icon=":material/download:",
+                            help="Every vote's counts and every sweep's runs.")
+    cols[1].download_button("Votes CSV", lambda: results_csv(results(), _answers),
+                            f"class-{current.code}-votes.csv", "text/csv", key="class_csv",
                             icon=":material/download:")
+    cols = st.columns(2)
+    cols[0].download_button("Runs CSV", lambda: runs_csv(results()),
+                            f"class-{current.code}-runs.csv", "text/csv", key="class_runs_csv",
+                            icon=":material/download:", help="A row a run of the sweeps.")
+    cols[1].download_button("Figures", lambda: _figures(results()),
+                            f"class-{current.code}-figures.html", "text/html",
+                            key="class_html", icon=":material/download:",
+                            help="The room's charts in one HTML page (interactive, offline).")
     st.button("Leave the instructor's seat", on_click=leave, key="class_leave",
               help="This browser forgets the class's key: only the instructor link opens it "
                    "again.")
+
+
+def _figures(results: dict) -> str:
+    from bsdemo.charts.room import class_report_html
+
+    if "error" in results:
+        return f"<p>{html.escape(results['error'])}</p>"
+    return class_report_html(results, _answers, {s: BY_SLUG[s].title for s in BY_SLUG})
 
 
 def _answers(question: str) -> tuple[str, ...]:
@@ -376,15 +402,30 @@ def corner(code: str) -> None:
     """The join code and a QR code, small in the projected page's top right corner (beside the
     title, clear of the page's content)."""
     box = st.container(key="class_corner", horizontal=True, vertical_alignment="center", gap=None)
-    box.image(qr_png(join_link(code)), width=64, output_format="PNG")
+    box.image(qr_png(join_link(code)), width=64, output_format="PNG", alt=qr_alt(code))
     box.markdown(f"<span style='font-size: 0.7rem'>Join</span><br>**{code}**",
                  unsafe_allow_html=True, width="content")
-    st.html("""<style>
+    st.html(CORNER_STYLE)
+
+
+CORNER_STYLE = """<style>
 .st-key-class_corner { position: fixed; top: 0.4rem; right: 1rem; z-index: 999990;
   width: auto !important; height: auto !important; background: #ffffff;
   border: 1px solid #8a8a8a; border-radius: 6px; padding: 4px 10px 4px 4px; gap: 0.4rem; }
 .st-key-class_corner p { font-size: 1.1rem; line-height: 1.2; margin: 0; }
-</style>""")
+</style>"""
+
+
+def start_corner() -> None:
+    """Presentation mode with no class: "Start a class" in the page's top right corner (where
+    the join code then sits); drawn in the main area, out of the folded sidebar."""
+    box = st.container(key="class_start_corner", width="content")
+    box.button("Start a class", key="class_start_here", icon=":material/co_present:",
+               on_click=lambda: start("", None),
+               help="A class for this lecture: a join code and QR code for the room; the "
+                    "sidebar's Class section sets a title or password.")
+    st.html("<style>.st-key-class_start_corner { position: fixed; top: 0.6rem; right: 1rem; "
+            "z-index: 999990; width: auto !important; }</style>")
 
 
 def join_form(where: str) -> None:
@@ -421,7 +462,8 @@ def join_screen() -> None:
         return
     with st.container(border=True, key="home_class"):
         left, right = st.columns([1, 1], vertical_alignment="center")
-        right.image(qr_png(join_link(current.code)), width=320, output_format="PNG")
+        right.image(qr_png(join_link(current.code)), width=320, output_format="PNG",
+                    alt=qr_alt(current.code))
         left.markdown("Join the class at")
         left.code(join_link(current.code), language=None, wrap_lines=True)
         left.markdown("or type the code on the lab's Home page:")
@@ -565,3 +607,281 @@ def settle(slug: str, supported: int) -> None:
         st.session_state[done] = supported
     except (ClassError, StoreUnavailable):
         pass  # the next run of the page tries again
+
+
+# ----- a class-sourced sweep -----
+JOBS_KEY = "class_jobs"  # this tab's runs of sweep cells, reported to the class when they end
+SWEEP_POLL_S = 2.0  # the projector's combined chart, and a member's cell run
+
+
+def _pending() -> list[dict]:
+    return st.session_state.setdefault(JOBS_KEY, [])
+
+
+def _run_cell(page: str, number: int, cells: list[tuple[int, dict]]) -> None:
+    """on_click: queue the runs of (cell, config) — a member's one cell, or the instructor's
+    fill of the empty cells — and remember them for reporting."""
+    from bsdemo.cluster import SchedulerLost
+    from bsdemo.config import RunConfig
+    from bsdemo.scheduler import ActiveRunError
+    from bsdemo.ui.state import scheduler
+
+    try:
+        configs = [RunConfig(**config) for _, config in cells]
+        if len(configs) == 1:
+            ids = [scheduler().submit(configs[0], owner(), fresh=True, address=client_address())]
+        else:
+            ids = scheduler().submit_group(configs, owner(), address=client_address(), fresh=True)
+    except (ConfigError, ActiveRunError, SchedulerLost) as exc:
+        st.session_state[f"class_sweep_message_{page}"] = str(exc)
+        return
+    _pending().extend({"page": page, "sweep": number, "cell": cell, "job": job}
+                      for (cell, _), job in zip(cells, ids, strict=True))
+
+
+def report_finished() -> None:
+    """Send this tab's finished cell runs to the class (from the scheduler's record of the run,
+    never from the browser); called on every page's run and by the sweep's polls."""
+    jobs = st.session_state.get(JOBS_KEY)
+    current = seat()
+    if not jobs or current is None:
+        return
+    from bsdemo.classroom.sweep import cell_report
+    from bsdemo.ui.state import scheduler
+
+    left = []
+    for job in jobs:
+        snap = scheduler().snapshot(job["job"])
+        if snap is None:
+            continue  # the server forgot it (a restart): nothing to report
+        if not snap.done:
+            left.append(job)
+            continue
+        report = cell_report(status=snap.status, config=snap.config, summary=snap.summary,
+                             steps=snap.steps, start=snap.start,
+                             shared_device=snap.shared_device, turns_with=snap.turns_with,
+                             stored_at=snap.stored_at, run=snap.run_number)
+        try:
+            class_store().report(current.code, job["page"], job["sweep"], job["cell"], report,
+                                 member=current.member, key=current.key)
+        except StoreUnavailable:
+            left.append(job)  # tried again at the next poll
+            continue
+        except (ClassError, ConfigError) as exc:
+            st.session_state[f"class_sweep_message_{job['page']}"] = str(exc)
+            continue
+        st.session_state[f"class_sweep_sent_{job['page']}"] = report
+    st.session_state[JOBS_KEY] = left
+
+
+def _workload(config: dict) -> str:
+    from bsdemo.presets import PRESETS
+
+    names = [p.label for p in PRESETS.values()
+             if p.settings.get("dataset") == config.get("dataset")
+             and p.settings.get("model") == config.get("model")]
+    from bsdemo.ui.widgets import OPTIMIZER_LABELS
+
+    what = names[0] if names else f"{config.get('dataset')} · {config.get('model')}"
+    optimizer = config.get("optimizer", "sgd")
+    return f"{what}, {OPTIMIZER_LABELS.get(optimizer, optimizer)}, {config.get('epochs')} epochs"
+
+
+def sweep_panel(page: str, cfg) -> None:
+    """A lesson's class-sourced sweep: for the instructor, "Give each student a cell" and the
+    room's combined chart; for a member, their cell and its Run. Nothing outside a class."""
+    current = seat()
+    if current is None:
+        return
+    report_finished()
+    if current.teaching:
+        _instructor_sweep(page, current, cfg)
+    else:
+        _member_sweep(page, current)
+
+
+def _message(page: str) -> None:
+    said = st.session_state.pop(f"class_sweep_message_{page}", None)
+    if said:
+        st.error(plain(said))
+
+
+def _member_sweep(page: str, current: Seat) -> None:
+    from bsdemo.classroom import sweep
+
+    try:
+        mine = class_store().my_cell(current.code, current.member, page)
+    except StoreUnavailable:
+        return
+    if mine is None:
+        return
+    held, index = mine
+    cell = held.cells[index]
+    config = sweep.cell_config(held.config, cell, sweep.member_seed(held.config.get("seed", 0),
+                                                                    current.member))
+    box = st.container(border=True, key=f"class_cell_{page}")
+    box.markdown(f"**Your cell in the class's sweep: {cell.label()}**")
+    box.caption(plain(f"On your instructor's workload ({_workload(held.config)}), with a seed "
+                      f"of your own ({config['seed']}), at most {sweep.TIME_LIMIT_S:g} s of "
+                      "training. Your result goes to the room's chart, with no name."))
+    from bsdemo.ui.state import scheduler
+
+    waiting = [j for j in _pending() if j["page"] == page and j["sweep"] == held.number]
+    box.button(f"Run my cell ({cell.label()})", type="primary", key=f"class_cell_run_{page}",
+               icon=":material/play_arrow:", on_click=_run_cell,
+               args=(page, held.number, [(index, config)]),
+               disabled=bool(waiting) or not scheduler().can_submit(owner()))
+    with box:
+        _message(page)
+        _cell_progress(page, held.number)
+
+
+def _cell_progress(page: str, number: int) -> None:
+    """This tab's cell runs on the page: how far they are, what reached the room."""
+    from bsdemo.ui.state import scheduler
+
+    def line() -> None:
+        report_finished()
+        mine = [j for j in _pending() if j["page"] == page and j["sweep"] == number]
+        for job in mine:
+            snap = scheduler().snapshot(job["job"])
+            if snap is None:
+                continue
+            if snap.status == "queued":
+                st.caption(f"Your cell's run is queued (place {snap.queue_position or '–'}).")
+            else:
+                epoch = (snap.latest or {}).get("epoch")
+                st.caption("Your cell is training" + (f": epoch {epoch:.1f}" if epoch else "…")
+                           + " — its result goes to the room when it ends.")
+        sent = st.session_state.get(f"class_sweep_sent_{page}")
+        if sent and not mine:
+            acc = sent.get("accuracy")
+            speed = sent.get("samples_per_sec")
+            st.success(plain(f"Sent to the room: {sent['status']}"
+                             + (f", {acc:.1%} test accuracy" if acc is not None else "")
+                             + (f", {speed:,.0f} samples/s" if speed else "")
+                             + f" (batch {sent['batch']}, seed {sent['seed']})."),
+                       icon=":material/groups:")
+        return not mine
+
+    polled_fragment(line, SWEEP_POLL_S if _pending() else None)
+
+
+def polled_fragment(view, every: float | None) -> None:
+    from bsdemo.ui.widgets import polled
+
+    polled(view, every)
+
+
+def _instructor_sweep(page: str, current: Seat, cfg) -> None:
+    import dataclasses
+
+    from bsdemo.classroom import sweep
+
+    classes = class_store()
+    config = dataclasses.asdict(cfg)
+
+    def hand_out() -> None:
+        try:
+            classes.open_sweep(current.code, current.key, page, config, seed=int(config["seed"]))
+        except (ClassError, StoreUnavailable) as exc:
+            st.session_state[f"class_sweep_message_{page}"] = str(exc)
+
+    cells = sweep.grid(page)
+    box = st.container(border=True, key=f"class_sweep_{page}")
+    try:
+        held = classes.current_sweep(current.code, page)
+    except StoreUnavailable as exc:
+        box.caption(plain(f"The class cannot be reached just now ({clip(str(exc), 120)})."))
+        return
+    with box:
+        _message(page)
+    if held is None:
+        what = (f"{len(sweep.LR_BATCHES)} batch sizes × {len(sweep.LR_VALUES)} learning rates"
+                if page == "lr_scaling" else f"batch sizes {', '.join(map(str, sweep.BATCHES))}")
+        head = box.container(horizontal=True, vertical_alignment="center")
+        head.markdown(f"**The class's sweep** · {len(cells)} cells: {what}", width="content")
+        head.button("Give each student a cell", key=f"class_sweep_open_{page}", on_click=hand_out,
+                    icon=":material/grid_view:",
+                    help="Each member's page gets one cell of the grid on the workload set on "
+                         "this page; members who join later get one too.")
+        box.caption("Every member runs one cell on their own page, with a seed of their own: "
+                    "the room fills the grid together, and several runs of a cell show their "
+                    "spread.")
+        return
+
+    def room() -> bool:
+        report_finished()
+        got = classes.sweep_results(current.code, page)
+        if got is None:
+            return True
+        held_now, results, holders = got
+        combined = sweep.combine(held_now.cells, results)
+        draw_sweep(page, held_now, combined, holders, hand_out)
+        return False
+
+    with box:
+        polled_fragment(room, SWEEP_POLL_S)
+    if held.config != config:
+        box.caption(plain(f"The sweep runs the workload it was handed out with "
+                          f"({_workload(held.config)}); press Hand out again for this page's "
+                          "settings."))
+
+
+def _fill(page: str, number: int) -> None:
+    from bsdemo.classroom import sweep
+
+    current = seat()
+    got = class_store().sweep_results(current.code, page)
+    if got is None:
+        return
+    held, results, _ = got
+    if held.number != number:
+        return
+    combined = sweep.combine(held.cells, results)
+    runs = [(i, sweep.cell_config(held.config, held.cells[i], int(held.config.get("seed", 0))))
+            for i in combined.empty]
+    if runs:
+        _run_cell(page, number, runs)
+
+
+def draw_sweep(page: str, held, combined, holders: int, hand_out) -> None:
+    """The room's combined chart of a sweep (the instructor's projector), under one line: how
+    far the room is, Fill the empty cells, Hand out again."""
+    from bsdemo.charts.room import class_curves_chart, class_grid_chart, class_speed_chart
+    from bsdemo.ui.widgets import show_chart
+
+    mine = [j for j in _pending() if j["page"] == page and j["sweep"] == held.number]
+    line = st.container(horizontal=True, vertical_alignment="center")
+    line.markdown(f"**The class's sweep** · Sweep {held.number}: **{combined.filled} of "
+                  f"{len(combined.cells)} cells** have a run ({combined.runs} "
+                  f"run{'s' * (combined.runs != 1)}); {holders} member{'s' * (holders != 1)} "
+                  "hold a cell.", width="content")
+    if combined.empty:
+        line.button(f"Fill the {len(combined.empty)} empty cells" if not mine else
+                    f"Filling… {len(mine)} left", key=f"class_sweep_fill_{page}",
+                    on_click=_fill, args=(page, held.number), disabled=bool(mine),
+                    icon=":material/format_color_fill:",
+                    help="Runs the cells nobody has run from this browser, one after another.")
+    line.button("Hand out again", key=f"class_sweep_open_{page}", on_click=hand_out,
+                icon=":material/grid_view:",
+                help="A new sweep on the workload set on this page: every member a cell again, "
+                     "the room's chart empty.")
+    if page == "lr_scaling":
+        show_chart(class_grid_chart(combined), f"class_grid_{page}")
+    else:
+        speed, curves = class_speed_chart(combined), class_curves_chart(combined)
+        left, right = st.columns(2)
+        first, second = (speed, curves) if page == "throughput" else (curves, speed)
+        with left:
+            show_chart(first, f"class_first_{page}")
+        with right:
+            show_chart(second, f"class_second_{page}")
+        finals = [f"{c.cell.batch}: {c.median('accuracy'):.0%}" + (
+            f" ({c.runs} runs)" if c.runs > 1 else "")
+                  for c in combined.cells if c.median("accuracy") is not None]
+        if finals:
+            st.caption("Final test accuracy, median by batch — " + "; ".join(finals) + ".")
+    if combined.mixed:
+        st.caption(plain("Measured under different conditions: " + "; ".join(combined.conditions)
+                         + ". Speeds from different conditions are drawn as separate lines."))

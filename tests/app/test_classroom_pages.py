@@ -149,3 +149,58 @@ def test_wrong_codes_from_one_address_are_rate_limited():
     at.text_input(key="join_code_home").input(code)  # even the right code waits now
     at.button(key="join_home").click().run()
     assert "Too many wrong codes" in texts(at) and at.session_state["class_seat"] is None
+
+
+def wait_until(at: AppTest, said: str, timeout: float = 120.0) -> None:
+    """Rerun the page (as its poll would) until it says `said`."""
+    import time
+
+    deadline = time.monotonic() + scaled(timeout)
+    while said not in texts(at):
+        assert time.monotonic() < deadline, f"never said {said!r}: {texts(at)[-600:]}"
+        time.sleep(0.5)
+        at.run()
+        assert not at.exception, at.exception
+
+
+def test_a_class_sweep_hands_out_cells_and_the_room_fills_the_chart():
+    page = "throughput"
+    teacher, code = start()
+    students = [browser({"join": code}) for _ in range(2)]
+    teacher.switch_page(f"pages/{page}.py").run()
+    assert "The class's sweep" in texts(teacher)
+    teacher.button(key=f"class_sweep_open_{page}").click().run()
+    assert "0 of 7 cells" in texts(teacher)
+    cells = []
+    for at in students:
+        at.switch_page(f"pages/{page}.py").run()
+        assert "Your cell in the class's sweep: batch" in texts(at)
+        at.button(key=f"class_cell_run_{page}").click().run()
+        assert not at.exception, at.exception
+        cells.append(at.session_state["class_jobs"][0]["cell"])
+    assert cells[0] != cells[1]  # balanced: two members, two cells
+    for at in students:
+        wait_until(at, "Sent to the room: completed")
+    teacher.run()
+    assert "2 of 7 cells" in texts(teacher) and "(2 runs)" in texts(teacher)
+    charts = [c.proto.id for c in teacher.get("plotly_chart")]
+    assert any("class_first" in c for c in charts) and any("class_second" in c for c in charts)
+    # the instructor fills the five cells nobody ran
+    teacher.button(key=f"class_sweep_fill_{page}").click().run()
+    wait_until(teacher, "7 of 7 cells", timeout=240)
+    assert "(7 runs)" in texts(teacher)
+    # a member's second run of their cell replaces their first: still one run of theirs
+    students[0].button(key=f"class_cell_run_{page}").click().run()
+    wait_until(students[0], "Sent to the room: completed")
+    teacher.run()
+    assert "(7 runs)" in texts(teacher)
+
+
+def test_presentation_mode_starts_a_class_in_one_press():
+    at = browser({"present": "1"})
+    at.button(key="class_start_here").click().run()
+    assert not at.exception, at.exception
+    seat = at.session_state["class_seat"]
+    assert seat is not None and seat.teaching
+    assert all(b.key != "class_start_here" for b in at.button)  # gone: the class's corner now
+    assert f"**{seat.code}**" in texts(at)  # the join code, in the corner

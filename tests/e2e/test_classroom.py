@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from scripts.screenshots import full_page
 from tests.e2e.test_browser import ms, serving
 
 pytestmark = pytest.mark.e2e
@@ -156,3 +157,65 @@ def test_wrong_codes_get_one_message_and_the_server_keeps_serving(browser, tmp_p
         page.goto(f"{url}/training_lab")
         page.get_by_role("button", name="Run").wait_for(timeout=ms(30))
         assert page.locator(".stException").count() == 0
+
+
+def test_a_class_fills_the_learning_rate_map_together(browser, tmp_path):
+    """The projector (presentation mode, 1280×720) hands out the lr lesson's 24 cells; three
+    students (one on a phone) each run their cell; the room's map gains their points, each cell
+    with its result, the others visibly empty; a restart keeps the runs."""
+    data = tmp_path / "data"
+    folder = shots(tmp_path)
+    page_name = "lr_scaling"
+    with serving(tmp_path, env={"BSDEMO_DATA_DIR": str(data)}) as port:
+        url = f"http://127.0.0.1:{port}"
+        teacher = browser.new_context(viewport={"width": 1280, "height": 720})
+        projector = teacher.new_page()
+        code = start_class(projector, url)
+        projector.wait_for_function("() => document.cookie.includes('bsdemo_teach=')",
+                                    timeout=ms(30))
+        students = []
+        for size in ((390, 844), (1280, 720), (1280, 720)):
+            context = browser.new_context(viewport={"width": size[0], "height": size[1]},
+                                          is_mobile=size[0] < 500, has_touch=size[0] < 500)
+            page = context.new_page()
+            page.goto(f"{url}/?join={code}")
+            joined(page, code)
+            students.append(page)
+        projector.goto(f"{url}/{page_name}?present=1")
+        projector.get_by_role("button", name="Give each student a cell").click()
+        projector.get_by_text(re.compile(r"Sweep 1: 0 of 24 cells")).wait_for(timeout=ms(30))
+        labels = []
+        for page in students:
+            page.goto(f"{url}/{page_name}")
+            mine = page.get_by_text(re.compile(r"Your cell in the class's sweep: batch \d+ · lr "))
+            mine.wait_for(timeout=ms(30))
+            labels.append(mine.inner_text())
+            page.get_by_role("button", name=re.compile(r"^Run my cell")).click()
+        assert len(set(labels)) == 3  # three members, three cells
+        for page in students:
+            page.get_by_text(re.compile(r"Sent to the room: ")).wait_for(timeout=ms(180))
+        full_page(students[0], folder / "class-sweep-phone-sent.png", 390)
+        projector.get_by_text(re.compile(r"Sweep 1: 3 of 24 cells have a run \(3 runs\)")).wait_for(
+            timeout=ms(30))
+        box = projector.locator(f".st-key-class_sweep_{page_name}")
+        box.locator(".js-plotly-plot").first.wait_for(timeout=ms(30))
+        # the map says "not run" in the 21 cells nobody ran (plotly's cell texts, in the SVG)
+        projector.wait_for_function(
+            "() => [...document.querySelectorAll('.st-key-class_sweep_lr_scaling text')]"
+            ".filter(t => t.textContent === 'not run').length === 21", timeout=ms(30))
+        projector.mouse.move(0, 0)  # no button's tooltip in the picture
+        projector.screenshot(path=str(folder / "class-sweep-projector-1280-first-screen.png"))
+        full_page(projector, folder / "class-sweep-projector-1280.png", 1280)
+        projector.set_viewport_size({"width": 1920, "height": 1080})
+        full_page(projector, folder / "class-sweep-projector-1920.png", 1920)
+        for page in [projector, *students]:
+            assert page.locator(".stException").count() == 0
+        cookies = {c["name"]: c["value"] for c in teacher.cookies()}
+    with serving(tmp_path, env={"BSDEMO_DATA_DIR": str(data)}) as port:
+        url = f"http://127.0.0.1:{port}"
+        again = browser.new_context(viewport={"width": 1280, "height": 720})
+        again.add_cookies([{"name": k, "value": v, "url": url} for k, v in cookies.items()])
+        page = again.new_page()
+        page.goto(f"{url}/{page_name}")
+        page.get_by_text(re.compile(r"Sweep 1: 3 of 24 cells have a run")).wait_for(
+            timeout=ms(30))
