@@ -57,8 +57,12 @@ def parse_code(raw: object) -> str:
 
 
 def new_key() -> str:
-    """A fresh instructor key (URL-safe text of KEY_BYTES random bytes)."""
-    return secrets.token_urlsafe(KEY_BYTES)
+    """A fresh instructor key (URL-safe text of KEY_BYTES random bytes), never starting with
+    "-": typed after `--key` on a command line, it would be read as an option."""
+    while True:
+        key = secrets.token_urlsafe(KEY_BYTES)
+        if not key.startswith("-"):
+            return key
 
 
 def key_hash(key: str) -> str:

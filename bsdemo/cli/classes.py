@@ -2,7 +2,7 @@
 
     bsdemo class start [--title T] [--password P] [--url URL] [--data-dir D]
     bsdemo class end CODE       (the key from $BSDEMO_CLASS_KEY or --key)
-    bsdemo class export CODE [--format json|csv] [--out FILE]
+    bsdemo class export CODE [--format json|csv|runs-csv|html] [--out FILE]
 
 `start` prints the join code, the students' join link and — once, never again — the instructor
 link that holds the class's key (only its hash is kept). The store is the lab's own: PostgreSQL
@@ -46,7 +46,10 @@ def add_parser(sub) -> None:
                                           "the instructor link after the dot)")
         action.add_argument("--data-dir", help="as for start")
         if name == "export":
-            action.add_argument("--format", choices=["json", "csv"], default="json")
+            action.add_argument("--format", choices=["json", "csv", "runs-csv", "html"],
+                                default="json",
+                                help="json: votes and runs; csv: the votes; runs-csv: the "
+                                     "sweeps' runs; html: the room's figures")
             action.add_argument("--out", help="a file to write (default: standard output)")
 
 
@@ -104,11 +107,23 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if classes.store is not None:
             classes.store.close()
-    if args.format == "csv":
-        from bsdemo.classroom.export import results_csv
+    if args.format in ("csv", "html"):
         from bsdemo.lessons import BY_SLUG
 
-        text = results_csv(results, lambda q: BY_SLUG[q].answers if q in BY_SLUG else ())
+        def answers(q):
+            return BY_SLUG[q].answers if q in BY_SLUG else ()
+    if args.format == "csv":
+        from bsdemo.classroom.export import results_csv
+
+        text = results_csv(results, answers)
+    elif args.format == "runs-csv":
+        from bsdemo.classroom.export import runs_csv
+
+        text = runs_csv(results)
+    elif args.format == "html":
+        from bsdemo.charts.room import class_report_html
+
+        text = class_report_html(results, answers, {s: BY_SLUG[s].title for s in BY_SLUG})
     else:
         text = json.dumps(results, indent=1)
     if args.out:

@@ -41,7 +41,15 @@ def test_start_end_and_export(tmp_path):
         assert classes.is_instructor(code, key)
         raw = store.transact(lambda db: db.execute("SELECT key_hash FROM classes").fetchall())
         assert key not in str(raw)  # only its hash is kept
-        classes.vote(code, classes.join(code, "a"), "noise", 1, ("x", "y", "z"))
+        member = classes.join(code, "a")
+        classes.vote(code, member, "noise", 1, ("x", "y", "z"))
+        classes.open_sweep(code, key, "throughput", {"epochs": 2})
+        cell = classes.my_cell(code, member, "throughput")[1]
+        classes.report(code, "throughput", 1, cell, {
+            "batch": 8 * 2 ** cell, "lr": 0.05, "seed": 9, "status": "completed",
+            "accuracy": 0.93, "samples_per_sec": 4321.0, "curve": [[0.5, 1.5], [1.0, 0.7]],
+            "device": "CPU", "shared": False, "stored": False, "turns": 0, "run": 1,
+            "time_capped": False}, member=member)
     finally:
         store.close()
     exported = cli("export", code, "--data-dir", data, env={"BSDEMO_CLASS_KEY": key})
@@ -54,6 +62,17 @@ def test_start_end_and_export(tmp_path):
     lines = csv_file.read_text().splitlines()
     assert lines[0] == "question,vote,answer,members,share,the runs' answer"
     assert "noise,1,about 2× smaller,1,1.0,False" in lines
+    runs = cli("export", code, "--key", key, "--format", "runs-csv", "--data-dir", data)
+    assert runs.returncode == 0 and runs.stderr.strip() == "NO-TORCH"
+    header, row = runs.stdout.splitlines()
+    assert header.startswith("page,sweep,cell,batch,lr,seed,status,test accuracy,samples/s")
+    assert row.startswith(f"throughput,1,{cell},{8 * 2 ** cell},0.05,9,completed,0.93,4321.0")
+    figures = cli("export", code, "--key", key, "--format", "html", "--data-dir", data)
+    assert figures.returncode == 0 and figures.stderr.strip() == "NO-TORCH"
+    page = figures.stdout
+    assert f"<h1>Class {code} — Week 3</h1>" in page and page.count("plotly.js v") == 1
+    assert "<h2>Gradient noise: the room" in page and "<h2>Throughput and utilisation: sweep 1" in page
+    assert "Samples per second against batch size" in page and member not in page
     ended = cli("end", code, "--key", key, "--data-dir", data)
     assert ended.returncode == 0 and "ended" in ended.stdout
 

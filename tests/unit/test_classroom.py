@@ -47,6 +47,8 @@ def test_a_bad_code_is_refused_with_the_rule(typed):
 def test_the_key_is_random_hashed_and_compared_whole():
     key = rules.new_key()
     assert len(key) >= 43 and key != rules.new_key()  # 256 bits, URL-safe
+    # never "-" first (`--key -abc` would be an option): 1 key in 64 did before
+    assert not any(rules.new_key().startswith("-") for _ in range(2000))
     stored = rules.key_hash(key)
     assert key not in stored and rules.key_matches(key, stored)
     assert not rules.key_matches(key[:-1], stored) and not rules.key_matches("", stored)
