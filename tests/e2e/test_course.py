@@ -34,9 +34,9 @@ def test_two_replicas_behind_nginx_share_one_queue_its_limits_and_the_store(
     a student B from A's address is refused a second run (the per-address limit counts across
     both). When A's run ends, student C on replica B asking for the same run is served it from
     the store. Replica A is then killed: nginx sends A's browser to B, which shows A's finished
-    run. A class started on A gathers votes from members on both replicas, and after A dies its
-instructor, now on B, finds the class and every vote. Finally the course's scheduler is shut
-down and nothing is left behind."""
+    run. A class started on A gathers votes and sweep runs from members on both replicas, and
+    after A dies its instructor, now on B, finds the class, every vote and every run. Finally
+    the course's scheduler is shut down and nothing is left behind."""
     from tests.services import NginxProxy, RayCluster
     from tests.unit.test_cluster import replica
 
@@ -96,6 +96,17 @@ down and nothing is left behind."""
                 teacher.goto(f"{proxy.url}/{LESSON}")
                 tally = re.compile(rf"class {code}.*vote 1: 3 of 3 answered")
                 teacher.get_by_text(tally).wait_for(timeout=ms(30))
+                # the class's sweep across both replicas: each member runs a cell on the
+                # course's workers, the instructor on A sees the three runs
+                teacher.get_by_role("button", name="Give each student a cell").click()
+                teacher.get_by_text(re.compile(r"Sweep 1: 0 of 7 cells")).wait_for(timeout=ms(30))
+                for page in members:
+                    page.reload()
+                    page.get_by_role("button", name=re.compile(r"^Run my cell")).click()
+                for page in members:
+                    page.get_by_text(re.compile(r"Sent to the room: ")).wait_for(timeout=ms(240))
+                swept = re.compile(r"Sweep 1: 3 of 7 cells have a run \(3 runs\)")
+                teacher.get_by_text(swept).wait_for(timeout=ms(30))
                 # their tabs closed (reconnecting, they would show nginx that A is down before
                 # A's student does); the instructor's browser keeps its cookies
                 for page in (teacher, *members):
@@ -113,6 +124,7 @@ down and nothing is left behind."""
                 teacher = teacher.context.new_page()
                 teacher.goto(f"{proxy.url}/{LESSON}")
                 teacher.get_by_text(tally).wait_for(timeout=ms(60))
+                teacher.get_by_text(swept).wait_for(timeout=ms(30))  # and its sweep's runs
                 teacher.get_by_role("button", name="Show the room's answers").click()
                 teacher.get_by_text(re.compile(r"2 · 67%")).first.wait_for(timeout=ms(30))
                 for page in (a, b, c, teacher):
