@@ -15,6 +15,7 @@ from bsdemo.charts.style import empty as empty_message
 from bsdemo.classroom.rules import Round, Tally
 from bsdemo.classroom.sweep import Combined, condition
 from bsdemo.recipes import best_lr_per_batch
+from bsdemo.timing import THREAD_CLOCK
 
 ROUND_COLOURS = (OKABE_ITO[0], OKABE_ITO[1], OKABE_ITO[2], OKABE_ITO[4])
 SUPPORTED_MARK = "✓ "
@@ -97,6 +98,12 @@ def _batch_axis(fig: go.Figure, combined: Combined) -> None:
     fig.update_xaxes(type="log", tickvals=batches, ticktext=[str(b) for b in batches])
 
 
+def _speed(report: dict) -> float | None:
+    """A run's samples/s as the class compares them: by the training thread's CPU time where
+    it has it (load-proof), else by the wall clock (reports before the clock was kept too)."""
+    return report.get("speed") or report.get("samples_per_sec")
+
+
 def class_speed_chart(combined: Combined) -> Chart:
     """Samples/s against batch size from the room's runs: every run a point, the median of each
     batch a line with its range as a bar — one line for each measuring condition (device, shared
@@ -108,17 +115,16 @@ def class_speed_chart(combined: Combined) -> Chart:
         xs, ys, hover = [], [], []
         med_x, med_y, low, high = [], [], [], []
         for c in combined.cells:
-            runs = [r for r in c.reports if condition(r) == cond and r.get("samples_per_sec")]
+            runs = [r for r in c.reports if condition(r) == cond and _speed(r)]
             for r in runs:
                 xs.append(c.cell.batch)
-                ys.append(r["samples_per_sec"])
+                ys.append(_speed(r))
                 hover.append(f"batch {c.cell.batch}, seed {r.get('seed')}: "
-                             f"{r['samples_per_sec']:,.0f} samples/s ({r.get('status')})")
+                             f"{_speed(r):,.0f} samples/s ({r.get('status')})")
                 table.append({"batch": c.cell.batch, "lr": r.get("lr"), "seed": r.get("seed"),
-                              "samples/s": round(r["samples_per_sec"], 1),
-                              "condition": cond})
+                              "samples/s": round(_speed(r), 1), "condition": cond})
             if runs:
-                speeds = sorted(r["samples_per_sec"] for r in runs)
+                speeds = sorted(_speed(r) for r in runs)
                 med_x.append(c.cell.batch)
                 med_y.append(statistics.median(speeds))
                 low.append(med_y[-1] - speeds[0])
@@ -140,15 +146,17 @@ def class_speed_chart(combined: Combined) -> Chart:
                                              line=dict(width=3, color="#767676")),
                                  hoverinfo="text",
                                  hovertext=[f"batch {b}: nobody has run it" for b in empty]))
+    thread = all(r.get("clock") == THREAD_CLOCK for c in combined.cells for r in c.reports)
     layout(fig, "The room's runs: samples/s against batch size", "Batch size (log scale)",
-           "Samples per second", rangemode="tozero",
+           "Samples per second" + (" of training-thread CPU time" if thread and combined.runs
+                                   else ""), rangemode="tozero",
            subtitle=("each condition its own line: speeds measured apart are not one curve"
                      if combined.mixed else f"measured on {combined.conditions[0]}"
                      if combined.conditions else "no run has finished yet"))
     _batch_axis(fig, combined)
     fig.update_layout(hovermode="closest")
-    medians = [f"batch {c.cell.batch}: {c.median('samples_per_sec'):,.0f}"
-               for c in combined.cells if c.median("samples_per_sec") is not None]
+    medians = [f"batch {c.cell.batch}: {c.median('speed'):,.0f}"
+               for c in combined.cells if c.median("speed") is not None]
     alt = ("Samples per second against batch size, the room's runs. Median by batch — "
            + ("; ".join(medians) if medians else "none yet") + "."
            + (f" Not run: batch {', '.join(map(str, empty))}." if empty else ""))

@@ -35,17 +35,22 @@ def results_csv(results: dict[str, Any], answers: Callable[[str], Sequence[str]]
 
 
 RUN_FIELDS = ["page", "sweep", "cell", "batch", "lr", "seed", "status", "test accuracy",
-              "samples/s", "time capped", "device", "conditions"]
+              "samples/s", "samples/s by thread CPU time", "others busy", "time capped",
+              "device", "conditions"]
 
 
 def run_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     """ClassStore.export's sweeps as rows: one a run the room (or its instructor) reported —
     its cell, settings, how it ended, its measures and the conditions they were taken under."""
     from bsdemo.classroom.sweep import condition
+    from bsdemo.timing import THREAD_CLOCK
 
     return [{"page": s["page"], "sweep": s["sweep"], "cell": r["cell"], "batch": r.get("batch"),
              "lr": r.get("lr"), "seed": r.get("seed"), "status": r.get("status"),
              "test accuracy": r.get("accuracy"), "samples/s": r.get("samples_per_sec"),
+             "samples/s by thread CPU time": (r.get("speed") if r.get("clock") == THREAD_CLOCK
+                                              else None),
+             "others busy": r.get("others_busy_share"),
              "time capped": r.get("time_capped"), "device": r.get("device"),
              "conditions": condition(r)}
             for s in results.get("sweeps", []) for r in s["runs"]]

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bsdemo.errors import ConfigError
+from bsdemo.runs import LIKE_LOAD
+from bsdemo.timing import THREAD_CLOCK, WALL_CLOCK
 
 # the pages that take a class-sourced sweep, and their grids: batch sizes (and learning rates)
 BATCHES = (8, 16, 32, 64, 128, 256, 512)
@@ -103,23 +105,44 @@ def cell_report(*, status: str, config: Mapping[str, Any], summary: Mapping[str,
     and how (shared with other jobs, in turns with other runs, or served from the run store)."""
     device = ((start or {}).get("device") or {}).get("name") or "unknown device"
     accuracy = summary.get("test_accuracy") if status == "completed" else None
+    cpu = summary.get("cpu_samples_per_sec")  # by the training thread's CPU time: load-proof
     return {"batch": int(config["batch_size"]), "lr": float(config["lr"]),
             "seed": int(config.get("seed", 0)), "status": status,
             "time_capped": bool(summary.get("time_capped")),
             "accuracy": None if accuracy is None else float(accuracy),
             "samples_per_sec": summary.get("samples_per_sec"),
+            "speed": cpu or summary.get("samples_per_sec"),
+            "clock": THREAD_CLOCK if cpu else WALL_CLOCK,
+            "others_busy_share": summary.get("others_busy_share"),
+            "torch_threads": summary.get("torch_threads"),
             "curve": _thin(steps.get("epoch", ()), steps.get("loss", ()), CURVE_POINTS),
             "device": str(device), "shared": bool(shared_device), "turns": int(turns_with),
             "stored": stored_at is not None, "run": int(run)}
 
 
 def condition(report: Mapping[str, Any]) -> str:
-    """The conditions a run's speed was measured under, in words: its device, and whether the
-    device was shared with other jobs or the result came from an earlier run."""
-    how = ("measured earlier (run store)" if report.get("stored") else
-           "shared with other jobs while it ran" if report.get("shared") else
-           "its steps timed alone")
-    return f"{report.get('device', 'unknown device')}, {how}"
+    """The conditions a run's speed was measured under, in words — the lab's like-with-like
+    rule (bsdemo.runs.comparable_rates): by the training thread's CPU time, which other
+    processes' load cannot change, runs on one device are alike; by the wall clock, they are
+    alike only with the same torch threads, the device shared with other jobs or not, and other
+    processes keeping the CPUs about as busy (bands of LIKE_LOAD). A result from the run store
+    was measured earlier, under conditions of its own."""
+    device = report.get("device", "unknown device")
+    if report.get("stored"):
+        return f"{device}, measured earlier (run store)"
+    if report.get("clock") == THREAD_CLOCK:
+        return f"{device}, by {THREAD_CLOCK}"
+    parts = [device, WALL_CLOCK]
+    if report.get("torch_threads"):
+        parts.append(f"{report['torch_threads']} torch thread(s)")
+    if report.get("shared"):
+        parts.append("shared with other jobs")
+    busy = report.get("others_busy_share")
+    if busy is not None:
+        band = min(int(busy / LIKE_LOAD), int(1 / LIKE_LOAD))
+        low, high = band * LIKE_LOAD, min(1.0, (band + 1) * LIKE_LOAD)
+        parts.append(f"other processes {low:.0%}–{high:.0%} busy")
+    return ", ".join(parts)
 
 
 @dataclass

@@ -756,10 +756,11 @@ def _cell_progress(page: str, number: int) -> None:
         sent = st.session_state.get(f"class_sweep_sent_{page}")
         if sent and not mine:
             acc = sent.get("accuracy")
-            speed = sent.get("samples_per_sec")
+            speed = sent.get("speed") or sent.get("samples_per_sec")
             st.success(plain(f"Sent to the room: {sent['status']}"
                              + (f", {acc:.1%} test accuracy" if acc is not None else "")
-                             + (f", {speed:,.0f} samples/s" if speed else "")
+                             + (f", {speed:,.0f} samples/s ({sent.get('clock', 'wall clock')})"
+                                if speed else "")
                              + f" (batch {sent['batch']}, seed {sent['seed']})."),
                        icon=":material/groups:")
         return not mine

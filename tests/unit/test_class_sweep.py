@@ -15,13 +15,17 @@ from bsdemo.classroom.store import INSTRUCTOR, ClassError, ClassStore
 from bsdemo.config import RunConfig
 from bsdemo.errors import ConfigError
 from bsdemo.store import open_store
+from bsdemo.timing import THREAD_CLOCK, WALL_CLOCK
 
 
 def report(batch: int, lr: float = 0.05, accuracy: float | None = 0.9, speed: float = 1000.0,
-           status: str = "completed", shared: bool = False, device: str = "CPU", seed: int = 1):
+           status: str = "completed", shared: bool = False, device: str = "CPU", seed: int = 1,
+           clock: str = THREAD_CLOCK, busy: float | None = 0.05):
     return {"batch": batch, "lr": lr, "seed": seed, "status": status, "accuracy": accuracy,
-            "samples_per_sec": speed, "curve": [[0.5, 2.0], [1.0, 1.0]], "device": device,
-            "shared": shared, "stored": False, "turns": 0, "run": 1, "time_capped": False}
+            "samples_per_sec": speed * 0.9, "speed": speed, "clock": clock,
+            "others_busy_share": busy, "torch_threads": 1, "curve": [[0.5, 2.0], [1.0, 1.0]],
+            "device": device, "shared": shared, "stored": False, "turns": 0, "run": 1,
+            "time_capped": False}
 
 
 # ----- the pure part -----
@@ -60,10 +64,14 @@ def test_a_members_run_is_the_instructors_workload_with_the_cell_and_a_seed_of_i
 def test_a_report_comes_from_the_runs_record():
     steps = {"epoch": [i / 100 for i in range(500)], "loss": [2.0 - i / 500 for i in range(500)]}
     out = sweep.cell_report(status="completed", config={"batch_size": 8, "lr": 0.1, "seed": 3},
-                            summary={"test_accuracy": 0.91, "samples_per_sec": 1234.5},
+                            summary={"test_accuracy": 0.91, "samples_per_sec": 1234.5,
+                                     "cpu_samples_per_sec": 1500.0, "others_busy_share": 0.4,
+                                     "torch_threads": 1},
                             steps=steps, start={"device": {"name": "CPU (2 cores)"}},
                             shared_device=True, turns_with=4, stored_at=None, run=17)
     assert out["accuracy"] == 0.91 and out["samples_per_sec"] == 1234.5
+    # the class compares speeds by the training thread's CPU time where the run has it
+    assert (out["speed"], out["clock"], out["others_busy_share"]) == (1500.0, THREAD_CLOCK, 0.4)
     assert len(out["curve"]) == sweep.CURVE_POINTS
     assert out["curve"][0] == [0.0, 2.0] and out["curve"][-1] == [4.99, steps["loss"][-1]]
     assert (out["device"], out["shared"], out["turns"], out["run"]) == ("CPU (2 cores)", True, 4, 17)
@@ -71,6 +79,7 @@ def test_a_report_comes_from_the_runs_record():
                                  summary={"test_accuracy": 0.1}, steps={}, start=None,
                                  shared_device=False, turns_with=0, stored_at=5.0, run=1)
     assert diverged["accuracy"] is None and diverged["stored"] and diverged["curve"] == []
+    assert diverged["clock"] == WALL_CLOCK and diverged["speed"] is None
     assert json.loads(json.dumps(out)) == out  # kept as JSON
 
 
@@ -83,23 +92,32 @@ def test_the_room_combined_by_cell_median_spread_empty_and_conditions():
     combined = sweep.combine(cells, results)
     first = combined.cells[0]
     assert first.runs == 3 and first.median("accuracy") == 0.85
-    assert first.spread("samples_per_sec") == (100, 300) and first.median("samples_per_sec") == 200
+    assert first.spread("speed") == (100, 300) and first.median("speed") == 200
     assert combined.cells[2].diverged == 1 and combined.cells[2].median("accuracy") is None
     assert combined.empty == [1, 3, 4, 5, 6] and combined.filled == 2 and combined.runs == 4
-    assert combined.conditions == ["CPU, its steps timed alone"] and not combined.mixed
-    mixed = sweep.combine(cells, [(0, report(8)), (1, report(16, shared=True)),
-                                  (2, report(32, device="NVIDIA H100"))])
-    assert mixed.mixed and len(mixed.conditions) == 3
+    assert combined.conditions == ["CPU, by thread CPU time"] and not combined.mixed
+    # by the thread's CPU time, load and a shared device do not part runs of one device
+    same = sweep.combine(cells, [(0, report(8, busy=0.0)), (1, report(16, shared=True, busy=0.9))])
+    assert not same.mixed
+    mixed = sweep.combine(cells, [(0, report(8)), (1, report(16, device="NVIDIA H100")),
+                                  (2, report(32, clock=WALL_CLOCK, busy=0.05)),
+                                  (3, report(64, clock=WALL_CLOCK, busy=0.02)),
+                                  (4, report(128, clock=WALL_CLOCK, busy=0.5)),
+                                  (5, report(256, clock=WALL_CLOCK, busy=0.05, shared=True))])
+    assert mixed.mixed and len(mixed.conditions) == 5, mixed.conditions
+    assert "CPU, wall clock, 1 torch thread(s), other processes 45%–60% busy" in mixed.conditions
+    assert "CPU, wall clock, 1 torch thread(s), shared with other jobs, other processes 0%–15% busy" \
+        in mixed.conditions
 
 
 def test_the_rooms_charts_show_medians_ranges_and_the_empty_cells():
     cells = sweep.grid("throughput")
     combined = sweep.combine(cells, [(0, report(8, speed=100)), (0, report(8, speed=300)),
-                                     (1, report(16, speed=500, shared=True))])
+                                     (1, report(16, speed=500, clock=WALL_CLOCK))])
     speed = class_speed_chart(combined)
     lines = [t for t in speed.figure.data if t.mode == "lines+markers"]
-    assert len(lines) == 2  # one line a condition: a shared device is not joined to the rest
-    alone = next(t for t in lines if "timed alone" in t.name)
+    assert len(lines) == 2  # one line a condition: a wall-clock speed is not joined to the rest
+    alone = next(t for t in lines if "thread CPU time" in t.name)
     assert list(alone.x) == [8] and list(alone.y) == [200]
     assert list(alone.error_y.array) == [100] and list(alone.error_y.arrayminus) == [100]
     empty = next(t for t in speed.figure.data if t.name == "not run yet")
