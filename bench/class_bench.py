@@ -171,6 +171,34 @@ async def class_async(port: int, code: str, key: str, n: int, within: float, see
             "window_s": last - (sent[0] if sent else last)}
 
 
+def with_class(work) -> tuple[dict, HealthProber, int]:
+    """A fresh server with a class started in its store: asyncio.run(work(port, code, key,
+    sampler)) while the web process's CPU and health are sampled; (its result, the prober,
+    tracebacks in the server's log — printed)."""
+    with tempfile.TemporaryDirectory(prefix="class-bench-") as data_dir:
+        store = open_store(data_dir)
+        code, key = ClassStore(store).start("bench")
+        store.close()
+        port, log = free_port(), Path(data_dir) / "server.log"
+        proc = start_server(port, data_dir, [], log)
+        sampler, prober = CpuSampler(proc.pid), HealthProber(port)
+        try:
+            sampler.start()
+            prober.start()
+            prober.since = time.monotonic()
+            out = asyncio.run(work(port, code, key, sampler))
+        finally:
+            prober.stop.set()
+            sampler.stop.set()
+            prober.join(timeout=10)
+            stop_group(proc)
+        text = log.read_text(errors="replace")
+        tracebacks = text.count("Traceback")
+        if tracebacks:
+            print(text[text.index("Traceback"):][:3000])
+    return out, prober, tracebacks
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--members", type=int, default=30)
@@ -180,28 +208,9 @@ def main() -> None:
     args = ap.parse_args()
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hogs)]
     try:
-        with tempfile.TemporaryDirectory(prefix="class-bench-") as data_dir:
-            store = open_store(data_dir)
-            code, key = ClassStore(store).start("bench")
-            store.close()
-            port, log = free_port(), Path(data_dir) / "server.log"
-            proc = start_server(port, data_dir, [], log)
-            sampler, prober = CpuSampler(proc.pid), HealthProber(port)
-            try:
-                sampler.start()
-                prober.start()
-                prober.since = time.monotonic()
-                out = asyncio.run(class_async(port, code, key, args.members, args.within,
-                                              args.seed, sampler))
-            finally:
-                prober.stop.set()
-                sampler.stop.set()
-                prober.join(timeout=10)
-                stop_group(proc)
-            text = log.read_text(errors="replace")
-            tracebacks = text.count("Traceback")
-            if tracebacks:
-                print(text[text.index("Traceback"):][:3000])
+        out, prober, tracebacks = with_class(
+            lambda port, code, key, sampler: class_async(port, code, key, args.members,
+                                                         args.within, args.seed, sampler))
     finally:
         for hog in hogs:
             hog.kill()

@@ -31,7 +31,6 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -39,11 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from class_bench import ClassTab, session  # noqa: E402
-from room_bench import CpuSampler, HealthProber, free_port, pct, start_server, stop_group  # noqa: E402
-
-from bsdemo.classroom.store import ClassStore  # noqa: E402
-from bsdemo.store import open_store  # noqa: E402
+from class_bench import ClassTab, session, with_class  # noqa: E402
+from room_bench import CpuSampler, pct  # noqa: E402
 
 PAGE = "lr_scaling"
 LINE = re.compile(r"Sweep (\d+): \*\*(\d+) of (\d+) cells\*\* have a run \((\d+) runs?\)")
@@ -157,28 +153,10 @@ async def room(port: int, code: str, key: str, n: int, within: float, seed: int,
 
 
 def one(args, alone: bool) -> tuple[dict, list[float], int]:
-    with tempfile.TemporaryDirectory(prefix="class-sweep-bench-") as data_dir:
-        store = open_store(data_dir)
-        code, key = ClassStore(store).start("bench")
-        store.close()
-        port, log = free_port(), Path(data_dir) / "server.log"
-        proc = start_server(port, data_dir, [], log)
-        sampler, prober = CpuSampler(proc.pid), HealthProber(port)
-        try:
-            sampler.start()
-            prober.start()
-            prober.since = time.monotonic()
-            out = asyncio.run(room(port, code, key, 0 if alone else args.members, args.within,
-                                   args.seed, alone, sampler, args.timeout))
-        finally:
-            prober.stop.set()
-            sampler.stop.set()
-            prober.join(timeout=10)
-            stop_group(proc)
-        text = log.read_text(errors="replace")
-        tracebacks = text.count("Traceback")
-        if tracebacks:
-            print(text[text.index("Traceback"):][:3000])
+    out, prober, tracebacks = with_class(
+        lambda port, code, key, sampler: room(port, code, key, 0 if alone else args.members,
+                                              args.within, args.seed, alone, sampler,
+                                              args.timeout))
     return out, prober.latencies_ms, tracebacks
 
 

@@ -65,6 +65,19 @@ def join_and_vote(page, url: str, code: str, answer: str) -> None:
     vote(page, answer)
 
 
+def after_restart(browser, tmp_path: Path, data: Path, cookies: dict, page_name: str,
+                  said: str) -> None:
+    """A fresh server on the same data folder: the instructor's browser (its cookies) opens
+    the page and finds it saying `said` — nothing of the class was lost."""
+    with serving(tmp_path, env={"BSDEMO_DATA_DIR": str(data)}) as port:
+        url = f"http://127.0.0.1:{port}"
+        again = browser.new_context(viewport={"width": 1280, "height": 720})
+        again.add_cookies([{"name": k, "value": v, "url": url} for k, v in cookies.items()])
+        page = again.new_page()
+        page.goto(f"{url}/{page_name}")
+        page.get_by_text(re.compile(said)).wait_for(timeout=ms(30))
+
+
 def test_a_room_joins_votes_and_sees_its_answers_after_show(browser, tmp_path):
     data = tmp_path / "data"
     folder = shots(tmp_path)
@@ -129,14 +142,8 @@ def test_a_room_joins_votes_and_sees_its_answers_after_show(browser, tmp_path):
             assert page.locator(".stException").count() == 0
         cookies = {c["name"]: c["value"] for c in teacher.cookies()}
     # a restart of the server keeps the class, its votes and its instructor
-    with serving(tmp_path, env={"BSDEMO_DATA_DIR": str(data)}) as port:
-        url = f"http://127.0.0.1:{port}"
-        again = browser.new_context(viewport={"width": 1280, "height": 720})
-        again.add_cookies([{"name": k, "value": v, "url": url} for k, v in cookies.items()])
-        page = again.new_page()
-        page.goto(f"{url}/{LESSON}")
-        page.get_by_text(re.compile(rf"The room.*class {code}.*vote 2: 1 of 3 answered")).wait_for(
-            timeout=ms(30))
+    after_restart(browser, tmp_path, data, cookies, LESSON,
+                  rf"The room.*class {code}.*vote 2: 1 of 3 answered")
 
 
 def test_wrong_codes_get_one_message_and_the_server_keeps_serving(browser, tmp_path):
@@ -211,11 +218,5 @@ def test_a_class_fills_the_learning_rate_map_together(browser, tmp_path):
         for page in [projector, *students]:
             assert page.locator(".stException").count() == 0
         cookies = {c["name"]: c["value"] for c in teacher.cookies()}
-    with serving(tmp_path, env={"BSDEMO_DATA_DIR": str(data)}) as port:
-        url = f"http://127.0.0.1:{port}"
-        again = browser.new_context(viewport={"width": 1280, "height": 720})
-        again.add_cookies([{"name": k, "value": v, "url": url} for k, v in cookies.items()])
-        page = again.new_page()
-        page.goto(f"{url}/{page_name}")
-        page.get_by_text(re.compile(r"Sweep 1: 3 of 24 cells have a run")).wait_for(
-            timeout=ms(30))
+    after_restart(browser, tmp_path, data, cookies, page_name,
+                  r"Sweep 1: 3 of 24 cells have a run")

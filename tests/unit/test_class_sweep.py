@@ -11,10 +11,9 @@ import pytest
 
 from bsdemo.charts.room import class_curves_chart, class_grid_chart, class_speed_chart
 from bsdemo.classroom import sweep
-from bsdemo.classroom.store import INSTRUCTOR, ClassError, ClassStore
+from bsdemo.classroom.store import INSTRUCTOR, ClassError
 from bsdemo.config import RunConfig
 from bsdemo.errors import ConfigError
-from bsdemo.store import open_store
 from bsdemo.timing import THREAD_CLOCK, WALL_CLOCK
 
 
@@ -133,16 +132,7 @@ def test_the_rooms_charts_show_medians_ranges_and_the_empty_cells():
     assert texts[3][2] == "not run" and heat.alt.startswith("The room's map: 2 of 24 cells")
 
 
-# ----- in the run stores -----
-@pytest.fixture(params=["sqlite", "postgres"])
-def classes(request, tmp_path):
-    if request.param == "sqlite":
-        store = open_store(tmp_path / "data")
-    else:
-        store = open_store(None, request.getfixturevalue("postgres_url"))
-    assert store.available, store.notice
-    yield ClassStore(store)
-    store.close()
+# ----- in the run stores (the `classes` fixture: SQLite and a real PostgreSQL) -----
 
 
 def test_a_sweep_is_handed_out_run_and_read(classes):

@@ -11,9 +11,8 @@ import pytest
 
 from bsdemo.classroom import rules
 from bsdemo.classroom.rules import Round
-from bsdemo.classroom.store import NOT_OPEN, ClassError, ClassStore
+from bsdemo.classroom.store import NOT_OPEN, ClassError
 from bsdemo.errors import ConfigError
-from bsdemo.store import open_store
 
 ANSWERS = ("It falls", "It stays", "It rises")
 
@@ -135,17 +134,6 @@ def test_member_ids_are_per_class_and_hide_the_browser():
 
 
 # ----- the store -----
-@pytest.fixture(params=["sqlite", "postgres"])
-def classes(request, tmp_path):
-    if request.param == "sqlite":
-        store = open_store(tmp_path / "data")
-    else:
-        store = open_store(None, request.getfixturevalue("postgres_url"))
-    assert store.available, store.notice
-    yield ClassStore(store)
-    store.close()
-
-
 def test_a_class_is_started_joined_and_voted_in(classes):
     code, key = classes.start("Week 3")
     info = classes.info(code)
