@@ -9,9 +9,17 @@ from typing import Any
 QUOTE_CHARS = 64  # a message quotes at most this much of any name or value a user typed
 
 
+ERROR_CHARS = 200  # a command line's error is one line of at most this many characters
+
+
 def clip(text: str, limit: int = QUOTE_CHARS) -> str:
     """text cut to `limit` characters, with an ellipsis when it was longer."""
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def one_line(text: str) -> str:
+    """text as a command line's error: its whitespace one space, at most ERROR_CHARS."""
+    return clip(" ".join(str(text).split()), ERROR_CHARS)
 
 
 class ConfigError(ValueError):

@@ -7,8 +7,8 @@ from bsdemo.lessons import LESSONS
 from bsdemo.plaintext import plain
 from bsdemo.ui import classroom
 from bsdemo.ui.entry import require_entrypoint
-from bsdemo.ui.header import predictions
 from bsdemo.ui.links import PageLink
+from bsdemo.ui.state import predictions
 
 require_entrypoint()
 link = PageLink("home", owns_url=False)  # presentation mode only

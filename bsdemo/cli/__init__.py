@@ -13,8 +13,9 @@ import sys
 
 from bsdemo.cli import classes, commands, ownmodel
 from bsdemo.cli.checks import CHECKS, check_command_config
-from bsdemo.cli.parser import FIELD_FLAGS, build_parser, config_from_args, one_line
+from bsdemo.cli.parser import FIELD_FLAGS, build_parser, config_from_args
 from bsdemo.config import ConfigError, clip
+from bsdemo.errors import one_line
 from bsdemo.limits import default_threads
 
 __all__ = ["build_parser", "main"]

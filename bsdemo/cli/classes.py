@@ -19,7 +19,7 @@ import sys
 from urllib.parse import urlsplit
 
 from bsdemo.classroom import rules
-from bsdemo.errors import ConfigError, clip
+from bsdemo.errors import ConfigError, clip, one_line
 
 KEY_ENV = "BSDEMO_CLASS_KEY"
 
@@ -152,8 +152,6 @@ def _open(data_dir: str | None):
 
 
 def _fail(action: str | None, message: str) -> int:
-    from bsdemo.cli.parser import one_line
-
     print(one_line(f"bsdemo class{' ' + action if action else ''}: error: {message}"),
           file=sys.stderr)
     return 2

@@ -20,9 +20,9 @@ from bsdemo.config import (
     OPTIMIZERS,
     ConfigError,
     RunConfig,
-    clip,
     sized,
 )
+from bsdemo.errors import one_line
 from bsdemo.presets import PRESETS
 
 FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student types
@@ -36,7 +36,6 @@ FIELD_FLAGS = {v: "--" + k.replace("_", "-") for k, v in FLAGS.items()} | {
     "memory_budget": "--memory-budget", "size": "--size", "micro_batch": "--micro-batch",
     "memory_budget_bytes": "--memory-budget", "techniques": "--techniques",
     "model_file": "--model-file"}
-ERROR_CHARS = 200  # an error is one line of at most this many characters
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,10 +47,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
         self.exit(2, one_line(f"{self.prog}: error: {message}") + "\n")
-
-
-def one_line(text: str) -> str:
-    return clip(" ".join(str(text).split()), ERROR_CHARS)
 
 
 def build_parser() -> argparse.ArgumentParser:

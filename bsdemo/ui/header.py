@@ -10,7 +10,7 @@ from bsdemo.plaintext import plain
 from bsdemo.ui import classroom
 from bsdemo.ui.entry import require_entrypoint
 from bsdemo.ui.links import presenting
-from bsdemo.ui.state import remembered
+from bsdemo.ui.state import predictions
 
 
 def lesson_header(slug: str) -> Lesson:
@@ -52,12 +52,6 @@ def predict(slug: str) -> None:
     if round_ is not None:
         classroom.member_status(slug, round_)
     classroom.room_panel(slug)
-
-
-def predictions() -> dict[str, str]:
-    """This browser's answers to the lessons' "Predict first" questions: lesson slug -> answer
-    (back after a reload)."""
-    return remembered("predictions", dict)
 
 
 def _keep(slug: str, key: str) -> None:

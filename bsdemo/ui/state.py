@@ -105,6 +105,12 @@ def remembered(name: str, factory: Callable[[], Any]) -> Any:
     return state[name]
 
 
+def predictions() -> dict[str, str]:
+    """This browser's answers to the lessons' "Predict first" questions: lesson slug -> answer
+    (back after a reload)."""
+    return remembered("predictions", dict)
+
+
 def session_runs() -> list[int]:
     """Job ids this browser submitted or opened from a link, oldest first (back after a reload)."""
     return remembered("runs", list)

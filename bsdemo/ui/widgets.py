@@ -22,9 +22,8 @@ from bsdemo.lessonlinks import LR_STEPS
 from bsdemo.plaintext import plain
 from bsdemo.recipes import closing
 from bsdemo.runs import JobSnapshot
-from bsdemo.ui.header import predictions
 from bsdemo.ui.links import presenting
-from bsdemo.ui.state import owner, scheduler
+from bsdemo.ui.state import owner, predictions, scheduler
 
 REFRESH_S = 0.5  # a running job's view polls this often (>= 1 update/s as promised)
 FIGURES_KEPT = 64  # shared figures kept (shared_figures)
