@@ -21,8 +21,8 @@ CONNECT_S = 5.0  # how long a replica tries to reach the head before running on 
 CALL_S = 30.0  # the longest one call to the scheduler may take (a lookup in the store included)
 # what the pages may ask of the scheduler: calls, and values read
 CALLS = frozenset({"submit", "submit_group", "snapshot", "can_submit", "heartbeat", "cancel",
-                   "active_job", "load", "wait", "workers_ready", "flush_store", "usable_memory",
-                   "metrics"})
+                   "active_job", "waiting_job", "load", "wait", "workers_ready", "flush_store",
+                   "usable_memory", "metrics"})
 READS = frozenset({"limits", "device_info", "store_notice", "store_error", "restarts"})
 
 
@@ -120,8 +120,11 @@ class RemoteScheduler:
     def snapshot(self, job_id: int):
         return self._call("snapshot", job_id)
 
-    def can_submit(self, owner: str) -> bool:
-        return self._call("can_submit", owner)
+    def can_submit(self, owner: str, kind: str | None = None) -> bool:
+        return self._call("can_submit", owner, kind)
+
+    def waiting_job(self, owner: str, kind: str = "train") -> int | None:
+        return self._call("waiting_job", owner, kind)
 
     def heartbeat(self, owner: str) -> None:
         """Sent, not waited for: a page polls with a heartbeat then a snapshot, and the

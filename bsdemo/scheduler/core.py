@@ -103,7 +103,9 @@ class Scheduler(Reaper, Joining):
         kind "train" trains cfg; the other kinds (bsdemo.jobkinds.KINDS) run their engine
         function with `options`, alone on the device. Every kind is checked against the same
         limits first. Raises ConfigError (invalid, or over a limit) or ActiveRunError (a sharing
-        limit: not now).
+        limit: not now). A job of the owner's of the same kind that still waits to start is
+        superseded: dropped, and the new one takes its place in the queue (a student who
+        changes a setting while waiting never stacks stale runs for the room).
         """
         cfg, options, cost = admission.checked(cfg, kind, options, self.limits,
                                                self._device_info)
@@ -113,21 +115,25 @@ class Scheduler(Reaper, Joining):
         with self._lock:
             if self._closed:
                 raise RuntimeError("the scheduler is shut down")
+            stale = self._waiting_of(owner, kind)
             # the same settings as a run already going: ride it (bsdemo.scheduler.joined)
-            lead = self._joinable(cfg) if kind == "train" and not fresh and not stored else None
+            lead = (self._joinable(cfg, skip=stale) if kind == "train" and not fresh
+                    and not stored else None)
             if stored is None:
-                # a follower costs no device time: only its browser's own limits apply
-                self._sharing.admit(list(self._jobs.values()), owner,
+                # a follower costs no device time: only its browser's own limits apply; the
+                # job it supersedes no longer counts
+                self._sharing.admit([j for j in self._jobs.values() if j is not stale], owner,
                                     None if lead else address, 0 if lead else 1)
             job = self._new_job(cfg, owner, cost, kind=kind, options=options, address=address,
                                 check_store=kind == "train" and not fresh)
+            place = self._supersede(stale, job) if stale is not None else None
             if stored is not None:
                 self._serve(job, stored)
             elif lead is not None:
                 self._join(job, lead)
             else:
-                self._enqueue([job])
-                self._dispatch()
+                self._enqueue([job], place)
+            self._dispatch()
             return job.id
 
     def submit_group(self, cfgs: list[RunConfig], owner: str, address: str | None = None,
@@ -175,24 +181,54 @@ class Scheduler(Reaper, Joining):
         self._jobs[job.id] = job
         return job
 
-    def _enqueue(self, jobs: list[Job]) -> None:
+    def _enqueue(self, jobs: list[Job], place: tuple[int, bool] | None = None) -> None:
         """Queue one browser's jobs (a comparison's together): a browser's first go ahead of
         every queued job of a browser that has had one before (a room's first curves before
-        anyone's second try); otherwise, and among first ones, first come first served. Caller
-        holds the lock."""
+        anyone's second try); otherwise, and among first ones, first come first served. `place`:
+        the queue index and the repeat flag of a job they supersede, taken over as they were.
+        Caller holds the lock."""
         owner = jobs[0].owner
         first = owner not in self._seen_owners
         self._seen_owners[owner] = True
         self._seen_owners.move_to_end(owner)
         while len(self._seen_owners) > SEEN_OWNERS:
             self._seen_owners.popitem(last=False)
-        place = len(self._queue)
-        if first:
-            place = next((i for i, queued in enumerate(self._queue)
-                          if self._jobs[queued].repeat), place)
+        at = len(self._queue)
+        if place is not None:
+            at, first = place[0], not place[1]
+        elif first:
+            at = next((i for i, queued in enumerate(self._queue)
+                       if self._jobs[queued].repeat), at)
         for offset, job in enumerate(jobs):
             job.repeat = not first
-            self._queue.insert(place + offset, job.id)
+            self._queue.insert(at + offset, job.id)
+
+    def _waiting_of(self, owner: str, kind: str) -> Job | None:
+        """The owner's job of this kind that has not started: queued, or riding a run that is
+        itself still queued (never one of a comparison). Caller holds the lock."""
+        for job in self._jobs.values():
+            if (job.owner == owner and job.kind == kind and job.group is None
+                    and job.status == "queued" and job.worker is None
+                    and not job.cancel_requested):
+                lead = self._lead_of(job)
+                if lead is None or (lead.status == "queued" and lead.worker is None):
+                    return job
+        return None
+
+    def _supersede(self, stale: Job, by: Job) -> tuple[int, bool] | None:
+        """Drop the owner's waiting job for its newer one; returns the queue place the newer one
+        takes over (None when the stale job was not in the queue itself: it rode another's run,
+        or others ride it and it goes on for them). Caller holds the lock."""
+        message = (f"Superseded before it started: a newer Run from this browser (run {by.id}) "
+                   "took its place in the queue.")
+        if self._lead_of(stale) is not None:
+            self._detach(stale, message)
+            return None
+        if self._hand_over(stale):
+            return None
+        place = self._queue.index(stale.id), stale.repeat
+        self._stop(stale, message)
+        return place
 
     def _serve(self, job: Job, stored) -> None:
         """Finish job from the run store. Caller holds the lock."""
@@ -200,11 +236,20 @@ class Scheduler(Reaper, Joining):
         self._finished.append(job.id)
 
     # ----- a browser's view -----
-    def can_submit(self, owner: str) -> bool:
-        """Whether the browser is below its limit of active runs (ignores the other limits)."""
+    def can_submit(self, owner: str, kind: str | None = None) -> bool:
+        """Whether the browser may queue a job now: below its limit of active runs, or (given
+        the job's kind) holding a job of that kind that waits and would be superseded. Ignores
+        the other limits."""
         with self._lock:
             units = admission.active_units(self._jobs.values(), owner)
-            return len(units) < self.limits.max_active_per_session
+            return (len(units) < self.limits.max_active_per_session
+                    or (kind is not None and self._waiting_of(owner, kind) is not None))
+
+    def waiting_job(self, owner: str, kind: str = "train") -> int | None:
+        """The browser's job of this kind that has not started (a new submit supersedes it)."""
+        with self._lock:
+            job = self._waiting_of(owner, kind)
+            return None if job is None else job.id
 
     def heartbeat(self, owner: str) -> None:
         """A page of this browser is open and polling: its runs are attended. Only the owner's
@@ -231,12 +276,13 @@ class Scheduler(Reaper, Joining):
                 self._stop(job)
             return True
 
-    def _stop(self, job: Job) -> None:
-        """Stop a job for good. Caller holds the lock."""
+    def _stop(self, job: Job, message: str = "Cancelled before it started.") -> None:
+        """Stop a job for good (`message`: its end's, if it had not started). Caller holds the
+        lock."""
         if job.status == "queued" and job.worker is None:
             self._queue.remove(job.id)
-            self._finish(job, {"kind": "end", "status": "cancelled",
-                               "message": "Cancelled before it started.", "summary": {}})
+            self._finish(job, {"kind": "end", "status": "cancelled", "message": message,
+                               "summary": {}})
         else:
             job.cancel_requested = True
             if job.kill_at_stop is None:

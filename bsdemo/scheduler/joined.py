@@ -24,16 +24,20 @@ from bsdemo.scheduler.job import Job
 
 LEFT = "You stopped watching this run; it goes on for {n} other student(s) who asked for the " \
        "same settings."
+DETACHED = ("Cancelled: you stopped watching the run you had joined (it goes on for the others "
+            "who asked for it).")
 
 
 class Joining:
     """Mixed into Scheduler: uses its jobs and `_finish`."""
 
-    def _joinable(self, cfg: RunConfig) -> Job | None:
-        """A queued or running training run with exactly these settings that may be joined."""
+    def _joinable(self, cfg: RunConfig, skip: Job | None = None) -> Job | None:
+        """A queued or running training run with exactly these settings that may be joined
+        (never `skip`: a job about to be superseded)."""
         settings = vars(cfg)
         for job in self._jobs.values():
-            if (job.kind == "train" and job.status in ACTIVE and job.follows is None
+            if (job is not skip and job.kind == "train" and job.status in ACTIVE
+                    and job.follows is None
                     and job.group is None and not job.cancel_requested
                     and vars(job.config) == settings):
                 return job
@@ -63,14 +67,13 @@ class Joining:
         if lead is not None:
             lead.last_seen = max(lead.last_seen, now)
 
-    def _detach(self, job: Job) -> Job:
+    def _detach(self, job: Job, message: str = DETACHED) -> Job:
         """Stop for a follower: it leaves the run it rode (returned; the run goes on)."""
         lead = self._jobs[job.follows]
         lead.followers.remove(job.id)
         job.follows = None
         self._finish(job, {"kind": "end", "status": "cancelled", "summary": {},
-                           "message": "Cancelled: you stopped watching the run you had joined "
-                                      "(it goes on for the others who asked for it)."})
+                           "message": message})
         return lead
 
     def _hand_over(self, job: Job) -> bool:

@@ -185,9 +185,15 @@ def run_controls(cfg: RunConfig) -> None:
             f"(ceil({checked.train_samples} / {checked.effective_batch_size})) · "
             f"**{checked.planned_steps:,}** planned")
     # callbacks run before the script reruns, so this very run already shows the new job
-    run_col.button("Run" if active is None else "Queue another run", type="primary", key="run",
-                   disabled=checked is None or not sched.can_submit(owner()),
-                   icon=":material/play_arrow:", on_click=submit, args=(cfg,))
+    # a run of this browser's that waits to start is superseded by the next Run (the
+    # scheduler drops it; the new one takes its place in the queue)
+    waiting = sched.waiting_job(owner()) if active is not None else None
+    run_col.button("Run" if active is None else "Queue another run" if waiting is None else
+                   "Run instead", type="primary", key="run",
+                   disabled=checked is None or not sched.can_submit(owner(), "train"),
+                   icon=":material/play_arrow:", on_click=submit, args=(cfg,),
+                   help=None if waiting is None else
+                   f"Run {waiting} has not started yet: these settings replace it in the queue.")
     stop_col.button("Stop", key="stop", disabled=active is None, icon=":material/stop:",
                     on_click=_stop)
     if st.session_state.get("submit_error"):

@@ -113,11 +113,14 @@ def trace_file(point: dict) -> bytes:
 
 def run_button(prefix: str, label: str, kind: str, cfg: RunConfig, options: dict,
                key: str | None = None) -> None:
-    active = scheduler().active_job(owner())
+    sched = scheduler()
+    active = sched.active_job(owner())
+    waiting = sched.waiting_job(owner(), kind) if active is not None else None
     st.button(label, type="primary", key=key or f"{prefix}_run",
-              disabled=not scheduler().can_submit(owner()), on_click=submit,
+              disabled=not sched.can_submit(owner(), kind), on_click=submit,
               args=(prefix, kind, cfg, options), icon=":material/play_arrow:",
-              help="Queued behind your other run." if active else None)
+              help=f"Replaces your run {waiting}, which has not started yet." if waiting else
+              "Queued behind your other run." if active else None)
     if st.session_state.get(f"{prefix}_error"):
         st.warning(plain(st.session_state.pop(f"{prefix}_error")))
 

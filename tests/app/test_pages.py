@@ -178,6 +178,15 @@ def test_a_waiting_run_shows_its_place_reason_and_predicted_start(monkeypatch):
     assert "it should start in about" in waiting and "(predicted" in waiting
     sidebar = " ".join(c.value for c in second.sidebar.caption)
     assert "Server now: 1 running, 1 waiting, 1 worker(s)" in sidebar
+    # pressed again while it waits: the newer settings take the waiting run's place
+    run = second.button(key="run")
+    assert run.label == "Run instead" and "has not started yet" in run.help
+    replaced = int(second.query_params["run"])
+    second.button(key="run").click().run()
+    assert int(second.query_params["run"]) != replaced
+    assert scheduler().snapshot(replaced).status == "cancelled"
+    assert "Superseded" in scheduler().snapshot(replaced).end["message"]
+    assert "position 1 in the queue" in " ".join(i.value for i in second.info)
     first.button(key="stop").click().run()
     run_until(second, lambda a: bool(a.success))  # it started once the device was free
 

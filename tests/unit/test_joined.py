@@ -83,6 +83,55 @@ def test_a_browser_s_first_job_goes_ahead_of_anyone_s_second(sched):
         sched.cancel(job)
 
 
+def test_a_newer_run_supersedes_the_browser_s_waiting_one_in_its_place(sched):
+    """A browser holds at most one waiting run: its next Run drops the one that has not started
+    (ended as superseded, never trained) and takes its place in the queue, first or second."""
+    running = sched.submit(LONG, owner="x")
+    wait_for(lambda: sched.snapshot(running).status == "running")
+    mine = sched.submit(RunConfig(epochs=1, seed=1), owner="y")  # y's first: waits
+    theirs = sched.submit(RunConfig(epochs=1, seed=2), owner="z")
+    assert sched.waiting_job("y") == mine and sched.can_submit("y", "train")
+    newer = sched.submit(RunConfig(epochs=1, seed=3), owner="y")
+    old = sched.snapshot(mine)
+    assert old.status == "cancelled" and old.started_at is None
+    assert f"run {newer}" in old.end["message"] and "Superseded" in old.end["message"]
+    # the newer run holds the place the old one had: ahead of z's, which came in between
+    assert [sched.snapshot(j).queue_position for j in (newer, theirs)] == [1, 2]
+    assert sched.waiting_job("y") == newer and sched.active_job("y") == newer
+    # the same settings again: the waiting copy is replaced, not joined by itself
+    again = sched.submit(RunConfig(epochs=1, seed=3), owner="y")
+    assert sched.snapshot(newer).status == "cancelled" and not sched.snapshot(again).notice
+    assert sched.snapshot(again).queue_position == 1
+    # x's running run is never superseded: x's next one queues beside it, the one after that
+    # replaces that one, and a browser whose run runs and whose next waits can still press Run
+    second = sched.submit(RunConfig(epochs=1, seed=4), owner="x")
+    assert sched.can_submit("x", "train") and not sched.can_submit("x")
+    third = sched.submit(RunConfig(epochs=1, seed=5), owner="x")
+    assert sched.snapshot(running).status == "running"
+    assert sched.snapshot(second).status == "cancelled" and sched.waiting_job("x") == third
+    for job in (running, again, theirs, third):
+        sched.cancel(job)
+
+
+def test_a_superseded_rider_leaves_the_run_it_asked_for_to_its_starter(sched):
+    blocker = sched.submit(LONG, owner="a")
+    wait_for(lambda: sched.snapshot(blocker).status == "running")
+    cfg = RunConfig(epochs=1, seed=7)
+    starter = sched.submit(cfg, owner="b")
+    rider = sched.submit(cfg, owner="c")  # rides b's queued run
+    assert "Joined a run" in sched.snapshot(rider).notice
+    own = sched.submit(RunConfig(epochs=1, seed=8), owner="c")  # c changed its mind
+    assert sched.snapshot(rider).status == "cancelled"
+    assert "Superseded" in sched.snapshot(rider).end["message"]
+    assert sched.snapshot(starter).status == "queued" and sched.snapshot(own).queue_position == 2
+    # b's newer run: b's queued run is dropped for it (nobody rides it any more)
+    newer = sched.submit(RunConfig(epochs=1, seed=9), owner="b")
+    assert sched.snapshot(starter).status == "cancelled"
+    assert [sched.snapshot(j).queue_position for j in (newer, own)] == [1, 2]
+    for job in (blocker, newer, own):
+        sched.cancel(job)
+
+
 def test_a_room_on_one_run_shares_one_copy_and_one_set_of_figures(sched):
     """Pages polling a running job within PUBLISH_S get one copy of it (a rider's names the run
     it rides), and the lab's figures of that copy are built once for all of them."""

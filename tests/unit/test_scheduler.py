@@ -32,8 +32,8 @@ def test_run_completes_with_points_and_summary(scheduler):
 def test_one_active_run_per_session_and_fifo_queue(scheduler):
     first = scheduler.submit(LONG, owner="bob")
     waiting = scheduler.submit(RunConfig(epochs=1), owner="bob")  # one running + one waiting
-    with pytest.raises(ActiveRunError, match="limit here is 2"):
-        scheduler.submit(RunConfig(), owner="bob")
+    with pytest.raises(ActiveRunError, match="limit here is 2"):  # a comparison supersedes none
+        scheduler.submit_group([RunConfig(), RunConfig(seed=1)], owner="bob")
     scheduler.cancel(waiting)
     second = scheduler.submit(RunConfig(epochs=1), owner="carol")
     third = scheduler.submit(RunConfig(epochs=1, seed=2), owner="dave")  # not carol's: its own
@@ -184,9 +184,12 @@ def test_a_comparison_queues_its_runs_together(scheduler):
     ids = scheduler.submit_group([RunConfig(batch_size=b, epochs=1) for b in (8, 64, 512)],
                                  owner="lee")
     behind = scheduler.submit(RunConfig(epochs=1), owner="lee")  # the group counts as one
-    with pytest.raises(ActiveRunError):
-        scheduler.submit(RunConfig(), owner="lee")
-    scheduler.wait(behind, timeout=scaled(60))
+    with pytest.raises(ActiveRunError):  # no room for another comparison
+        scheduler.submit_group([RunConfig(), RunConfig(seed=1)], owner="lee")
+    # a newer single run supersedes the waiting one; the comparison's queued runs stay
+    newer = scheduler.submit(RunConfig(epochs=1, seed=1), owner="lee")
+    assert scheduler.snapshot(behind).status == "cancelled"
+    assert scheduler.wait(newer, timeout=scaled(60)).status == "completed"
     snaps = [scheduler.wait(j, timeout=scaled(60)) for j in ids]
     assert [s.status for s in snaps] == ["completed"] * 3
     assert [s.end["summary"]["steps"] for s in snaps] == [180, 23, 3]
