@@ -7,11 +7,10 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-import plotly.graph_objects as go
-
 from bsdemo.charts.style import (
     X_AXES,
     Chart,
+    Draft,
     Style,
     clip_marks,
     ema,
@@ -28,6 +27,7 @@ from bsdemo.units import MIB
 
 LOSS_KEY = "thick: train loss (evaluated) · thin, open markers: test loss · faint: each step's loss"
 EMPTY_LOSS = "Press Run: each step's loss appears here as it is measured."
+LOSS_TITLE = "Cross-entropy loss (nats)"
 
 
 def run_label(snap: JobSnapshot) -> str:
@@ -53,7 +53,7 @@ def _last(xs: list, ys: list) -> tuple:
 SPIKE_FACTOR = 4.0  # a point this many times the robust top: a log axis rather than a clip
 
 
-def _finish_y(fig: go.Figure, drawn: list[tuple[list, list]], floor: float = 0.0,
+def _finish_y(fig: Draft, drawn: list[tuple[list, list]], y_title: str, floor: float = 0.0,
               spikes: Sequence[tuple[float, float]] | None = None) -> float | None:
     """A robust y-range from the main curves, their clipped points marked at the top edge.
     spikes (curves without per-step noise, where a spike is the event to see: its (x, y)
@@ -63,8 +63,8 @@ def _finish_y(fig: go.Figure, drawn: list[tuple[list, list]], floor: float = 0.0
     drawn = [*drawn, *(([x], [y]) for x, y in spikes or ())]
     values = [y for _, ys in drawn for y in ys if y is not None and math.isfinite(y)]
     if spikes and top and max(values) > SPIKE_FACTOR * top and min(values) > 0:
-        title = fig.layout.yaxis.title.text or ""
-        fig.update_yaxes(type="log", title_text=f"{title}, log scale", **log_ticks(values))
+        fig.update_yaxes(type="log", title=dict(text=f"{y_title}, log scale"),
+                         **log_ticks(values))
         return None
     if top is not None:
         fig.update_yaxes(range=[0, top])
@@ -72,19 +72,19 @@ def _finish_y(fig: go.Figure, drawn: list[tuple[list, list]], floor: float = 0.0
     return top
 
 
-def _eval_traces(fig: go.Figure, snap: JobSnapshot, style: Style, label: str, x_field: str,
+def _eval_traces(fig: Draft, snap: JobSnapshot, style: Style, label: str, x_field: str,
                  log: bool) -> tuple[list, list, list]:
     """The evaluated train loss (the run's one legend entry) and test loss of one run."""
     ex, train = _xy(snap.evals[x_field], snap.evals["train_loss"], log)
     _, test = _xy(snap.evals[x_field], snap.evals["test_loss"], log)
     group = str(snap.run_number)
-    fig.add_trace(go.Scatter(x=ex, y=train, mode="lines+markers", name=label,
-                             line=dict(color=style.colour, width=2.5, dash=style.dash),
-                             marker=dict(symbol=style.symbol, size=8), legendgroup=group))
-    fig.add_trace(go.Scatter(x=ex, y=test, mode="lines+markers", name=f"{label} · test",
-                             line=dict(color=style.colour, width=1.5, dash=style.dash),
-                             marker=dict(symbol=f"{style.symbol}-open", size=8), opacity=0.85,
-                             legendgroup=group, showlegend=False))
+    fig.add_trace(dict(type="scatter", x=ex, y=train, mode="lines+markers", name=label,
+                       line=dict(color=style.colour, width=2.5, dash=style.dash),
+                       marker=dict(symbol=style.symbol, size=8), legendgroup=group))
+    fig.add_trace(dict(type="scatter", x=ex, y=test, mode="lines+markers", name=f"{label} · test",
+                       line=dict(color=style.colour, width=1.5, dash=style.dash),
+                       marker=dict(symbol=f"{style.symbol}-open", size=8), opacity=0.85,
+                       legendgroup=group, showlegend=False))
     return ex, train, test
 
 
@@ -93,44 +93,44 @@ def loss_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: fl
     """Each run's per-step loss (faint, with an EMA of weight `smoothing` over it) and its
     evaluated train and test loss; one legend entry per run; the run's end marked."""
     x_field, x_title = X_AXES[x_axis]
-    fig, table, drawn, ends = go.Figure(), [], [], []
+    fig, table, drawn, ends = Draft(), [], [], []
     for snap, style in zip(runs, styles(runs), strict=True):
         label, group = run_label(snap), str(snap.run_number)
         xs, raw = _xy(snap.steps[x_field], snap.steps["loss"], log)
-        fig.add_trace(go.Scatter(x=xs, y=raw, mode="lines", name=f"{label} · step loss",
-                                 line=dict(color=style.colour, width=1),
-                                 opacity=0.25 if smoothing > 0 else 0.5, legendgroup=group,
-                                 showlegend=False))
+        fig.add_trace(dict(type="scatter", x=xs, y=raw, mode="lines", name=f"{label} · step loss",
+                           line=dict(color=style.colour, width=1),
+                           opacity=0.25 if smoothing > 0 else 0.5, legendgroup=group,
+                           showlegend=False))
         main = raw
         if smoothing > 0:
             main = ema(raw, smoothing)
-            fig.add_trace(go.Scatter(x=xs, y=main, mode="lines", name=f"{label} · smoothed",
-                                     line=dict(color=style.colour, width=1.5, dash=style.dash),
-                                     legendgroup=group, showlegend=False))
+            fig.add_trace(dict(type="scatter", x=xs, y=main, mode="lines", name=f"{label} · smoothed",
+                               line=dict(color=style.colour, width=1.5, dash=style.dash),
+                               legendgroup=group, showlegend=False))
         ex, train, test = _eval_traces(fig, snap, style, label, x_field, log)
         drawn += [(xs, main), (ex, train), (ex, test)]
         gx, gen = _xy(snap.steps[x_field], snap.steps.get("generator_loss", []), log)
         if any(g is not None for g in gen):  # a GAN: its generator's loss beside the discriminator's
             gen = ema(gen, smoothing) if smoothing > 0 else gen
-            fig.add_trace(go.Scatter(x=gx, y=gen, mode="lines", name=f"{label} · generator",
-                                     line=dict(color=style.colour, width=1.5, dash="dot"),
-                                     legendgroup=group))
+            fig.add_trace(dict(type="scatter", x=gx, y=gen, mode="lines", name=f"{label} · generator",
+                               line=dict(color=style.colour, width=1.5, dash="dot"),
+                               legendgroup=group))
             drawn.append((gx, gen))
         ends.append((snap, *_last(xs, raw), style))
         table += [{"run": label, x_title: x, "train loss": a, "test loss": b,
                    "test accuracy": acc} for x, a, b, acc in zip(
                        snap.evals[x_field], snap.evals["train_loss"], snap.evals["test_loss"],
                        snap.evals["test_accuracy"], strict=True)]
-    layout(fig, "Loss", x_title, "Cross-entropy loss (nats)", subtitle=LOSS_KEY if runs else None)
+    layout(fig, "Loss", x_title, LOSS_TITLE, subtitle=LOSS_KEY if runs else None)
     _finish_loss(fig, drawn, ends, log, EMPTY_LOSS)
-    return Chart(fig, _loss_alt(runs, x_title), table)
+    return Chart(fig.figure(), _loss_alt(runs, x_title), table)
 
 
-def _finish_loss(fig: go.Figure, drawn: list[tuple[list, list]], ends: list[tuple],
+def _finish_loss(fig: Draft, drawn: list[tuple[list, list]], ends: list[tuple],
                  log: bool, empty_text: str,
                  spikes: Sequence[tuple[float, float]] | None = None) -> None:
     """A loss chart's robust y-range, each run's end marked, the log axis, the empty state."""
-    top = _finish_y(fig, drawn, spikes=spikes)
+    top = _finish_y(fig, drawn, LOSS_TITLE, spikes=spikes)
     for snap, x, y, style in ends:
         end_mark(fig, snap, x, y, style, top)
     if log:
@@ -175,9 +175,10 @@ def _loss_alt(runs: Sequence[JobSnapshot], x_title: str) -> str:
 
 def _per_step_chart(runs: Sequence[JobSnapshot], x_axis: str, y_field: str, title: str,
                     y_title: str, scale: float = 1.0, unit: str = "", smoothing: float = 0.0,
-                    log: bool = False) -> Chart:
+                    log: bool = False, subtitle: str | None = None,
+                    y_range: list[float] | None = None) -> Chart:
     x_field, x_title = X_AXES[x_axis]
-    fig = go.Figure()
+    fig = Draft()
     table, parts, drawn = [], [], []
     for snap, style in zip(runs, styles(runs), strict=True):
         pts = [(x, y / scale) for x, y in zip(*_xy(snap.steps[x_field], snap.steps[y_field], log),
@@ -186,21 +187,26 @@ def _per_step_chart(runs: Sequence[JobSnapshot], x_axis: str, y_field: str, titl
             continue
         label = run_label(snap)
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=label, legendgroup=str(snap.run_number),
-                                 opacity=0.3 if smoothing > 0 else 1.0, showlegend=smoothing <= 0,
-                                 line=dict(color=style.colour, dash=style.dash,
-                                           width=1 if smoothing > 0 else 2)))
+        fig.add_trace(dict(type="scatter", x=xs, y=ys, mode="lines", name=label,
+                           legendgroup=str(snap.run_number),
+                           opacity=0.3 if smoothing > 0 else 1.0, showlegend=smoothing <= 0,
+                           line=dict(color=style.colour, dash=style.dash,
+                           width=1 if smoothing > 0 else 2)))
         main = ys
         if smoothing > 0:
             main = ema(ys, smoothing)
-            fig.add_trace(go.Scatter(x=xs, y=main, mode="lines", name=label,
-                                     legendgroup=str(snap.run_number),
-                                     line=dict(color=style.colour, dash=style.dash, width=2)))
+            fig.add_trace(dict(type="scatter", x=xs, y=main, mode="lines", name=label,
+                               legendgroup=str(snap.run_number),
+                               line=dict(color=style.colour, dash=style.dash, width=2)))
         drawn.append((xs, main))
         values = sorted(ys)
         parts.append(f"{label}: median {values[len(values) // 2]:,.3g}{unit}")
         table += [{"run": label, x_title: x, title: y} for x, y in pts]
     layout(fig, title, x_title, y_title, rangemode="tozero")
+    if subtitle:  # short, one line: the title's room is left as it is
+        fig.update_layout(title=dict(subtitle=dict(text=subtitle)))
+    if y_range:
+        fig.update_yaxes(range=y_range)
     if log:
         log_x(fig)
     else:
@@ -209,7 +215,7 @@ def _per_step_chart(runs: Sequence[JobSnapshot], x_axis: str, y_field: str, titl
         empty(fig, "Appears here once a run measures it.")
     alt = (f"{title} against {x_title.lower()}. " + "; ".join(parts) + ".") if parts else \
         f"{title}: no data for these runs."
-    return Chart(fig, alt, table)
+    return Chart(fig.figure(), alt, table)
 
 
 def throughput_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: float = 0.0,
@@ -222,19 +228,16 @@ def throughput_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothi
     # a robust range is for)
     timed = [s for s in runs if any(s.steps.get("samples_per_sec") or ())]
     if timed and all(any(c for c in s.steps.get("cpu_time_s") or ()) for s in timed):
-        chart = _per_step_chart([_by_cpu_time(s) for s in runs], x_axis, "cpu_samples_per_sec",
-                                "Throughput", "Samples per second (measured)",
-                                unit=" samples/s", smoothing=smoothing, log=log)
         # short: a subtitle does not wrap, and a half-width chart at projector size cuts it
-        chart.figure.update_layout(title_subtitle_text="by the training thread's CPU time")
-        return chart
-    chart = _per_step_chart(runs, x_axis, "samples_per_sec", "Throughput",
-                            "Samples per second (measured)", unit=" samples/s",
-                            smoothing=smoothing, log=log)
-    if len(timed) > 1:
-        chart.figure.update_layout(title_subtitle_text="wall clock: each run under its own load "
-                                   "and device — compare runs measured alike")
-    return chart
+        return _per_step_chart([_by_cpu_time(s) for s in runs], x_axis, "cpu_samples_per_sec",
+                               "Throughput", "Samples per second (measured)",
+                               unit=" samples/s", smoothing=smoothing, log=log,
+                               subtitle="by the training thread's CPU time")
+    return _per_step_chart(runs, x_axis, "samples_per_sec", "Throughput",
+                           "Samples per second (measured)", unit=" samples/s",
+                           smoothing=smoothing, log=log,
+                           subtitle="wall clock: each run under its own load and device — "
+                                    "compare runs measured alike" if len(timed) > 1 else None)
 
 
 def _by_cpu_time(snap: JobSnapshot) -> JobSnapshot:
@@ -258,10 +261,9 @@ def memory_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", log: bool =
 
 def utilization_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: float = 0.0,
                       log: bool = False) -> Chart:
-    chart = _per_step_chart(runs, x_axis, "utilization_pct", "GPU utilisation (NVML)",
-                            "Time a kernel ran (%)", unit="%", smoothing=smoothing, log=log)
-    chart.figure.update_yaxes(range=[0, 100])
-    return chart
+    return _per_step_chart(runs, x_axis, "utilization_pct", "GPU utilisation (NVML)",
+                           "Time a kernel ran (%)", unit="%", smoothing=smoothing, log=log,
+                           y_range=[0, 100])
 
 
 def has_utilization(runs: Sequence[JobSnapshot]) -> bool:
@@ -273,7 +275,7 @@ def labelled_loss_chart(runs: Sequence[tuple[str, JobSnapshot]], x_axis: str,
     """A comparison's evaluated loss, one legend entry per run named by its label, coloured by
     its batch (runs of one batch told apart by marker and dash), each run's end marked."""
     x_field, x_title = X_AXES[x_axis]
-    fig, table, drawn, ends = go.Figure(), [], [], []
+    fig, table, drawn, ends = Draft(), [], [], []
     peaks: list[tuple[float, float]] = []  # each run's spike between two evaluations
     snaps = [snap for _, snap in runs]
     for (label, snap), style in zip(runs, styles(snaps), strict=True):
@@ -284,8 +286,9 @@ def labelled_loss_chart(runs: Sequence[tuple[str, JobSnapshot]], x_axis: str,
             x, y = snap.latest[x_field], snap.latest.get("loss", y)  # where it actually stopped
         ends.append((snap, x, y, style))
         if (spike := _spike(snap, x_field, train)) is not None:  # between two evaluations
-            fig.add_trace(go.Scatter(
-                x=[spike[0]], y=[spike[1]], mode="markers+text", text=[f"spike {spike[1]:.3g}"],
+            fig.add_trace(dict(
+                type="scatter", x=[spike[0]], y=[spike[1]], mode="markers+text",
+                text=[f"spike {spike[1]:.3g}"],
                 textposition="middle right", showlegend=False, legendgroup=str(snap.run_number),
                 hoverinfo="text", hovertext=[f"{label}: a step's loss reached {spike[1]:.4g}"],
                 marker=dict(symbol="triangle-up", size=12, color=style.colour),
@@ -294,13 +297,13 @@ def labelled_loss_chart(runs: Sequence[tuple[str, JobSnapshot]], x_axis: str,
         table += [{"run": label, x_title: x, "train loss": a, "test loss": b}
                   for x, a, b in zip(snap.evals[x_field], snap.evals["train_loss"],
                                      snap.evals["test_loss"], strict=True)]
-    layout(fig, f"Loss against {x_title.lower()}", x_title, "Cross-entropy loss (nats)",
+    layout(fig, f"Loss against {x_title.lower()}", x_title, LOSS_TITLE,
            subtitle="thick: train loss · thin, open markers: test loss" if runs else None)
     _finish_loss(fig, drawn, ends, log, "The runs' evaluated loss appears here as they train.",
                  spikes=peaks)
     finals = [f"{label}: {snap.evals['test_loss'][-1]:.3g}" for label, snap in runs
               if snap.evals["test_loss"]]
-    return Chart(fig, f"Evaluated loss against {x_title.lower()}. Latest test loss — "
+    return Chart(fig.figure(), f"Evaluated loss against {x_title.lower()}. Latest test loss — "
                  + "; ".join(finals) + "." if finals else "No evaluations yet.", table)
 
 

@@ -53,6 +53,55 @@ X_AXES = {  # x-axis choice -> (step-event field, axis title with unit)
 ROBUST_QUANTILE = 0.95  # the y-range covers this share of the points (and every run's start)
 
 
+class Draft:
+    """A figure being drawn as plain dicts — its traces and a nested layout — that plotly
+    validates once, when `figure()` makes the go.Figure. Every update of a go.Figure validates
+    as it goes (0.5-1 ms an update_layout): a live page's charts, rebuilt at each poll of each
+    session watching a run, spent most of their time there. It answers the few calls the chart
+    helpers here make (add_trace with a dict, update_layout/update_xaxes/update_yaxes with
+    nested dicts, never plotly's magic underscore names, add_annotation), so they draw on a
+    Draft or a go.Figure alike."""
+
+    def __init__(self):
+        self.data: list[dict[str, Any]] = []
+        self.layout: dict[str, Any] = {}
+
+    def add_trace(self, trace: dict[str, Any]) -> Draft:
+        self.data.append(trace)
+        return self
+
+    def update_layout(self, **props) -> Draft:
+        _merge(self.layout, props)
+        return self
+
+    def update_xaxes(self, **props) -> Draft:
+        _merge(self.layout.setdefault("xaxis", {}), props)
+        return self
+
+    def update_yaxes(self, **props) -> Draft:
+        _merge(self.layout.setdefault("yaxis", {}), props)
+        return self
+
+    def add_annotation(self, **note) -> Draft:
+        self.layout.setdefault("annotations", []).append(note)
+        return self
+
+    def figure(self) -> go.Figure:
+        return go.Figure(data=self.data, layout=self.layout)
+
+
+def _merge(into: dict[str, Any], props: dict[str, Any]) -> None:
+    """Deep-merge props into `into`, as plotly's update does (a None value clears nothing)."""
+    for key, value in props.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        elif isinstance(value, dict):
+            into[key] = {}
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
 @dataclass
 class Chart:
     figure: go.Figure
@@ -134,20 +183,20 @@ def robust_top(series: Sequence[Sequence[float | None]], floor: float = 0.0) -> 
     return top if top > 0 else None
 
 
-def clip_marks(fig: go.Figure, points: Sequence[tuple[float, float]], top: float) -> int:
+def clip_marks(fig: go.Figure | Draft, points: Sequence[tuple[float, float]], top: float) -> int:
     """Mark the points above `top` at the chart's edge (one trace, named with their count);
     returns how many there were."""
     above = [(x, y) for x, y in points if y is not None and y > top]
     if above:
-        fig.add_trace(go.Scatter(
-            x=[x for x, _ in above], y=[top * 0.985] * len(above), mode="markers",
-            name=f"{len(above)} point(s) above the chart", hoverinfo="text",
+        fig.add_trace(dict(
+            type="scatter", x=[x for x, _ in above], y=[top * 0.985] * len(above),
+            mode="markers", name=f"{len(above)} point(s) above the chart", hoverinfo="text",
             hovertext=[f"{y:.4g}" for _, y in above],
             marker=dict(symbol="triangle-up", size=7, color="#555555")))
     return len(above)
 
 
-def end_mark(fig: go.Figure, snap: JobSnapshot, x: float | None, y: float | None,
+def end_mark(fig: go.Figure | Draft, snap: JobSnapshot, x: float | None, y: float | None,
              style: Style, top: float | None) -> None:
     """The way a run ended, marked where its curve stops (held inside the chart)."""
     key = snap.ending
@@ -156,16 +205,16 @@ def end_mark(fig: go.Figure, snap: JobSnapshot, x: float | None, y: float | None
     symbol, words = ENDINGS[key]
     colour = OOM_COLOUR if key in ("diverged", "oom", "failed") else style.colour
     shown = min(y, top * 0.95) if top else y
-    fig.add_trace(go.Scatter(x=[x], y=[shown], mode="markers+text", text=[words],
-                             textposition="top left", showlegend=False, hoverinfo="text",
-                             hovertext=[f"{words} at {y:.4g}"], legendgroup=str(snap.run_number),
-                             marker=dict(symbol=symbol, size=14, color=colour,
-                                         line=dict(width=2, color=colour)),
-                             textfont=dict(color=colour)))
+    fig.add_trace(dict(type="scatter", x=[x], y=[shown], mode="markers+text", text=[words],
+                       textposition="top left", showlegend=False, hoverinfo="text",
+                       hovertext=[f"{words} at {y:.4g}"], legendgroup=str(snap.run_number),
+                       marker=dict(symbol=symbol, size=14, color=colour,
+                                   line=dict(width=2, color=colour)),
+                       textfont=dict(color=colour)))
 
 
-def layout(fig: go.Figure, title: str, x_title: str, y_title: str, subtitle: str | None = None,
-           **yaxis) -> go.Figure:
+def layout(fig: go.Figure | Draft, title: str, x_title: str, y_title: str,
+           subtitle: str | None = None, **yaxis) -> go.Figure | Draft:
     """Title, axis titles, the legend under the plot (clear of the x title) and margins. A
     subtitle longer than half a page's chart holds goes one part (" · ") a line."""
     lines = 1
@@ -174,7 +223,8 @@ def layout(fig: go.Figure, title: str, x_title: str, y_title: str, subtitle: str
         subtitle = subtitle.replace(" · ", "<br>")
     fig.update_layout(
         title=dict(text=title, subtitle=dict(text=subtitle) if subtitle else None),
-        xaxis_title=x_title, yaxis_title=y_title, height=360 + 18 * (lines - 1),
+        xaxis=dict(title=dict(text=x_title)), yaxis=dict(title=dict(text=y_title)),
+        height=360 + 18 * (lines - 1),
         margin=dict(l=60, r=20, t=(74 + 18 * (lines - 1)) if subtitle else 50, b=50),
         legend=dict(orientation="h", y=-0.3, yanchor="top"), hovermode="x unified")
     if yaxis:
@@ -274,7 +324,7 @@ def _wrap_y_title(fig: go.Figure, size: int) -> None:
     fig.update_layout(margin=dict(l=(margin.l or 80) + round(1.3 * size)))
 
 
-def empty(fig: go.Figure, message: str) -> None:
+def empty(fig: go.Figure | Draft, message: str) -> None:
     """Before any data: a sentence where the plot will be, not meaningless axes."""
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
@@ -282,7 +332,7 @@ def empty(fig: go.Figure, message: str) -> None:
                        showarrow=False, font=dict(size=14, color="#666666"))
 
 
-def log_x(fig: go.Figure) -> None:
+def log_x(fig: go.Figure | Draft) -> None:
     fig.update_xaxes(type="log")
 
 
