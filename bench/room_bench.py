@@ -724,10 +724,19 @@ def details(run: RoomRun) -> list[str]:
     if any(r.batch is not None for r in run.results):
         lines.append("    batch sizes picked: " + ", ".join(str(r.batch or "default")
                                                         for r in run.results))
+    late = sorted((r for r in run.results if (r.first_point_s or 0) > TARGET_S),
+                  key=lambda r: -r.first_point_s)
+    if late:  # who waited past the target, and for what
+        lines.append(f"    first point after {TARGET_S:g} s: " + ", ".join(
+            f"session {r.index} (batch {r.batch or 'default'}, {r.outcome or 'not done'}) "
+            f"{r.first_point_s:.1f} s" for r in late))
     for r in run.results:
         for error in r.errors:
             lines.append(f"    session {r.index} (batch {r.batch or 'default'}): {error}")
     return lines
+
+
+TARGET_S = 5.0  # the bound on a room's first points
 
 
 def main() -> None:
