@@ -16,7 +16,7 @@ st.set_page_config(page_title="Batch Size Lab", page_icon=":material/science:", 
 page = st.navigation(
     [st.Page("pages/home.py", title="Home", icon=":material/home:", default=True)]
     + [st.Page(lesson.page, title=lesson.title, icon=lesson.icon, url_path=lesson.slug,
-               help=lesson.goal) for lesson in LESSONS if lesson.page],
+               help=lesson.question) for lesson in LESSONS if lesson.page],
     expanded=True)  # every lesson listed, none behind "View more"
 try:
     device_badge()

@@ -22,13 +22,21 @@ CONTENT = Path(__file__).resolve().parent / "content"
 class Lesson:
     number: int
     title: str  # the navigation's label, the page's title and Home's heading alike
-    goal: str  # one line: Home's map and the navigation's tooltip
+    goal: str  # one line, the lesson's finding: Home's map, the navigation's tooltip, and its
+    # page under the first result (never before: the page asks `ask` until then)
     slug: str | None = None  # the page's URL path; None while the lesson is coming
     icon: str = ":material/school:"
-    intro: str = ""  # the page's **Goal:** paragraph (Markdown)
+    intro: str = ""  # what the student set out to do (Markdown), under the first result too
+    ask: str = ""  # the page's **Goal:** before a result: what is asked, not its answer
     predict: str = ""  # the page's "Predict first" question (Markdown)
     answers: tuple[str, ...] = ()  # choices for its first part, judged by the student's runs
     texts: Mapping[str, Any] = field(default_factory=dict)  # the page's fixed words, by name
+
+    @property
+    def question(self) -> str:
+        """What the page's Goal says before a result: the question, else (a lesson that asks
+        nothing: the quiz) the goal."""
+        return self.ask or self.goal
 
     @property
     def page(self) -> str | None:
@@ -47,6 +55,7 @@ def load(path: Path) -> Lesson:
     meta = data["lesson"]
     return Lesson(number=meta["number"], title=meta["title"], goal=meta["goal"], slug=path.stem,
                   icon=meta.get("icon", ":material/school:"), intro=meta.get("intro", ""),
+                  ask=meta.get("ask", ""),
                   predict=meta.get("predict", ""), answers=tuple(meta.get("answers", ())),
                   texts=dict(data.get("text", {})))
 

@@ -50,14 +50,13 @@ def draw(snap) -> None:
     numbers_table(table, "fit_table", helps, formats | {
         name: "%.2f" for name in table[0] if "MiB" in name})
     if snap.done:
-        prediction_check("fit_batch", recipes.fit_prediction(rows))
+        prediction_check("fit_batch", recipes.fit_prediction(rows), done=True)
         downloads("fit_batch", "fit_dl", table, chart)
 
 
 with results:
     sweeps.job_view("fit", draw)
 
-st.markdown(lesson.text("why"))
 parallel.data_parallel(link, cfg, lesson, cpu)
 parallel.pipeline(link, cfg, lesson)
 link.finish()

@@ -34,7 +34,7 @@ for first in range(0, len(LESSONS), ACROSS):
         if lesson.slug:
             picture, alt = sketch(lesson.slug)  # the shape of its main chart, no numbers
             card.image(picture, width="stretch", alt=alt)
-        card.caption(plain(lesson.goal))  # the one-line question the lesson answers
+        card.caption(plain(lesson.question))  # the one-line question the lesson answers
         guess = guesses.get(lesson.slug) if lesson.slug else None
         if guess:
             card.caption(plain(f"Your prediction: “{guess}”"))

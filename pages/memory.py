@@ -54,7 +54,7 @@ def draw(snap) -> None:
                        help=lesson.text("help_predicted"))
         st.session_state["mem_over"] = oom["batch_size"] if oom else None
         st.session_state["mem_safe"] = end["max_batch_size_fits"]
-        prediction_check("memory", recipes.memory_prediction(points))
+        prediction_check("memory", recipes.memory_prediction(points), done=True)
         downloads("memory", "mem_dl", points, main)
 
 
@@ -82,5 +82,4 @@ if over and safe:
 
     sweeps.job_view("memdemo", draw_demo)
 
-st.markdown(lesson.text("why"))
 link.finish()

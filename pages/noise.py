@@ -59,7 +59,7 @@ def draw(snap) -> None:
     small, big = r["two_batch_sizes"]
     cols[2].metric(f"B_simple, two-batch ({small}/{big})", f"{r['b_simple_two_batch']:.0f}",
                    help=lesson.text("help_two_batch", small=small, big=big, lo=lo2, hi=hi2))
-    prediction_check("noise", recipes.noise_prediction(r))
+    prediction_check("noise", recipes.noise_prediction(r), done=True)
     downloads("noise", "noi_dl", variance.table, variance)
 
 
@@ -78,5 +78,4 @@ surface = paths_chart_for(int(steps), float(lr))
 show_chart(surface, "noi_paths")
 takeaway(recipes.paths_verdict(surface.table, int(steps)), key="takeaway_paths")
 
-st.markdown(lesson.text("why"))
 link.finish()

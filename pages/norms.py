@@ -46,14 +46,13 @@ def draw(snap) -> None:
         name: st.column_config.NumberColumn(format="%.1f") for name in table[0]
         if name != "normalisation"})
     if snap.done:
-        prediction_check("norms", recipes.norms_prediction(cells))
+        prediction_check("norms", recipes.norms_prediction(cells), done=True)
         downloads("norms", "nrm_dl", cells, chart)
 
 
 with results:
     sweeps.job_view("nrm", draw)
 
-st.markdown(lesson.text("why"))
 st.markdown(lesson.text("accumulation"))
 st.page_link("pages/accumulation.py", label=lesson.text("accumulation_link"),
              icon=":material/layers:", query_params={"bn": "1"})

@@ -88,12 +88,11 @@ def draw(snap) -> None:
         if name not in ("run", "steps")})
     st.caption(lesson.text("measures_caption", samples=r["hessian_samples"], radius=r["radius"],
                            iters=HESSIAN_ITERS))
-    prediction_check("sharpness", recipes.sharpness_prediction(r))
+    prediction_check("sharpness", recipes.sharpness_prediction(r), done=True)
     downloads("sharpness", "shp_dl", table, cut)
 
 
 with results:
     sweeps.job_view("shp", draw)
 
-st.markdown(lesson.text("why"))
 link.finish()

@@ -111,6 +111,12 @@ def predictions() -> dict[str, str]:
     return remembered("predictions", dict)
 
 
+def locked_predictions() -> dict[str, bool]:
+    """Lessons whose prediction this browser made before a result it was judged against: it
+    stands as made (back after a reload)."""
+    return remembered("predictions_locked", dict)
+
+
 def session_runs() -> list[int]:
     """Job ids this browser submitted or opened from a link, oldest first (back after a reload)."""
     return remembered("runs", list)

@@ -6,6 +6,7 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
+from bsdemo.lessons import BY_SLUG
 from bsdemo.plaintext import unescape
 from tests.app.helpers import closing, open_page, run_until
 
@@ -30,6 +31,13 @@ def test_regimes_page_trains_the_three_and_tabulates_them():
     assert said.startswith("You predicted “the full batch does”; your runs show “the SGD run "
                            "(the smallest batch) does”: SGD (batch 1) made 2,876")
     assert at.session_state["predictions"] == {"regimes": "the full batch does"}
+    # under the result, the lesson's finding (its Why folded under it) …
+    assert any(BY_SLUG["regimes"].goal in e.label for e in at.expander)
+    # … and the prediction stands as made: the radio is locked
+    at.run()
+    radio = at.radio(key="predict_regimes")
+    assert radio.disabled and radio.value == "the full batch does"
+    assert at.session_state["predictions_locked"] == {"regimes": True}
 
 
 def test_regimes_page_flags_the_full_batch_over_a_budget():
