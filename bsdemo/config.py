@@ -46,6 +46,7 @@ MAX_EPOCHS = 10_000
 MAX_STEPS = 10_000_000
 MAX_SEED = 2**31 - 1
 VIEW_PARAMS = ("present", "hide")  # a link's view switches, not settings (bsdemo.links)
+LAB_VIEW_PARAMS = ("x_axis",)  # the Training Lab's own view of its runs (its charts' x-axis)
 @dataclass(frozen=True)
 class RunConfig:
     dataset: str = "digits"  # one of DATASETS; the 2-D toy sets and synthetic images are generated
@@ -219,7 +220,7 @@ def config_from_query(params: Mapping[str, Any]) -> tuple[RunConfig, str | None]
     Never raises: any URL a user can type gives the page a config to show. The message quotes at
     most QUOTE_CHARS of any name or value (and is plain text: the page escapes it).
     """
-    extra = {k: v for k, v in params.items() if k not in ("run", *VIEW_PARAMS)}
+    extra = {k: v for k, v in params.items() if k not in ("run", *VIEW_PARAMS, *LAB_VIEW_PARAMS)}
     if len(extra) > MAX_QUERY_PARAMS:
         return RunConfig(), (f"This link has {len(extra):,} settings; a lab link has at most "
                              f"{MAX_QUERY_PARAMS}. The defaults are shown instead.")

@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from bsdemo import lessonlinks
-from bsdemo.config import VIEW_PARAMS, RunConfig
+from bsdemo.config import LAB_VIEW_PARAMS, VIEW_PARAMS, RunConfig
 from bsdemo.errors import ConfigError, clip
 from bsdemo.presets import SCENARIOS
 
@@ -130,7 +130,7 @@ def lab_config(link: str, where: str) -> RunConfig:
                           "to " + " or ".join(lessonlinks.LESSONS) + ": the other pages' "
                           "experiments are measured live")
     params = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()
-              if k not in (*VIEW_PARAMS, "run")}
+              if k not in (*VIEW_PARAMS, *LAB_VIEW_PARAMS, "run")}
     try:
         return RunConfig.from_params(params).validated()[0]
     except ConfigError as exc:

@@ -49,9 +49,14 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
     ss, ls = small.summary, large.summary
     ks, kl = small.effective_batch, large.effective_batch
     rates = comparable_rates(ss, ls)
-    lead = (f"Batch {kl} made {ls['steps'] / ls['epochs']:.0f} updates an epoch against batch "
+    accuracies = (ss.get("frechet_distance") is None and ls.get("frechet_distance") is None
+                  and ss.get("test_accuracy") is not None and ls.get("test_accuracy") is not None)
+    # the headline names what the student came for: updates, speed and what they learned
+    lead = (f"Batch {kl}: {ls['steps'] / ls['epochs']:.0f} updates an epoch against batch "
             f"{ks}'s {ss['steps'] / ss['epochs']:.0f}"
-            + (f", at {rates[1] / rates[0]:.1f}× the samples per second" if rates else "") + ".")
+            + (f", {rates[1] / rates[0]:.1f}× the samples per second" if rates else "")
+            + (f", test accuracy {ss['test_accuracy']:.1%} → {ls['test_accuracy']:.1%}"
+               if accuracies else "") + ".")
     text = f"Run #{new.run_number} at batch {b}: " + text[:1].lower() + text[1:]
     if rates is not None:
         text += f" The two runs' samples per second are compared by {rates[2]}."
@@ -62,20 +67,21 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
     if ss.get("frechet_distance") is not None and ls.get("frechet_distance") is not None:
         text += (f" Its images reached a Fréchet distance of {ls['frechet_distance']:.3g} "
                  f"against {ss['frechet_distance']:.3g} (lower is more like real digits).")
-    elif ss.get("test_accuracy") is not None and ls.get("test_accuracy") is not None:
+    elif accuracies:
         gap = (ss["test_accuracy"] - ls["test_accuracy"]) * 100
         if gap > 2:
-            text += (f" After the same epochs and learning rate it reached "
+            text += (f" After the same epochs and learning rate batch {kl} reached "
                      f"{ls['test_accuracy']:.1%} against {ss['test_accuracy']:.1%}: fewer "
                      "updates of the same size learn less per epoch — raise the learning rate "
                      "with the batch (Learning-rate scaling) or train longer.")
         elif gap < -2:
-            text += (f" It also reached a better test accuracy ({ls['test_accuracy']:.1%} "
-                     f"against {ss['test_accuracy']:.1%}): the small batch's noisy updates "
-                     "cost it more than the lost updates cost the large one here.")
+            text += (f" Batch {kl} also reached a better test accuracy "
+                     f"({ls['test_accuracy']:.1%} against {ss['test_accuracy']:.1%}): the small "
+                     "batch's noisy updates cost it more than the lost updates cost the large "
+                     "one here.")
         else:
             text += (f" Both reached about the same test accuracy ({ls['test_accuracy']:.1%} "
-                     f"and {ss['test_accuracy']:.1%}).")
+                     f"and {ss['test_accuracy']:.1%}: within 2 points).")
     if ss.get("peak_memory_bytes") and ls.get("peak_memory_bytes"):
         text += (f" Its peak memory was {ls['peak_memory_bytes'] / ss['peak_memory_bytes']:.1f}× "
                  f"as much ({ls.get('memory_source', 'measured')}).")

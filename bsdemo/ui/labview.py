@@ -16,7 +16,7 @@ from bsdemo.config import ConfigError, RunConfig
 from bsdemo.plaintext import plain
 from bsdemo.runs import JobSnapshot, cpu_rates, stable_rate, turns_note
 from bsdemo.scheduler import ActiveRunError
-from bsdemo.ui.links import presenting, view_params
+from bsdemo.ui.links import X_AXIS_PARAM, presenting, view_params
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, scheduler, session_runs
 from bsdemo.ui.widgets import (
@@ -88,10 +88,23 @@ def _body(snap: JobSnapshot, current: int) -> None:
     _tiles(snap)
 
 
-def _chart_controls() -> tuple[str, float, bool]:
-    """(x-axis, smoothing weight, log x) for the run charts, with the tables toggle."""
-    x_axis = st.segmented_control("x-axis", list(charts.X_AXES), key="x_axis", default="steps",
-                                  format_func=lambda k: charts.X_AXES[k][1], required=True) or "steps"
+def _chart_controls(shown: list[JobSnapshot]) -> tuple[str, float, bool]:
+    """(x-axis, smoothing weight, log x) for the run charts, with the tables toggle. The x-axis
+    is the student's choice once made (kept in the link, so a reload keeps it); until then
+    samples seen where the runs drawn differ in batch size (against steps a bigger batch's
+    few steps would be squeezed into a corner), else optimizer steps."""
+    state = st.session_state
+    if "x_axis_linked" not in state:  # once a session: the link's (a reload's) choice
+        state["x_axis_linked"] = True
+        linked = st.query_params.get(X_AXIS_PARAM)
+        if linked in charts.X_AXES:
+            state["x_axis"], state["x_axis_chosen"] = linked, True
+    if not state.get("x_axis_chosen"):
+        state["x_axis"] = ("samples" if len({s.effective_batch for s in shown}) > 1
+                           else "steps")
+    x_axis = st.segmented_control("x-axis", list(charts.X_AXES), key="x_axis",
+                                  format_func=lambda k: charts.X_AXES[k][1], required=True,
+                                  on_change=_x_axis_chosen) or "steps"
     smooth_col, log_col, table_col = st.columns([2, 1, 1.3], vertical_alignment="bottom")
     smoothing = smooth_col.slider("Smoothing", 0.0, 0.99, 0.6, 0.01, key="smoothing",
                                   help="An exponential moving average over the per-step curves, "
@@ -104,11 +117,17 @@ def _chart_controls() -> tuple[str, float, bool]:
     return x_axis, smoothing, log
 
 
+def _x_axis_chosen() -> None:
+    """The student picked an x-axis: it stays, in this session and in the page's link."""
+    st.session_state["x_axis_chosen"] = True
+    st.query_params[X_AXIS_PARAM] = st.session_state["x_axis"]
+
+
 def _charts(shown: list[JobSnapshot]) -> None:
     """Loss and samples/s side by side, their display controls under them (drawn first: the
     charts read them), then memory and GPU utilisation."""
     top = st.container(key="lab_charts")  # keyed: a phone draws them before the status line
-    x_axis, smoothing, log = _chart_controls()
+    x_axis, smoothing, log = _chart_controls(shown)
 
     def build() -> tuple:
         return (framed(charts.loss_chart(shown, x_axis, smoothing, log)),

@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl, urlencode
 import streamlit as st
 
 from bsdemo import links
+from bsdemo.config import LAB_VIEW_PARAMS
 from bsdemo.errors import ConfigError, clip
 from bsdemo.links import Control, View
 from bsdemo.plaintext import plain
@@ -84,10 +85,14 @@ def scenario_row(row_key: str, prefix: str, named: Mapping[str, str],
                    help="Sets every control: " + (query.replace("&", ", ") or "defaults"))
 
 
+X_AXIS_PARAM = LAB_VIEW_PARAMS[0]  # the Lab's chart x-axis, in its link once one is chosen
+
+
 def view_params() -> dict[str, str]:
-    """The view's own query parameters (presentation mode), for a page that writes its URL
-    itself (the Training Lab)."""
-    return {"present": "1"} if presenting() else {}
+    """The view's own query parameters (presentation mode, the x-axis chosen for the charts),
+    for a page that writes its URL itself (the Training Lab)."""
+    chosen = st.session_state.get("x_axis") if st.session_state.get("x_axis_chosen") else None
+    return ({"present": "1"} if presenting() else {}) | ({X_AXIS_PARAM: chosen} if chosen else {})
 
 
 class PageLink:
@@ -260,19 +265,21 @@ class PageLink:
             st.toggle("Presentation mode", key=PRESENT_KEY,
                       help="Large type and projector charts for a lecture; the link below opens "
                            "this page the same way.")
-            if not presenting():
-                return
-            st.multiselect("Hide these controls", list(by_param), key=self._hide_key,
-                           format_func=lambda p: by_param[p].label,
-                           help="Hidden controls keep their values; the link keeps them hidden.")
+            if presenting():
+                st.multiselect("Hide these controls", list(by_param), key=self._hide_key,
+                               format_func=lambda p: by_param[p].label,
+                               help="Hidden controls keep their values; the link keeps them "
+                                    "hidden.")
             url = getattr(st.context, "url", None)
-            if url:
-                view = View(True, tuple(st.session_state.get(self._hide_key, [])))
+            if url:  # in either mode: a student shares settings as an instructor shares a view
+                view = View(presenting(), tuple(st.session_state.get(self._hide_key, []))
+                            if presenting() else ())
                 own = ({k: v for k, v in st.query_params.to_dict().items()
                         if k not in links.VIEW_PARAMS} if not self.owns_url else
                        links.write(self.controls, st.session_state, View()))
                 query = urlencode(own | links.write([], {}, view), safe=",")
-                st.caption("This view's link (copy it with the icon):")
+                st.caption("This view's link (copy it with the icon):" if presenting() else
+                           "A link to this page with these settings (copy it with the icon):")
                 st.code(f"{url.split('?')[0]}?{query}", language=None, wrap_lines=True)
 
 

@@ -95,12 +95,33 @@ def test_a_second_run_is_compared_with_the_first_by_default_and_can_be_dropped()
     legend = [t for t in spec["data"] if t.get("showlegend", True) and t.get("legendgroup")]
     assert len(legend) == 2 and legend[0]["legendgroup"] != legend[1]["legendgroup"]
     assert legend[0]["line"]["color"] != legend[1]["line"]["color"]
+    # batches 32 and 256 drawn together: against samples seen, not batch 256's few steps
+    assert at.segmented_control(key="x_axis").value == "samples"
+    assert spec["layout"]["xaxis"]["title"]["text"] == "Samples seen"
     # dropped, it stays dropped over the reruns that follow
     compared.unselect(compared.value[0]).run()
     at.run()
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert len({t["legendgroup"] for t in spec["data"] if t.get("legendgroup")}) == 1
     assert at.multiselect(key="overlays").value == []
+
+
+def test_the_chosen_x_axis_stays_in_the_link_and_comes_back_with_it():
+    at = open_lab()
+    at.button(key="run").click().run()
+    run_until(at, lambda a: bool(a.success))
+    assert at.segmented_control(key="x_axis").value == "steps"  # one batch size: steps
+    at.segmented_control(key="x_axis").set_value("epochs").run()
+    assert at.query_params["x_axis"] == ["epochs"] or at.query_params["x_axis"] == "epochs"
+    at.select_slider[0].set_value(256).run()
+    at.button(key="run").click().run()  # the new run's link keeps the choice …
+    run_until(at, lambda a: len(a.success) == 1 and "256" in " ".join(
+        str(r) for r in a.dataframe[-1].value["effective batch"]))
+    link = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert link["x_axis"] == "epochs" and link["batch_size"] == "256"
+    assert at.segmented_control(key="x_axis").value == "epochs"  # … over the default
+    reloaded = open_lab(link)  # and a reload of that link opens on it
+    assert not reloaded.error and reloaded.segmented_control(key="x_axis").value == "epochs"
 
 
 def test_query_params_fill_the_widgets():

@@ -258,6 +258,12 @@ def test_a_copied_page_link_reproduces_its_settings_and_its_presentation(server,
     page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(30))
     page.get_by_role("button", name="Warm-up (Adam, k = 32)").click()
     page.wait_for_function("() => location.search.includes('k=32')", timeout=ms(30))
+    # the link is offered in normal mode too, with the settings and without the view
+    sidebar = page.locator("[data-testid=stSidebar]")
+    sidebar.get_by_text("A link to this page with these settings").wait_for(timeout=ms(30))
+    shared = sidebar.locator("code").filter(has_text="k=32")
+    shared.wait_for(timeout=ms(30))
+    assert "/lr_scaling?" in shared.inner_text() and "present" not in shared.inner_text()
     link = page.url + "&present=1&hide=epochs"
     first.close()
     second = browser.new_context(viewport={"width": 1280, "height": 720})

@@ -173,8 +173,10 @@ def test_the_lab_verdict_compares_batches_that_trained_alike():
     large.end["summary"].update(steps=20, epochs=10.0, wall_time_s=0.5, test_accuracy=0.47,
                                 samples_per_sec=9630.0, **like)
     text = recipes.lab_verdict([small, large])
-    assert text.startswith("Batch 1024 made 2 updates an epoch against batch 32's 45, at 3.0× "
-                           "the samples per second.\n\nRun #2 at batch 1024: it trained 10 epochs")
+    # the headline: updates, speed and the accuracy change the student came to see
+    assert text.startswith("Batch 1024: 2 updates an epoch against batch 32's 45, 3.0× the "
+                           "samples per second, test accuracy 96.0% → 47.0%.\n\nRun #2 at batch "
+                           "1024: it trained 10 epochs")
     assert "compared by wall clock" in text
     # a quiet stored run against a loaded live one: their wall-clock speeds are not compared
     large.end["summary"]["others_busy_share"] = 0.9
