@@ -86,6 +86,9 @@ class JobFacts:
     # the run whose numbers these are: the job's own, or the one it rode (scheduler.joined);
     # charts and texts name a run by it (None: the job's own id)
     run_id: int | None = None
+    # the newer run of its browser's that replaced it before it ended (Live mode, or a Run while
+    # it waited): it stopped, or never started
+    superseded_by: int | None = None
     version: int = 0  # events filed so far: a new number, a new picture
 
 

@@ -34,7 +34,18 @@ def run_label(snap: JobSnapshot) -> str:
     cfg = snap.config
     b, k = cfg["batch_size"], cfg["accumulation_steps"]
     batch = f"batch {b * k}" + (f" ({b}×{k})" if k > 1 else "")
-    return f"#{snap.run_number} {batch}, lr {cfg['lr']:g}, {cfg['optimizer']}"
+    return (f"#{snap.run_number} {batch}, lr {cfg['lr']:g}, {cfg['optimizer']}"
+            + (" · superseded" if snap.superseded_by is not None else ""))
+
+
+SUPERSEDED_OPACITY = 0.35  # a run Live mode replaced: drawn faint behind the one that replaced it
+
+
+def _fade(snap: JobSnapshot, opacity: float = 1.0) -> dict:
+    """The opacity of one of the run's traces, as a trace property: fainter for a superseded
+    run; nothing where it is drawn at full strength (plotly's own default)."""
+    value = opacity * (SUPERSEDED_OPACITY if snap.superseded_by is not None else 1.0)
+    return {} if value == 1.0 else {"opacity": value}
 
 
 def _xy(xs: Sequence, ys: Sequence, log: bool) -> tuple[list, list]:
@@ -80,10 +91,11 @@ def _eval_traces(fig: Draft, snap: JobSnapshot, style: Style, label: str, x_fiel
     group = str(snap.run_number)
     fig.add_trace(dict(type="scatter", x=ex, y=train, mode="lines+markers", name=label,
                        line=dict(color=style.colour, width=2.5, dash=style.dash),
-                       marker=dict(symbol=style.symbol, size=8), legendgroup=group))
+                       marker=dict(symbol=style.symbol, size=8), legendgroup=group,
+                       **_fade(snap)))
     fig.add_trace(dict(type="scatter", x=ex, y=test, mode="lines+markers", name=f"{label} · test",
                        line=dict(color=style.colour, width=1.5, dash=style.dash),
-                       marker=dict(symbol=f"{style.symbol}-open", size=8), opacity=0.85,
+                       marker=dict(symbol=f"{style.symbol}-open", size=8), **_fade(snap, 0.85),
                        legendgroup=group, showlegend=False))
     return ex, train, test
 
@@ -99,14 +111,14 @@ def loss_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: fl
         xs, raw = _xy(snap.steps[x_field], snap.steps["loss"], log)
         fig.add_trace(dict(type="scatter", x=xs, y=raw, mode="lines", name=f"{label} · step loss",
                            line=dict(color=style.colour, width=1),
-                           opacity=0.25 if smoothing > 0 else 0.5, legendgroup=group,
+                           **_fade(snap, 0.25 if smoothing > 0 else 0.5), legendgroup=group,
                            showlegend=False))
         main = raw
         if smoothing > 0:
             main = ema(raw, smoothing)
             fig.add_trace(dict(type="scatter", x=xs, y=main, mode="lines", name=f"{label} · smoothed",
                                line=dict(color=style.colour, width=1.5, dash=style.dash),
-                               legendgroup=group, showlegend=False))
+                               legendgroup=group, showlegend=False, **_fade(snap)))
         ex, train, test = _eval_traces(fig, snap, style, label, x_field, log)
         drawn += [(xs, main), (ex, train), (ex, test)]
         gx, gen = _xy(snap.steps[x_field], snap.steps.get("generator_loss", []), log)
@@ -189,14 +201,15 @@ def _per_step_chart(runs: Sequence[JobSnapshot], x_axis: str, y_field: str, titl
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
         fig.add_trace(dict(type="scatter", x=xs, y=ys, mode="lines", name=label,
                            legendgroup=str(snap.run_number),
-                           opacity=0.3 if smoothing > 0 else 1.0, showlegend=smoothing <= 0,
+                           **_fade(snap, 0.3 if smoothing > 0 else 1.0),
+                           showlegend=smoothing <= 0,
                            line=dict(color=style.colour, dash=style.dash,
                            width=1 if smoothing > 0 else 2)))
         main = ys
         if smoothing > 0:
             main = ema(ys, smoothing)
             fig.add_trace(dict(type="scatter", x=xs, y=main, mode="lines", name=label,
-                               legendgroup=str(snap.run_number),
+                               legendgroup=str(snap.run_number), **_fade(snap),
                                line=dict(color=style.colour, dash=style.dash, width=2)))
         drawn.append((xs, main))
         values = sorted(ys)

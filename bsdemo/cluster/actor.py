@@ -109,9 +109,9 @@ class RemoteScheduler:
         return self._get(self.actor.read.remote(name))
 
     def submit(self, cfg, owner: str, kind: str = "train", options: dict | None = None,
-               fresh: bool = False, address: str | None = None) -> int:
+               fresh: bool = False, address: str | None = None, supersede: bool = False) -> int:
         return self._call("submit", cfg, owner, kind=kind, options=options, fresh=fresh,
-                          address=address)
+                          address=address, supersede=supersede)
 
     def submit_group(self, cfgs, owner: str, address: str | None = None,
                      fresh: bool = False) -> list[int]:

@@ -97,7 +97,7 @@ class Scheduler(Reaper, Joining):
     # ----- submitting -----
     def submit(self, cfg: RunConfig, owner: str, kind: str = "train",
                options: dict[str, Any] | None = None, fresh: bool = False,
-               address: str | None = None) -> int:
+               address: str | None = None, supersede: bool = False) -> int:
         """Queue a job for owner (a browser) connecting from address; returns its id.
 
         kind "train" trains cfg; the other kinds (bsdemo.jobkinds.KINDS) run their engine
@@ -105,7 +105,8 @@ class Scheduler(Reaper, Joining):
         limits first. Raises ConfigError (invalid, or over a limit) or ActiveRunError (a sharing
         limit: not now). A job of the owner's of the same kind that still waits to start is
         superseded: dropped, and the new one takes its place in the queue (a student who
-        changes a setting while waiting never stacks stale runs for the room).
+        changes a setting while waiting never stacks stale runs for the room). `supersede` (Live
+        mode: a setting changed) stops the owner's running job of that kind too.
         """
         cfg, options, cost = admission.checked(cfg, kind, options, self.limits,
                                                self._device_info)
@@ -116,17 +117,22 @@ class Scheduler(Reaper, Joining):
             if self._closed:
                 raise RuntimeError("the scheduler is shut down")
             stale = self._waiting_of(owner, kind)
+            going = self._going_of(owner, kind, stale) if supersede else []
+            dropped = [j for j in (stale, *going) if j is not None]
             # the same settings as a run already going: ride it (bsdemo.scheduler.joined)
-            lead = (self._joinable(cfg, skip=stale) if kind == "train" and not fresh
+            lead = (self._joinable(cfg, skip=dropped) if kind == "train" and not fresh
                     and not stored else None)
             if stored is None:
                 # a follower costs no device time: only its browser's own limits apply; the
-                # job it supersedes no longer counts
-                self._sharing.admit([j for j in self._jobs.values() if j is not stale], owner,
+                # jobs it supersedes no longer count
+                gone = {j.id for j in dropped}
+                self._sharing.admit([j for j in self._jobs.values() if j.id not in gone], owner,
                                     None if lead else address, 0 if lead else 1)
             job = self._new_job(cfg, owner, cost, kind=kind, options=options, address=address,
                                 check_store=kind == "train" and not fresh)
             place = self._supersede(stale, job) if stale is not None else None
+            for old in going:
+                self._supersede_going(old, job)
             if stored is not None:
                 self._serve(job, stored)
             elif lead is not None:
@@ -215,10 +221,28 @@ class Scheduler(Reaper, Joining):
                     return job
         return None
 
+    def _going_of(self, owner: str, kind: str, skip: Job | None) -> list[Job]:
+        """The owner's started jobs of this kind (never one of a comparison), riders of a started
+        run included, that no Stop has reached yet. Caller holds the lock."""
+        return [job for job in self._jobs.values()
+                if job is not skip and job.owner == owner and job.kind == kind
+                and job.group is None and job.status in ACTIVE and not job.cancel_requested
+                and (job.worker is not None or self._lead_of(job) is not None)]
+
+    def _supersede_going(self, old: Job, by: Job) -> None:
+        """Stop the owner's started job for its newer one (Live mode): between two steps, its
+        curve kept and marked superseded. Caller holds the lock."""
+        old.superseded_by = by.id
+        if self._lead_of(old) is not None:
+            self._detach(old, f"Superseded: run {by.id} with newer settings replaced it.")
+        elif not self._hand_over(old):  # others ride it: it goes on for them
+            self._stop(old)
+
     def _supersede(self, stale: Job, by: Job) -> tuple[int, bool] | None:
         """Drop the owner's waiting job for its newer one; returns the queue place the newer one
         takes over (None when the stale job was not in the queue itself: it rode another's run,
         or others ride it and it goes on for them). Caller holds the lock."""
+        stale.superseded_by = by.id
         message = (f"Superseded before it started: a newer Run from this browser (run {by.id}) "
                    "took its place in the queue.")
         if self._lead_of(stale) is not None:

@@ -17,6 +17,7 @@ scheduler's lock held."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from bsdemo.config import RunConfig
 from bsdemo.runs import ACTIVE, JobSnapshot
@@ -31,12 +32,12 @@ DETACHED = ("Cancelled: you stopped watching the run you had joined (it goes on 
 class Joining:
     """Mixed into Scheduler: uses its jobs and `_finish`."""
 
-    def _joinable(self, cfg: RunConfig, skip: Job | None = None) -> Job | None:
+    def _joinable(self, cfg: RunConfig, skip: Sequence[Job] = ()) -> Job | None:
         """A queued or running training run with exactly these settings that may be joined
-        (never `skip`: a job about to be superseded)."""
-        settings = vars(cfg)
+        (never one in `skip`: jobs about to be superseded)."""
+        settings, skipped = vars(cfg), {job.id for job in skip}
         for job in self._jobs.values():
-            if (job is not skip and job.kind == "train" and job.status in ACTIVE
+            if (job.id not in skipped and job.kind == "train" and job.status in ACTIVE
                     and job.follows is None
                     and job.group is None and not job.cancel_requested
                     and vars(job.config) == settings):

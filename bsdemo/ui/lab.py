@@ -174,9 +174,13 @@ def run_controls(cfg: RunConfig) -> None:
         checked, notices = None, []
     for notice in notices:
         st.info(notice)
+    # one row: the buttons, Live, and what the settings mean beside them (a line saved for the
+    # chart)
+    run_col, stop_col, live_col, meaning = st.columns([1, 1, 0.9, 3.4],
+                                                      vertical_alignment="center")
+    live = live_col.toggle("Live", key="live", value=True, help=LIVE_HELP)
+    _live_start(cfg if checked is not None else None, live)
     active = sched.active_job(owner())
-    # one row: the buttons, and what the settings mean beside them (a line saved for the chart)
-    run_col, stop_col, meaning = st.columns([1, 1, 4], vertical_alignment="center")
     if checked is not None:
         meaning.markdown(
             f"**Effective batch** {checked.batch_size} × {checked.accumulation_steps} = "
@@ -198,6 +202,21 @@ def run_controls(cfg: RunConfig) -> None:
                     on_click=_stop)
     if st.session_state.get("submit_error"):
         st.warning(plain(st.session_state.pop("submit_error")))
+
+
+LIVE_HELP = ("On: each change of a setting starts a run with it at once, stopping the run going "
+             "(its curve stays, faint, marked superseded). Off: changes wait for Run.")
+
+
+def _live_start(cfg: RunConfig | None, live: bool) -> None:
+    """Live mode: settings that changed since this page's last script run start a run at once,
+    superseding this browser's run going. Nothing on the page's first run in a tab (opening a
+    link or reloading runs nothing), nor while the settings are invalid."""
+    state = st.session_state
+    params = cfg.to_params() if cfg is not None else None
+    seen, state["live_seen"] = state.get("live_seen"), params
+    if live and params is not None and seen is not None and params != seen:
+        submit(cfg, supersede=True)
 
 
 def _stop() -> None:

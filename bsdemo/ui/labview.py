@@ -267,11 +267,14 @@ def _tiles(snap: JobSnapshot) -> None:
 
 # ----- comparison -----
 def _newest_finished(current: int) -> tuple[list[JobSnapshot], list[int]]:
-    """(the session's finished runs other than `current`, oldest first; the ids of the
-    COMPARED newest of them: the ones drawn unless dropped)."""
+    """(the session's finished runs other than `current`, oldest first; the ids of the ones
+    drawn unless dropped: the COMPARED newest that ran their course, and the run `current`
+    superseded (Live mode), faint, where it had drawn a step)."""
     done = [s for j in session_runs() if j != current
             and (s := scheduler().snapshot(j)) is not None and s.done]
-    return done, [s.id for s in done[-COMPARED:]]
+    whole = [s.id for s in done if s.superseded_by is None][-COMPARED:]
+    replaced = [s.id for s in done if s.superseded_by == current and s.steps["step"]]
+    return done, whole + replaced
 
 
 def compared_runs(current: int) -> list[JobSnapshot]:
@@ -326,15 +329,28 @@ def history() -> list[JobSnapshot]:
     return snaps
 
 
-def submit(cfg: RunConfig, fresh: bool = False) -> None:
-    """Queue cfg as this browser's run (Run, or "Run it fresh" for a stored result) and write
-    its settings and id into the URL; a refusal is kept for the controls to show."""
+def submit(cfg: RunConfig, fresh: bool = False, supersede: bool = False) -> None:
+    """Queue cfg as this browser's run (Run, "Run it fresh" for a stored result, or Live mode's
+    change of a setting, which `supersede`s the run going) and write its settings and id into
+    the URL; a refusal is kept for the controls to show. The first Run after Live mode started
+    a run with these very settings starts nothing more (the press a student makes by habit);
+    a second one runs them again."""
+    sched, state = scheduler(), st.session_state
+    started, state["live_started"] = state.get("live_started"), None
+    if not fresh and not supersede and started is not None and state.get("live") \
+            and session_runs()[-1:] == [started[0]] and started[1] == cfg.to_params():
+        st.toast("Live mode started this run when you changed the setting; press Run again "
+                 "to run it once more.", icon=":material/bolt:")
+        return
     try:
-        job_id = scheduler().submit(cfg, owner(), fresh=fresh, address=client_address())
+        job_id = sched.submit(cfg, owner(), fresh=fresh, address=client_address(),
+                              supersede=supersede)
     except (ConfigError, ActiveRunError, SchedulerLost) as exc:
         st.session_state["submit_error"] = str(exc)
     else:
         session_runs().append(job_id)
+        if supersede:  # Live mode's: the Run a student presses next by habit is this one
+            state["live_started"] = (job_id, cfg.to_params())
         # the link reproduces the settings and names the run; a reload of this tab (the same
         # browser, so the same owner) re-attaches to it with control, anyone else only watches
         st.query_params.from_dict(cfg.to_params() | {"run": str(job_id)} | view_params())

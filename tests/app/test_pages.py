@@ -124,6 +124,38 @@ def test_the_chosen_x_axis_stays_in_the_link_and_comes_back_with_it():
     assert not reloaded.error and reloaded.segmented_control(key="x_axis").value == "epochs"
 
 
+def test_live_mode_runs_a_changed_setting_at_once_and_supersedes_the_run_going():
+    from bsdemo.ui.state import scheduler
+
+    at = open_lab()
+    assert at.toggle(key="live").value is True  # on by default in the Lab
+    assert "run" not in at.query_params  # opening the page runs nothing
+    at.select_slider[0].set_value(1).run()  # batch 1: minutes; its release runs it, no Run
+    first = int(at.query_params["run"])
+    run_until(at, lambda a: chart_points(a) > 0)
+    at.select_slider[0].set_value(2).run()  # released again: the run going is replaced
+    second = int(at.query_params["run"])
+    assert second != first
+    old = scheduler().wait(first, timeout=scaled(60))
+    assert old.status == "cancelled" and old.superseded_by == second and old.steps["step"]
+
+    def faint(a: AppTest) -> list[dict]:  # the superseded run's traces on the loss chart
+        charts = a.get("plotly_chart")
+        spec = json.loads(charts[0].proto.spec) if charts else {"data": []}
+        return [t for t in spec["data"] if "superseded" in (t.get("name") or "")]
+
+    run_until(at, lambda a: chart_points(a) > 0 and bool(faint(a)))
+    assert all(t["opacity"] < 0.5 for t in faint(at))  # kept, faint, named superseded
+    at.button(key="run").click().run()  # the Run pressed by habit starts nothing more
+    assert int(at.query_params["run"]) == second
+    assert scheduler().snapshot(second).status in ("queued", "running")
+    at.toggle(key="live").set_value(False).run()  # Live off: a change waits for Run
+    at.select_slider[0].set_value(4).run()
+    assert int(at.query_params["run"]) == second
+    at.button(key="stop").click().run()
+    assert scheduler().wait(second, timeout=scaled(60)).superseded_by is None
+
+
 def test_query_params_fill_the_widgets():
     at = open_lab({"batch_size": "256", "lr": "0.03", "optimizer": "adam"})
     assert at.select_slider[0].value == 256

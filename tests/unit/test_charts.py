@@ -404,3 +404,20 @@ def test_projected_a_subtitle_of_one_line_or_several_gets_room_above_the_plot(su
     # the title, and a line and a half of the projector's type per subtitle line, clear of it
     assert projected.layout.margin.t >= 60 + 1.3 * (PROJECTOR_TEXT_PX + 6) + 1.5 * PROJECTOR_TEXT_PX * lines
     assert projected.layout.height > round(before * 1.35)
+
+
+def test_a_run_live_mode_superseded_is_drawn_faint_and_named_so():
+    import dataclasses
+
+    old = dataclasses.replace(fake_snapshot(1, 32), status="cancelled", superseded_by=2)
+    new = fake_snapshot(2, 64)
+    for chart in (charts.loss_chart([old, new], smoothing=0.6),
+                  charts.throughput_chart([old, new], smoothing=0.6)):
+        data = chart.figure.to_plotly_json()["data"]
+        faint = [t for t in data if t.get("legendgroup") == "1" and t.get("name")]
+        full = [t for t in data if t.get("legendgroup") == "2" and t.get("name")]
+        assert faint and all("superseded" in t["name"] for t in faint)
+        assert all(t["opacity"] <= 0.35 for t in faint)
+        assert not any("superseded" in t["name"] for t in full)
+        assert max(t.get("opacity", 1.0) for t in full) == 1.0  # the live run at full strength
+    assert charts.run_label(old).endswith(" · superseded")

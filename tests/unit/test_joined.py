@@ -132,6 +132,30 @@ def test_a_superseded_rider_leaves_the_run_it_asked_for_to_its_starter(sched):
         sched.cancel(job)
 
 
+def test_live_mode_supersedes_the_running_run_and_keeps_its_steps(sched):
+    """A setting changed in Live mode: the browser's running run stops between two steps,
+    marked as superseded by the new one (its curve stays); a waiting one is dropped too, and a
+    dragging browser holds one run going and nothing waiting. Others' runs and a comparison are
+    never touched."""
+    first = sched.submit(LONG, owner="x")
+    wait_for(lambda: sched.snapshot(first).latest)
+    other = sched.submit(RunConfig(batch_size=1, epochs=20, seed=9), owner="y")  # waits: turns=1
+    second = sched.submit(RunConfig(batch_size=2, epochs=20), owner="x", supersede=True)
+    old = sched.wait(first, timeout=scaled(60))
+    assert old.status == "cancelled" and old.superseded_by == second and old.steps["step"]
+    # y's run was queued ahead of x's newer one and is not x's to stop: it runs first
+    wait_for(lambda: sched.snapshot(other).status == "running")
+    assert sched.snapshot(second).status == "queued"
+    third = sched.submit(RunConfig(batch_size=4, epochs=20), owner="x", supersede=True)
+    assert sched.snapshot(second).superseded_by == third  # waiting: dropped, never started
+    assert sched.snapshot(second).status == "cancelled"
+    assert sched.snapshot(other).status == "running" and sched.snapshot(other).superseded_by is None
+    mine = [j for j in (first, second, third) if not sched.snapshot(j).done]
+    assert mine == [third]
+    for job in (other, third):
+        sched.cancel(job)
+
+
 def test_a_room_on_one_run_shares_one_copy_and_one_set_of_figures(sched):
     """Pages polling a running job within PUBLISH_S get one copy of it (a rider's names the run
     it rides), and the lab's figures of that copy are built once for all of them."""
