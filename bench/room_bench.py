@@ -16,9 +16,11 @@ frontend does, without a browser:
    --mix defaults: every student presses Run with the page's defaults (one configuration: the
    first run trains, the ones queued behind it are served from the run store once it is
    stored, as the lab serves a class). --mix varied: a third of the students (seeded) keep the
-   defaults; the others first move the batch-size slider to a value drawn (seeded) from the
-   slider's own options (a rerun carrying the slider's new value, as releasing it does), wait
-   for that run, then press Run; they keep sending that value in every later rerun.
+   defaults; the others first switch the Lab's Live mode off (on, the slider's release would
+   start the run before the timed press), move the batch-size slider to a value drawn (seeded)
+   from the slider's own options (a rerun carrying the slider's new value, as releasing it
+   does), wait for that run, then press Run; they keep sending those values in every later
+   rerun.
    Widgets a student never touched are left out of its reruns (the browser would send their
    unchanged values; the server keeps them either way).
 3. It follows the page's polling like the frontend (App.handleAutoRerun in the bundled JS):
@@ -103,6 +105,7 @@ PAGE = "training_lab"  # the Training Lab's url path (app.py's navigation: the l
 LOSS_CHART = "-loss_chart"  # how the loss chart's element id ends (its key)
 RUN_KEY = "-run"  # how the Run button's widget id ends (its key)
 BATCH_KEY = "-w_batch_pow"  # the batch-size slider's widget id
+LIVE_KEY = "-live"  # the Lab's Live switch: a tab turns it off, to press Run as a room does
 QUIET_S = 2.0  # how long a press with nothing polling and no end status waits for one
 LOAD_TIMEOUT_S = 120.0  # a page that has not loaded by then is an error
 HEALTH_EVERY_S = 0.5
@@ -297,6 +300,7 @@ class Tab:
         self.page_hash = ""  # the page's script hash, once the navigation message named it
         self.query = ""  # the URL's query string, as the server last set it
         self.values: dict[str, WidgetState] = {}  # widgets this tab changed: sent every rerun
+        self.live_switch: str | None = None  # the Lab's Live switch's widget id
         self.timers: dict[str, tuple[float, asyncio.Task]] = {}
         self.cache: dict[str, Cached] = {}
         self.runs = 0  # script runs finished (the cache's clock)
@@ -421,6 +425,8 @@ class Tab:
             self.run_button = (element.button.id, element.button.disabled)
         elif kind == "slider" and element.slider.id.endswith(BATCH_KEY):
             self.batch_slider = (element.slider.id, list(element.slider.options))
+        elif kind == "checkbox" and element.checkbox.id.endswith(LIVE_KEY):
+            self.live_switch = element.checkbox.id
         elif kind == "alert":
             fmt, body = ALERT_FORMATS.get(element.alert.format, "?"), element.alert.body
             if not self.run_fragments:
@@ -530,6 +536,12 @@ class Tab:
             return
         if self.batch_slider is None:
             raise RuntimeError("no batch-size slider on the page")
+        if self.live_switch is not None:  # Live mode would run the slider's value at once:
+            state = WidgetState(id=self.live_switch)  # off, the room's Run presses are timed
+            state.bool_value = False
+            self.values[self.live_switch] = state
+            await self.rerun()
+            await self.full_run(LOAD_TIMEOUT_S)
         widget, options = self.batch_slider
         choice = pick.choice(options)
         self.result.batch = int(choice)
