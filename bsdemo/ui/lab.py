@@ -22,7 +22,7 @@ from bsdemo.presets import LAB_SCENARIOS, PRESETS, preset_of
 # status-only polls before the first point: every poll costs each browser ~60 ms of main-thread
 # time even when nothing changed, so a waiting tab polls slowly and a starting one quickly
 from bsdemo.ui.labview import history, live_view, submit
-from bsdemo.ui.links import scenario_row
+from bsdemo.ui.links import scenario_row, view_params
 from bsdemo.ui.state import owner, scheduler, session_runs
 from bsdemo.ui.widgets import (
     LR_CHOICES,
@@ -214,9 +214,17 @@ def _live_start(cfg: RunConfig | None, live: bool) -> None:
     link or reloading runs nothing), nor while the settings are invalid."""
     state = st.session_state
     params = cfg.to_params() if cfg is not None else None
-    seen, state["live_seen"] = state.get("live_seen"), params
+    seen = state.get("live_seen")
     if live and params is not None and seen is not None and params != seen:
         submit(cfg, supersede=True)
+    # only once the run is in and its link written: a rerun that cuts this one short (the
+    # next step of a drag) must find these settings still to run
+    state["live_seen"] = params
+    started = state.get("live_started")
+    if started is not None and started[1] == params and st.query_params.get("run") != str(
+            started[0]):  # a rerun cut short after the run went in: the browser's next rerun
+        # brought back its old link, so the new run's is written again
+        st.query_params.from_dict(params | {"run": str(started[0])} | view_params())
 
 
 def _stop() -> None:

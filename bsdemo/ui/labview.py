@@ -18,7 +18,7 @@ from bsdemo.runs import JobSnapshot, cpu_rates, stable_rate, turns_note
 from bsdemo.scheduler import ActiveRunError
 from bsdemo.ui.links import X_AXIS_PARAM, presenting, view_params
 from bsdemo.ui.queue import waiting_message
-from bsdemo.ui.state import client_address, owner, scheduler, session_runs
+from bsdemo.ui.state import client_address, lab_view, owner, scheduler, session_runs
 from bsdemo.ui.widgets import (
     REFRESH_S,
     framed,
@@ -90,21 +90,25 @@ def _body(snap: JobSnapshot, current: int) -> None:
 
 def _chart_controls(shown: list[JobSnapshot]) -> tuple[str, float, bool]:
     """(x-axis, smoothing weight, log x) for the run charts, with the tables toggle. The x-axis
-    is the student's choice once made (kept in the link, so a reload keeps it); until then
-    samples seen where the runs drawn differ in batch size (against steps a bigger batch's
-    few steps would be squeezed into a corner), else optimizer steps."""
-    state = st.session_state
-    if "x_axis_linked" not in state:  # once a session: the link's (a reload's) choice
-        state["x_axis_linked"] = True
-        linked = st.query_params.get(X_AXIS_PARAM)
-        if linked in charts.X_AXES:
-            state["x_axis"], state["x_axis_chosen"] = linked, True
-    if not state.get("x_axis_chosen"):
-        state["x_axis"] = ("samples" if len({s.effective_batch for s in shown}) > 1
-                           else "steps")
-    x_axis = st.segmented_control("x-axis", list(charts.X_AXES), key="x_axis",
+    is the student's choice once made (kept for the browser, so a reload keeps it, and in the
+    link a run writes); until then samples seen where the runs drawn differ in batch size
+    (against steps a bigger batch's few steps would be squeezed into a corner), else optimizer
+    steps. The default is never written into a widget the student may be clicking: each default
+    is a widget of its own, so only a click counts as a choice."""
+    view = lab_view()
+    if "x_axis_linked" not in st.session_state:  # once a session: a link's choice
+        st.session_state["x_axis_linked"] = True
+        if st.query_params.get(X_AXIS_PARAM) in charts.X_AXES:
+            view["x_axis"] = st.query_params.get(X_AXIS_PARAM)
+    chosen = view.get("x_axis")
+    if chosen in charts.X_AXES:
+        key, default = "x_axis", chosen
+    else:
+        default = "samples" if len({s.effective_batch for s in shown}) > 1 else "steps"
+        key = f"x_axis_{default}_by_default"
+    x_axis = st.segmented_control("x-axis", list(charts.X_AXES), key=key, default=default,
                                   format_func=lambda k: charts.X_AXES[k][1], required=True,
-                                  on_change=_x_axis_chosen) or "steps"
+                                  on_change=_x_axis_chosen, args=(key,)) or default
     smooth_col, log_col, table_col = st.columns([2, 1, 1.3], vertical_alignment="bottom")
     smoothing = smooth_col.slider("Smoothing", 0.0, 0.99, 0.6, 0.01, key="smoothing",
                                   help="An exponential moving average over the per-step curves, "
@@ -117,10 +121,9 @@ def _chart_controls(shown: list[JobSnapshot]) -> tuple[str, float, bool]:
     return x_axis, smoothing, log
 
 
-def _x_axis_chosen() -> None:
-    """The student picked an x-axis: it stays, in this session and in the page's link."""
-    st.session_state["x_axis_chosen"] = True
-    st.query_params[X_AXIS_PARAM] = st.session_state["x_axis"]
+def _x_axis_chosen(key: str) -> None:
+    """The student picked an x-axis: it stays for this browser, and goes into the next link."""
+    lab_view()["x_axis"] = st.session_state[key]
 
 
 def _charts(shown: list[JobSnapshot]) -> None:
@@ -268,12 +271,13 @@ def _tiles(snap: JobSnapshot) -> None:
 # ----- comparison -----
 def _newest_finished(current: int) -> tuple[list[JobSnapshot], list[int]]:
     """(the session's finished runs other than `current`, oldest first; the ids of the ones
-    drawn unless dropped: the COMPARED newest that ran their course, and the run `current`
-    superseded (Live mode), faint, where it had drawn a step)."""
+    drawn unless dropped: the COMPARED newest that ran their course, and the newest run Live
+    mode superseded that had drawn a step (faint: the curve the student was just watching; a
+    quick drag's others are left out))."""
     done = [s for j in session_runs() if j != current
             and (s := scheduler().snapshot(j)) is not None and s.done]
     whole = [s.id for s in done if s.superseded_by is None][-COMPARED:]
-    replaced = [s.id for s in done if s.superseded_by == current and s.steps["step"]]
+    replaced = [s.id for s in done if s.superseded_by is not None and s.steps["step"]][-1:]
     return done, whole + replaced
 
 

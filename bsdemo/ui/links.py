@@ -20,6 +20,7 @@ from bsdemo.config import LAB_VIEW_PARAMS
 from bsdemo.errors import ConfigError, clip
 from bsdemo.links import Control, View
 from bsdemo.plaintext import plain
+from bsdemo.ui.state import lab_view
 
 PRESENT_KEY = "present"  # one switch for every page of this tab
 
@@ -91,7 +92,7 @@ X_AXIS_PARAM = LAB_VIEW_PARAMS[0]  # the Lab's chart x-axis, in its link once on
 def view_params() -> dict[str, str]:
     """The view's own query parameters (presentation mode, the x-axis chosen for the charts),
     for a page that writes its URL itself (the Training Lab)."""
-    chosen = st.session_state.get("x_axis") if st.session_state.get("x_axis_chosen") else None
+    chosen = lab_view().get("x_axis")
     return ({"present": "1"} if presenting() else {}) | ({X_AXIS_PARAM: chosen} if chosen else {})
 
 

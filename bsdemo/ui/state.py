@@ -111,6 +111,12 @@ def predictions() -> dict[str, str]:
     return remembered("predictions", dict)
 
 
+def lab_view() -> dict[str, str]:
+    """This browser's choices of how the Training Lab draws its runs (its charts' x-axis), back
+    after a reload."""
+    return remembered("lab_view", dict)
+
+
 def locked_predictions() -> dict[str, bool]:
     """Lessons whose prediction this browser made before a result it was judged against: it
     stands as made (back after a reload)."""

@@ -96,7 +96,7 @@ def test_a_second_run_is_compared_with_the_first_by_default_and_can_be_dropped()
     assert len(legend) == 2 and legend[0]["legendgroup"] != legend[1]["legendgroup"]
     assert legend[0]["line"]["color"] != legend[1]["line"]["color"]
     # batches 32 and 256 drawn together: against samples seen, not batch 256's few steps
-    assert at.segmented_control(key="x_axis").value == "samples"
+    assert x_axis_control(at).value == "samples"
     assert spec["layout"]["xaxis"]["title"]["text"] == "Samples seen"
     # dropped, it stays dropped over the reruns that follow
     compared.unselect(compared.value[0]).run()
@@ -106,22 +106,27 @@ def test_a_second_run_is_compared_with_the_first_by_default_and_can_be_dropped()
     assert at.multiselect(key="overlays").value == []
 
 
-def test_the_chosen_x_axis_stays_in_the_link_and_comes_back_with_it():
+def x_axis_control(at: AppTest):
+    """The Lab's x-axis control: a widget per default until the student picks one."""
+    (control,) = [c for c in at.segmented_control if c.key.startswith("x_axis")]
+    return control
+
+
+def test_the_chosen_x_axis_stays_for_the_browser_and_goes_into_the_link():
     at = open_lab()
     at.button(key="run").click().run()
     run_until(at, lambda a: bool(a.success))
-    assert at.segmented_control(key="x_axis").value == "steps"  # one batch size: steps
-    at.segmented_control(key="x_axis").set_value("epochs").run()
-    assert at.query_params["x_axis"] == ["epochs"] or at.query_params["x_axis"] == "epochs"
-    at.select_slider[0].set_value(256).run()
-    at.button(key="run").click().run()  # the new run's link keeps the choice …
+    assert x_axis_control(at).value == "steps"  # one batch size: steps
+    x_axis_control(at).set_value("epochs").run()
+    assert at.session_state["lab_view"] == {"x_axis": "epochs"}  # kept for the browser
+    at.select_slider[0].set_value(256).run()  # Live: the next run, and its link
     run_until(at, lambda a: len(a.success) == 1 and "256" in " ".join(
         str(r) for r in a.dataframe[-1].value["effective batch"]))
     link = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
     assert link["x_axis"] == "epochs" and link["batch_size"] == "256"
-    assert at.segmented_control(key="x_axis").value == "epochs"  # … over the default
-    reloaded = open_lab(link)  # and a reload of that link opens on it
-    assert not reloaded.error and reloaded.segmented_control(key="x_axis").value == "epochs"
+    assert x_axis_control(at).value == "epochs"  # the choice, over samples' default
+    reloaded = open_lab(link)  # another browser opening that link sees it the same way
+    assert not reloaded.error and x_axis_control(reloaded).value == "epochs"
 
 
 def test_live_mode_runs_a_changed_setting_at_once_and_supersedes_the_run_going():

@@ -117,6 +117,47 @@ def test_press_run_and_watch_the_loss_chart_fill(server, browser, tmp_path):
     page.close()
 
 
+LEGEND = "() => [...document.querySelectorAll('.st-key-loss_chart .legendtext')].map(t => t.textContent)"
+
+
+def test_live_mode_a_quick_drag_leaves_one_run_going_and_the_first_superseded(browser, tmp_path):
+    """Live mode, on by default: the batch slider's release runs its value without Run; three
+    quick steps of it (the keyboard's, each a release) end with one run going, of the last
+    value; the newest run they replaced that had drawn a step stays on the loss chart, faint,
+    named superseded (quick steps cut each other short: the last one runs)."""
+    with serving(tmp_path) as port:  # a server of its own: no other test's runs in it
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(f"http://127.0.0.1:{port}/training_lab")
+        page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(30))
+        settled(page)
+        assert "run=" not in page.url  # opening the page runs nothing
+        slider = page.get_by_role("slider", name=re.compile("^Batch size"))
+        slider.focus()
+        page.keyboard.press("Home")  # batch 1: minutes of steps, released: it runs
+        page.wait_for_function("() => location.search.includes('run=')", timeout=ms(30))
+        first = re.search(r"run=(\d+)", page.url).group(1)
+        page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=ms(60))
+        for _ in range(3):  # quickly: reruns cut short by the next, the last value wins
+            page.keyboard.press("ArrowRight")
+        settled(page)
+        value = slider.get_attribute("aria-valuetext")  # where the slider ended
+        assert value != "1"
+        page.wait_for_function(f"() => location.search.includes('batch_size={value}&') && "
+                               f"!location.search.includes('run={first}')", timeout=ms(30))
+        last = re.search(r"run=(\d+)", page.url).group(1)
+        # the replaced run stays, faint and named so; the one going has its own entry
+        page.wait_for_function(
+            f"() => ({LEGEND})().some(t => t.endsWith('superseded'))"
+            f" && ({LEGEND})().some(t => t.startsWith('#{last} batch {value},'))", timeout=ms(60))
+        names = page.evaluate(LEGEND)
+        assert not any(n.startswith(f"#{last} ") and "superseded" in n for n in names), names
+        assert page.locator(".stException").count() == 0
+        # the page follows the last run, which trains on (or, short, has completed)
+        page.get_by_text(re.compile(rf"^(Run {last} is training|Completed \d+ steps)")).first \
+            .wait_for(timeout=ms(60))
+        page.close()
+
+
 def test_bad_link_shows_a_message_and_the_server_keeps_serving(server, browser):
     page = browser.new_page()
     page.goto(f"{server}/training_lab?batch_size=-7&lr=banana")
