@@ -108,6 +108,8 @@ def settings_form(narrow: bool = False) -> RunConfig:
     """Draw the settings widgets; return the RunConfig they describe (not yet validated).
     narrow: one column (a side panel beside the charts), else two."""
     s = st.session_state
+    # first: how the settings below act (their panel's width holds its label whole)
+    st.toggle("Live: runs as you change", key="live", value=True, help=LIVE_HELP)
     st.selectbox("Dataset and model", list(PRESETS), key="w_preset",
                  format_func=lambda name: PRESETS[name].label, on_change=_apply_preset)
     left, right = (st.container(), st.container()) if narrow else st.columns(2)
@@ -174,12 +176,9 @@ def run_controls(cfg: RunConfig) -> None:
         checked, notices = None, []
     for notice in notices:
         st.info(notice)
-    # one row: the buttons, Live, and what the settings mean beside them (a line saved for the
-    # chart)
-    run_col, stop_col, live_col, meaning = st.columns([1, 1, 0.9, 3.4],
-                                                      vertical_alignment="center")
-    live = live_col.toggle("Live", key="live", value=True, help=LIVE_HELP)
-    _live_start(cfg if checked is not None else None, live)
+    # one row: the buttons, and what the settings mean beside them (a line saved for the chart)
+    run_col, stop_col, meaning = st.columns([1, 1, 4], vertical_alignment="center")
+    _live_start(cfg if checked is not None else None, st.session_state.get("live", True))
     active = sched.active_job(owner())
     if checked is not None:
         meaning.markdown(

@@ -357,7 +357,7 @@ def test_the_keyboard_reaches_every_lab_control_and_run_in_page_order(server, br
     # a context of its own: no cookie from an earlier test, whose run the lab would restore
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
-    wanted = ["w_preset", "w_batch_pow", "w_lr", "w_accumulation_steps", "w_optimizer",
+    wanted = ["live", "w_preset", "w_batch_pow", "w_lr", "w_accumulation_steps", "w_optimizer",
               "w_epochs", "w_seed", "lab_advanced", "predict_training_lab", "run"]
     for _ in range(3):  # a fresh load each time: Tab starts from the top
         page.goto(f"{server}/training_lab")
