@@ -109,7 +109,7 @@ def settings_form(narrow: bool = False) -> RunConfig:
     narrow: one column (a side panel beside the charts), else two."""
     s = st.session_state
     # first: how the settings below act (their panel's width holds its label whole)
-    st.toggle("Live: runs as you change", key="live", value=True, help=LIVE_HELP)
+    st.toggle("Live: trains as you change", key="live", value=True, help=LIVE_HELP)
     st.selectbox("Dataset and model", list(PRESETS), key="w_preset",
                  format_func=lambda name: PRESETS[name].label, on_change=_apply_preset)
     left, right = (st.container(), st.container()) if narrow else st.columns(2)
