@@ -6,7 +6,7 @@ from bsdemo.cluster import SchedulerLost
 from bsdemo.lessons import LESSONS
 from bsdemo.plaintext import plain
 from bsdemo.ui import classroom
-from bsdemo.ui.links import presenting
+from bsdemo.ui.links import page_base, presenting
 from bsdemo.ui.sidebar import device_badge
 
 # a presentation link opens with the sidebar (the presenter's controls) folded away
@@ -18,6 +18,7 @@ page = st.navigation(
     + [st.Page(lesson.page, title=lesson.title, icon=lesson.icon, url_path=lesson.slug,
                help=lesson.question) for lesson in LESSONS if lesson.page],
     expanded=True)  # every lesson listed, none behind "View more"
+page_base()  # styles and the skip link, before anything else on the page
 try:
     device_badge()
     classroom.take_link()  # a join or instructor link, off the URL before the page reads it

@@ -67,7 +67,7 @@ def draw(snap) -> None:
 with results:
     sweeps.job_view("find", draw)
 
-st.subheader(lesson.text("architectures_title"))
+st.header(lesson.text("architectures_title"))
 st.caption(lesson.text("architectures_caption"))
 a, b = st.columns(2)
 arch_batches = link.choice(a, "Batch sizes", ARCH_BATCH_SETS, ARCH_BATCH_SETS[0],

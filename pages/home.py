@@ -22,7 +22,7 @@ st.markdown(
 st.page_link("pages/training_lab.py", label="Open the Training Lab", icon=":material/arrow_forward:")
 classroom.join_screen()  # the join form; for an instructor, the screen to project
 
-st.subheader("Twelve lessons")
+st.header("Twelve lessons")
 st.caption("Each lesson asks one question, lets you predict the answer, and answers it with runs "
            "on this machine. Start with the Training Lab, or open any lesson.")
 guesses = predictions()

@@ -52,7 +52,7 @@ def draw(snaps) -> None:
 with results:
     sweeps.group_view("lr", draw)
 
-st.subheader("Where the best learning rate sits, per batch size")
+st.header("Where the best learning rate sits, per batch size")
 grid_epochs = link.number(st, "Epochs per cell", 1, 50, 3, key="lr_grid_epochs")
 cells = recipes.lr_grid(cfg, int(grid_epochs))
 sweeps.group_button("grid", f"Train the {len(cells)}-run grid", [run for _, run in cells],

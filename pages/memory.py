@@ -63,7 +63,7 @@ with results:
 
 over, safe = st.session_state.get("mem_over"), st.session_state.get("mem_safe")
 if over and safe:
-    st.subheader(lesson.text("break_title"))
+    st.header(lesson.text("break_title"))
     st.markdown(lesson.text("break_it", over=over, safe=safe))
     sweeps.run_button("memdemo", f"Run batch {over}, then {safe}", "sweep", cfg,
                       {"batch_sizes": [over, safe], "memory_budget_bytes": budget,

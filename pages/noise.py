@@ -68,7 +68,7 @@ with results:
 
 critical.study(link, cfg, lesson)
 
-st.subheader(lesson.text("paths_title"))
+st.header(lesson.text("paths_title"))
 st.caption(lesson.text("paths_caption"))
 left, right = st.columns(2)
 steps = link.number(left, "Steps (every path)", 5, 400, 100, key="noi_path_steps")

@@ -19,7 +19,7 @@ runs = [s for s in (scheduler().snapshot(j) for j in session_runs()) if s is not
 
 right, answered = quiz.score(questions, answers)
 left, middle, end = st.columns([3, 1.3, 1.3], vertical_alignment="center")
-left.markdown(f"### Score: {right} of {answered}" + (f" · {len(questions) - answered} to go"
+left.markdown(f"## Score: {right} of {answered}" + (f" · {len(questions) - answered} to go"
                                                      if answered < len(questions) else " · done"))
 
 

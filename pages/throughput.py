@@ -112,7 +112,7 @@ def draw_profile(snap) -> None:
 
 with results:
     sweeps.job_view("tp", draw)
-    st.subheader("Inside one step: a small batch against a large one")
+    st.header("Inside one step: a small batch against a large one")
     small, large = min(8, max(1, largest // 2)), min(512, largest)  # 8 and 512 by default
     st.caption(f"Batch {small} and batch {large}, a few of the same training steps each under "
                "torch.profiler, with unprofiled steps before and after (the profiler slows every "

@@ -4,9 +4,10 @@ Starts the lab on a free port, opens each page at 1280x720 and at 1920x1080, pre
 default experiment button (where it has one), waits for it to finish, and saves the whole page
 (Streamlit scrolls inside its own container, so the viewport is grown to the content's height).
 
-    .venv/bin/python scripts/screenshots.py OUT_DIR [--pages training_lab,memory] [--readme]
+    .venv/bin/python scripts/screenshots.py OUT_DIR [--pages training_lab,memory] [--readme] [--axe]
 
---readme also refreshes assets/screenshot.png (the Training Lab at 1400 px) for the README.
+--readme also refreshes assets/screenshot.png (the Training Lab at 1400 px) for the README;
+--axe checks each page with axe-core (AXE_JS) and prints what it found.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ CHROMIUM = os.environ.get("BSDEMO_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 SIZES = [(1280, 720), (1920, 1080)]
+# axe-core (npm's package, installed by .ci/run: `npm install --prefix .ci/axe axe-core@4`):
+# the accessibility rules every checked page must pass
+AXE_JS = Path(os.environ.get("BSDEMO_AXE_JS",
+                             ROOT / ".ci" / "axe" / "node_modules" / "axe-core" / "axe.min.js"))
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]
+AXE_FAILING = ("serious", "critical")  # what fails a page; the rest is reported
 # page -> (button that starts its default experiment, what says it finished: a text's pattern,
 # or a JavaScript predicate for the comparison pages, done when their progress line is gone)
 COMPARISON_DONE = ("() => !!document.querySelector('[data-testid=\"stDataFrame\"]')"
@@ -194,6 +201,33 @@ def visual_problems(page) -> list[str]:
     return page.evaluate(VISUAL_PROBLEMS)
 
 
+AXE_RUN = """async (tags) => {
+  const result = await axe.run(document, {runOnly: {type: 'tag', values: tags}});
+  return result.violations.map(v => ({
+    id: v.id, impact: v.impact, help: v.help, count: v.nodes.length,
+    where: v.nodes.slice(0, 3).map(n => n.target.join(' ').slice(-90)),
+    why: (v.nodes[0].failureSummary || '').split('\\n').slice(1, 2).join('').trim()}));
+}"""
+
+
+def axe_violations(page, label: str) -> list[dict]:
+    """axe-core's violations on the page as it stands (AXE_TAGS: WCAG 2.1 A and AA, and its best
+    practices), each printed as a line under `label` (the test output's record per page)."""
+    page.add_script_tag(path=str(AXE_JS))
+    found = page.evaluate(AXE_RUN, AXE_TAGS)
+    print(f"axe-core on {label}: {len(found)} violation(s)"
+          + "".join(f"\n  {v['impact']} {v['id']} x{v['count']}: {v['help']} — {v['why']} "
+                    f"at {'; '.join(v['where'])}" for v in found), flush=True)
+    return found
+
+
+def axe_problems(page, label: str) -> list[str]:
+    """The serious and critical axe-core violations, as problems (axe_violations)."""
+    return [f"axe-core {v['impact']} {v['id']} x{v['count']}: {v['help']} ({v['why']}) at "
+            f"{'; '.join(v['where'])}" for v in axe_violations(page, label)
+            if v["impact"] in AXE_FAILING]
+
+
 def full_page(page, path: Path, width: int) -> None:
     height = page.evaluate("""() => {
         const main = document.querySelector('[data-testid="stMain"]')
@@ -215,10 +249,12 @@ def settled(page) -> None:
     page.wait_for_timeout(500)
 
 
-def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> tuple[Path, list[str]]:
+def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int],
+          axe: bool = False) -> tuple[Path, list[str]]:
     """The page after its default experiment, saved whole at `size`; returns the picture and
-    its problems at that size: its first screen's (first_screen_problems) and its whole
-    page's (visual_problems); then the same results projected (?present=1), the first screen
+    its problems at that size: its first screen's (first_screen_problems), its whole
+    page's (visual_problems) and, with `axe`, its serious and critical accessibility
+    violations (axe_problems); then the same results projected (?present=1), the first screen
     checked again and saved beside it."""
     route, preset, query = VARIANTS.get(name, (name, None, ""))
     experiments = [PAGES[route], *SECOND.get(route, [])]
@@ -241,6 +277,8 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int]) -> tup
         settled(page)
     path = out / f"{name or 'home'}-{size[0]}x{size[1]}.png"
     problems = settled_first_screen(page, route, expect=bool(experiments[0][0]))
+    if axe:  # at the viewport's own size, before the picture grows it
+        problems += axe_problems(page, f"{name or 'home'} at {size[0]}x{size[1]}")
     full_page(page, path, size[0])
     problems += visual_problems(page)
     if experiments[0][0] and "present=1" not in query:  # the same results, projected
@@ -264,6 +302,7 @@ def main() -> None:
     args.add_argument("out", type=Path)
     args.add_argument("--pages", default=",".join([*PAGES, *VARIANTS]))
     args.add_argument("--readme", action="store_true")
+    args.add_argument("--axe", action="store_true", help="check each page with axe-core too")
     opts = args.parse_args()
     opts.out.mkdir(parents=True, exist_ok=True)
     from playwright.sync_api import sync_playwright
@@ -275,8 +314,8 @@ def main() -> None:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for name in opts.pages.split(","):
                 for size in SIZES:
-                    print(shoot(browser, f"http://127.0.0.1:{port}", name, opts.out, size)[0],
-                          flush=True)
+                    print(shoot(browser, f"http://127.0.0.1:{port}", name, opts.out, size,
+                                axe=opts.axe)[0], flush=True)
             if opts.readme:
                 shot, _ = shoot(browser, f"http://127.0.0.1:{port}", "training_lab", opts.out,
                                 (1400, 1000))

@@ -22,7 +22,7 @@ RULE_LABELS = {"constant": "the same lr for all", "sqrt": "× √(B/32)", "linea
 
 def study(link: PageLink, cfg: RunConfig, lesson: Lesson) -> None:
     """Plain SGD from one start to a target training loss at each batch, the lr by a rule."""
-    st.subheader(lesson.text("critical_title"))
+    st.header(lesson.text("critical_title"))
     st.caption(lesson.text("critical_caption"))
     a, b, c, d = st.columns(4)
     rule = link.choice(a, "lr rule", LR_RULES, "sqrt", key="noi_rule",

@@ -311,7 +311,7 @@ def history() -> list[JobSnapshot]:
     # full width, under the panel and the charts (beside the settings its columns were cut);
     # as of this script run: the tiles above are the live figures, and the page reruns when
     # the run ends
-    st.subheader("Your runs")
+    st.header("Your runs")
     show_table(charts.runs_table(snaps), "runs_table")
     finished = [s.id for s in snaps if s.done and s.id != runs[-1]]
     labels = {s.id: charts.run_label(s) for s in snaps}

@@ -24,13 +24,31 @@ from bsdemo.ui.state import lab_view
 
 PRESENT_KEY = "present"  # one switch for every page of this tab
 
-# always: captions dark enough for WCAG AA on white (Streamlit's own grey is 3.8:1); less empty
-# space above the title (Streamlit's 6rem), so the first screen reaches the charts; on a phone
-# (no hover to summon it) no plotly toolbar over every chart
+# every page (app.py): captions dark enough for WCAG AA on white and on the sidebar's grey
+# (Streamlit's own grey, faded to 60 %, is 2.6:1 there), answered (disabled) choices as readable as
+# open ones, the one chosen in bold (its grey dot alone is faint);
+# section headings are h2 under the page's h1 (in order), drawn at Streamlit's h3 size; less
+# empty space above the title (Streamlit's 6rem), so the first screen reaches the charts; on a
+# phone (no hover to summon it) no plotly toolbar over every chart; the skip link (SKIP_LINK)
+# hidden until the keyboard reaches it; tighter gaps and boxes, and the takeaway lifted above its
+# chart, so that a 1280x720 screen holds the question, Run, the takeaway and the main chart
 BASE_CSS = """
-[data-testid="stCaptionContainer"], .stCaption { color: #595D69 !important; }
-[data-testid="stMainBlockContainer"] { padding-top: 2.5rem; }
-[data-testid="stMainBlockContainer"] h1 { font-size: 2.4rem; padding-bottom: 0.5rem; }
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p, .stCaption {
+  color: #595D69 !important; opacity: 1 !important; }
+[data-testid="stRadio"] label:has(input:disabled), [data-testid="stRadio"] label:has(input:disabled) p {
+  color: #31333F !important; opacity: 1 !important; }
+[data-testid="stRadioOption"][data-selected="true"][data-disabled="true"] p { font-weight: 600; }
+[data-testid="stMainBlockContainer"] h2 { font-size: 1.5rem; padding: 0.75rem 0 0.5rem; }
+#bsdemo-skip { position: absolute; left: -10000px; top: 0.5rem; z-index: 1000100; }
+#bsdemo-skip:focus { left: 0.5rem; background: #FFFFFF; color: #0072B2; padding: 0.5rem 1rem;
+  border: 2px solid #0072B2; border-radius: 0.5rem; font-weight: 600; }
+[data-testid="stMainBlockContainer"] { padding-top: 1.75rem; }
+[data-testid="stMainBlockContainer"] h1 { font-size: 2.1rem; padding-bottom: 0.25rem; }
+[data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.75rem; }
+[data-testid="stMainBlockContainer"] [data-testid="stAlert"] [role="alert"] {
+  padding: 0.6rem 0.9rem; }
+/* the main takeaway (widgets.takeaway) above the chart it closes: the first screen's answer */
+[data-testid="stLayoutWrapper"]:has(> .st-key-takeaway) { order: -1; }
 @media (max-width: 640px), (hover: none) { .modebar-container { display: none !important; } }
 @media (max-width: 640px) { [data-testid="stMainBlockContainer"] h1 { font-size: 2rem; } }
 """  # the Lab's own phone layout: bsdemo/ui/lab_phone.css
@@ -48,9 +66,42 @@ html { font-size: 22px; }
 [data-testid="stMainBlockContainer"] [data-testid="stAlert"] [role="alert"] {
   padding: 0.45rem 0.8rem; }
 [data-testid="stMetricValue"] { font-size: 1.6rem; }
-/* the main takeaway (widgets.takeaway) above the chart it closes: the first screen's answer */
-[data-testid="stLayoutWrapper"]:has(> .st-key-takeaway) { order: -1; }
 """
+
+
+# the keyboard's first stop on every page (WCAG 2.4.1): a link, hidden until focused, that moves
+# the focus past the sidebar to the page's prediction (the next Tab reaches Run) or, where the
+# page asks nothing, to Run, or else to the page's first control. Added once to the document
+# (the script runs again on each page's draw, and finds it there).
+SKIP_LINK = """<script>
+(() => {
+  if (document.getElementById('bsdemo-skip')) return;
+  const nav = document.createElement('nav');  // a landmark of its own, as axe-core asks
+  nav.setAttribute('aria-label', 'Skip the navigation');
+  const link = document.createElement('a');
+  nav.appendChild(link);
+  link.id = 'bsdemo-skip'; link.href = '#'; link.textContent = 'Skip to the page';
+  const QUESTION = '[class*="st-key-predict_"] input[type=radio]:not(:disabled)';
+  const RUN = '.st-key-run button:not(:disabled), button[kind="primary"]:not(:disabled)';
+  const find = selector => {
+    const main = document.querySelector('[data-testid="stMain"]');
+    return main && main.querySelector(selector); };
+  link.addEventListener('focus', () => {  // named for what this page has now
+    link.textContent = find(QUESTION) ? 'Skip to the question and Run'
+                       : find(RUN) ? 'Skip to Run' : 'Skip to the page'; });
+  link.addEventListener('click', event => {
+    event.preventDefault();
+    const target = find(QUESTION) || find(RUN) || find('button, input, a[href], [tabindex="0"]');
+    if (target) target.focus();
+  });
+  document.body.insertBefore(nav, document.body.firstChild);
+})();
+</script>"""
+
+
+def page_base() -> None:
+    """Every page's styles (BASE_CSS) and its skip link (SKIP_LINK): drawn by app.py first."""
+    st.html(f"<style>{BASE_CSS}</style>{SKIP_LINK}", unsafe_allow_javascript=True)
 
 
 def presenting() -> bool:
@@ -161,7 +212,7 @@ class PageLink:
         return {c.param: st.session_state.get(c.key, c.default) for c in self.controls}
 
     # ----- lecture scenarios -----
-    def scenarios(self, named: Mapping[str, str], label: str = "Scenarios:") -> None:
+    def scenarios(self, named: Mapping[str, str], label: str = "Try next:") -> None:
         """A row of buttons, one a scenario (name -> the page's own query string): each sets
         every linked control of the page, those it does not name to the page's default.
         Drawn after the controls (a click during the page's first run must find them)."""
@@ -176,18 +227,19 @@ class PageLink:
         """(where the page's controls go, where its results go), in the script's order.
 
         Presentation mode: areas(), the results above the controls. Otherwise the controls fold
-        into a `settings` expander under the header (open when a link set some of them), with
-        the scenario buttons in a strip below it, then the results: the prediction, the run
-        button and the main chart reach a 1280x720 screen's first view."""
+        into a `settings` expander under the header (folded on a shared link too: the link's
+        values are in it, the question and Run stay on the first screen), then the results:
+        the prediction, the run button, the takeaway and the main chart, on a 1280x720 screen's
+        first view; the scenario buttons in a strip under them ("Try next")."""
         if presenting():
             return areas()
-        linked = any(k not in ("present", "hide", "run") for k in self._params)
         # keyed by page: the browser then draws each page's expander afresh (unkeyed, one
         # page's open expander could carry over to the next page's, drawn in the same place)
-        controls = st.expander(settings, expanded=linked, icon=":material/tune:",
+        controls = st.expander(settings, expanded=False, icon=":material/tune:",
                                key=f"settings_{self.slug}")
+        results = st.container()
         self._strip = st.container()
-        return controls, st.container()
+        return controls, results
 
     @property
     def _scenario_error(self) -> str:
@@ -259,7 +311,8 @@ class PageLink:
                 st.query_params.from_dict(wanted)
         css = "".join(f".st-key-{key} {{ display: none; }}\n" for p in hidden
                       for key in (by_param[p].key, *by_param[p].hides))
-        st.html(f"<style>{BASE_CSS}{PRESENT_CSS if presenting() else ''}{css}</style>")
+        if presenting() or css:  # BASE_CSS: every page's (app.py)
+            st.html(f"<style>{PRESENT_CSS if presenting() else ''}{css}</style>")
 
     def _presenter(self, by_param: dict[str, Control]) -> None:
         with st.sidebar:

@@ -19,7 +19,7 @@ from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
 
 def data_parallel(link: PageLink, cfg: RunConfig, lesson: Lesson, cpu: bool) -> None:
     """A gloo group of real processes against one process with the whole global batch."""
-    st.subheader(lesson.text("ddp_title"))
+    st.header(lesson.text("ddp_title"))
     st.caption(lesson.text("ddp_caption"))
     a, b, c = st.columns(3)
     processes = link.choice(a, "Processes", (1, 2, 3, 4), 2, key="fit_ddp_processes",
@@ -58,7 +58,7 @@ def data_parallel(link: PageLink, cfg: RunConfig, lesson: Lesson, cpu: bool) -> 
 
 def pipeline(link: PageLink, cfg: RunConfig, lesson: Lesson) -> None:
     """The MLP cut in two stages on two processes, micro-batches flowing through (GPipe)."""
-    st.subheader(lesson.text("pipeline_title"))
+    st.header(lesson.text("pipeline_title"))
     st.caption(lesson.text("pipeline_caption"))
     a, b = st.columns(2)
     micro = link.choice(a, "Micro-batches per step", (1, 2, 4, 8), 4, key="fit_pipe_micro",

@@ -16,7 +16,7 @@ def page_text(at) -> str:
     """Every word the page shows, folded or not: texts, boxes, captions, expanders' labels,
     widgets' labels and help."""
     parts = [e.value for kind in (at.markdown, at.caption, at.info, at.success, at.warning,
-                                  at.error, at.title, at.subheader) for e in kind]
+                                  at.error, at.title, at.header, at.subheader) for e in kind]
     parts += [e.label for e in at.expander]
     for kind in (at.button, at.radio, at.number_input, at.select_slider, at.selectbox,
                  at.slider, at.toggle, at.checkbox):

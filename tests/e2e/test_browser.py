@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from scripts.screenshots import SIZES, axe_problems, shoot
 from tests.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -373,6 +374,32 @@ def test_the_keyboard_reaches_every_lab_control_and_run_in_page_order(server, br
     context.close()
 
 
+@pytest.mark.parametrize("route, run", [("training_lab", "run"), ("throughput", "tp_run")])
+def test_the_skip_link_reaches_run_within_five_tabs(server, browser, route, run):
+    """From a fresh load: Tab finds the skip link first, Enter lands on the prediction, and Run
+    is the next Tab — within five Tabs in all, however long the sidebar; Enter then runs."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.goto(f"{server}/{route}")
+    settled(page)
+    page.locator(f".st-key-{run} button").wait_for(timeout=ms(60))
+    settled(page)
+    tabs, key = 0, None
+    page.keyboard.press("Tab")
+    tabs += 1
+    assert page.evaluate("() => document.activeElement.id") == "bsdemo-skip"
+    assert page.evaluate("() => document.activeElement.textContent") == \
+        "Skip to the question and Run"
+    page.keyboard.press("Enter")
+    assert page.evaluate(FOCUSED_KEY) == f"predict_{route}"
+    while key != run and tabs < 5:
+        page.keyboard.press("Tab")
+        tabs += 1
+        key = page.evaluate(FOCUSED_KEY)
+    assert key == run, (tabs, key)
+    context.close()
+
+
 def settled(page) -> None:
     """No script run in flight (Streamlit's status widget gone)."""
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
@@ -384,7 +411,20 @@ def stop_button(page):
     return page.get_by_test_id("stMainBlockContainer").get_by_role("button", name="Stop")
 
 
-def test_a_reload_keeps_the_runs_the_predictions_and_the_quiz_answers(server, browser):
+# an element's text colour against white, WCAG's ratio, with every opacity on the way up
+TEXT_CONTRAST = """(element) => {
+  const text = element.querySelector('p') || element;
+  const rgb = getComputedStyle(text).color.match(/[\\d.]+/g).map(Number);
+  let alpha = rgb.length > 3 ? rgb[3] : 1;
+  for (let e = text; e; e = e.parentElement) alpha *= Number(getComputedStyle(e).opacity);
+  const mixed = rgb.slice(0, 3).map(c => (c * alpha + 255 * (1 - alpha)) / 255);
+  const lin = mixed.map(c => c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+  const lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2];
+  return 1.05 / (lum + 0.05);
+}"""
+
+
+def test_a_reload_keeps_the_runs_the_predictions_and_the_quiz_answers(server, browser, axe):
     """The same browser (its cookie) gets its runs, its prediction and its quiz score back
     after a reload; another browser starts clean."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
@@ -405,6 +445,14 @@ def test_a_reload_keeps_the_runs_the_predictions_and_the_quiz_answers(server, br
     page.get_by_text(re.compile(r"Score: 1 of 1")).wait_for(timeout=ms(30))
     page.reload()
     page.get_by_text(re.compile(r"Score: 1 of 1")).wait_for(timeout=ms(30))
+    settled(page)
+    # the answered question's options (disabled now) stay as readable as open ones
+    options = page.locator(".st-key-quiz_pick_updates-per-epoch [data-testid=stRadioOption]")
+    options.first.wait_for(timeout=ms(30))
+    ratios = [page.evaluate(TEXT_CONTRAST, o.element_handle()) for o in options.all()]
+    assert len(ratios) == 4 and min(ratios) >= 4.5, ratios
+    if axe:
+        assert axe_problems(page, "quiz, one question answered") == []
     page.goto(f"{server}/training_lab")
     page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=ms(60))
     checked = page.locator(".st-key-predict_training_lab input[type=radio]:checked")
@@ -488,17 +536,16 @@ def test_a_link_cannot_put_links_or_images_into_the_page(server, browser, value)
                                   "lr_scaling", "accumulation", "norms", "noise", "sharpness", "fit_batch",
                                   "quiz", "training_lab-gan", "training_lab-spirals",
                                   "training_lab-present"])
-def test_every_page_after_its_default_experiment_reads_cleanly(server, browser, tmp_path, name):
+def test_every_page_after_its_default_experiment_reads_cleanly(server, browser, tmp_path, name,
+                                                                axe):
     """At both sizes, after the page's default experiment: its main result starting on the first
     screen, normal and projected (?present=1, the same results after a reload), the prediction
     above the results, every legend right under its plot, no chart text over another or on the
-    plot, no table with columns cut off, no exception box. The screenshots stay in the test's
+    plot, no table with columns cut off, no exception box; no serious or critical axe-core
+    violation (every violation printed, page by page). The screenshots stay in the test's
     temporary folder (scripts/screenshots.py saves the same pictures anywhere)."""
-    sys.path.insert(0, str(ROOT))
-    from scripts.screenshots import SIZES, shoot
-
     for size in SIZES:
-        path, problems = shoot(browser, server, name, tmp_path, size)
+        path, problems = shoot(browser, server, name, tmp_path, size, axe=axe)
         assert path.stat().st_size > 10_000
         assert problems == [], f"{path.name}: {problems}"
 
