@@ -24,13 +24,6 @@ class Preset:
 
 PRESETS = {p.name: p for p in (
     Preset("digits-mlp", "Handwritten digits (8×8) · MLP", {"dataset": "digits", "model": "mlp"}),
-    Preset("digits-cnn", "Handwritten digits (8×8) · CNN", {"dataset": "digits", "model": "cnn",
-                                                           "width": 32, "depth": 2}),
-    Preset("synthetic-cnn", "Synthetic 28×28 images · CNN", {"dataset": "synthetic", "model": "cnn",
-                                                             "width": 16, "depth": 2,
-                                                             "samples": 4000}),
-    Preset("synthetic-mlp", "Synthetic 28×28 images · MLP", {"dataset": "synthetic",
-                                                             "model": "mlp", "samples": 4000}),
     Preset("spirals-mlp", "Two spirals (2-D) · MLP", {"dataset": "spirals", "model": "mlp",
                                                       "width": 64, "noise": 0.1}),
     Preset("moons-mlp", "Two moons (2-D) · MLP", {"dataset": "moons", "model": "mlp", "width": 64}),
@@ -38,6 +31,13 @@ PRESETS = {p.name: p for p in (
     Preset("xor-mlp", "XOR (2-D) · MLP", {"dataset": "xor", "model": "mlp", "width": 64}),
     Preset("blobs-mlp", "Gaussian blobs (2-D) · MLP", {"dataset": "blobs", "model": "mlp",
                                                        "width": 64}),
+    Preset("digits-cnn", "Handwritten digits (8×8) · CNN", {"dataset": "digits", "model": "cnn",
+                                                           "width": 32, "depth": 2}),
+    Preset("synthetic-cnn", "Synthetic 28×28 images · CNN", {"dataset": "synthetic", "model": "cnn",
+                                                             "width": 16, "depth": 2,
+                                                             "samples": 4000}),
+    Preset("synthetic-mlp", "Synthetic 28×28 images · MLP", {"dataset": "synthetic",
+                                                             "model": "mlp", "samples": 4000}),
     Preset("mnist-cnn", "MNIST digits (28×28, download) · CNN", {"dataset": "mnist",
                                                                  "model": "cnn", "width": 16,
                                                                  "depth": 2}),
@@ -80,6 +80,7 @@ LAB_SCENARIOS = {
     "The default (batch 32)": "batch_size=32&epochs=10",
     "Batch 256: 8× fewer updates": "batch_size=256&epochs=10",
     "Batch 256, lr × 8": "batch_size=256&lr=0.4&epochs=10",
+    "Two spirals: the regions as it learns": "dataset=spirals&width=64&depth=3&lr=0.1&epochs=30",
     "Accumulate 8 × 32": "batch_size=32&accumulation_steps=8&epochs=10",
 }
 # the two scenarios the quiz suggests running first: its explanations then quote their numbers

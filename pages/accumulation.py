@@ -43,7 +43,7 @@ def draw(snap) -> None:
     level, text = recipes.accumulation_verdict(r)
     chart = charts.accumulation_chart(r)
     show_chart(chart, "acc_chart")
-    takeaway(text, level)  # right under the main chart
+    takeaway(text, level)  # shown above the main chart (BASE_CSS lifts it)
     cols = st.columns(4)
     cols[0].metric(f"Peak memory, one batch of {r['effective_batch_size']}",
                    format_bytes(r["big_peak_memory_bytes"]))

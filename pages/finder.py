@@ -43,17 +43,22 @@ with results:
 
 
 def draw(snap) -> None:
-    show_table(charts.probe_table(snap.points), "find_probes")
     r = snap.result
-    if r is None:
+    # the main result: the probes, the memory fit's prediction, the budget and the verified batch
+    show_chart(charts.finder_chart(snap.points, r), "find_chart")
+    if r is not None and r["batch_size"] is None:
+        takeaway(lesson.text("no_fit", message=r["message"]), level="error")
+    elif r is not None:
+        accum = f" × {r['accumulation_steps']} accumulation steps" \
+            if r["accumulation_steps"] > 1 else ""
+        takeaway(lesson.text("use", batch=r["batch_size"], accum=accum, message=r["message"],
+                             probes=r["probes"],
+                             tested=", ".join(map(str, r["tested_batch_sizes"])),
+                             doubling=recipes.doubling_trials(r["max_batch_size"] or 1)),
+                 level="success")  # shown above the chart (BASE_CSS lifts it)
+    show_table(charts.probe_table(snap.points), "find_probes")
+    if r is None or r["batch_size"] is None:
         return
-    if r["batch_size"] is None:
-        st.error(lesson.text("no_fit", message=r["message"]))
-        return
-    accum = f" × {r['accumulation_steps']} accumulation steps" if r["accumulation_steps"] > 1 else ""
-    st.success(lesson.text("use", batch=r["batch_size"], accum=accum, message=r["message"],
-                           probes=r["probes"], tested=", ".join(map(str, r["tested_batch_sizes"])),
-                           doubling=recipes.doubling_trials(r["max_batch_size"] or 1)))
     if r.get("throughput"):
         st.caption(lesson.text("throughput"))
         show_table(charts.throughput_table(r["throughput"]), "find_throughput")
@@ -91,7 +96,7 @@ def draw_architectures(snap) -> None:
         for column, name in zip(st.columns(2), pair, strict=True):
             with column:
                 show_chart(figures[name], f"arch_{name}")
-        if pair[0] == "speed" and snap.done:  # the takeaway right under the main charts
+        if pair[0] == "speed" and snap.done:  # the takeaway, shown above the main chart (BASE_CSS)
             takeaway(recipes.architecture_verdict(summaries, snap.options["seconds"], points),
                      key="takeaway_architectures")
     if summaries:

@@ -38,7 +38,7 @@ def draw(snap) -> None:
         return
     chart = charts.fit_chart(rows, snap.options["memory_budget_bytes"])
     show_chart(chart, "fit_chart")
-    if snap.done:  # the takeaway right under the main chart
+    if snap.done:  # the takeaway, shown above the main chart (BASE_CSS)
         takeaway(recipes.fit_verdict(rows, snap.options["memory_budget_bytes"],
                                      "cpu" if cpu else "cuda"))
     table = chart.table

@@ -40,7 +40,7 @@ def draw(snaps) -> None:
     show_chart(main, "lr_loss")
     rows = charts.comparison_table(snaps)
     verdict = recipes.lr_verdict(rows)
-    takeaway(verdict)  # right under the main chart
+    takeaway(verdict)  # shown above the main chart (BASE_CSS lifts it)
     # batch and lr are in the run labels, the first loss is in the closing text's ratio, and
     # memory belongs to another lesson: what is left fits 1280 px
     show_table(rows, "lr_table", hide=("batch", "lr", "first loss", "peak memory (MiB)"))

@@ -35,7 +35,7 @@ def draw(snap) -> None:
     main = charts.memory_breakdown_chart(points, end and end["fit"], budget,
                                          end and end["predicted_max_batch_size"])
     show_chart(main, "mem_chart")
-    if end:  # the takeaway right under the main chart
+    if end:  # the takeaway, shown above the main chart (BASE_CSS)
         takeaway(recipes.memory_verdict(end, points))
     st.toggle("Show data tables", key="show_tables")  # under the chart: it reaches the screen
     oom = next((p for p in points if p["status"] == "oom"), None)

@@ -48,7 +48,7 @@ def draw(snap) -> None:
         show_chart(variance, "noi_variance")
     with right:
         show_chart(cosine, "noi_cosine")
-    takeaway(recipes.noise_verdict(r))  # right under the main chart
+    takeaway(recipes.noise_verdict(r))  # shown above the main chart (BASE_CSS lifts it)
     cols = st.columns(3)
     cols[0].metric("Variance slope (log-log)", f"{r['variance_slope']:.2f}",
                    help=lesson.text("help_slope"))

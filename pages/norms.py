@@ -38,7 +38,7 @@ def draw(snap) -> None:
         return
     chart = charts.norms_chart(cells)
     show_chart(chart, "nrm_chart")
-    if snap.done:  # the takeaway right under the main chart
+    if snap.done:  # the takeaway, shown above the main chart (BASE_CSS)
         takeaway(recipes.norms_verdict(cells, cfg.model))
     st.caption(lesson.text("table_caption"))
     table = charts.norms_table(cells)

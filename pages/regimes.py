@@ -35,15 +35,18 @@ with results:
     sweeps.group_button("reg", "Train all three", [r for _, r in runs], [n for n, _ in runs])
 
 
+AXES = {"epochs": "epochs", "steps": "weight updates (log)", "seconds": "seconds (log)"}
+
+
 def draw(snaps) -> None:
-    tabs = st.tabs(["against epochs", "against weight updates (log)", "against seconds (log)"])
-    for tab, axis in zip(tabs, ("epochs", "steps", "seconds"), strict=True):
-        with tab:  # updates and seconds span three orders of magnitude between the regimes
-            show_chart(charts.labelled_loss_chart(snaps, axis, log=axis != "epochs"),
-                       f"reg_loss_{axis}")
+    chart = st.container()  # the chart above the choice of its x-axis (drawn after: it reads it)
+    axis = st.segmented_control("Loss against", list(AXES), format_func=AXES.get,
+                                default="epochs", required=True, key="reg_axis") or "epochs"
+    with chart:  # updates and seconds span three orders of magnitude between the regimes
+        show_chart(charts.labelled_loss_chart(snaps, axis, log=axis != "epochs"), "reg_loss")
     rows = charts.comparison_table(snaps)
     verdict = recipes.regimes_verdict(rows)
-    takeaway(verdict)  # right under the main chart
+    takeaway(verdict)  # shown above the main chart (BASE_CSS lifts it)
     show_table(rows, "reg_table", hide=("batch", "first loss", "peak loss"))  # batch: in labels
     for label, peak in recipes.over_budget(snaps, budget) if budget else []:
         st.error(f"{label} needs {format_bytes(peak)}: it would not fit in a "

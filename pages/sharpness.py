@@ -80,7 +80,7 @@ def draw(snap) -> None:
         show_chart(curves, "shp_curves")
     with right:
         show_chart(trace, "shp_trace")
-    takeaway(recipes.sharpness_verdict(r))  # right under the main charts
+    takeaway(recipes.sharpness_verdict(r))  # shown above the main chart (BASE_CSS lifts it)
     show_chart(cut, "shp_slice")
     table = charts.sharpness_table(r["runs"], r["train_samples"])
     st.dataframe(table, hide_index=True, key="shp_table", column_config={

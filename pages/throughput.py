@@ -46,7 +46,7 @@ def draw(snap) -> None:
     with right:
         show_chart(charts.sweep_step_time_chart(points, end and end["fit"],
                                                 end and end["crossover_batch_size"]), "tp_step")
-    if end:  # the takeaway right under the main charts, across both
+    if end:  # the takeaway, shown above the main charts (BASE_CSS)
         takeaway(recipes.throughput_verdict(end, points, end.get("peak_source")))
     cols = st.columns(4)
     cols[0].metric("Best samples/s (measured)", f"{best['samples_per_sec']:,.0f}",

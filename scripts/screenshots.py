@@ -120,12 +120,18 @@ VISUAL_PROBLEMS = """() => {
 
 
 LEGEND_GAP_PX = 20  # a legend this far at most from its plot (its axis labels included)
-FIRST_SCREEN = """([slug, gap, expect]) => {
+# pages whose main chart's plot area does not yet end on a 1280x720 first screen (it starts
+# there): said in CHANGES.md, a later issue's work; every other page is held to the whole plot
+ONE_SCREEN_PENDING = {"training_lab", "regimes", "accumulation", "finder"}
+FIRST_SCREEN = """([slug, gap, expect, whole]) => {
   const problems = [];
   const main = document.querySelector('[data-testid="stMain"]') || document.body;
   main.scrollTop = 0;
   const plots = [...document.querySelectorAll('.js-plotly-plot')];
   const view = window.innerHeight;
+  const below = (what, box) => {
+    if (box.bottom > view + 1) problems.push(`${what} ends at ${Math.round(box.bottom)} px, `
+                                             + `below the first screen (${view} px)`); };
   // the main result: the page's first chart, or its first table where that comes first (the
   // finder's probes)
   const result = document.querySelector('.js-plotly-plot, [data-testid="stDataFrame"]');
@@ -134,20 +140,19 @@ FIRST_SCREEN = """([slug, gap, expect]) => {
     const top = result.getBoundingClientRect().top;
     if (top >= view) problems.push(`the main result starts at ${Math.round(top)} px, below `
                                    + `the first screen (${view} px)`);
+    const area = result.querySelector('.nsewdrag');
+    if (whole && area) below("the main chart's plot area", area.getBoundingClientRect());
     const predict = document.querySelector(`.st-key-predict_${slug}`);
     if (predict && predict.getBoundingClientRect().bottom > top + 1)
       problems.push('the prediction sits below the results');
-    // the main takeaway (widgets.takeaway): under its chart; projected, lifted above it, so
-    // that the first screen holds it whole, under the prediction
+    if (predict) below('the prediction', predict.getBoundingClientRect());
+    // the main takeaway (widgets.takeaway): lifted above the chart it closes, whole inside the
+    // first screen, under the prediction
     const lead = document.querySelector('.st-key-takeaway [data-testid="stAlert"]');
-    const projected = getComputedStyle(document.documentElement).fontSize === '22px';
     if (lead) {
       const t = lead.getBoundingClientRect();
-      if (!projected && t.top < result.getBoundingClientRect().bottom - 1)
-        problems.push('the takeaway sits above the chart it closes');
-      if (projected && t.bottom > view)
-        problems.push(`the takeaway ends at ${Math.round(t.bottom)} px, below the first `
-                      + `screen (${view} px)`);
+      if (t.top > top + 1) problems.push('the takeaway sits under its chart');
+      below('the takeaway', t);
       if (predict && predict.getBoundingClientRect().bottom > t.top + 1)
         problems.push('the prediction sits below the takeaway');
     }
@@ -175,11 +180,12 @@ FIRST_SCREEN = """([slug, gap, expect]) => {
 
 def first_screen_problems(page, slug: str, expect: bool = True) -> list[str]:
     """What a first screen must hold, normal or projected, checked at the viewport's own size:
-    the main result (the first chart, or a table before it) starting inside it, the
-    prediction above the results, the main takeaway under its chart (projected: above it, whole
-    inside the first screen), every legend within LEGEND_GAP_PX of its plot; `expect`: a page
-    that ran an experiment must show a result at all."""
-    return page.evaluate(FIRST_SCREEN, [slug, LEGEND_GAP_PX, expect])
+    the prediction, then the main takeaway, then the main result (the first chart, or a table
+    before it), the prediction and the takeaway whole inside it, and the main chart's whole plot
+    area (but on ONE_SCREEN_PENDING's pages: its start); every legend within LEGEND_GAP_PX of
+    its plot; `expect`: a page that ran an experiment must show a result at all."""
+    return page.evaluate(FIRST_SCREEN, [slug, LEGEND_GAP_PX, expect,
+                                        slug not in ONE_SCREEN_PENDING])
 
 
 def settled_first_screen(page, slug: str, expect: bool = True, tries: int = 10) -> list[str]:

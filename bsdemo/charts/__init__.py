@@ -55,6 +55,7 @@ from bsdemo.charts.style import (
 from bsdemo.charts.sweeps import (
     BREAKDOWN,
     critical_chart,
+    finder_chart,
     memory_breakdown_chart,
     noise_charts,
     norms_chart,
@@ -75,7 +76,8 @@ from bsdemo.recipes import best_lr_per_batch
 
 __all__ = ["BATCH_PALETTE", "BREAKDOWN", "OKABE_ITO", "OOM_COLOUR", "X_AXES", "Chart",
            "accumulation_chart",
-           "architecture_charts", "architecture_table", "cut_chart", "ddp_chart", "pipeline_chart",
+           "architecture_charts", "architecture_table", "cut_chart", "ddp_chart", "finder_chart",
+           "pipeline_chart",
            "profile_split_chart", "profile_timeline_chart",
            "pipeline_memory_chart",
            "batch_colour", "best_lr_per_batch", "critical_chart", "fit_chart", "comparison_table", "ema",

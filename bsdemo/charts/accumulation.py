@@ -38,7 +38,7 @@ def accumulation_chart(r: dict[str, Any]) -> Chart:
     fig.update_xaxes(type="log", exponentformat="power", dtick=1)  # a label on every power of 10
     fig.update_yaxes(autorange="reversed")  # the model's order, top to bottom
     fig.update_layout(barmode="group", hovermode="closest",
-                      height=160 + 34 * len(names))
+                      height=130 + 26 * len(names))  # with Run and the takeaway: one 1280x720 screen
     alt = (f"{shape}: per parameter tensor, the largest gradient difference ranges "
            f"{min(diffs):.2g}–{max(diffs):.2g} against gradient norms {min(norms):.2g}–"
            f"{max(norms):.2g}.")

@@ -25,7 +25,8 @@ from bsdemo.charts.style import (
 from bsdemo.runs import JobSnapshot, cpu_rates
 from bsdemo.units import MIB
 
-LOSS_KEY = "thick: train loss (evaluated) · thin, open markers: test loss · faint: each step's loss"
+# one line over a half-width chart (a longer key wraps, and pushes the plot down the screen)
+LOSS_KEY = "thick: train loss · open markers: test loss · faint: steps"
 EMPTY_LOSS = "Press Run: each step's loss appears here as it is measured."
 LOSS_TITLE = "Cross-entropy loss (nats)"
 

@@ -42,7 +42,7 @@ def fit_chart(results: Sequence[dict[str, Any]], budget: int) -> Chart:
                                   and all(r.get("clock") == THREAD_CLOCK for r in results)
                                   else ""))
     fig.update_layout(barmode="overlay", hovermode="closest", showlegend=bool(micro),
-                      height=120 + 48 * len(results))
+                      height=110 + 42 * len(results))  # one 1280x720 screen with Run
     fig.update_yaxes(autorange="reversed")
     base = next((r for r in results if r["technique"] == "fp32"), None)
     alt = "Largest batch under the budget: " + "; ".join(

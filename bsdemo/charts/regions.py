@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from bsdemo.charts.curves import run_label
-from bsdemo.charts.style import OKABE_ITO, Chart, empty, layout
+from bsdemo.charts.style import CHART_PX, OKABE_ITO, Chart, empty, layout
 from bsdemo.runs import JobSnapshot
 
 PANEL_TITLE_PX = 24
@@ -34,15 +34,16 @@ def _tint(colour: str) -> str:
     return "#{:02X}{:02X}{:02X}".format(*(round(c + (255 - c) * TINT) for c in (r, g, b)))
 
 
-def regions_chart(runs: Sequence[JobSnapshot]) -> Chart:
-    """The newest MOST runs with decision regions, one panel each: the class the model
-    predicts over the plane (tinted) and the test points in their true class (dark)."""
-    shown = [(snap, found) for snap in runs if (found := latest_regions(snap))][-MOST:]
-    # always MOST columns (the unused ones blank): each panel about as wide as it is tall in
-    # half a 1280 px page, with no aspect lock (a locked panel shrinks away from its legend)
+def regions_chart(runs: Sequence[JobSnapshot], most: int = MOST) -> Chart:
+    """The newest `most` runs with decision regions, one panel each: the class the model
+    predicts over the plane (tinted) and the test points in their true class (dark). The
+    Training Lab draws one (the newest run's), beside its loss curve."""
+    shown = [(snap, found) for snap in runs if (found := latest_regions(snap))][-most:]
+    # always `most` columns (the unused ones blank): each panel about as wide as it is tall,
+    # with no aspect lock (a locked panel shrinks away from its legend)
     titles = [f"#{snap.run_number} · batch {snap.effective_batch:,} · step {step:,}"
               for snap, (_, step) in shown]  # short: a panel is a third of the chart
-    fig = make_subplots(rows=1, cols=MOST, subplot_titles=titles + [""] * (MOST - len(titles)),
+    fig = make_subplots(rows=1, cols=most, subplot_titles=titles + [""] * (most - len(titles)),
                         horizontal_spacing=0.04)
     classes = sorted({CLASS_CHARS.index(c) for _, (r, _) in shown for c in set(r["classes"])}
                      | {p[2] for _, (r, _) in shown for p in r["points"]})
@@ -74,14 +75,14 @@ def regions_chart(runs: Sequence[JobSnapshot]) -> Chart:
         parts.append(f"{run_label(snap)} at step {step:,}: {wrong} of {len(regions['points'])} "
                      "drawn test points on the wrong side")
     layout(fig, "What the model learned", "feature 1 (standardised)", "feature 2",
-           subtitle="tint: the class it predicts · dots: test points in their true class")
+           subtitle="tint: predicted class · dots: test points, true class")
     fig.update_xaxes(showgrid=False, zeroline=False, nticks=5)
     fig.update_yaxes(showgrid=False, zeroline=False, nticks=5)
-    for col in range(len(shown) + 1, MOST + 1):  # blank columns: no axis lines either
+    for col in range(len(shown) + 1, most + 1):  # blank columns: no axis lines either
         fig.update_xaxes(visible=False, row=1, col=col)
         fig.update_yaxes(visible=False, row=1, col=col)
     # room above the panels for their titles, under the chart's subtitle
-    fig.update_layout(hovermode="closest", height=380 + PANEL_TITLE_PX,
+    fig.update_layout(hovermode="closest", height=CHART_PX + PANEL_TITLE_PX,
                       margin=dict(t=fig.layout.margin.t + PANEL_TITLE_PX),
                       title=dict(yref="container", y=1, yanchor="top", pad=dict(t=14)))
     if not shown:

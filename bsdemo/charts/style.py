@@ -224,14 +224,15 @@ def layout(fig: go.Figure | Draft, title: str, x_title: str, y_title: str,
     fig.update_layout(
         title=dict(text=title, subtitle=dict(text=subtitle) if subtitle else None),
         xaxis=dict(title=dict(text=x_title)), yaxis=dict(title=dict(text=y_title)),
-        height=360 + 18 * (lines - 1),
-        margin=dict(l=60, r=20, t=(74 + 18 * (lines - 1)) if subtitle else 50, b=50),
+        height=CHART_PX + 18 * (lines - 1),
+        margin=dict(l=60, r=20, t=(62 + 18 * (lines - 1)) if subtitle else 44, b=50),
         legend=dict(orientation="h", y=-0.3, yanchor="top"), hovermode="x unified")
     if yaxis:
         fig.update_yaxes(**yaxis)
     return fig
 
 
+CHART_PX = 340  # a chart's height: with the question, Run and the takeaway, a 1280x720 screen
 SUBTITLE_CHARS = 60  # about what one line holds in a chart half a 1280 px page wide
 AXIS_LABELS_PX = 38  # below a plot whose x axis has no title: its tick labels' band
 LEGEND_ROW_PX = 26  # a row with its padding, generous: too little and plotly pushes the plot up
@@ -262,7 +263,7 @@ def fit_legend(fig: go.Figure) -> go.Figure:
     font = fig.layout.legend.font.size or 12  # a projector's legend is larger
     rows = legend_rows(names, font)
     extra = max(LEGEND_ROW_PX, round(font * 2)) * rows + 14
-    height = (fig.layout.height or 360) + extra
+    height = (fig.layout.height or CHART_PX) + extra
     axis = fig.layout.margin.b or 50  # the x axis's own room: its tick labels and title
     if not fig.layout.xaxis.title.text:  # tick labels only: the least room plotly keeps them
         axis = min(axis, AXIS_LABELS_PX)
@@ -283,7 +284,7 @@ def projector(fig: go.Figure) -> go.Figure:
     size = PROJECTOR_TEXT_PX
     fig.update_layout(font=dict(size=size, color="#111111"), title_font=dict(size=size + 6),
                       legend_font=dict(size=size - 2),
-                      height=round((fig.layout.height or 360) * 1.35))
+                      height=round((fig.layout.height or CHART_PX) * 1.35))
     fig.update_xaxes(title_font=dict(size=size, color="#111111"), tickfont=dict(size=size - 2),
                      linecolor="#444444", gridcolor="#dddddd")
     fig.update_yaxes(title_font=dict(size=size, color="#111111"), tickfont=dict(size=size - 2),
@@ -315,7 +316,7 @@ def _wrap_y_title(fig: go.Figure, size: int) -> None:
     if not title or "<br>" in title:
         return
     margin = fig.layout.margin
-    plot = (fig.layout.height or 360) - (margin.t or 80) - (margin.b or 80)
+    plot = (fig.layout.height or CHART_PX) - (margin.t or 80) - (margin.b or 80)
     if len(title) * 0.55 * size <= plot or " " not in title:
         return
     middle = len(title) // 2

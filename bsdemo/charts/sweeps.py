@@ -10,6 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from bsdemo.charts.style import OKABE_ITO, OOM_COLOUR, Chart, batch_colour, layout
+from bsdemo.fits import linear_fit
 from bsdemo.units import MIB
 
 BREAKDOWN = (("parameters", "Parameters"), ("gradients", "Gradients"),
@@ -219,6 +220,65 @@ def memory_breakdown_chart(points: Sequence[dict], fit: dict | None, budget: int
     rows = [{"batch size": p["batch_size"], "status": p["status"],
              **{label: (p["memory_breakdown"] or {}).get(key) for key, label in BREAKDOWN},
              "peak (B)": p["peak_memory_bytes"], "message": p["message"]} for p in points]
+    return Chart(fig, alt, rows)
+
+
+def finder_chart(points: Sequence[dict], result: dict | None) -> Chart:
+    """The batch-size finder's story on one chart: each probe's peak memory against its batch
+    (numbered in the order it ran, out-of-memory ones marked), the line M(B) = M0 + m·B fitted
+    through the probes that ran (the prediction), the memory budget and what the safety margin
+    leaves of it, and the batch the finder verified with a real step."""
+    probes = [p for p in points if p.get("kind", "find_probe") == "find_probe"]
+    ok = [p for p in _ok(probes) if p["peak_memory_bytes"]]
+    fig = go.Figure()
+    capacity = (result or {}).get("capacity_bytes")
+    margin = (result or {}).get("margin") or 0.0
+    fit = linear_fit([p["batch_size"] for p in ok], [p["peak_memory_bytes"] for p in ok])
+    chosen = (result or {}).get("max_batch_size")
+    sizes = [p["batch_size"] for p in probes] + ([chosen] if chosen else [])
+    alt = f"{len(probes)} probe(s) of peak memory against batch size."
+    if fit is not None and fit.slope > 0:
+        lo, hi = min(sizes), max(sizes)  # a straight line drawn smooth on the log axis
+        xs = sorted({lo * (hi / lo) ** (i / 40) for i in range(41)} | set(sizes))
+        fig.add_trace(go.Scatter(
+            x=xs, y=[fit.predict(b) / MIB for b in xs], mode="lines",
+            name=f"fit M(B) = {fit.intercept / MIB:.3g} MiB + {fit.slope / 1024:.3g} KiB·B "
+                 "(predicted)", line=dict(color="#000000", dash="dash"), hoverinfo="skip"))
+        alt += (f" The fit through the {fit.n} that ran: {fit.intercept / MIB:.3g} MiB plus "
+                f"{fit.slope / 1024:.3g} KiB a sample.")
+    if ok:
+        fig.add_trace(go.Scatter(
+            x=[p["batch_size"] for p in ok], y=[p["peak_memory_bytes"] / MIB for p in ok],
+            mode="markers+text", name="a probe that ran (measured)",
+            text=[str(p["probe"]) for p in ok], textposition="top left",
+            marker=dict(color=OKABE_ITO[0], size=10),
+            hovertext=[f"probe {p['probe']}: batch {p['batch_size']:,}, "
+                       f"{p['peak_memory_bytes'] / MIB:,.3g} MiB ({p['reason']})" for p in ok],
+            hoverinfo="text"))
+    top = max([p["peak_memory_bytes"] for p in ok] + [capacity or 0], default=0) / MIB
+    if capacity:
+        fig.add_hline(y=capacity / MIB, line=dict(color=OOM_COLOUR, dash="dot"),
+                      annotation_text=f"budget {capacity / MIB:,.4g} MiB",
+                      annotation_position="top left")
+        if margin:
+            usable = capacity * (1 - margin) / MIB
+            fig.add_hline(y=usable, line=dict(color=OKABE_ITO[4], dash="dot"),
+                          annotation_text=f"{margin:.0%} kept free", annotation_position="bottom left")
+        alt += f" The budget is {capacity / MIB:,.4g} MiB, {margin:.0%} of it kept free."
+    if chosen:
+        _vline(fig, chosen, f"largest that fits: {chosen:,} (verified)", OKABE_ITO[2],
+               side="right", inside=True)
+        alt += f" Batch {chosen:,} is the largest that fits, verified by a real step."
+    _oom_marks(fig, probes, top * 1.05 if top else 1)
+    ooms = [p["batch_size"] for p in probes if p["status"] == "oom"]
+    if ooms:
+        alt += f" Out of memory at batch {', '.join(f'{b:,}' for b in sorted(ooms))}."
+    layout(fig, "Predict from a few probes, verify with a real step", "Batch size (log2 scale)",
+           "Peak memory (MiB)", subtitle="numbers: the order the probes ran")
+    fig.update_layout(hovermode="closest")
+    _log2_axis(fig, sizes)
+    rows = [{"probe": p["probe"], "batch size": p["batch_size"], "status": p["status"],
+             "peak (B)": p["peak_memory_bytes"], "why": p["reason"]} for p in probes]
     return Chart(fig, alt, rows)
 
 

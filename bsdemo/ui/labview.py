@@ -127,8 +127,9 @@ def _x_axis_chosen(key: str) -> None:
 
 
 def _charts(shown: list[JobSnapshot]) -> None:
-    """Loss and samples/s side by side, their display controls under them (drawn first: the
-    charts read them), then memory and GPU utilisation."""
+    """Loss and samples/s side by side (on a 2-D dataset: loss and the decision regions), the
+    takeaway, their display controls under them (drawn first: the charts read them), then
+    memory and GPU utilisation (and samples/s, where the regions took its place)."""
     top = st.container(key="lab_charts")  # keyed: a phone draws them before the status line
     x_axis, smoothing, log = _chart_controls(shown)
 
@@ -140,25 +141,35 @@ def _charts(shown: list[JobSnapshot]) -> None:
     # made once for every session drawing the same runs the same way (a room on one run)
     loss, throughput, verdict, memory = shared_figures(
         ("lab", runs_key(shown), x_axis, smoothing, log, presenting()), build)
+    # a 2-D dataset: what each run learned, beside its loss curve (redrawn with each snapshot)
+    regions = any(latest_regions(snap) for snap in shown)
     with top:
         left, right = st.columns(2)
         with left:
             show_chart(loss, "loss_chart", is_framed=True)
         with right:
-            show_chart(throughput, "throughput_chart", is_framed=True)
-        takeaway(verdict)  # what the runs drawn show, right under them
-    if any(latest_regions(snap) for snap in shown):  # a 2-D dataset: what each run learned
-        show_chart(regions_chart(shown), "regions_chart")
+            if regions:
+                show_chart(regions_chart(shown, most=1), "regions_chart")
+            else:
+                show_chart(throughput, "throughput_chart", is_framed=True)
+        takeaway(verdict)  # what the runs drawn show (lifted above them: BASE_CSS)
     left, right = st.columns(2)
     with left:
-        show_chart(memory, "memory_chart", is_framed=True)
+        if regions:
+            show_chart(throughput, "throughput_chart", is_framed=True)
+        else:
+            show_chart(memory, "memory_chart", is_framed=True)
     with right:
-        if charts.has_utilization(shown):
+        if regions:
+            show_chart(memory, "memory_chart", is_framed=True)
+        elif charts.has_utilization(shown):
             show_chart(charts.utilization_chart(shown, x_axis, smoothing, log),
                        "utilization_chart")
         else:
             st.caption("GPU utilisation appears here when the run is on an NVIDIA GPU "
                        "(read from NVML).")
+    if regions and charts.has_utilization(shown):
+        show_chart(charts.utilization_chart(shown, x_axis, smoothing, log), "utilization_chart")
     gans = [snap for snap in shown if is_gan(snap)]
     if gans:
         left, right = st.columns(2)

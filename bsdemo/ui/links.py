@@ -44,9 +44,12 @@ BASE_CSS = """
   border: 2px solid #0072B2; border-radius: 0.5rem; font-weight: 600; }
 [data-testid="stMainBlockContainer"] { padding-top: 1.75rem; }
 [data-testid="stMainBlockContainer"] h1 { font-size: 2.1rem; padding-bottom: 0.25rem; }
-[data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.75rem; }
+[data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.6rem; }
 [data-testid="stMainBlockContainer"] [data-testid="stAlert"] [role="alert"] {
   padding: 0.6rem 0.9rem; }
+/* the "Predict first" question and its answers (header.predict) in one tinted box */
+[class*="st-key-predict_"] { background: #E8F1FB; border-radius: 0.5rem; padding: 0.45rem 0.9rem; }
+[class*="st-key-predict_"] [data-testid="stWidgetLabel"] p { font-size: 1rem; color: #0B3A66; }
 /* the main takeaway (widgets.takeaway) above the chart it closes: the first screen's answer */
 [data-testid="stLayoutWrapper"]:has(> .st-key-takeaway) { order: -1; }
 @media (max-width: 640px), (hover: none) { .modebar-container { display: none !important; } }

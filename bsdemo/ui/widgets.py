@@ -76,13 +76,14 @@ def runs_key(shown: list[JobSnapshot]) -> tuple:
 
 
 def takeaway(text: str | None, level: str = "info", key: str = "takeaway") -> None:
-    """A closing text as a page shows it, right under its main chart: the one-sentence takeaway
-    in a box (level: info, success, warning or error), the explanation folded under "More".
+    """A closing text as a page shows it, drawn right under its main chart: the one-sentence
+    takeaway in a box (level: info, success, warning or error), the explanation folded under
+    "More".
 
     The lead in a container keyed `key` (a page with several takeaways names each:
-    "takeaway_…"): projected, the page's styles lift the main one above the chart it closes
-    (PRESENT_CSS), where a 1280x720 screen still shows it under the run button; "More" stays
-    under the chart."""
+    "takeaway_…"): every page's styles lift the main one above the chart it closes
+    (links.BASE_CSS), where a 1280x720 screen shows it under the run button; "More" stays under
+    the chart."""
     if not text:
         return
     lead, more = closing.split(text)

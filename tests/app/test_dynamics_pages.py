@@ -25,7 +25,11 @@ def test_regimes_page_trains_the_three_and_tabulates_them():
     run_until(at, lambda a: group_done(a) and "weight updates" in closing(a))
     table = at.dataframe[0].value
     assert list(table["weight updates"]) == [2 * 1438, 2, 2 * 45]
-    assert len(at.get("plotly_chart")) == 3  # against epochs, updates, seconds
+    assert len(at.get("plotly_chart")) == 1  # against epochs; updates and seconds on a click
+    at.get("button_group")[0].set_value("steps").run()
+    assert len(at.get("plotly_chart")) == 1
+    shown = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    assert shown["xaxis"]["type"] == "log" and shown["xaxis"]["title"]["text"] == "Optimizer steps"
     # the prediction beside what the runs showed, and kept for this tab
     said = unescape(at.warning[0].value)
     assert said.startswith("You predicted “the full batch does”; your runs show “the SGD run "

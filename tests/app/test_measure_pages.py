@@ -61,7 +61,8 @@ def test_finder_page_recommends_a_tested_batch():
     run_until(at, lambda a: bool(a.success) or bool(a.error))
     text = at.success[0].value
     assert unescape(at.success[1].value).startswith("You predicted “9 or more”, and your runs agree")
-    assert "Use batch 250 × 4 accumulation steps" in text and "real memory probes" in text
+    assert "Use batch 250 × 4 accumulation steps" in text  # the takeaway; how, under "More"
+    assert any("real memory probes" in m.value for m in at.markdown)
     probes = at.dataframe[0].value
     assert 250 in list(probes["batch size"]) and len(probes) <= 5
     assert "linear rule" in " ".join(m.value for m in at.markdown)
