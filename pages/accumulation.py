@@ -42,7 +42,7 @@ def draw(snap) -> None:
         return
     level, text = recipes.accumulation_verdict(r)
     chart = charts.accumulation_chart(r)
-    show_chart(chart, "acc_chart")
+    show_chart(chart, "acc_chart", main=True)
     takeaway(text, level)  # shown above the main chart (BASE_CSS lifts it)
     cols = st.columns(4)
     cols[0].metric(f"Peak memory, one batch of {r['effective_batch_size']}",

@@ -45,7 +45,7 @@ with results:
 def draw(snap) -> None:
     r = snap.result
     # the main result: the probes, the memory fit's prediction, the budget and the verified batch
-    show_chart(charts.finder_chart(snap.points, r), "find_chart")
+    show_chart(charts.finder_chart(snap.points, r), "find_chart", main=True)
     if r is not None and r["batch_size"] is None:
         takeaway(lesson.text("no_fit", message=r["message"]), level="error")
     elif r is not None:

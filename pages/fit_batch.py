@@ -37,7 +37,7 @@ def draw(snap) -> None:
     if not rows:
         return
     chart = charts.fit_chart(rows, snap.options["memory_budget_bytes"])
-    show_chart(chart, "fit_chart")
+    show_chart(chart, "fit_chart", main=True)
     if snap.done:  # the takeaway, shown above the main chart (BASE_CSS)
         takeaway(recipes.fit_verdict(rows, snap.options["memory_budget_bytes"],
                                      "cpu" if cpu else "cuda"))

@@ -37,7 +37,7 @@ with results:
 
 def draw(snaps) -> None:
     main = charts.labelled_loss_chart(snaps, "epochs")
-    show_chart(main, "lr_loss")
+    show_chart(main, "lr_loss", main=True)
     rows = charts.comparison_table(snaps)
     verdict = recipes.lr_verdict(rows)
     takeaway(verdict)  # shown above the main chart (BASE_CSS lifts it)

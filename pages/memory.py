@@ -34,7 +34,7 @@ def draw(snap) -> None:
     points, end = snap.points, snap.result
     main = charts.memory_breakdown_chart(points, end and end["fit"], budget,
                                          end and end["predicted_max_batch_size"])
-    show_chart(main, "mem_chart")
+    show_chart(main, "mem_chart", main=True)
     if end:  # the takeaway, shown above the main chart (BASE_CSS)
         takeaway(recipes.memory_verdict(end, points))
     st.toggle("Show data tables", key="show_tables")  # under the chart: it reaches the screen

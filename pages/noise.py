@@ -45,7 +45,7 @@ def draw(snap) -> None:
     variance, cosine = charts.noise_charts(r)
     left, right = st.columns(2)
     with left:
-        show_chart(variance, "noi_variance")
+        show_chart(variance, "noi_variance", main=True)
     with right:
         show_chart(cosine, "noi_cosine")
     takeaway(recipes.noise_verdict(r))  # shown above the main chart (BASE_CSS lifts it)

@@ -37,7 +37,7 @@ def draw(snap) -> None:
     if not cells:
         return
     chart = charts.norms_chart(cells)
-    show_chart(chart, "nrm_chart")
+    show_chart(chart, "nrm_chart", main=True)
     if snap.done:  # the takeaway, shown above the main chart (BASE_CSS)
         takeaway(recipes.norms_verdict(cells, cfg.model))
     st.caption(lesson.text("table_caption"))

@@ -43,7 +43,8 @@ def draw(snaps) -> None:
     axis = st.segmented_control("Loss against", list(AXES), format_func=AXES.get,
                                 default="epochs", required=True, key="reg_axis") or "epochs"
     with chart:  # updates and seconds span three orders of magnitude between the regimes
-        show_chart(charts.labelled_loss_chart(snaps, axis, log=axis != "epochs"), "reg_loss")
+        show_chart(charts.labelled_loss_chart(snaps, axis, log=axis != "epochs"), "reg_loss",
+                   main=True)
     rows = charts.comparison_table(snaps)
     verdict = recipes.regimes_verdict(rows)
     takeaway(verdict)  # shown above the main chart (BASE_CSS lifts it)

@@ -77,7 +77,7 @@ def draw(snap) -> None:
     curves, trace, cut = charts.sharpness_charts(r)
     left, right = st.columns(2)
     with left:
-        show_chart(curves, "shp_curves")
+        show_chart(curves, "shp_curves", main=True)
     with right:
         show_chart(trace, "shp_trace")
     takeaway(recipes.sharpness_verdict(r))  # shown above the main chart (BASE_CSS lifts it)

@@ -42,7 +42,7 @@ def draw(snap) -> None:
     left, right = st.columns(2)
     main = charts.sweep_throughput_chart(points)
     with left:
-        show_chart(main, "tp_throughput")
+        show_chart(main, "tp_throughput", main=True)
     with right:
         show_chart(charts.sweep_step_time_chart(points, end and end["fit"],
                                                 end and end["crossover_batch_size"]), "tp_step")

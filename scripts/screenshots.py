@@ -120,10 +120,7 @@ VISUAL_PROBLEMS = """() => {
 
 
 LEGEND_GAP_PX = 20  # a legend this far at most from its plot (its axis labels included)
-# pages whose main chart's plot area does not yet end on a 1280x720 first screen (it starts
-# there): said in CHANGES.md, a later issue's work; every other page is held to the whole plot
-ONE_SCREEN_PENDING = {"training_lab", "regimes", "accumulation", "finder"}
-FIRST_SCREEN = """([slug, gap, expect, whole]) => {
+FIRST_SCREEN = """([slug, gap, expect]) => {
   const problems = [];
   const main = document.querySelector('[data-testid="stMain"]') || document.body;
   main.scrollTop = 0;
@@ -132,26 +129,32 @@ FIRST_SCREEN = """([slug, gap, expect, whole]) => {
   const below = (what, box) => {
     if (box.bottom > view + 1) problems.push(`${what} ends at ${Math.round(box.bottom)} px, `
                                              + `below the first screen (${view} px)`); };
-  // the main result: the page's first chart, or its first table where that comes first (the
-  // finder's probes)
-  const result = document.querySelector('.js-plotly-plot, [data-testid="stDataFrame"]');
+  // the main result: the page's main chart (widgets.show_chart(main=True)), else its first
+  // chart or table
+  const result = document.querySelector('.st-key-main_chart .js-plotly-plot')
+      || document.querySelector('.js-plotly-plot, [data-testid="stDataFrame"]');
   if (!result && expect) problems.push('no result on the page (no chart, no table)');
   if (result) {
     const top = result.getBoundingClientRect().top;
     if (top >= view) problems.push(`the main result starts at ${Math.round(top)} px, below `
                                    + `the first screen (${view} px)`);
     const area = result.querySelector('.nsewdrag');
-    if (whole && area) below("the main chart's plot area", area.getBoundingClientRect());
+    if (area) below("the main chart's plot area", area.getBoundingClientRect());
+    const r = result.getBoundingClientRect();
+    // a box under the result: lower, and across its columns (projected on a landscape screen
+    // the question, Run and the takeaway stand in a column beside the main chart)
+    const under = b => b.top > top + 1 && b.left < r.right - 1 && b.right > r.left + 1;
     const predict = document.querySelector(`.st-key-predict_${slug}`);
-    if (predict && predict.getBoundingClientRect().bottom > top + 1)
+    if (predict && (under(predict.getBoundingClientRect())
+                    || predict.getBoundingClientRect().top > top + 1))
       problems.push('the prediction sits below the results');
     if (predict) below('the prediction', predict.getBoundingClientRect());
-    // the main takeaway (widgets.takeaway): lifted above the chart it closes, whole inside the
-    // first screen, under the prediction
+    // the main takeaway (widgets.takeaway): lifted above the chart it closes (or beside it),
+    // whole inside the first screen, under the prediction
     const lead = document.querySelector('.st-key-takeaway [data-testid="stAlert"]');
     if (lead) {
       const t = lead.getBoundingClientRect();
-      if (t.top > top + 1) problems.push('the takeaway sits under its chart');
+      if (under(t)) problems.push('the takeaway sits under its chart');
       below('the takeaway', t);
       if (predict && predict.getBoundingClientRect().bottom > t.top + 1)
         problems.push('the prediction sits below the takeaway');
@@ -181,11 +184,10 @@ FIRST_SCREEN = """([slug, gap, expect, whole]) => {
 def first_screen_problems(page, slug: str, expect: bool = True) -> list[str]:
     """What a first screen must hold, normal or projected, checked at the viewport's own size:
     the prediction, then the main takeaway, then the main result (the first chart, or a table
-    before it), the prediction and the takeaway whole inside it, and the main chart's whole plot
-    area (but on ONE_SCREEN_PENDING's pages: its start); every legend within LEGEND_GAP_PX of
-    its plot; `expect`: a page that ran an experiment must show a result at all."""
-    return page.evaluate(FIRST_SCREEN, [slug, LEGEND_GAP_PX, expect,
-                                        slug not in ONE_SCREEN_PENDING])
+    before it; projected on a landscape screen, the two beside it), the prediction and the
+    takeaway whole inside it, and the main chart's whole plot area; every legend within
+    LEGEND_GAP_PX of its plot; `expect`: a page that ran an experiment must show a result."""
+    return page.evaluate(FIRST_SCREEN, [slug, LEGEND_GAP_PX, expect])
 
 
 def settled_first_screen(page, slug: str, expect: bool = True, tries: int = 10) -> list[str]:
@@ -199,6 +201,45 @@ def settled_first_screen(page, slug: str, expect: bool = True, tries: int = 10) 
             return problems
         page.wait_for_timeout(750)
     return first_screen_problems(page, slug, expect)
+
+
+PHONE = (390, 844)
+PHONE_ORDER = """(slug) => {
+  const problems = [];
+  const main = document.querySelector('[data-testid="stMain"]') || document.body;
+  main.scrollTop = 0;
+  const top = s => { const e = document.querySelector(s);
+                     return e ? e.getBoundingClientRect().top : null; };
+  const order = [['the question', top(`.st-key-predict_${slug}`)],
+                 ['Run', top(`.st-key-predict_${slug} ~ * button, .st-key-run`)],
+                 ['the main chart', top('.st-key-main_chart .js-plotly-plot')],
+                 ['the settings', top('[class*="st-key-settings_"], .st-key-w_optimizer')]]
+    .filter(([, y]) => y !== null);
+  for (let i = 1; i < order.length; i++)
+    if (order[i][1] < order[i - 1][1])
+      problems.push(`${order[i][0]} comes before ${order[i - 1][0]}`);
+  // nothing wider than the screen (a table scrolls inside its own frame, a chart's hidden parts
+  // are clipped by it)
+  const width = window.innerWidth, seen = new Set();
+  main.querySelectorAll('*').forEach(e => {
+    if (e.closest('[data-testid="stDataFrame"], .js-plotly-plot, [data-testid="stExpanderDetails"]'))
+      return;
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0 && r.right > width + 1) {
+      const what = (e.getAttribute('data-testid') || e.tagName) + ' "'
+                   + (e.innerText || '').trim().slice(0, 30) + '"';
+      if (!seen.has(what)) { seen.add(what); problems.push(`${what} runs past the screen's `
+                                                           + `right edge (${Math.round(r.right)} px)`); }
+    }
+  });
+  return problems.slice(0, 8);
+}"""
+
+
+def phone_problems(page, slug: str) -> list[str]:
+    """On a phone (PHONE): the question, then Run, then the main chart, then the settings; and
+    nothing past the screen's right edge."""
+    return page.evaluate(PHONE_ORDER, slug)
 
 
 def visual_problems(page) -> list[str]:
@@ -282,12 +323,14 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int],
         page.wait_for_timeout(2000)
         settled(page)
     path = out / f"{name or 'home'}-{size[0]}x{size[1]}.png"
-    problems = settled_first_screen(page, route, expect=bool(experiments[0][0]))
+    phone = size == PHONE
+    problems = phone_problems(page, route) if phone else settled_first_screen(
+        page, route, expect=bool(experiments[0][0]))
     if axe:  # at the viewport's own size, before the picture grows it
         problems += axe_problems(page, f"{name or 'home'} at {size[0]}x{size[1]}")
     full_page(page, path, size[0])
     problems += visual_problems(page)
-    if experiments[0][0] and "present=1" not in query:  # the same results, projected
+    if experiments[0][0] and "present=1" not in query and not phone:  # the same, projected
         page.set_viewport_size({"width": size[0], "height": size[1]})
         page.goto(f"{url}/{route}{query}{'&' if query else '?'}present=1")
         page.get_by_role("button", name=experiments[0][0], exact=True).first.wait_for(

@@ -225,7 +225,7 @@ def layout(fig: go.Figure | Draft, title: str, x_title: str, y_title: str,
         title=dict(text=title, subtitle=dict(text=subtitle) if subtitle else None),
         xaxis=dict(title=dict(text=x_title)), yaxis=dict(title=dict(text=y_title)),
         height=CHART_PX + 18 * (lines - 1),
-        margin=dict(l=60, r=20, t=(62 + 18 * (lines - 1)) if subtitle else 44, b=50),
+        margin=dict(l=60, r=20, t=(62 + 18 * (lines - 1)) if subtitle else 50, b=50),
         legend=dict(orientation="h", y=-0.3, yanchor="top"), hovermode="x unified")
     if yaxis:
         fig.update_yaxes(**yaxis)

@@ -146,7 +146,7 @@ def _charts(shown: list[JobSnapshot]) -> None:
     with top:
         left, right = st.columns(2)
         with left:
-            show_chart(loss, "loss_chart", is_framed=True)
+            show_chart(loss, "loss_chart", is_framed=True, main=True)
         with right:
             if regions:
                 show_chart(regions_chart(shown, most=1), "regions_chart")

@@ -54,6 +54,12 @@ BASE_CSS = """
 [data-testid="stLayoutWrapper"]:has(> .st-key-takeaway) { order: -1; }
 @media (max-width: 640px), (hover: none) { .modebar-container { display: none !important; } }
 @media (max-width: 640px) { [data-testid="stMainBlockContainer"] h1 { font-size: 2rem; } }
+/* a lesson on a phone: the question, Run and the results first, the folded settings under them,
+   then the rest of the page (PageLink.areas keys the two) */
+@media (max-width: 640px) {
+[data-testid="stLayoutWrapper"]:has(> .st-key-lesson_results) ~ * { order: 2; }
+[data-testid="stLayoutWrapper"]:has(> [class*="st-key-settings_"]) { order: 1; }
+}
 """  # the Lab's own phone layout: bsdemo/ui/lab_phone.css
 
 # large type everywhere (Streamlit sizes in rem), the page's full width, no header strip; and
@@ -69,6 +75,26 @@ html { font-size: 22px; }
 [data-testid="stMainBlockContainer"] [data-testid="stAlert"] [role="alert"] {
   padding: 0.45rem 0.8rem; }
 [data-testid="stMetricValue"] { font-size: 1.6rem; }
+/* a landscape screen: the question, Run and the takeaway in a column beside the page's main
+   chart (widgets.show_chart(main=True)), the rest of the results under both: a grid over the
+   results, in which the blocks holding the main chart take no box of their own */
+@media (min-width: 1000px) {
+.st-key-present_results { display: grid !important; align-items: start;
+  grid-template-columns: minmax(0, 2fr) minmax(0, 3fr); column-gap: 1.5rem; }
+.st-key-present_results [data-testid] { grid-column: 1 / -1; }
+.st-key-present_results :is([data-testid="stLayoutWrapper"], [data-testid="stVerticalBlock"],
+  [data-testid="stHorizontalBlock"], [data-testid="stColumn"]):has(* .st-key-main_chart) {
+  display: contents; }
+.st-key-present_results > [class*="st-key-predict_"] { grid-column: 1; grid-row: 1; }
+.st-key-present_results > [class*="st-key-predict_"] + * { grid-column: 1; grid-row: 2; }
+.st-key-present_results [data-testid="stLayoutWrapper"]:has(> .st-key-takeaway) {
+  grid-column: 1; grid-row: 3; }
+.st-key-present_results [data-testid="stLayoutWrapper"]:has(> .st-key-main_chart) {
+  grid-column: 2; grid-row: 1 / span 4; }
+/* the Lab's Run and Stop keep their words in that column; what the settings mean wraps */
+.st-key-present_results [data-testid="stHorizontalBlock"]:has(.st-key-run)
+  > [data-testid="stColumn"]:nth-child(-n+2) { flex: 0 0 auto; width: auto; min-width: 0; }
+}
 """
 
 
@@ -122,8 +148,11 @@ def areas():
     """(where a page's controls go, where its results go), in the script's order: controls
     first, so their widgets exist before any click reruns the page. On screen, presentation mode
     puts the results above the controls: charts first, for the back of the room."""
-    first, second = st.container(), st.container()
-    return (second, first) if presenting() else (first, second)
+    if not presenting():
+        return st.container(), st.container()
+    # the results on top (keyed: PRESENT_CSS's grid), the controls under them
+    first, second = st.container(key="present_results"), st.container()
+    return second, first
 
 
 def scenario_row(row_key: str, prefix: str, named: Mapping[str, str],
@@ -240,7 +269,7 @@ class PageLink:
         # page's open expander could carry over to the next page's, drawn in the same place)
         controls = st.expander(settings, expanded=False, icon=":material/tune:",
                                key=f"settings_{self.slug}")
-        results = st.container()
+        results = st.container(key="lesson_results")  # keyed: a phone's order (BASE_CSS)
         self._strip = st.container()
         return controls, results
 

@@ -8,6 +8,7 @@ whole page once when what it watched moves on, so the controls around it catch u
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -42,11 +43,14 @@ def framed(chart: Chart) -> Chart:
     return chart
 
 
-def show_chart(chart: Chart, key: str, is_framed: bool = False) -> None:
+def show_chart(chart: Chart, key: str, is_framed: bool = False, main: bool = False) -> None:
     """A chart with its alt text, and its data as a table when the reader asked for tables.
-    is_framed: the chart went through framed() already (a shared one: shared_figures)."""
+    is_framed: the chart went through framed() already (a shared one: shared_figures); main:
+    the page's main chart, in a container keyed "main_chart" (projected on a landscape screen,
+    links.PRESENT_CSS sets it beside the question, Run and the takeaway)."""
     figure = (chart if is_framed else framed(chart)).figure
-    st.plotly_chart(figure, key=key, alt=chart.alt, config={"displaylogo": False})
+    with st.container(key="main_chart") if main else contextlib.nullcontext():
+        st.plotly_chart(figure, key=key, alt=chart.alt, config={"displaylogo": False})
     if st.session_state.get("show_tables"):  # opt-in: re-sending tables every poll is costly
         st.dataframe(chart.table, hide_index=True, key=f"{key}_table", height=200)
 

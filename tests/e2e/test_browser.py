@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.screenshots import SIZES, axe_problems, shoot
+from scripts.screenshots import PHONE, SIZES, axe_problems, shoot
 from tests.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -548,6 +548,18 @@ def test_every_page_after_its_default_experiment_reads_cleanly(server, browser, 
         path, problems = shoot(browser, server, name, tmp_path, size, axe=axe)
         assert path.stat().st_size > 10_000
         assert problems == [], f"{path.name}: {problems}"
+
+
+@pytest.mark.parametrize("name", ["training_lab", "throughput", "memory", "finder", "regimes",
+                                  "lr_scaling", "accumulation", "norms", "noise", "sharpness",
+                                  "fit_batch"])
+def test_on_a_phone_each_lesson_asks_runs_and_shows_its_chart_before_its_settings(
+        server, browser, tmp_path, name):
+    """390x844 after the default experiment: the question, Run, the main chart, then the
+    settings, in that order down the page; nothing wider than the screen."""
+    path, problems = shoot(browser, server, name, tmp_path, PHONE)
+    assert path.stat().st_size > 10_000
+    assert problems == [], f"{path.name}: {problems}"
 
 
 def test_six_browsers_behind_one_address_get_its_limit_however_they_connect(browser, tmp_path):
