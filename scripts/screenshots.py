@@ -311,6 +311,7 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int],
     page.get_by_text(re.compile("No GPU: runs train on the CPU|GPU")).first.wait_for(timeout=60_000)
     if preset:
         page.get_by_role("button", name=preset, exact=True).click()
+        page.mouse.move(0, 0)  # off the button: its tooltip would cover the Run above it
         settled(page)
     for button, done in experiments:
         if not button:
@@ -329,7 +330,8 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int],
     if axe:  # at the viewport's own size, before the picture grows it
         problems += axe_problems(page, f"{name or 'home'} at {size[0]}x{size[1]}")
     full_page(page, path, size[0])
-    problems += visual_problems(page)
+    # a phone's tables scroll sideways inside their own frames: only the rest counts there
+    problems += [p for p in visual_problems(page) if not (phone and p.startswith("table "))]
     if experiments[0][0] and "present=1" not in query and not phone:  # the same, projected
         page.set_viewport_size({"width": size[0], "height": size[1]})
         page.goto(f"{url}/{route}{query}{'&' if query else '?'}present=1")

@@ -234,6 +234,7 @@ def layout(fig: go.Figure | Draft, title: str, x_title: str, y_title: str,
 
 CHART_PX = 340  # a chart's height: with the question, Run and the takeaway, a 1280x720 screen
 SUBTITLE_CHARS = 60  # about what one line holds in a chart half a 1280 px page wide
+AXIS_TITLE_PX = 14  # plotly's axis titles, unless set
 AXIS_LABELS_PX = 38  # below a plot whose x axis has no title: its tick labels' band
 LEGEND_ROW_PX = 26  # a row with its padding, generous: too little and plotly pushes the plot up
 LEGEND_WIDTH_PX = 360  # the narrowest a legend gets: a chart in half of a 1280 px page
@@ -255,6 +256,7 @@ def fit_legend(fig: go.Figure) -> go.Figure:
     """The legend right under the plot's x-axis title, with room made below for its rows
     (legend_rows: an estimate that errs towards room, the spare room left at the figure's foot
     rather than between the plot and its legend), so it never sits on the title nor is cut."""
+    _wrap_y_title(fig, fig.layout.yaxis.title.font.size or AXIS_TITLE_PX)  # taller than its plot
     names = [t.name for t in fig.data if t.showlegend is not False and t.name]
     if len(names) < 2 and fig.layout.showlegend is not True:
         return fig  # plotly shows no legend for a single trace

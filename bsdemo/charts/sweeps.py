@@ -417,11 +417,12 @@ def critical_chart(result: dict) -> Chart:
                                  mode="lines", name="S_min (1 + B_crit / B), McCandlish et al.",
                                  line=dict(color=OKABE_ITO[6], dash="dash")))
         # the smaller of the two labelled to the left of its line, the larger to the right
+        # inside the plot's top edge: above it, a narrow screen's subtitle runs into them
         _vline(fig, b_crit, f"critical batch ≈ {b_crit:.0f} ", OKABE_ITO[2],
-               "right" if b_crit <= b_simple else "left")
+               "right" if b_crit <= b_simple else "left", inside=True)
     if b_simple and sizes[0] <= b_simple <= sizes[-1]:
         _vline(fig, b_simple, f" B_simple ≈ {b_simple:.0f}", OKABE_ITO[3],
-               "left" if not b_crit or b_crit <= b_simple else "right")
+               "left" if not b_crit or b_crit <= b_simple else "right", inside=True)
     layout(fig, "Steps to the target loss against batch size", "Batch size (log2 scale)",
            "Optimizer steps (log scale)",
            subtitle=f"Training loss {result['target_loss']:g}; lr: {result['rule']} rule from "

@@ -58,7 +58,7 @@ BASE_CSS = """
    then the rest of the page (PageLink.areas keys the two) */
 @media (max-width: 640px) {
 [data-testid="stLayoutWrapper"]:has(> .st-key-lesson_results) ~ * { order: 2; }
-[data-testid="stLayoutWrapper"]:has(> [class*="st-key-settings_"]) { order: 1; }
+[class*="st-key-settings_"] { order: 1; }
 }
 """  # the Lab's own phone layout: bsdemo/ui/lab_phone.css
 
