@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import statistics
+import time
 
 import streamlit as st
 
@@ -35,6 +36,10 @@ from bsdemo.units import MIB
 # a queued run's status-only polls: every poll costs each browser ~60 ms of main-thread time even
 # when nothing changed, so a waiting tab polls slowly
 QUEUED_REFRESH_S = 2.0
+# ... but a run submitted this recently is polled as a running one is (REFRESH_S): on a quiet
+# server it starts within a moment, and a slider's release should show its first point within
+# a second (bench/live_bench.py); a run still waiting after that goes to the slow polls
+FRESH_QUEUED_S = 3.0
 
 
 COMPARED = 5  # earlier runs drawn beside the newest by default (more: the student adds them)
@@ -57,14 +62,18 @@ def live_view() -> None:
         # reruns when the run starts. A started run's first point comes in the live view's own
         # poll: a room whose runs start together (in turns) must not rerun thirty whole pages
         # at the moment their first points arrive.
+        fresh = time.time() - snap.submitted_at < FRESH_QUEUED_S
+
         def pending() -> bool:
             now = scheduler().snapshot(current)
             if now is None or now.done or now.status != snap.status:
                 return True  # to the next state's view (and poll interval)
+            if fresh and time.time() - snap.submitted_at >= FRESH_QUEUED_S:
+                return True  # still waiting: the page again, with the slow polls
             _status(now)
             return False
 
-        polled(pending, QUEUED_REFRESH_S)
+        polled(pending, REFRESH_S if fresh else QUEUED_REFRESH_S)
         _body(snap, current)
         return
 
