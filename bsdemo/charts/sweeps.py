@@ -233,7 +233,13 @@ def finder_chart(points: Sequence[dict], result: dict | None) -> Chart:
     fig = go.Figure()
     capacity = (result or {}).get("capacity_bytes")
     margin = (result or {}).get("margin") or 0.0
-    fit = linear_fit([p["batch_size"] for p in ok], [p["peak_memory_bytes"] for p in ok])
+    # the prediction's own basis: the probes run before it (not the verifying or bisecting
+    # ones, which the line would then pass through by construction)
+    basis = [p for p in ok if str(p.get("reason", "")).startswith("probe")]
+    if len({p["batch_size"] for p in basis}) < 2:
+        basis = ok
+    fit = linear_fit([p["batch_size"] for p in basis], [p["peak_memory_bytes"] for p in basis])
+    numbers = ", ".join(str(p["probe"]) for p in basis)
     chosen = (result or {}).get("max_batch_size")
     sizes = [p["batch_size"] for p in probes] + ([chosen] if chosen else [])
     alt = f"{len(probes)} probe(s) of peak memory against batch size."
@@ -242,9 +248,10 @@ def finder_chart(points: Sequence[dict], result: dict | None) -> Chart:
         xs = sorted({lo * (hi / lo) ** (i / 40) for i in range(41)} | set(sizes))
         fig.add_trace(go.Scatter(
             x=xs, y=[fit.predict(b) / MIB for b in xs], mode="lines",
-            name=f"fit M(B) = {fit.intercept / MIB:.3g} MiB + {fit.slope / 1024:.3g} KiB·B "
-                 "(predicted)", line=dict(color="#000000", dash="dash"), hoverinfo="skip"))
-        alt += (f" The fit through the {fit.n} that ran: {fit.intercept / MIB:.3g} MiB plus "
+            name=f"fit through probe(s) {numbers}: M(B) = {fit.intercept / MIB:.3g} MiB + "
+                 f"{fit.slope / 1024:.3g} KiB·B (predicted)",
+            line=dict(color="#000000", dash="dash"), hoverinfo="skip"))
+        alt += (f" The fit through probe(s) {numbers}: {fit.intercept / MIB:.3g} MiB plus "
                 f"{fit.slope / 1024:.3g} KiB a sample.")
     if ok:
         fig.add_trace(go.Scatter(

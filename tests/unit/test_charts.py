@@ -421,3 +421,27 @@ def test_a_run_live_mode_superseded_is_drawn_faint_and_named_so():
         assert not any("superseded" in t["name"] for t in full)
         assert max(t.get("opacity", 1.0) for t in full) == 1.0  # the live run at full strength
     assert charts.run_label(old).endswith(" · superseded")
+
+
+def test_the_finders_chart_fits_its_prediction_to_the_probes_before_it():
+    """Probes 1 and 2 predict, 3 verifies, 4 ran out of memory: the fit is probes 1-2's own
+    line (probe 3 is not on it by construction), the verified batch is marked, the failure too."""
+    def probe(n, b, peak, reason, status="ok"):
+        return {"kind": "find_probe", "probe": n, "batch_size": b, "status": status,
+                "peak_memory_bytes": peak, "samples_per_sec": 100.0, "reason": reason,
+                "simulated": True, "message": "out of memory" if status == "oom" else ""}
+
+    points = [probe(1, 8, 1.0 * MIB, "probe"), probe(2, 32, 2.0 * MIB, "probe"),
+              probe(3, 64, 3.5 * MIB, "verify the prediction"),
+              probe(4, 128, None, "bisect", "oom")]
+    result = {"capacity_bytes": 4 * MIB, "margin": 0.1, "max_batch_size": 64}
+    chart = charts.finder_chart(points, result)
+    fit = next(t for t in chart.figure.data if t.name.startswith("fit through probe(s) 1, 2"))
+    at = dict(zip(fit.x, fit.y, strict=True))
+    assert at[8] == pytest.approx(1.0) and at[32] == pytest.approx(2.0)
+    assert at[64] == pytest.approx(2 / 3 + 64 / 24)  # the line's, not probe 3's 3.5
+    assert [t.name for t in chart.figure.data if "out of memory" in (t.name or "")]
+    texts = [a.text for a in chart.figure.layout.annotations]
+    assert any("largest that fits: 64 (verified)" in t for t in texts)
+    assert any("10% kept free" in t for t in texts) and any("budget 4 MiB" in t for t in texts)
+    assert "verified by a real step" in chart.alt and [r["probe"] for r in chart.table] == [1, 2, 3, 4]
