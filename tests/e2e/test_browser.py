@@ -140,11 +140,16 @@ def test_live_mode_a_quick_drag_leaves_one_run_going_and_the_first_superseded(br
         page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=ms(60))
         for _ in range(3):  # quickly: reruns cut short by the next, the last value wins
             page.keyboard.press("ArrowRight")
-        settled(page)
-        value = slider.get_attribute("aria-valuetext")  # where the slider ended
+        # the link follows where the slider ended: a new run, of the slider's value (read with
+        # the link in one poll: a step's rerun may not have begun when the keys return)
+        follows = ("([slider, first]) => { const params = new URLSearchParams(location.search);"
+                   " return params.get('batch_size') === slider.getAttribute('aria-valuetext')"
+                   " && params.get('run') !== null && params.get('run') !== first; }")
+        for _ in range(2):  # and again once no rerun is in flight: a step between two keys
+            page.wait_for_function(follows, arg=[slider.element_handle(), first], timeout=ms(30))
+            settled(page)
+        value = slider.get_attribute("aria-valuetext")
         assert value != "1"
-        page.wait_for_function(f"() => location.search.includes('batch_size={value}&') && "
-                               f"!location.search.includes('run={first}')", timeout=ms(30))
         last = re.search(r"run=(\d+)", page.url).group(1)
         # the replaced run stays, faint and named so; the one going has its own entry
         page.wait_for_function(
