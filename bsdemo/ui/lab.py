@@ -23,7 +23,7 @@ from bsdemo.presets import LAB_SCENARIOS, PRESETS, preset_of
 # time even when nothing changed, so a waiting tab polls slowly and a starting one quickly
 from bsdemo.ui.labview import history, live_view, submit
 from bsdemo.ui.links import scenario_row, view_params
-from bsdemo.ui.state import owner, scheduler, session_runs
+from bsdemo.ui.state import owner, predictions, scheduler, session_runs
 from bsdemo.ui.widgets import (
     LR_CHOICES,
     OPTIMIZER_LABELS,
@@ -181,12 +181,16 @@ def run_controls(cfg: RunConfig) -> None:
     _live_start(cfg if checked is not None else None, st.session_state.get("live", True))
     active = sched.active_job(owner())
     if checked is not None:
+        # the updates an epoch are the lab's question: counted here once it is answered or a
+        # run has shown them (a run's status counts its steps), never before
+        shown = predictions().get("training_lab") is not None or bool(session_runs())
         meaning.markdown(
             f"**Effective batch** {checked.batch_size} × {checked.accumulation_steps} = "
-            f"**{checked.effective_batch_size}** samples a step · "
-            f"**{checked.updates_per_epoch}** updates per epoch "
-            f"(ceil({checked.train_samples} / {checked.effective_batch_size})) · "
-            f"**{checked.planned_steps:,}** planned")
+            f"**{checked.effective_batch_size}** samples a step · " + (
+                f"**{checked.updates_per_epoch}** updates per epoch "
+                f"(ceil({checked.train_samples} / {checked.effective_batch_size})) · "
+                f"**{checked.planned_steps:,}** planned" if shown else
+                "updates per epoch: predict, or run, first"))
     # callbacks run before the script reruns, so this very run already shows the new job
     # a run of this browser's that waits to start is superseded by the next Run (the
     # scheduler drops it; the new one takes its place in the queue)

@@ -56,7 +56,12 @@ def test_home_cards_show_the_students_predictions():
 def test_lab_run_draws_live_charts_and_tiles():
     at = open_lab()
     text = " ".join(m.value for m in at.markdown)
-    assert "**32**" in text and "updates per epoch" in text
+    # the updates an epoch are the lab's question: not counted before it is answered
+    assert "**32**" in text and "updates per epoch: predict, or run, first" in text
+    assert "updates per epoch (ceil(" not in text
+    at.radio(key="predict_training_lab").set_value(at.radio(key="predict_training_lab")
+                                                   .options[2]).run()
+    assert "**45** updates per epoch" in " ".join(m.value for m in at.markdown)
     at.select_slider[0].set_value(64).run()  # batch size
     at.button(key="run").click().run()
     assert at.button(key="stop").disabled is False or at.success  # running (or already done)
