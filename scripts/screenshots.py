@@ -218,6 +218,15 @@ PHONE_ORDER = """(slug) => {
   for (let i = 1; i < order.length; i++)
     if (order[i][1] < order[i - 1][1])
       problems.push(`${order[i][0]} comes before ${order[i - 1][0]}`);
+  // and the first screen holds the question, Run, the takeaway and the main chart's plot area
+  const view = window.innerHeight;
+  [['the question', `.st-key-predict_${slug}`], ['Run', `.st-key-predict_${slug} ~ * button, .st-key-run`],
+   ['the takeaway', '.st-key-takeaway [data-testid="stAlert"]'],
+   ["the main chart's plot area", '.st-key-main_chart .js-plotly-plot .nsewdrag']]
+    .forEach(([what, s]) => { const e = document.querySelector(s); if (!e) return;
+      const bottom = e.getBoundingClientRect().bottom;
+      if (bottom > view + 1) problems.push(`${what} ends at ${Math.round(bottom)} px, below the `
+                                           + `first screen (${view} px)`); });
   // nothing wider than the screen (a table scrolls inside its own frame, a chart's hidden parts
   // are clipped by it)
   const width = window.innerWidth, seen = new Set();
@@ -237,7 +246,8 @@ PHONE_ORDER = """(slug) => {
 
 
 def phone_problems(page, slug: str) -> list[str]:
-    """On a phone (PHONE): the question, then Run, then the main chart, then the settings; and
+    """On a phone (PHONE): the question, then Run, then the main chart, then the settings; the
+    question, Run, the takeaway and the main chart's plot area inside the first screen; and
     nothing past the screen's right edge."""
     return page.evaluate(PHONE_ORDER, slug)
 

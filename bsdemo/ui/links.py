@@ -53,7 +53,7 @@ BASE_CSS = """
 /* the main takeaway (widgets.takeaway) above the chart it closes: the first screen's answer */
 [data-testid="stLayoutWrapper"]:has(> .st-key-takeaway) { order: -1; }
 @media (max-width: 640px), (hover: none) { .modebar-container { display: none !important; } }
-@media (max-width: 640px) { [data-testid="stMainBlockContainer"] h1 { font-size: 2rem; } }
+@media (max-width: 640px) { [data-testid="stMainBlockContainer"] h1 { font-size: 1.7rem; } }
 /* a lesson on a phone: the question, Run and the results first, the folded settings under them,
    then the rest of the page (PageLink.areas keys the two) */
 @media (max-width: 640px) {
