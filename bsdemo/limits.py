@@ -32,6 +32,9 @@ class Limits:
     max_batch_size: int = 65_536  # micro-batch ceiling (a sweep's largest, a check's k·b too)
     max_effective_batch_size: int = 262_144  # samples per optimizer step (micro x accumulation)
     submits_per_minute: int = 12  # per browser: hammering Run gets a "wait" message
+    # per browser, a run that replaces one of its own (Live mode's change of a setting, a Run
+    # while one waits): it never adds to the queue, so a dragging student gets more
+    live_changes_per_minute: int = 60
     max_queued: int = 100  # runs queued or running on the whole server (a comparison: each run)
     # per connection address, on top of per browser: a script that drops its cookie gets a new
     # browser each time, not a new address. A class behind one NAT or proxy shares an address

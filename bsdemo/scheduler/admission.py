@@ -141,10 +141,14 @@ class SharingLimits:
     def __init__(self, limits: Limits):
         self.limits = limits
         self._submits: dict[str, collections.deque[float]] = {}
+        self._changes: dict[str, collections.deque[float]] = {}
 
-    def admit(self, jobs: list[Job], owner: str, address: str | None, runs: int) -> None:
+    def admit(self, jobs: list[Job], owner: str, address: str | None, runs: int,
+              replaces: bool = False) -> None:
         """Raise ActiveRunError if `runs` more runs of owner's may not be queued now; else count
-        them as submitted."""
+        them as submitted. A run that `replaces` one of the owner's (dropped from `jobs`: Live
+        mode's change, a Run while one waits) adds nothing to the queue: it counts against the
+        larger live_changes_per_minute instead of submits_per_minute."""
         lim = self.limits
         units = active_units(jobs, owner)
         if len(units) >= lim.max_active_per_session:
@@ -163,13 +167,16 @@ class SharingLimits:
                                  f"(the limit here is {lim.max_queued}, max_queued); try again "
                                  "in a minute")
         now = time.monotonic()
-        recent = self._submits.setdefault(owner, collections.deque())
+        counts, most, what, name = ((self._changes, lim.live_changes_per_minute,
+                                     "changes of a run's settings", "live_changes_per_minute")
+                                    if replaces else (self._submits, lim.submits_per_minute,
+                                                      "runs started", "submits_per_minute"))
+        recent = counts.setdefault(owner, collections.deque())
         while recent and now - recent[0] > 60.0:
             recent.popleft()
-        if len(recent) >= lim.submits_per_minute:
-            raise ActiveRunError(f"{len(recent)} runs started in the last minute (the limit here "
-                                 f"is {lim.submits_per_minute}); wait "
-                                 f"{60.0 - (now - recent[0]):.0f} s")
+        if len(recent) >= most:
+            raise ActiveRunError(f"{len(recent)} {what} in the last minute (the limit here is "
+                                 f"{most}, {name}); wait {60.0 - (now - recent[0]):.0f} s")
         recent.append(now)
 
 

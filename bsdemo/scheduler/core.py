@@ -127,7 +127,8 @@ class Scheduler(Reaper, Joining):
                 # jobs it supersedes no longer count
                 gone = {j.id for j in dropped}
                 self._sharing.admit([j for j in self._jobs.values() if j.id not in gone], owner,
-                                    None if lead else address, 0 if lead else 1)
+                                    None if lead else address, 0 if lead else 1,
+                                    replaces=bool(gone))
             job = self._new_job(cfg, owner, cost, kind=kind, options=options, address=address,
                                 check_store=kind == "train" and not fresh)
             place = self._supersede(stale, job) if stale is not None else None

@@ -220,6 +220,43 @@ def test_server_limits_reject_oversize_runs_and_cap_wall_time():
         sched.close()
 
 
+def test_live_changes_replace_a_run_and_count_against_their_own_larger_limit():
+    """A run that replaces the browser's own (Live mode's change of a setting) adds nothing to
+    the queue: past submits_per_minute it is still admitted, up to live_changes_per_minute; a
+    run that would add one is refused by the smaller limit all along."""
+    from bsdemo.limits import Limits
+    from bsdemo.scheduler import Scheduler
+    from bsdemo.scheduler.admission import SharingLimits
+
+    sched = Scheduler(workers=1, limits=Limits(submits_per_minute=2, live_changes_per_minute=4,
+                                               turns=1))
+    try:
+        long = dict(batch_size=1, epochs=200)
+        ids = [sched.submit(RunConfig(**long, seed=0), owner="drag")]
+        for seed in range(1, 5):  # four changes after the first run: none adds a run
+            ids.append(sched.submit(RunConfig(**long, seed=seed), owner="drag", supersede=True))
+        assert len(set(ids)) == 5
+        assert len(admission_active(sched, "drag")) == 1  # one run going, none waiting
+        with pytest.raises(ActiveRunError, match="4 changes") as refused:
+            sched.submit(RunConfig(**long, seed=9), owner="drag", supersede=True)
+        assert "live_changes_per_minute" in str(refused.value)
+        # a run that adds one counts against the smaller limit, whatever changes came before
+        sharing = SharingLimits(sched.limits)
+        for _ in range(2):
+            sharing.admit([], "other", None, 1)
+        with pytest.raises(ActiveRunError, match="2 runs started .*submits_per_minute"):
+            sharing.admit([], "other", None, 1)
+        sharing.admit([], "other", None, 1, replaces=True)  # a change still may
+    finally:
+        sched.close()
+
+
+def admission_active(sched, owner: str) -> list:
+    from bsdemo.scheduler import admission
+    with sched._lock:
+        return admission.active_units(sched._jobs.values(), owner)
+
+
 def test_unattended_runs_are_cancelled_after_the_grace_period():
     from bsdemo.limits import Limits
     from bsdemo.scheduler import Scheduler
