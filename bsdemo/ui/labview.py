@@ -40,9 +40,42 @@ QUEUED_REFRESH_S = 2.0
 # server it starts within a moment, and a slider's release should show its first point within
 # a second (bench/live_bench.py); a run still waiting after that goes to the slow polls
 FRESH_QUEUED_S = 3.0
+# ... on a quiet server only: with more runs than this going or waiting (a class) the fast polls
+# of thirty browsers cost the server more than they save (bench/room_bench.py under two CPU
+# hogs: first points' p50 1.2-1.5 s with them, 0.7-1.1 s without)
+FAST_POLL_MOST_ACTIVE = 4
+# there, a run submitted less than this long ago is waited for (its first step) by the script
+# run that submitted it: its first point is drawn at once (bsdemo.scheduler: ~0.2 s on a CPU)
+FIRST_POINT_WAIT_S = 0.5
 
 
 COMPARED = 5  # earlier runs drawn beside the newest by default (more: the student adds them)
+
+
+def _quiet() -> bool:
+    """Whether the server runs few enough jobs for a fresh run's fast polls."""
+    load = scheduler().load()
+    return load["running"] + load["queued"] <= FAST_POLL_MOST_ACTIVE
+
+
+def _snapshot_soon(job_id: int):
+    """The run's snapshot. A run submitted a moment ago on a quiet server takes its first step
+    within FIRST_POINT_WAIT_S: this script run waits for it, so the page draws the first point
+    now rather than at its next poll (half a second later)."""
+    sched = scheduler()
+    snap = sched.snapshot(job_id)
+    if (snap is None or snap.done or snap.steps.get("step")
+            or time.time() - snap.submitted_at > FIRST_POINT_WAIT_S or not _quiet()):
+        return snap
+    while time.time() < snap.submitted_at + FIRST_POINT_WAIT_S:
+        time.sleep(0.02)
+        now = sched.snapshot(job_id)
+        if now is None:
+            break
+        snap = now
+        if snap.done or snap.steps.get("step"):
+            break
+    return snap
 
 
 # ----- live view -----
@@ -54,7 +87,7 @@ def live_view() -> None:
         _charts([])  # empty charts now: the chart code loads with the page, not after Run
         return
     current = runs[-1]
-    snap = scheduler().snapshot(current)
+    snap = _snapshot_soon(current)
     was_active = snap is not None and not snap.done
     if was_active and snap.status == "queued":
         # nothing measured yet. Only the status line polls (a class of waiting tabs must not
@@ -62,7 +95,7 @@ def live_view() -> None:
         # reruns when the run starts. A started run's first point comes in the live view's own
         # poll: a room whose runs start together (in turns) must not rerun thirty whole pages
         # at the moment their first points arrive.
-        fresh = time.time() - snap.submitted_at < FRESH_QUEUED_S
+        fresh = time.time() - snap.submitted_at < FRESH_QUEUED_S and _quiet()
 
         def pending() -> bool:
             now = scheduler().snapshot(current)
