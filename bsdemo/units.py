@@ -83,12 +83,64 @@ def parse_bytes(text: str, field_name: str = "memory_budget") -> int:
     return int(scaled)
 
 
+# ----- numbers as the pages write them -----
+# One format everywhere: a quantity to three significant figures in a unit scaled to it, a real
+# minus sign, never a signed zero ("−5.3 points", "0.987 MiB", "0", never "-0.000").
+MINUS = "\u2212"
+
+
+def _signless(text: str) -> str:
+    """A formatted number's minus as a real minus sign, and none on a zero ("-0.00" -> "0.00")."""
+    if text.startswith("-"):
+        body = text[1:]
+        return body if not body.strip("0.,") else MINUS + body
+    return text
+
+
+def sig(x: float, digits: int = 3) -> str:
+    """x to `digits` significant figures, thousands separated; a whole number of more digits in
+    full (43,631, not 43,600): 0.81234 -> '0.812', 2.2 -> '2.20', -5.31 -> '−5.31', 0 -> '0'."""
+    if not math.isfinite(x):
+        return "∞" if x > 0 else MINUS + "∞" if x < 0 else "not a number"
+    if x == 0:
+        return "0"
+    return _signless(f"{x:,.{_decimals(x, digits)}f}")
+
+
+def _decimals(x: float, digits: int) -> int:
+    """The decimals that show x (not 0) to `digits` significant figures, once rounded: 0.9996
+    rounds to 1.00, not 1.000."""
+    decimals = digits - 1 - math.floor(math.log10(abs(x)))
+    rounded = round(x, decimals)
+    if rounded and math.floor(math.log10(abs(rounded))) > math.floor(math.log10(abs(x))):
+        decimals -= 1
+    return max(decimals, 0)
+
+
+def _rounded(x: float, digits: int = 3) -> float:
+    return 0.0 if x == 0 or not math.isfinite(x) else round(x, _decimals(x, digits))
+
+
+def fixed(x: float, decimals: int = 1) -> str:
+    """x with a fixed number of decimals ('12.5'), a real minus sign, never a signed zero."""
+    return _signless(f"{x:,.{decimals}f}")
+
+
+def signed(x: float, decimals: int = 1) -> str:
+    """A change, its sign always written: '+1.2', '−5.3'; a change that rounds to nothing is
+    '0.0' (no sign: it is neither)."""
+    text = fixed(x, decimals)
+    return text if text.startswith(MINUS) or not text.strip("0.,") else "+" + text
+
+
 def format_bytes(size: float) -> str:
-    """Bytes in the largest binary unit that keeps the number >= 1 (e.g. '1.50 GiB')."""
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(size) >= scale:
-            return f"{size / scale:.2f} {unit}"
-    return f"{size:.0f} B"
+    """Bytes to three significant figures in the binary unit that keeps the number under 1,000
+    ('578 KiB', '0.987 MiB', '2.22 MiB', '512 B')."""
+    units = (("B", 1), ("KiB", 2**10), ("MiB", 2**20), ("GiB", 2**30), ("TiB", 2**40))
+    for unit, scale in units[:-1]:
+        if abs(_rounded(size / scale)) < 1000:
+            return f"{fixed(size, 0)} B" if scale == 1 else f"{sig(size / scale)} {unit}"
+    return f"{sig(size / 2**40)} TiB"
 
 
 def parse_batch_sizes(text: str, field_name: str, largest: int) -> list[int]:

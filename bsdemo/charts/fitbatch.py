@@ -9,8 +9,8 @@ from typing import Any
 import plotly.graph_objects as go
 
 from bsdemo.charts.style import OKABE_ITO, Chart, layout
+from bsdemo.recipes.fitbatch import budget_basis
 from bsdemo.timing import THREAD_CLOCK
-from bsdemo.units import format_bytes
 
 COLOURS = {"fp32": OKABE_ITO[0], "bf16": OKABE_ITO[1], "fp16": OKABE_ITO[3],
            "checkpointing": OKABE_ITO[2], "bf16+checkpointing": OKABE_ITO[6],
@@ -37,10 +37,9 @@ def fit_chart(results: Sequence[dict[str, Any]], budget: int) -> Chart:
                              marker=dict(color="rgba(0,0,0,0)",
                                          line=dict(color="#111111", width=2))))
     layout(fig, "The largest batch that fits, by technique", "Batch size (samples per step)",
-           "", subtitle=f"Memory budget {format_bytes(budget)}; each batch verified by a real "
-                        "step" + ("; samples/s by the training thread's CPU time" if results
-                                  and all(r.get("clock") == THREAD_CLOCK for r in results)
-                                  else ""))
+           "", subtitle=budget_basis(results, budget)
+           + (" · samples/s by the training thread's CPU time" if results
+              and all(r.get("clock") == THREAD_CLOCK for r in results) else ""))
     fig.update_layout(barmode="overlay", hovermode="closest", showlegend=bool(micro),
                       height=110 + 42 * len(results))  # one 1280x720 screen with Run
     fig.update_yaxes(autorange="reversed")

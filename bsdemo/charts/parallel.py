@@ -12,6 +12,7 @@ from bsdemo.units import MIB
 
 COMPUTE, REDUCE = OKABE_ITO[0], OKABE_ITO[1]
 FORWARD, BACKWARD = OKABE_ITO[0], OKABE_ITO[2]
+MEASURED = "#BBBBBB"  # a whole step as the wall clock measured it
 
 
 def ddp_chart(r: dict[str, Any]) -> Chart:
@@ -52,15 +53,27 @@ def pipeline_chart(r: dict[str, Any]) -> Chart:
             text=[str(b["micro_batch"] + 1) for b in blocks], textposition="inside",
             insidetextanchor="middle",
             hovertemplate="micro-batch %{text}: %{base:.2f}–%{x:.2f} ms<extra>" + kind + "</extra>"))
-    layout(fig, f"A pipelined step: the stages idle {r['bubble']:.0%} of it",
+    # the steps as the wall clock measured them, beside the schedule of their compute: the
+    # text quotes both (unless the timing was too noisy to read, when neither is drawn)
+    measured = [] if r.get("too_noisy") else [("measured: pipelined step", r["step_s"]),
+                                              ("measured: one process", r["single_process_step_s"])]
+    if measured:
+        fig.add_trace(go.Bar(
+            y=[name for name, _ in measured], x=[t * 1e3 for _, t in measured], orientation="h",
+            name="a whole step, wall clock", marker=dict(color=MEASURED),
+            text=[f"{t * 1e3:.1f} ms" for _, t in measured], textposition="auto",
+            hovertemplate="%{y}: %{x:.1f} ms<extra></extra>"))
+    layout(fig, f"A pipelined step: the stages idle {r['bubble']:.0%} of its compute schedule",
            "Milliseconds into the step", "",
-           subtitle=f"{r['micro_batches']} micro-batches, drawn from the measured stage times "
-                    f"(GPipe's ideal bubble {r['ideal_bubble']:.0%})")
-    fig.update_layout(barmode="overlay", hovermode="closest", height=280)
+           subtitle=f"{r['micro_batches']} micro-batches, scheduled from the measured stage "
+                    f"times (GPipe's ideal bubble {r['ideal_bubble']:.0%})"
+                    + (" · grey: whole steps, wall clock" if measured else ""))
+    fig.update_layout(barmode="overlay", hovermode="closest", height=280 + 40 * len(measured))
     fig.update_yaxes(autorange="reversed")
-    alt = (f"Two stages over {r['schedule_step_s'] * 1e3:.1f} ms: forward passes of "
-           f"{r['micro_batches']} micro-batches, then their backward passes in reverse; the "
-           f"stages idle {r['bubble']:.0%} of the step.")
+    alt = (f"Two stages' compute scheduled over {r['schedule_step_s'] * 1e3:.1f} ms: forward "
+           f"passes of {r['micro_batches']} micro-batches, then their backward passes in "
+           f"reverse; the stages idle {r['bubble']:.0%} of it." + "".join(
+               f" {name[:1].upper() + name[1:]}: {t * 1e3:.1f} ms." for name, t in measured))
     table = [{"stage": b["stage"], "pass": b["pass"], "micro-batch": b["micro_batch"] + 1,
               "start ms": b["start"] * 1e3, "end ms": b["end"] * 1e3} for b in r["schedule"]]
     return Chart(fig, alt, table)

@@ -10,6 +10,7 @@ from typing import Any
 from bsdemo.config import RunConfig
 from bsdemo.recipes.closing import join
 from bsdemo.runs import JobSnapshot
+from bsdemo.units import fixed, signed
 
 GRID_BATCHES = (8, 32, 128, 512)
 GRID_LRS = (0.01, 0.03, 0.1, 0.3, 1.0)
@@ -202,6 +203,24 @@ def best_lr_verdict(best: dict[int, float], lrs: Sequence[float] = ()) -> str | 
     return join(lead, text)
 
 
+def points(a: float, b: float) -> float:
+    """Accuracy a against b in percentage points, as the page writes it (one decimal): every
+    word about the difference is chosen from this rounded value, so the words and the number
+    shown never disagree."""
+    return round((a - b) * 100, 1) + 0.0  # + 0.0: no signed zero
+
+
+def against_reference(name: str, acc: float, ref: float) -> str:
+    """How a run's test accuracy stands to the reference's: ahead by more than a point, within
+    one (either way, its sign shown), or short by more than one."""
+    d = points(acc, ref)
+    if d > 1:
+        return f"{name} beat the reference by {fixed(d)} points ({acc:.1%})"
+    if d >= -1:
+        return f"{name} came within a point of the reference ({signed(d)} points)"
+    return f"{name} fell {fixed(-d)} points short of the reference ({acc:.1%})"
+
+
 def lr_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
     """What the lr comparison (lr_variants' runs, as comparison_table rows, in that order)
     shows against the reference; None until all have ended."""
@@ -224,13 +243,12 @@ def lr_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
             f"{acc(same)}; the linear rule: {acc(linear)}; the square-root rule: "
             f"{acc(sqrt_rule)}; the linear rule after a warm-up: {acc(warm)}.")
     if ref["test accuracy"] is not None:
-        recovered = [name for name, r in (("the linear rule", linear),
-                                          ("the square-root rule", sqrt_rule))
-                     if r["test accuracy"] is not None and r["status"] == "completed"
-                     and r["test accuracy"] >= ref["test accuracy"] - 0.01]
-        text += (" " + " and ".join(recovered).capitalize() + " came within a point of the "
-                 "reference." if recovered else " No rule came within a point of the reference "
-                 "at these epochs.")
+        ruled = [(name, r["test accuracy"]) for name, r in (("the linear rule", linear),
+                                                           ("the square-root rule", sqrt_rule))
+                 if r["test accuracy"] is not None and r["status"] == "completed"]
+        words = [against_reference(name, acc, ref["test accuracy"]) for name, acc in ruled]
+        text += (" " + "; ".join(words)[:1].upper() + "; ".join(words)[1:] + "." if words else
+                 " Neither rule completed with an accuracy at these epochs.")
     return join(lead, text + " " + _warmup_words(linear, warm) + _root_words(linear, sqrt_rule,
                                                                               warm))
 
@@ -261,9 +279,10 @@ def _warmup_words(linear: dict[str, Any], warm: dict[str, Any]) -> str:
                 "large for this model even after a ramp.")
     first, peak, w_peak = linear.get("first loss"), linear.get("peak loss"), warm.get("peak loss")
     delta = (None if linear["test accuracy"] is None or warm["test accuracy"] is None
-             else (warm["test accuracy"] - linear["test accuracy"]) * 100)
-    ended = ("" if delta is None else f", and it ended {abs(delta):.1f} points of test accuracy "
-             + ("ahead" if delta >= 0 else "behind"))
+             else points(warm["test accuracy"], linear["test accuracy"]))
+    ended = ("" if delta is None else ", and it ended level in test accuracy" if delta == 0
+             else f", and it ended {fixed(abs(delta))} points of test accuracy "
+             + ("ahead" if delta > 0 else "behind"))
     if first and peak and w_peak and peak >= SPIKE * first:
         if w_peak < peak:
             jump = (f"Without warm-up the training loss jumped to {peak:.3g}, {peak / first:.0f}× "
@@ -277,7 +296,7 @@ def _warmup_words(linear: dict[str, Any], warm: dict[str, Any]) -> str:
         return (f"Both the linear rule and its warm-up spiked (peak losses {peak:.3g} and "
                 f"{w_peak:.3g}): the ramp was too short to help here.")
     return ("Without warm-up nothing blew up or spiked here, so warm-up had nothing to prevent"
-            + (f" (it changed accuracy by {delta:+.1f} points)" if delta is not None else "")
+            + (f" (it changed accuracy by {signed(delta)} points)" if delta is not None else "")
             + ": a larger k, and with it a larger learning rate, is where warm-up matters "
             "(the *Warm-up* preset: Adam, k = 32, 5 epochs of warm-up).")
 

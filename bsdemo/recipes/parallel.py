@@ -85,5 +85,9 @@ def pipeline_verdict(r: dict[str, Any]) -> str:
                 f"step (GPipe's (S−1)/(M+S−1) for equal stages is {r['ideal_bubble']:.0%}) — "
                 "more micro-batches shrink it. On one CPU the stages share the cores: this is "
                 "the mechanism at small scale, not a speed-up. "
-                + (noisy_line(r) or f"The pipelined step took {r['step_s'] * 1e3:.1f} ms, one "
-                   f"process {r['single_process_step_s'] * 1e3:.1f} ms."))
+                + (noisy_line(r) or f"The pipelined step took {r['step_s'] * 1e3:.1f} ms by the "
+                   f"wall clock, one process {r['single_process_step_s'] * 1e3:.1f} ms; the "
+                   f"stages' compute, scheduled, fills {r['schedule_step_s'] * 1e3:.1f} ms of "
+                   "it" + (" — the rest is the stages waiting on each other's messages and "
+                           "for the shared cores." if r["step_s"] > 1.5 * r["schedule_step_s"]
+                           else ".")))

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from bsdemo.recipes.measurements import SAME_SPEED
+from bsdemo.recipes.comparisons import points
 from bsdemo.runs import JobSnapshot, batch_extremes
-from bsdemo.units import format_bytes
+from bsdemo.units import format_bytes, signed
 
 Judged = tuple[int, str] | None
 
@@ -55,10 +56,10 @@ def lr_prediction(rows: Sequence[dict[str, Any]]) -> Judged:
     if ref["test accuracy"] is None or same["status"] not in ("completed", "diverged"):
         return None
     acc = same["test accuracy"] if same["status"] == "completed" else 0.0
-    delta = (acc - ref["test accuracy"]) * 100
+    delta = points(acc, ref["test accuracy"])  # the words follow the number shown
     index = 1 if delta < -1 else 2 if delta > 1 else 0
     return index, (f"the reference reached {ref['test accuracy']:.1%}, the larger batch with the "
-                   f"same lr {acc:.1%} ({delta:+.1f} points)")
+                   f"same lr {acc:.1%} ({signed(delta)} points)")
 
 
 def memory_prediction(points: Sequence[dict[str, Any]]) -> Judged:

@@ -173,13 +173,21 @@ def test_on_the_cpu_a_saving_is_claimed_only_where_the_real_peak_is_lower():
             real(_result("accumulation", 2000, 3376, 19000, k=4), 12 * 2**20)]
     text = fit_verdict(rows, 8 * 2**20, "cpu")
     assert ("bf16 autocast fits 4,000 (2.0× fp32's) by the accounting; at batch 2,000 the "
-            "allocator's real peak was 8.00 MiB against fp32's 10.00 MiB (20% less): a real saving") \
+            "allocator's real peak was 8.00 MiB against fp32's 10.0 MiB (20% less): a real saving") \
         in text
     assert ("Gradient checkpointing fits 3,000 (1.5× fp32's) by the accounting, but not in real "
-            "memory: at batch 2,000 the allocator's real peak was 10.00 MiB against fp32's 10.00 MiB, "
+            "memory: at batch 2,000 the allocator's real peak was 10.0 MiB against fp32's 10.0 MiB, "
             "no lower") in text
-    assert ("the allocator's real peak 12.00 MiB against fp32's 10.00 MiB for one batch of 2,000: "
+    assert ("the allocator's real peak 12.0 MiB against fp32's 10.0 MiB for one batch of 2,000: "
             "2.00 MiB more while the micro-batches' gradients are summed") in text
+    # the budget is the accounting's: real peaks over it are said, in the text and the chart
+    assert ("the allocator's real peaks at batch 2,000 ran over it (fp32 10.0 MiB, checkpointing "
+            "10.0 MiB, accumulation 12.0 MiB)") in text
+    assert "at the memory of one micro-batch and one more gradient" in text
+    from bsdemo.charts import fit_chart
+    subtitle = fit_chart(rows, 8 * 2**20).figure.layout.title.subtitle.text
+    assert "by the accounting" in subtitle and "real peaks over it: 3 of 4" in subtitle
+    assert "real peaks under it" in fit_chart(rows, 16 * 2**20).figure.layout.title.subtitle.text
 
 
 def test_the_real_peak_is_the_allocators_and_accumulation_adds_one_gradient_whatever_k():

@@ -112,8 +112,12 @@ def test_the_lr_verdict_speaks_from_the_runs():
             row("linear", 0.972, batch=128), row("sqrt", 0.95, batch=128),
             row("warm", 0.968, batch=128)]
     text = recipes.lr_verdict(rows)
-    assert "8× larger" in text and "The linear rule came within a point" in text
-    assert "nothing blew up or spiked here" in text and "-0.4 points" in text
+    assert "8× larger" in text
+    assert "The linear rule came within a point of the reference (+0.2 points)" in text
+    assert "the square-root rule fell 2.0 points short of the reference (95.0%)" in text
+    assert "nothing blew up or spiked here" in text and "\u22120.4 points" in text
+    rows[2] = row("linear", 0.982, batch=128)  # better by more than a point: said so
+    assert "The linear rule beat the reference by 1.2 points (98.2%)" in recipes.lr_verdict(rows)
     rows[2] = row("linear", None, status="diverged", batch=128)
     assert "the warm-up prevented it" in recipes.lr_verdict(rows)
     rows[4] = row("warm", None, status="diverged", batch=128)
@@ -282,7 +286,7 @@ def test_the_runs_answer_the_predict_first_questions():
                row("linear", 0.97), row("sqrt", 0.95), row("warm", 0.97)]
     index, numbers = recipes.lr_prediction(lr_rows)
     assert BY_SLUG["lr_scaling"].answers[index] == "clearly worse (more than a point)"
-    assert "(-13.7 points)" in numbers
+    assert "(\u221213.7 points)" in numbers  # a real minus sign
     lr_rows[1] = row("same", 0.975, batch=128)
     assert recipes.lr_prediction(lr_rows)[0] == 0  # within a point: about the same
     lr_rows[1] = row("same", None, status="diverged", batch=128)
