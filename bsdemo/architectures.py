@@ -107,7 +107,11 @@ def analyse(architecture: str, points: Sequence[Mapping[str, Any]]) -> dict[str,
                              f"{top['batch_size']}, reached {_quality(arch, best)}{start}, less "
                              f"than half the way to {_perfect(arch, top)}, so no range is read. "
                              "Give it more seconds."}
-    done = learned
+    # a run that ended at least as well as one that learned counts as learned too (its own
+    # start may have been better): the range is never read from runs worse than one left out
+    worst = (max if lower else min)(p["quality"] for p in learned)
+    done = [p for p in done if p in learned
+            or (p["quality"] <= worst if lower else p["quality"] >= worst)]
     best = (min if lower else max)(p["quality"] for p in done)
     good = [p for p in done if (p["quality"] <= best * (1 + FRECHET_TOLERANCE) if lower
                                 else p["quality"] >= best - ACCURACY_TOLERANCE)]

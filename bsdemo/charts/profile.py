@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from bsdemo.charts.style import OKABE_ITO, Chart, layout
 from bsdemo.profiling import technique_name
-from bsdemo.recipes.profile import short
+from bsdemo.recipes.profile import cut_title, short
 
 PARTS = {  # a span's part -> (legend name, colour)
     "forward": ("forward operators", OKABE_ITO[0]),
@@ -137,7 +137,7 @@ def cut_chart(cuts: Sequence[Mapping[str, Any]]) -> Chart:
         go.Bar(x=labels, y=[c["cut_samples_per_sec"] for c in ok], name=name,
                marker_color=OKABE_ITO[2],
                text=[f"{c['speedup']:.2f}×" for c in ok], textposition="outside")])
-    layout(fig, f"Cutting the fixed cost: {name}", "Batch size", "Samples per second (measured)",
+    layout(fig, cut_title(cuts), "Batch size", "Samples per second (measured)",
            subtitle="alternating blocks · compile time not counted")
     fig.update_layout(barmode="group")
     fig.update_xaxes(type="category")

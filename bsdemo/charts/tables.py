@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bsdemo.recipes.chance import at_chance
 from bsdemo.runs import JobSnapshot, stable_rate
 from bsdemo.units import MIB, format_bytes
 
@@ -53,7 +54,10 @@ def comparison_table(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, 
             # a spike that did not reach divergence: warm-up's effect shows here
             "first loss": s.get("first_step_loss"), "peak loss": s.get("peak_step_loss"),
             "shared device": snap.shared_device,
-            "note": {"time_cap": "time cap", "diverged": "diverged"}.get(snap.ending, "")})
+            "note": {"time_cap": "time cap", "diverged": "diverged"}.get(snap.ending, "")
+            or ("at chance" if at_chance(s.get("test_accuracy"), s) else ""),
+            # what chance scores on its test set (a verdict's words; no column of its own)
+            "_chance": s.get("chance_accuracy"), "_test labels": s.get("test_labels")})
     return rows
 
 

@@ -10,6 +10,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -125,8 +126,23 @@ def evaluation(run: Prepared, tally: Tally, epoch_done: float,
                      **extra)
 
 
-def run_summary(cfg: RunConfig, tally: Tally, book: MemoryBook, device_name: str) -> dict:
-    """The run's numbers so far: medians over steady full batches, memory, last evaluation."""
+def chance_of(labels: torch.Tensor) -> dict[str, Any]:
+    """What a model that learned nothing scores on these test labels: the share of the most
+    common one (always answering it), and how many labels the share is over (its noise)."""
+    flat = labels.flatten()
+    if flat.dtype != torch.int64:
+        return {}
+    flat = flat[flat >= 0]  # a sequence task's positions left out of the loss (negative labels)
+    if not flat.numel():
+        return {}
+    return {"chance_accuracy": float(torch.bincount(flat).max()) / flat.numel(),
+            "test_labels": int(flat.numel())}
+
+
+def run_summary(cfg: RunConfig, tally: Tally, book: MemoryBook, device_name: str,
+                chance: dict[str, Any] | None = None) -> dict:
+    """The run's numbers so far: medians over steady full batches, memory, last evaluation, and
+    what chance would score on its test set (`chance_of`)."""
     steady = slice(min(MEASURE_WARMUP_STEPS, max(len(tally.step_times) - 1, 0)), None)
     last, wall, rates = tally.last, tally.wall_time(), tally.rates()
     return {"steps": tally.step, "epochs": tally.epochs(), "samples_seen": tally.samples_seen,
@@ -155,7 +171,8 @@ def run_summary(cfg: RunConfig, tally: Tally, book: MemoryBook, device_name: str
             # the conditions its speed was measured in (bsdemo.runs.comparable_rates)
             "torch_threads": torch.get_num_threads(), "others_busy_share": tally.load.others_share(),
             # beside accounted memory: what the whole process held (a CPU's only real figure)
-            "process_rss_bytes": process_rss(), "process_rss_start_bytes": tally.rss_start}
+            "process_rss_bytes": process_rss(), "process_rss_start_bytes": tally.rss_start,
+            **(chance or {})}
 
 
 def players(model: GAN, n_eff: int) -> tuple[float, float]:

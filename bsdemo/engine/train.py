@@ -43,6 +43,7 @@ from bsdemo.engine.steps import (  # the pieces of a run, here for callers of th
 from bsdemo.engine.tally import (
     DIVERGENCE_FACTOR,
     Tally,
+    chance_of,
     completed,
     evaluation,
     out_of_memory,
@@ -137,7 +138,8 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
     n_train = len(run.data.y_train)
     tally = Tally(n_train, full_size=min(cfg.effective_batch_size, n_train), began=began,
                   now=run_clock.wall if run_clock is not None else time.perf_counter)
-    summary = functools.partial(run_summary, cfg, tally, book, info.get("name", device.type))
+    summary = functools.partial(run_summary, cfg, tally, book, info.get("name", device.type),
+                                chance_of(run.data.y_test))
     clock = _Clock(run, tally, should_stop, began, cpu_budget_s, run_clock)
     stepper = _Stepper(run, book, clock)
     step = stepper.step

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bsdemo.config import RunConfig
+from bsdemo.recipes.chance import chance_words
 from bsdemo.recipes.closing import join
 from bsdemo.runs import JobSnapshot
 from bsdemo.units import fixed, signed
@@ -64,6 +65,10 @@ def regimes_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
                  if len(ties) == 1 else "; " + " and ".join(r["run"] for r in ties)
                  + f" tied on test accuracy ({best['test accuracy']:.1%})")
     lead += "."
+    for r in finished:  # a run that learned nothing is said to have, not ranked silently
+        if r["note"] == "at chance":
+            text += (f" {r['run']} ended "
+                     + chance_words(r["test accuracy"], {"chance_accuracy": r.get("_chance")}) + ".")
     for r in short:
         why = {"time cap": "hit its time cap", "diverged": "diverged"}.get(
             r["note"], "was stopped" if r["status"] == "cancelled" else f"ended {r['status']}")
@@ -233,7 +238,8 @@ def lr_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
             return "diverged"
         if r["test accuracy"] is None:
             return f"no result ({r['status']})"
-        return f"{r['test accuracy']:.1%}" + (" at its time cap" if r["note"] == "time cap"
+        return f"{r['test accuracy']:.1%}" + (" (at chance)" if r["note"] == "at chance"
+                                              else " at its time cap" if r["note"] == "time cap"
                                               else "")
 
     k = same["batch"] / ref["batch"]

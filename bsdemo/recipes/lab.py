@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bsdemo.recipes.chance import at_chance, chance_words
 from bsdemo.recipes.closing import join
 from bsdemo.runs import JobSnapshot, comparable_rates, stable_rate, turns_note
 
@@ -30,6 +31,9 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
     short = (f" and reached a Fréchet distance of {s['frechet_distance']:.3g}"
              if s.get("frechet_distance") is not None else
              f" and reached {acc:.1%} test accuracy" if acc is not None else "")
+    if at_chance(acc, s):  # said wherever the accuracy is shown (the why: in the text)
+        short = f" and ended at chance ({acc:.1%} test accuracy)"
+        reached += f" It ended {chance_words(acc, s)}."
     lead = f"Run #{new.run_number} at batch {b} made {s['steps']:,} optimizer steps{short}."
     text = (f"It trained {s.get('epochs', 0):.3g} epochs in {s.get('wall_time_s', 0):.2f} s"
             + (f", a median {rate:,.0f} samples/s" if rate else "") + "." + reached
@@ -69,6 +73,9 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
                  f"against {ss['frechet_distance']:.3g} (lower is more like real digits).")
     elif accuracies:
         gap = (ss["test_accuracy"] - ls["test_accuracy"]) * 100
+        for name, run in ((f"Batch {ks}", ss), (f"Batch {kl}", ls)):
+            if at_chance(run["test_accuracy"], run):
+                text += f" {name} ended {chance_words(run['test_accuracy'], run)}."
         if gap > 2:
             text += (f" After the same epochs and learning rate batch {kl} reached "
                      f"{ls['test_accuracy']:.1%} against {ss['test_accuracy']:.1%}: fewer "

@@ -165,11 +165,38 @@ def profile_verdict(points: Sequence[Mapping[str, Any]], cuts: Sequence[Mapping[
     return closing.join(lead, " ".join(t for t in text if t))
 
 
+CUT_SAME = 0.05  # a speed-up within this of 1 (as shown, two decimals) is "about the same"
+
+
+def cut_effect(speedup: float) -> str:
+    """"faster", "slower" or "same": one reading of an overhead cut's speed-up, as the page shows
+    it (two decimals), for its chart's title and its text alike."""
+    shown = round(speedup, 2)
+    return "faster" if shown > 1 + CUT_SAME else "slower" if shown < 1 - CUT_SAME else "same"
+
+
+def cut_title(cuts: Sequence[Mapping[str, Any]]) -> str:
+    """The overhead-cut chart's title, from the speed-ups it draws: "cutting" only where it cut."""
+    ok = [c for c in cuts if c.get("status") == "ok"]
+    name = technique_name(ok[0]["technique"]) if ok else "the cut"
+    effects = {cut_effect(c["speedup"]) for c in ok}
+    if effects == {"faster"}:
+        return f"Cutting the fixed cost: {name} made the steps faster"
+    if effects == {"slower"}:
+        return f"{name} made the steps slower: it cut no fixed cost here"
+    if effects <= {"same"}:
+        return f"{name}: about the same speed"
+    return f"{name}: faster at some batch sizes, not at others"
+
+
 def _cut_reading(small: float, large: float) -> str:
-    if small > 1.05 and small > large:
+    if cut_effect(small) == "faster" and round(small, 2) > round(large, 2):
         return (": the gain is largest where the fixed cost is most of the step, as cutting "
                 "overhead should be.")
-    if small < 0.95:
+    if cut_effect(small) == "slower":
         return (": on this device it made the small batch slower, not faster (what it adds "
                 "per call outweighed what it removed); the fixed cost stayed.")
-    return ": about the same at both, so on this device the fixed cost was not what it cut."
+    if cut_effect(small) == cut_effect(large) == "same":
+        return ": about the same at both, so on this device the fixed cost was not what it cut."
+    return (": not the pattern of a cut fixed cost, whose gain is largest at the small batch "
+            "and fades as the batch grows.")

@@ -103,7 +103,8 @@ def show_table(rows: list[dict], key: str, height: int | None = None,
                hide: tuple[str, ...] = ()) -> None:
     """Rows as a table for people (bsdemo.charts.for_people): formatted numbers with units,
     short headers, empty columns left out, and `hide`'s columns (already in the run labels)."""
-    shown, columns = for_people([{k: v for k, v in r.items() if k not in hide} for r in rows])
+    shown, columns = for_people([{k: v for k, v in r.items()
+                                  if k not in hide and not k.startswith("_")} for r in rows])
     config = {name: st.column_config.NumberColumn(c["label"], format=c["format"]) if c["format"]
               else st.column_config.Column(c["label"]) for name, c in columns.items()}
     st.dataframe(shown, hide_index=True, key=key, column_config=config,
