@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bsdemo.recipes.measurements import SAME_SPEED
 from bsdemo.recipes.comparisons import points
+from bsdemo.recipes.measurements import SAME_SPEED
 from bsdemo.runs import JobSnapshot, batch_extremes
 from bsdemo.units import format_bytes, signed
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import assume, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bsdemo.architectures import ACCURACY_TOLERANCE, FRECHET_TOLERANCE, analyse
