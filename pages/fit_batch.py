@@ -10,7 +10,7 @@ from bsdemo.ui import parallel, sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, numbers_table, show_chart, takeaway
-from bsdemo.units import format_bytes
+from bsdemo.units import format_bytes, signed
 
 lesson = lesson_header("fit_batch")
 link = PageLink("fit_batch")
@@ -46,8 +46,10 @@ def draw(snap) -> None:
              for name, words in lesson.texts["columns"].items()}
     # short number formats keep all nine columns inside 1280 px
     formats = {"samples/s": "%.0f", "bytes/sample": "%.0f", "loss after": "%.3f",
-               "vs fp32": "%+.3f", "batch": "%d", "effective": "%d"}
-    numbers_table(table, "fit_table", helps, formats | {
+               "batch": "%d", "effective": "%d"}
+    # a difference's sign as the text writes it (a real minus, no signed zero): printf cannot
+    shown = [r | {"vs fp32": signed(r["vs fp32"], 3)} for r in table]
+    numbers_table(shown, "fit_table", helps, formats | {
         name: "%.2f" for name in table[0] if "MiB" in name})
     if snap.done:
         prediction_check("fit_batch", recipes.fit_prediction(rows), done=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from bsdemo.bounds import NOISE
 from bsdemo.recipes.closing import join
-from bsdemo.units import format_bytes
+from bsdemo.units import format_bytes, signed
 
 NAMES = {"bf16": "bf16 autocast", "fp16": "fp16 with a gradient scaler",
          "checkpointing": "Gradient checkpointing", "bf16+checkpointing": "bf16 with checkpointing"}
@@ -31,7 +31,7 @@ def budget_basis(results: Sequence[dict[str, Any]], budget: int) -> str:
     if not any(r.get("real_peak_bytes") for r in results):
         return f"Memory budget {format_bytes(budget)}; each batch verified by a real step"
     over = real_over(results, budget)
-    return (f"Memory budget {format_bytes(budget)} by the accounting (a simulated device) · "
+    return (f"Memory budget {format_bytes(budget)} by the accounting (a simulated device); "
             + (f"real peaks over it: {len(over)} of {len(results)}" if over
                else "real peaks under it"))
 
@@ -87,7 +87,7 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
     if changed:
         parts.append(f"After {steps} steps at batch {batch} from the same start, the training "
                      "loss differed from fp32's: " + ", ".join(
-                         f"{t} by {d:+.3f}" for t, d in changed) + " — check before you trust "
+                         f"{t} by {signed(d, 3)}" for t, d in changed) + " — check before you trust "
                      "it.")
     else:
         parts.append(f"After {steps} steps at batch {batch} from the same start, every "

@@ -118,10 +118,14 @@ def numbers_table(rows: list[dict], key: str, helps: dict[str, str], formats: di
     def help_for(name: str) -> str | None:
         return helps.get(name) or next((h for k, h in helps.items() if name.startswith(k)), None)
 
-    st.dataframe(rows, hide_index=True, key=key, column_config={
-        name: st.column_config.NumberColumn(format=formats.get(name, default),
-                                            help=help_for(name))
-        for name in list(rows[0])[1:]})
+    def column(name: str):  # text where the page wrote the numbers itself (units.signed)
+        if all(isinstance(r.get(name), str | None) for r in rows):
+            return st.column_config.TextColumn(help=help_for(name))
+        return st.column_config.NumberColumn(format=formats.get(name, default),
+                                             help=help_for(name))
+
+    st.dataframe(rows, hide_index=True, key=key,
+                 column_config={name: column(name) for name in list(rows[0])[1:]})
 
 
 def polled(draw: Callable[[], bool], every: float | None) -> None:
