@@ -73,18 +73,15 @@ def lr_grid_chart(cells: Sequence[dict[str, Any]],
     lrs = sorted({c["lr"] for c in cells})
     grid = {(c["batch"], c["lr"]): c for c in cells}
     z = [[(grid.get((b, lr)) or {}).get("accuracy") for lr in lrs] for b in batches]
-    text = [[_cell_text(grid.get((b, lr))) for lr in lrs] for b in batches]
+    best = best_lr_per_batch(cells)
+    # the best lr's star in its cell's text, beside the number: a marker on it hid the number
+    text = [[("★ " if best.get(b) == lr else "") + _cell_text(grid.get((b, lr))) for lr in lrs]
+            for b in batches]
     fig = go.Figure(go.Heatmap(z=z, x=[f"{lr:g}" for lr in lrs], y=[str(b) for b in batches],
                                colorscale="Viridis", zmin=0, zmax=1, text=text,
                                texttemplate="%{text}", textfont=dict(size=13),
                                hoverongaps=False, colorbar=dict(title="test acc.")))
-    best = best_lr_per_batch(cells)
-    drawn = _rule_traces(fig, best, lrs, batches)  # under the stars
-    fig.add_trace(go.Scatter(x=[f"{best[b]:g}" for b in batches if b in best],
-                             y=[str(b) for b in batches if b in best], mode="markers",
-                             name="best lr for the batch", marker=dict(
-                                 symbol="star", size=18, color="#FFFFFF",
-                                 line=dict(color="#000000", width=1))))
+    drawn = _rule_traces(fig, best, lrs, batches)
     layout(fig, title, "Learning rate",
            "Batch size", subtitle="★ best learning rate of each batch · grey cells: no result"
            + (" · the rules' predictions from the smallest batch's best (nearest column; ▶ past "

@@ -14,7 +14,6 @@ from bsdemo.charts.style import OKABE_ITO, SYMBOLS, Chart, batch_colour, layout
 from bsdemo.charts.style import empty as empty_message
 from bsdemo.classroom.rules import Round, Tally
 from bsdemo.classroom.sweep import Combined, condition
-from bsdemo.recipes import best_lr_per_batch
 from bsdemo.timing import THREAD_CLOCK
 
 ROUND_COLOURS = (OKABE_ITO[0], OKABE_ITO[1], OKABE_ITO[2], OKABE_ITO[4])
@@ -81,12 +80,7 @@ def class_grid_chart(combined: Combined) -> Chart:
                       "diverged": bool(c.runs) and c.diverged == c.runs, "text": text,
                       "status": "completed" if median is not None else "empty",
                       "runs": c.runs})
-    best = best_lr_per_batch(cells)
-    for cell in cells:  # the best lr's star in the cell's text: a marker would hide the number
-        if best.get(cell["batch"]) == cell["lr"]:
-            cell["text"] = "★ " + cell["text"]
     chart = lr_grid_chart(cells, "The room's runs: final test accuracy, batch × learning rate")
-    chart.figure.data = [t for t in chart.figure.data if t.name != "best lr for the batch"]
     chart.figure.update_traces(textfont=dict(size=16), selector=dict(type="heatmap"))
     chart.alt = (f"The room's map: {combined.filled} of {len(combined.cells)} cells have a run "
                  f"({combined.runs} runs). " + chart.alt)

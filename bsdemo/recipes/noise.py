@@ -75,12 +75,14 @@ def noise_verdict(result: dict[str, Any] | None) -> str | None:
         agree = (f"within {apart:.0%} of each other" if apart <= AGREE
                  else f"{apart:.0%} apart: the two-batch estimate needs more draws")
         parts.append(f"The simple noise scale B_simple = tr(Σ)/|G|² is {direct:.0f} measured "
-                     f"directly (the middle 68 % of bootstrap estimates: {lo:.0f}–{hi:.0f}) and "
+                     f"directly (its likely range, about ±1 standard error, from the draws "
+                     f"resampled: {lo:.0f}–{hi:.0f}) and "
                      f"{two:.0f} from batches {small} and {big} alone ({lo2:.0f}–{hi2:.0f}), "
                      f"{agree}.")
     else:
         parts.append(f"The simple noise scale B_simple = tr(Σ)/|G|² is {direct:.0f} measured "
-                     f"directly (the middle 68 % of bootstrap estimates: {lo:.0f}–{hi:.0f}); the "
+                     f"directly (its likely range, about ±1 standard error, from the draws "
+                     f"resampled: {lo:.0f}–{hi:.0f}); the "
                      "two-batch estimate came out "
                      "negative here, as it can with few draws when the noise dwarfs the signal.")
     cos = result["cosines"]

@@ -121,10 +121,12 @@ def test_lr_grid_marks_the_best_lr_per_batch_and_skips_diverged_cells():
              {"batch": 64, "lr": 1.0, "accuracy": 0.8, "diverged": False}]
     assert charts.best_lr_per_batch(cells) == {8: 0.1, 64: 1.0}
     chart = charts.lr_grid_chart(cells)
-    heat, linear, root, stars = chart.figure.data
+    heat, linear, root = chart.figure.data
     assert heat.type == "heatmap" and list(heat.y) == ["8", "64"]
     assert heat.text[0][1] == "diverged"
-    assert list(stars.x) == ["0.1", "1"] and "batch 64: 1" in chart.alt
+    # the best lr's star beside its cell's number (rows: batches; columns: lr 0.1, 1)
+    assert [list(row) for row in heat.text] == [["★ 90%", "diverged"], ["50%", "★ 80%"]]
+    assert "batch 64: 1" in chart.alt
     # the rules from batch 8's best (0.1): linear 0.8 at batch 64 (nearest column 1), √ 0.283
     # (nearest 0.1 of the two columns); both within the grid, exact lrs in the hover and alt
     assert linear.name == "linear rule" and list(linear.x) == ["0.1", "1"]
@@ -144,8 +146,10 @@ def test_a_grid_row_still_training_names_no_best_lr():
              {"batch": 64, "lr": 0.1, "accuracy": 0.5, "status": "completed"},
              {"batch": 64, "lr": 1.0, "accuracy": None, "status": "running"}]
     assert charts.best_lr_per_batch(cells) == {8: 0.1}
-    stars = charts.lr_grid_chart(cells).figure.data[-1]
-    assert list(stars.y) == ["8"]
+    texts = charts.lr_grid_chart(cells).figure.data[0].text  # rows: batches 8, 64
+    assert [t for row in texts for t in row if t.startswith("★")] == ["★ 90%"]
+    assert not any(t.marker.symbol == "star" for t in charts.lr_grid_chart(cells).figure.data
+                   if t.type == "scatter")  # no marker over a cell's number
     cells[-1].update(accuracy=0.8, status="completed")
     assert charts.best_lr_per_batch(cells) == {8: 0.1, 64: 1.0}
 

@@ -86,8 +86,8 @@ def result(slope_, direct=90.0, two=80.0, sizes=(1, 16, 256), n=1438):
 def test_the_verdict_and_the_prediction_say_what_was_measured():
     text = recipes.noise_verdict(result(-1.04))
     assert "fell as 1/B: a log-log slope of -1.04" in text.replace("−", "-")
-    assert ("is 90 measured directly (the middle 68 % of bootstrap estimates: 70–110) and 80 "
-            "from batches 16 and 512") in text
+    assert ("is 90 measured directly (its likely range, about ±1 standard error, from the "
+            "draws resampled: 70–110) and 80 from batches 16 and 512") in text
     assert "within 11% of each other" in text and "*Predicted*" in text
     assert "only 82% of tr(Σ)/B" in text  # batch 256 of 1,438 drawn without replacement
     assert "not the −1 of 1/B" in recipes.noise_verdict(result(-0.7))
