@@ -304,7 +304,8 @@ def _warmup_words(linear: dict[str, Any], warm: dict[str, Any]) -> str:
     return ("Without warm-up nothing blew up or spiked here, so warm-up had nothing to prevent"
             + (f" (it changed accuracy by {signed(delta)} points)" if delta is not None else "")
             + ": a larger k, and with it a larger learning rate, is where warm-up matters "
-            "(the *Warm-up* preset: Adam, k = 32, 5 epochs of warm-up).")
+            f"(the *Warm-up* preset: Adam, k = {WARMUP_PRESET['k']}, "
+            f"{WARMUP_PRESET['warmup']} epochs of warm-up).")
 
 
 # The lr page's starting points; bench/lessons_bench.py checks each one's claim over seeds.
@@ -318,3 +319,4 @@ LR_PRESETS = {
     "Warm-up (Adam, k = 32)": {"optimizer": "adam", "ref_batch": 16, "ref_lr": 0.002, "k": 32,
                                "epochs": 20, "warmup": 5},
 }
+WARMUP_PRESET = LR_PRESETS["Warm-up (Adam, k = 32)"]  # the one the texts send students to
