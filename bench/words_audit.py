@@ -155,7 +155,8 @@ def lr_scaling(seed: int):
                                 config=vars(cfg), end={"summary": r}))
              for i, ((name, cfg), r) in enumerate(zip(variants, results, strict=True))]
     rows = charts.comparison_table(snaps)
-    return recipes.lr_verdict(rows), [rows, [s.config for _, s in snaps], p], None
+    # the presets too: the text names the warm-up one to try next
+    return recipes.lr_verdict(rows), [rows, [s.config for _, s in snaps], recipes.LR_PRESETS], None
 
 
 def fit_batch(seed: int):
