@@ -38,14 +38,21 @@ from bsdemo.config import RunConfig
 from bsdemo.units import MINUS
 
 # a number as a page writes it: 1,234 · 0.812 · −5.3, then its unit, if any
-NUMBER = re.compile(r"(?<![\w#.])([−-]?\d(?:[\d,]*\d)?(?:\.\d+)?)(\s?%| ?×| ms| s\b| MiB| KiB| GiB| B\b"
+NUMBER = re.compile(r"(?<![\w#.])([−-]?\d(?:[\d,]*\d)?(?:\.\d+)?(?:e-?\d+)?)"
+                    r"(\s?%| ?×| ms| s\b| µs| MiB| KiB| GiB| B\b"
                     r"| points| samples/s)?")
-QUANTITY = {"%", "ms", "MiB", "KiB", "GiB", "samples/s"}
-SCALES = (1.0, 100.0, 1e3, 1 / 2**10, 1 / 2**20, 1 / 2**30)
+QUANTITY = {"%", "ms", "µs", "MiB", "KiB", "GiB", "samples/s"}
+SCALES = (1.0, 100.0, 1e3, 1e6, 1 / 2**10, 1 / 2**20, 1 / 2**30)
 
 
-def numbers_in(value: Any, key: str = "") -> Iterable[tuple[str, float]]:
-    """Every finite number inside a record (dicts, lists, nested), with the field it is in."""
+SERIES = 16  # a list of more numbers than this is a series (a trace, a curve): charts draw it
+
+
+def numbers_in(value: Any, key: str = "", series: bool = False) -> Iterable[tuple[str, float]]:
+    """Every finite number inside a record (dicts, lists, nested), with the field it is in. A
+    series (a list of more than SERIES numbers) is left out unless `series`: a text quotes a
+    record's summary numbers, and what it reads off a series the lesson's audit states beside
+    the record (else thousands of values would trace any number by chance; the control says)."""
     if isinstance(value, bool):
         return
     if isinstance(value, int | float):
@@ -53,39 +60,76 @@ def numbers_in(value: Any, key: str = "") -> Iterable[tuple[str, float]]:
             yield key, float(value)
     elif isinstance(value, dict):
         for k, v in value.items():
-            yield from numbers_in(v, str(k))
+            yield from numbers_in(v, str(k), series)
     elif isinstance(value, list | tuple):
+        if not series and sum(1 for _ in _flat(value)) > SERIES:
+            return
         for v in value:
-            yield from numbers_in(v, key)
+            yield from numbers_in(v, key, series)
 
 
-def derived(fields: Iterable[tuple[str, float]]) -> set[float]:
-    """The record's numbers in the pages' units, and what two values of one field make (two
-    runs' accuracies, two techniques' peaks): their ratio, share less one, difference (in
-    points, or in a unit) — how a text compares one quantity across runs."""
+def _flat(value: Any) -> Iterable[Any]:
+    for v in value:
+        if isinstance(v, list | tuple):
+            yield from _flat(v)
+        elif isinstance(v, int | float) and not isinstance(v, bool):
+            yield v
+
+
+def derived(fields: Iterable[tuple[str, float]]) -> dict[str, list[float]]:
+    """What a quoted number may be, by its unit: the record's numbers in that unit, and what two
+    values of one field make (two runs' accuracies, two techniques' peaks) — a difference in
+    that unit, a ratio ("×", or none), a share less one ("%"). Each unit looks only at its own
+    conversions (a "ms" is a record's seconds × 1,000, never its bytes), so that a number the
+    record never held rarely passes by chance (the control measures how rarely)."""
     by: dict[str, set[float]] = {}
     for key, v in fields:
         by.setdefault(key, set()).add(v)
-    out = {v * s for values in by.values() for v in values for s in SCALES}
+    raw = {v for values in by.values() for v in values}
+    diffs, sums, ratios, shares = set(), set(), set(), set()
     for values in by.values():
         for a, b in itertools.permutations(sorted(values)[:60], 2):
-            out |= {(a - b) * s for s in SCALES}
+            diffs.add(a - b)
+            sums.add(a + b)  # two runs' times together (compiling at two batches)
             if b:
-                out |= {a / b, (a / b - 1) * 100, (1 - a / b) * 100}
-    return out
+                ratios.add(a / b)
+                shares |= {a / b - 1, 1 - a / b}
+
+    def scaled(values: set[float], *scales: float) -> set[float]:
+        return {abs(v) * s for v in values for s in scales}
+
+    out = {
+        "%": scaled(raw | diffs | ratios | shares, 100, 1),
+        "points": scaled(diffs | raw, 100, 1),
+        # times: a record keeps seconds, or milliseconds or microseconds (fields named so)
+        "ms": scaled(raw | diffs, 1e3, 1, 1e-3),
+        "µs": scaled(raw | diffs, 1e6, 1),
+        "s": scaled(raw | diffs | sums, 1, 1e-6),
+        "B": scaled(raw | diffs, 1),
+        "KiB": scaled(raw | diffs, 2**-10), "MiB": scaled(raw | diffs, 2**-20),
+        "GiB": scaled(raw | diffs, 2**-30),
+        "×": scaled(ratios | raw, 1),
+        "samples/s": scaled(raw | ratios, 1),
+        "": scaled(raw | diffs | ratios, 1),
+    }
+    return {unit: sorted(values) for unit, values in out.items()}
 
 
 def chart_numbers(chart) -> set[float]:
-    """The numbers a chart draws: its traces' values and bases, numbers in its texts, its table."""
+    """The numbers a chart (or the page's charts, a list) draws: its traces' values and bases,
+    numbers in its texts, its table."""
+    if isinstance(chart, list):
+        return set().union(*map(chart_numbers, chart))
     values: set[float] = set()
     for trace in chart.figure.data:
         for name in ("x", "y", "z", "base"):
-            values |= {v for _, v in numbers_in(list(getattr(trace, name, None) or []))}
+            values |= {v for _, v in numbers_in(list(getattr(trace, name, None) or []),
+                                                series=True)}
         texts = getattr(trace, "text", None)
         for t in (texts if isinstance(texts, list | tuple) else [texts] if texts else []):
             for row in (t if isinstance(t, list | tuple) else [t]):
                 values |= {parse(m.group(1)) for m in NUMBER.finditer(str(row))}
-    values |= {v for _, v in numbers_in(chart.table or [])}
+    values |= {v for _, v in numbers_in(chart.table or [], series=True)}
     return {v * s for v in values for s in SCALES}
 
 
@@ -93,35 +137,52 @@ def parse(text: str) -> float:
     return float(text.replace(",", "").replace(MINUS, "-"))
 
 
+POWER = re.compile(r"(\d(?:\.\d+)?) × 10([⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)")
+
+
+CITATION = re.compile(r"(et al\.|\w+ and \w+),? \(?(19|20)\d\d\)?")
+
+
+def plain(text: str) -> str:
+    """A text's powers of ten ("7.45 × 10⁻⁹", as bsdemo.units writes them) as Python reads
+    them ("7.45e-9"), so that each is one number; a citation's year ("et al. 2018") left out."""
+    text = CITATION.sub(lambda m: m.group(1), text)
+    return POWER.sub(lambda m: m.group(1) + "e" + m.group(2).translate(
+        str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")), text)
+
+
 def same(quoted: str, candidates: list[float]) -> bool:
     """Whether a candidate (`candidates`: their absolute values, sorted) rounds to the quoted
-    number at its own decimals, or to one last place either way (the page and the audit may
-    round a half differently)."""
+    number at its own decimals, or to one last place either way (a difference the page takes
+    of two rounded numbers)."""
     q = abs(parse(quoted))
-    decimals = len(quoted.split(".")[1]) if "." in quoted else 0
-    unit = 10.0 ** -decimals
-    i = bisect.bisect_left(candidates, q - 1.5 * unit - 1e-9)
-    return i < len(candidates) and candidates[i] <= q + 1.5 * unit + 1e-9
+    mantissa, _, power = quoted.partition("e")
+    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    unit = 10.0 ** (int(power or 0) - decimals)
+    i = bisect.bisect_left(candidates, q - unit - 1e-9)
+    return i < len(candidates) and candidates[i] <= q + unit + 1e-9
 
 
 def audit(text: str, record: Any, chart=None) -> dict[str, Any]:
     """Each quoted number traced to the record (and, for quantities, to the chart)."""
-    candidates = sorted({abs(c) for c in derived(numbers_in(record))})
+    candidates = derived(numbers_in(record))
     drawn = sorted({abs(c) for c in chart_numbers(chart)}) if chart is not None else []
     quoted = untraced = quantities = on_chart = control = precise = 0
     missing = []
-    for sentence in re.split(r"(?<=[.:;])\s+", text):
+    for sentence in re.split(r"(?<=[.:;])\s+", plain(text)):
         for m in NUMBER.finditer(sentence):
             number, unit = m.group(1), (m.group(2) or "").strip()
             quoted += 1
             # the control, on precise numbers (three significant digits or more: a small count
             # matches something by chance): the same number made 37 % larger, written to the
             # same decimals — how often a number the record never held would pass for traced
-            decimals = len(number.split(".")[1]) if "." in number else 0
-            if len(number.replace(",", "").replace(".", "").lstrip("−-0")) >= 3:
+            mantissa, _, power = number.partition("e")
+            decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+            if len(mantissa.replace(",", "").replace(".", "").lstrip("−-0")) >= 3:
                 precise += 1
-                control += same(f"{abs(parse(number)) * 1.37:.{decimals}f}", candidates)
-            if not same(number, candidates):
+                control += same(f"{abs(parse(mantissa)) * 1.37:.{decimals}f}"
+                                + (f"e{power}" if power else ""), candidates[unit])
+            if not same(number, candidates[unit]):
                 untraced += 1
                 missing.append(f"{number}{unit}: “{sentence.strip()[:110]}”")
             if unit in QUANTITY and chart is not None:
@@ -178,8 +239,133 @@ def norms(seed: int):
     return recipes.norms_verdict(cells), cells, charts.norms_chart(cells)
 
 
-LESSONS: dict[str, Callable[[int], tuple]] = {"regimes": regimes, "lr_scaling": lr_scaling,
-                                              "fit_batch": fit_batch, "norms": norms}
+def training_lab(seed: int):
+    """The Lab's prediction pair: its default run (batch 32), then batch 256, as two snapshots."""
+    from bsdemo.runs import JobSnapshot
+
+    snaps = [JobSnapshot(id=i + 1, owner="audit", status=r["status"], steps={}, evals={},
+                         config=vars(cfg), end={"summary": r})
+             for i, cfg in enumerate([RunConfig(seed=seed), RunConfig(seed=seed, batch_size=256)])
+             for r in [run(cfg)]]
+    # updates an epoch: steps / epochs, as the text divides them
+    record = [s.summary | {"updates_per_epoch": s.summary["steps"] / s.summary["epochs"]}
+              for s in snaps] + [s.config for s in snaps]
+    return recipes.lab_verdict(snaps), record, None
+
+
+def _sweep(cfg: RunConfig, batches: list[int], **options) -> tuple[list[dict], dict]:
+    """A sweep's points as the page holds them (each batch's latest round) and its end."""
+    from bsdemo.engine.sweep import sweep
+
+    events = list(sweep(cfg, batches, **options))
+    points = {e["batch_size"]: e for e in events if e["kind"] == "sweep_point"}
+    return [points[b] for b in sorted(points)], events[-1]
+
+
+def throughput(seed: int):
+    from bsdemo.units import powers_of_two
+
+    points, end = _sweep(RunConfig(seed=seed), powers_of_two(1024))
+    text = recipes.throughput_verdict(end, points, end.get("peak_source"))
+    return text, [points, end], [charts.sweep_throughput_chart(points), charts.sweep_step_time_chart(
+        points, end["fit"], end.get("crossover_batch_size"))]
+
+
+def memory(seed: int):
+    from bsdemo.units import MIB, powers_of_two
+
+    points, end = _sweep(RunConfig(seed=seed), powers_of_two(4096), memory_budget_bytes=4 * MIB,
+                         warmup_steps=1, timed_steps=2, min_timed_s=0, rounds=1)
+    chart = charts.memory_breakdown_chart(points, end["fit"], 4 * MIB,
+                                          end["predicted_max_batch_size"])
+    return recipes.memory_verdict(end, points), [points, end, 4 * MIB], chart
+
+
+def accumulation(seed: int):
+    from bsdemo.engine.accumulation import accumulation_check
+
+    r = accumulation_check(RunConfig(seed=seed), 32, 4, 5)
+    text = recipes.accumulation_verdict(r)[1] + "\n\n" + recipes.accumulation_why(r)
+    return text, r, charts.accumulation_chart(r)
+
+
+def finder(seed: int):
+    from bsdemo.engine.finder import find_batch_size
+    from bsdemo.lessons import load
+
+    cfg = RunConfig(seed=seed)
+    budget, _ = recipes.simulated_device(cfg, 0.10)
+    events = list(find_batch_size(cfg, memory_budget_bytes=budget, margin=0.10,
+                                  target_effective_batch=None, reference_batch=32,
+                                  reference_lr=cfg.lr))
+    r, probes = events[-1], [e for e in events if e["kind"] == "find_probe"]
+    accum = f" × {r['accumulation_steps']} accumulation steps" if r["accumulation_steps"] > 1 \
+        else ""
+    text = load(Path(recipes.__file__).parents[1] / "content" / "finder.toml").text(
+        "use", batch=r["batch_size"], accum=accum, message=r["message"], probes=r["probes"],
+        tested=", ".join(map(str, r["tested_batch_sizes"])),
+        doubling=recipes.doubling_trials(r["max_batch_size"] or 1))
+    return text, [r, probes, budget, 0.10], charts.finder_chart(probes, r)
+
+
+def noise(seed: int):
+    from bsdemo.engine.noise import noise_measure
+
+    r = list(noise_measure(RunConfig(seed=seed), [1, 4, 16, 64, 256], draws=32))[-1]
+    return recipes.noise_verdict(r), r, charts.noise_charts(r)[0]
+
+
+def critical(seed: int):
+    from bsdemo.engine.critical import critical_batch
+
+    r = list(critical_batch(RunConfig(seed=seed, lr=0.2)))[-1]
+    return recipes.critical_verdict(r), r, charts.critical_chart(r)
+
+
+def sharpness(seed: int):
+    from bench.lessons_bench import SHARPNESS_PAGE
+    from bsdemo.engine.sharpness import sharpness_study
+
+    from bsdemo.recipes.sharpness import barrier, settled
+
+    r = list(sharpness_study(RunConfig(seed=seed, **SHARPNESS_PAGE)))[-1]
+    # what the text reads off the series: each run's late sharpness (the median of its
+    # trace's second half) and the loss slice's barrier
+    read = {"late_sharpness": [settled(run["trace"]) for run in r["runs"]],
+            "barrier": list(barrier(r["slice"])) if r.get("slice") else []}
+    return recipes.sharpness_verdict(r), [r, read], list(charts.sharpness_charts(r))
+
+
+def architectures(seed: int):
+    from bsdemo.architectures import ARCHITECTURES, DEFAULT_BATCHES, DEFAULT_SECONDS
+    from bsdemo.engine.architectures import architecture_sweep
+
+    records = list(architecture_sweep(RunConfig(seed=seed), list(ARCHITECTURES), DEFAULT_BATCHES))
+    points = [r for r in records if r["kind"] == "architecture_point"]
+    summaries = [r for r in records if r["kind"] == "architecture_summary"]
+    text = recipes.architecture_verdict(summaries, DEFAULT_SECONDS, points)
+    return text, [points, summaries, DEFAULT_SECONDS], None
+
+
+def profile(seed: int):
+    from bsdemo.engine.profile import profile_steps
+
+    cfg = RunConfig(seed=seed)
+    events = list(profile_steps(cfg, [8, 512]))
+    points = [e for e in events if e["kind"] == "profile_point"]
+    cuts = [e for e in events if e["kind"] == "cut_point"]
+    _, sweep_end = _sweep(cfg, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
+    text = recipes.profile_verdict(points, cuts, events[-1], sweep_end["fit"])
+    record = [[{k: v for k, v in p.items() if k != "trace_gz_b64"} for p in points], cuts,
+              events[-1], sweep_end["fit"]]
+    return text, record, charts.cut_chart(cuts)
+
+
+LESSONS: dict[str, Callable[[int], tuple]] = {
+    "training_lab": training_lab, "throughput": throughput, "memory": memory,
+    "regimes": regimes, "lr_scaling": lr_scaling, "accumulation": accumulation,
+    "finder": finder, "architectures": architectures, "fit_batch": fit_batch, "norms": norms,
+    "noise": noise, "critical": critical, "sharpness": sharpness, "profile": profile}
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bsdemo.errors import ConfigError
-from bsdemo.units import parse_bytes
+from bsdemo.units import parse_bytes, sig
 
 __all__ = ["FindResult", "FitBatchResult", "NoiseResult", "ProfileResult", "SweepResult",
            "Workload", "find_batch_size", "fit_batch", "lab_workload", "noise_scale", "profile",
@@ -367,7 +367,7 @@ def _find_summary(r: dict[str, Any]) -> str:
             f"({r['probes']} probes, every one a real training step).")
     if "lr_linear" in r:
         text += (f" Learning rate for effective batch {r['effective_batch_size']}: "
-                 f"{r['lr_linear']:.4g} (linear rule) or {r['lr_sqrt']:.4g} (square-root rule).")
+                 f"{sig(r['lr_linear'], 4)} (linear rule) or {sig(r['lr_sqrt'], 4)} (square-root rule).")
     return text
 
 

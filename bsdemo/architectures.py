@@ -22,6 +22,7 @@ from typing import Any
 from bsdemo.config import RunConfig
 from bsdemo.fits import linear_fit
 from bsdemo.presets import PRESETS
+from bsdemo.units import fixed, percent, sig
 
 REFERENCE_BATCH = 32  # the presets' lr is the lr at this batch
 KNEE_SHARE = 0.8  # the throughput knee: the smallest batch reaching this share of the best
@@ -152,17 +153,17 @@ def _agreement(arch: Architecture, done: list, summary: dict) -> dict[str, Any]:
     if worse_small:
         p = worse_small[-1]
         reasons.append(f"at batch {p['batch_size']} the {p['steps']:,} updates were smaller and "
-                       f"noisier steps, at {p['samples_per_sec']:,.0f} samples/s, and quality was "
+                       f"noisier steps, at {fixed(p['samples_per_sec'], 0)} samples/s, and quality was "
                        f"lower ({_quality(arch, p['quality'])})")
     slow = [p for p in done if p["samples_per_sec"] < FAST_SHARE * summary["peak_samples_per_sec"]
             and p["batch_size"] in summary["good_batches"]]
     if slow:
         p = slow[-1]
         reasons.append(f"batch {p['batch_size']} trained as well but at "
-                       f"{p['samples_per_sec'] / summary['peak_samples_per_sec']:.0%} of the best "
+                       f"{percent(p['samples_per_sec'] / summary['peak_samples_per_sec'], 0)} of the best "
                        "samples/s")
     if summary["knee"] < arch.rule[0]:
-        reasons.append(f"this device already reaches {KNEE_SHARE:.0%} of its best samples/s at "
+        reasons.append(f"this device already reaches {percent(KNEE_SHARE, 0)} of its best samples/s at "
                        f"batch {summary['knee']} (a GPU needs larger batches to fill)")
     elif summary["knee"] == max(tested):
         reasons.append(f"samples/s still rose up to batch {max(tested)}, the largest tried")
@@ -186,9 +187,9 @@ def learned_in_budget(point: Mapping[str, Any]) -> bool:
 
 def _perfect(arch: Architecture, point: Mapping[str, Any]) -> str:
     if arch.name == "gan":
-        return f"real images' Fréchet distance ({point.get('frechet_reference') or 0:.2g})"
+        return f"real images' Fréchet distance ({sig(point.get('frechet_reference') or 0, 2)})"
     return "100 %"
 
 
 def _quality(arch: Architecture, value: float) -> str:
-    return f"Fréchet distance {value:.3g}" if arch.name == "gan" else f"test accuracy {value:.1%}"
+    return f"Fréchet distance {sig(value)}" if arch.name == "gan" else f"test accuracy {percent(value)}"

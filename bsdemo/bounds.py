@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
+from bsdemo.units import fixed, percent
+
 NOISE = 0.10  # a figure may pass its bound by this share before it counts as broken
 
 A = TypeVar("A")
@@ -24,7 +26,7 @@ def speedup_breach(speedup: float, processes: int, what: str) -> str | None:
     sharing the cores one process had, or None."""
     if speedup <= processes * (1 + NOISE):
         return None
-    return (f"{what} came out {speedup:.1f}× as fast as one process on the same cores, more than "
+    return (f"{what} came out {fixed(speedup, 1)}× as fast as one process on the same cores, more than "
             f"the {processes}× that {processes} processes can be")
 
 
@@ -54,7 +56,7 @@ def too_noisy(problem: str | None, others_busy: float | None) -> str | None:
     """The record's `too_noisy` text (None when the figure kept its bound)."""
     if problem is None:
         return None
-    busy = (f"; other processes kept this machine's CPUs {others_busy:.0%} busy meanwhile"
+    busy = (f"; other processes kept this machine's CPUs {percent(others_busy, 0)} busy meanwhile"
             if others_busy is not None else "")
     return f"{problem}, in two measurements{busy}"
 

@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import dataclass
 
 from bsdemo.errors import ConfigError
-from bsdemo.units import parse_bytes, real_number, whole_number
+from bsdemo.units import parse_bytes, real_number, setting, whole_number
 
 MAX_WORKERS = 64
 MAX_TURNS = 256
@@ -67,7 +67,7 @@ class Limits:
                               f"job plans up to {cost.steps:,}; limit max_steps)")
         if cost.wall_s > self.max_wall_s + 1e-9:
             raise ConfigError("time_limit_s", round(cost.wall_s, 3),
-                              f"at most {self.max_wall_s:g} s for the whole job on this server "
+                              f"at most {setting(self.max_wall_s)} s for the whole job on this server "
                               "(its limit max_wall_s)")
 
     @classmethod

@@ -66,7 +66,7 @@ def option_text(value: Any) -> str:
     if value is None:
         return "none"
     if isinstance(value, float):
-        return f"{value:g}"
+        return f"{value:g}"  # machine-read: a link's parameter, not a sentence
     return str(value)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from bsdemo.errors import ConfigError, clip
 from bsdemo.lessons import LESSONS
 from bsdemo.runs import JobSnapshot, batch_extremes, comparable_rates
-from bsdemo.units import format_bytes
+from bsdemo.units import fixed, format_bytes
 
 QUESTIONS_FILE = Path(__file__).with_name("quiz.toml")
 EVIDENCE = {  # what a question can quote from the student's Training Lab runs
@@ -131,13 +131,13 @@ def evidence(question: Question, runs: Sequence[JobSnapshot]) -> str | None:
             return None
         rates = like[:2]
         n = small.summary["samples_seen"] / small.summary["epochs"]
-        return (f"Your runs: batch {b} trained at {rates[0]:,.0f} samples/s (an epoch of "
-                f"{small.updates_per_epoch:,} steps in about {n / rates[0]:.2f} s at that rate); batch "
-                f"{big} at {rates[1]:,.0f} samples/s ({large.updates_per_epoch:,} steps in about "
-                f"{n / rates[1]:.2f} s): batch {b} was {rates[1] / rates[0]:.1f}× slower per "
+        return (f"Your runs: batch {b} trained at {fixed(rates[0], 0)} samples/s (an epoch of "
+                f"{small.updates_per_epoch:,} steps in about {fixed(n / rates[0], 2)} s at that rate); batch "
+                f"{big} at {fixed(rates[1], 0)} samples/s ({large.updates_per_epoch:,} steps in about "
+                f"{fixed(n / rates[1], 2)} s): batch {b} was {fixed(rates[1] / rates[0], 1)}× slower per "
                 "sample." if rates[1] > rates[0] else
-                f"Your runs: batch {b} trained at {rates[0]:,.0f} samples/s and batch {big} at "
-                f"{rates[1]:,.0f}: here the larger batch was not faster — a loaded machine, or a "
+                f"Your runs: batch {b} trained at {fixed(rates[0], 0)} samples/s and batch {big} at "
+                f"{fixed(rates[1], 0)}: here the larger batch was not faster — a loaded machine, or a "
                 "device already saturated.")
     peaks = [s.summary.get("peak_memory_bytes") for s in (small, large)]
     if not all(peaks):

@@ -97,13 +97,20 @@ def _signless(text: str) -> str:
     return text
 
 
+SMALL = 1e-3  # below this a number is written as a power of ten: "7.45 × 10⁻⁹"
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
 def sig(x: float, digits: int = 3) -> str:
     """x to `digits` significant figures, thousands separated; a whole number of more digits in
-    full (43,631, not 43,600): 0.81234 -> '0.812', 2.2 -> '2.20', -5.31 -> '−5.31', 0 -> '0'."""
+    full (43,631, not 43,600); under 0.001 as a power of ten: 0.81234 -> '0.812', 2.2 -> '2.20',
+    -5.31 -> '−5.31', 0 -> '0', 7.4512e-9 -> '7.45 × 10⁻⁹'. Never 'e-09', never a hyphen."""
     if not math.isfinite(x):
         return "∞" if x > 0 else MINUS + "∞" if x < 0 else "not a number"
     if x == 0:
         return "0"
+    if abs(_rounded(x, digits)) < SMALL:
+        return _power_of_ten(f"{x:.{digits - 1}e}")  # 9.996e-9 rounds to 1.00 × 10⁻⁸
     return _signless(f"{x:,.{_decimals(x, digits)}f}")
 
 
@@ -121,6 +128,20 @@ def _rounded(x: float, digits: int = 3) -> float:
     return 0.0 if x == 0 or not math.isfinite(x) else round(x, _decimals(x, digits))
 
 
+def setting(x: float, digits: int = 6) -> str:
+    """A value a person sets (a learning rate, a k, epochs) written as short as it was typed, to
+    at most `digits` significant figures: 0.1 -> '0.1', 0.28284271 (digits 3) -> '0.283',
+    1e-05 -> '1 × 10⁻⁵', never '1e-05'."""
+    text = f"{x:.{digits}g}"
+    return _power_of_ten(text) if "e" in text else _signless(text)
+
+
+def _power_of_ten(text: str) -> str:
+    """Python's '7.45e-09' as a person writes it: '7.45 × 10⁻⁹'."""
+    mantissa, _, power = text.partition("e")
+    return _signless(mantissa) + " × 10" + str(int(power)).translate(_SUPERSCRIPT)
+
+
 def fixed(x: float, decimals: int = 1) -> str:
     """x with a fixed number of decimals ('12.5'), a real minus sign, never a signed zero."""
     return _signless(f"{x:,.{decimals}f}")
@@ -131,6 +152,16 @@ def signed(x: float, decimals: int = 1) -> str:
     '0.0' (no sign: it is neither)."""
     text = fixed(x, decimals)
     return text if text.startswith(MINUS) or not text.strip("0.,") else "+" + text
+
+
+def percent(share: float, decimals: int = 1) -> str:
+    """A share as a percentage: 0.9614 -> '96.1%', -0.053 -> '−5.3%', never '-0.0%'."""
+    return fixed(100 * share, decimals) + "%"
+
+
+def signed_percent(share: float, decimals: int = 0) -> str:
+    """A change as a percentage, its sign always written: '+12%', '−5%', '0%'."""
+    return signed(100 * share, decimals) + "%"
 
 
 def format_bytes(size: float) -> str:

@@ -9,7 +9,7 @@ from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
-from bsdemo.units import format_bytes
+from bsdemo.units import fixed, format_bytes
 
 lesson = lesson_header("accumulation")
 link = PageLink("accumulation")
@@ -49,8 +49,8 @@ def draw(snap) -> None:
                    format_bytes(r["big_peak_memory_bytes"]))
     cols[1].metric(f"Peak memory, {r['accumulation_steps']} × {r['micro_batch']}",
                    format_bytes(r["accumulated_peak_memory_bytes"]), help=r["memory_source"])
-    cols[2].metric("Samples/s, one batch", f"{r['big_samples_per_sec']:,.0f}")
-    cols[3].metric("Samples/s, accumulated", f"{r['accumulated_samples_per_sec']:,.0f}")
+    cols[2].metric("Samples/s, one batch", f"{fixed(r['big_samples_per_sec'], 0)}")
+    cols[3].metric("Samples/s, accumulated", f"{fixed(r['accumulated_samples_per_sec'], 0)}")
     st.markdown("**Why.** " + recipes.accumulation_why(r))
     prediction_check("accumulation", recipes.accumulation_prediction(r))
     # the check's summary, then one row per parameter tensor

@@ -11,7 +11,7 @@ from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
-from bsdemo.units import format_bytes
+from bsdemo.units import format_bytes, percent, setting
 
 MARGINS = [round(0.05 * i, 2) for i in range(11)]  # 0%, 5%, … 50% of memory kept free
 ARCH_BATCH_SETS = ("8,32,128,512", "4,16,64,256", "16,64,256,1024")
@@ -30,7 +30,7 @@ with controls:
         st.caption(lesson.text("budget_cpu", device=format_bytes(device), about=about))
     left, right = st.columns(2)
     margin = link.choice(left, "Safety margin (share of memory kept free)", MARGINS, 0.1,
-                         key="find_margin", widget="select_slider", format_func=lambda m: f"{m:.0%}")
+                         key="find_margin", widget="select_slider", format_func=lambda m: f"{percent(m, 0)}")
     target = link.number(right, "Target effective batch (0 = none)", 0,
                          sweeps.scheduler().limits.max_effective_batch_size, 0, key="find_target",
                          help=lesson.text("help_target"))
@@ -64,8 +64,8 @@ def draw(snap) -> None:
         show_table(charts.throughput_table(r["throughput"]), "find_throughput")
     prediction_check("finder", recipes.finder_prediction(r))
     if "lr_linear" in r:
-        st.markdown(lesson.text("lr_advice", lr=cfg.lr, batch=r["effective_batch_size"],
-                                linear=r["lr_linear"], sqrt=r["lr_sqrt"]))
+        st.markdown(lesson.text("lr_advice", lr=setting(cfg.lr), batch=r["effective_batch_size"],
+                                linear=setting(r["lr_linear"], 3), sqrt=setting(r["lr_sqrt"], 3)))
     downloads("finder", "find_dl", snap.points)
 
 
@@ -78,7 +78,7 @@ a, b = st.columns(2)
 arch_batches = link.choice(a, "Batch sizes", ARCH_BATCH_SETS, ARCH_BATCH_SETS[0],
                            key="find_arch_batches")
 seconds = link.choice(b, "Training seconds per run", ARCH_SECONDS, DEFAULT_SECONDS,
-                      key="find_arch_seconds", format_func=lambda v: f"{v:g} s",
+                      key="find_arch_seconds", format_func=lambda v: f"{setting(v)} s",
                       help=lesson.text("help_seconds", count=len(ARCHITECTURES)))
 sweeps.run_button("arch", "Measure each architecture", "architectures", cfg,
                   {"architectures": list(ARCHITECTURES),

@@ -8,6 +8,7 @@ from bsdemo.ui import classroom, sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
+from bsdemo.units import setting
 
 lesson = lesson_header("lr_scaling")
 link = PageLink("lr_scaling")
@@ -18,7 +19,7 @@ with controls:
     a, b, c, d, e = st.columns(5)
     ref_batch, ref_lr, k, epochs, warmup = lessonlinks.LR_CONTROLS[3:]
     link.control(a, ref_batch)
-    link.control(b, ref_lr, widget="select_slider", format_func=lambda v: f"{v:g}")
+    link.control(b, ref_lr, widget="select_slider", format_func=lambda v: f"{setting(v)}")
     link.control(c, k)
     link.control(d, epochs)
     link.control(e, warmup, help=lesson.text("help_warmup"))

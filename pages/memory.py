@@ -8,7 +8,7 @@ from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
-from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
+from bsdemo.units import GIB, MIB, fixed, format_bytes, powers_of_two
 
 lesson = lesson_header("memory")
 link = PageLink("memory")
@@ -48,7 +48,7 @@ def draw(snap) -> None:
         cols = st.columns(4)
         cols[0].metric("Fixed part M0 (fit)", format_bytes(fit["m0_bytes"]) if fit["m0_bytes"] else "–")
         cols[1].metric("Per sample m (fit)", format_bytes(fit["m_bytes_per_sample"])
-                       if fit["m_bytes_per_sample"] else "–", help=f"R² {fit['r2_memory'] or 0:.4f}")
+                       if fit["m_bytes_per_sample"] else "–", help=f"R² {fixed(fit['r2_memory'] or 0, 4)}")
         cols[2].metric("Largest batch that ran", end["max_batch_size_fits"] or "–")
         cols[3].metric("Predicted largest batch", end["predicted_max_batch_size"] or "–",
                        help=lesson.text("help_predicted"))
@@ -77,7 +77,7 @@ if over and safe:
                 st.error(f"Batch {p['batch_size']}: {p['message']}", icon=":material/error:")
             elif p["status"] == "ok":
                 st.success(lesson.text("recovered", batch=p["batch_size"],
-                                       rate=p["samples_per_sec"],
+                                       rate=fixed(p["samples_per_sec"], 0),
                                        peak=format_bytes(p["peak_memory_bytes"])))
 
     sweeps.job_view("memdemo", draw_demo)

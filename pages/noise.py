@@ -8,6 +8,7 @@ from bsdemo.ui import classroom, critical, sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
+from bsdemo.units import fixed, setting
 
 BATCH_SETS = ("1,4,16,64,256", "1,2,4,8,16,32,64,128,256,512", "1,8,64,512")
 
@@ -50,7 +51,7 @@ def draw(snap) -> None:
         show_chart(cosine, "noi_cosine")
     takeaway(recipes.noise_verdict(r))  # shown above the main chart (BASE_CSS lifts it)
     cols = st.columns(3)
-    cols[0].metric("Variance slope (log-log)", f"{r['variance_slope']:.2f}",
+    cols[0].metric("Variance slope (log-log)", f"{fixed(r['variance_slope'], 2)}",
                    help=lesson.text("help_slope"))
     lo, hi = r["b_simple_range"]
     cols[1].metric("B_simple, direct", f"{r['b_simple']:.0f}",
@@ -73,7 +74,7 @@ st.caption(lesson.text("paths_caption"))
 left, right = st.columns(2)
 steps = link.number(left, "Steps (every path)", 5, 400, 100, key="noi_path_steps")
 lr = link.choice(right, "Learning rate (every path)", (0.01, 0.02, 0.05, 0.1), 0.05,
-                 key="noi_path_lr", widget="select_slider", format_func=lambda v: f"{v:g}")
+                 key="noi_path_lr", widget="select_slider", format_func=lambda v: f"{setting(v)}")
 surface = paths_chart_for(int(steps), float(lr))
 show_chart(surface, "noi_paths")
 takeaway(recipes.paths_verdict(surface.table, int(steps)), key="takeaway_paths")

@@ -19,6 +19,7 @@ from bsdemo.ui import sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
+from bsdemo.units import percent, setting
 
 SMALL = (4, 8, 16, 32, 64)
 LARGE = (256, 512, 4096)  # 4096: the whole training set of every preset the study offers
@@ -26,7 +27,7 @@ LRS = (0.05, 0.1, 0.2, 0.3, 0.5)
 TARGETS = (0.05, 0.02, 0.01, 0.005)
 PRESETS_OFFERED = ("digits-mlp", "digits-cnn", "synthetic-mlp", "moons-mlp", "spirals-mlp")
 lesson = lesson_header("sharpness")
-values = {"cap": REMEDY_LR_CAP, "longer": LONGER_FACTOR,
+values = {"cap": setting(REMEDY_LR_CAP), "longer": LONGER_FACTOR,
           "warmup_steps": round(WARMUP_SHARE * SHARPNESS_MAX_STEPS)}
 labels, helps = ({k: v.format(**values) for k, v in lesson.texts[group].items()}
                  for group in ("remedy_labels", "remedy_help"))
@@ -46,9 +47,9 @@ with controls:
     large = link.choice(b, "Large batch", LARGE, 4096, key="shp_large",
                         format_func=lambda v: "the whole training set" if v == 4096 else str(v))
     lr = link.choice(c, "Learning rate (both)", LRS, 0.3, key="shp_lr",
-                     format_func=lambda v: f"{v:g}")
+                     format_func=lambda v: f"{setting(v)}")
     target = link.choice(d, "Train until the loss is", TARGETS, 0.01, key="shp_target",
-                         format_func=lambda v: f"{v:g}")
+                         format_func=lambda v: f"{setting(v)}")
     st.markdown(lesson.text("remedies"))
     picked = [remedy for remedy, where in zip(SHARPNESS_REMEDIES, st.columns(4), strict=True)
               if link.toggle(where, labels[remedy], False, key=f"shp_{remedy}",
@@ -86,7 +87,7 @@ def draw(snap) -> None:
     st.dataframe(table, hide_index=True, key="shp_table", column_config={
         name: st.column_config.NumberColumn(format="%.4g") for name in table[0]
         if name not in ("run", "steps")})
-    st.caption(lesson.text("measures_caption", samples=r["hessian_samples"], radius=r["radius"],
+    st.caption(lesson.text("measures_caption", samples=r["hessian_samples"], radius=percent(r["radius"], 0),
                            iters=HESSIAN_ITERS))
     prediction_check("sharpness", recipes.sharpness_prediction(r), done=True)
     downloads("sharpness", "shp_dl", table, cut)

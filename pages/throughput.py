@@ -9,7 +9,7 @@ from bsdemo.ui import classroom, sweeps
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
-from bsdemo.units import powers_of_two
+from bsdemo.units import fixed, percent, powers_of_two
 
 lesson = lesson_header("throughput")
 link = PageLink("throughput")
@@ -49,7 +49,7 @@ def draw(snap) -> None:
     if end:  # the takeaway, shown above the main charts (BASE_CSS)
         takeaway(recipes.throughput_verdict(end, points, end.get("peak_source")))
     cols = st.columns(4)
-    cols[0].metric("Best samples/s (measured)", f"{best['samples_per_sec']:,.0f}",
+    cols[0].metric("Best samples/s (measured)", f"{fixed(best['samples_per_sec'], 0)}",
                    help=f"at batch {best['batch_size']}")
     if end:
         knee, span = end["knee_batch_size"], end.get("knee_range")
@@ -63,10 +63,10 @@ def draw(snap) -> None:
                        help=lesson.text("help_crossover")
                        + (f"; 68% range {span[0]:.0f}–{span[1]:.0f}." if span else "."))
     share = best["share_of_peak"]
-    cols[3].metric("Share of peak FLOP/s", f"{share:.1%}" if share is not None else "–",
+    cols[3].metric("Share of peak FLOP/s", f"{percent(share)}" if share is not None else "–",
                    help=f"Peak: {(end or start).get('peak_source')}.")
     if best.get("tokens_per_sec") and best["tokens_per_sec"] != best["samples_per_sec"]:
-        st.caption(f"As tokens: {best['tokens_per_sec']:,.0f} tokens/s at batch "
+        st.caption(f"As tokens: {fixed(best['tokens_per_sec'], 0)} tokens/s at batch "
                    f"{best['batch_size']} (each sample is a sequence of tokens).")
     left, right = st.columns(2)
     with left:

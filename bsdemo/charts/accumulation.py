@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from bsdemo.charts.style import OKABE_ITO, OOM_COLOUR, Chart, layout
 from bsdemo.recipes.measurements import layer_rows
+from bsdemo.units import sig
 
 NORM, DIFFERENCE = OKABE_ITO[0], OKABE_ITO[1]
 TINY = 1e-12  # an exact zero's bar (identical gradients) on a log axis
@@ -40,8 +41,8 @@ def accumulation_chart(r: dict[str, Any]) -> Chart:
     fig.update_layout(barmode="group", hovermode="closest",
                       height=130 + 26 * len(names))  # with Run and the takeaway: one 1280x720 screen
     alt = (f"{shape}: per parameter tensor, the largest gradient difference ranges "
-           f"{min(diffs):.2g}–{max(diffs):.2g} against gradient norms {min(norms):.2g}–"
-           f"{max(norms):.2g}.")
+           f"{sig(min(diffs), 2)}–{sig(max(diffs), 2)} against gradient norms {sig(min(norms), 2)}–"
+           f"{sig(max(norms), 2)}.")
     return Chart(fig, alt, [{"parameter": row["parameter"], "gradient norm": row["gradient norm"],
                              "largest difference": row["largest gradient difference"]}
                             for row in rows])

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from bsdemo.architectures import ARCHITECTURES
 from bsdemo.charts.style import OKABE_ITO, SYMBOLS, Chart, empty, layout, log_ticks
 from bsdemo.recipes.architectures import budget_words, by_cpu_time
-from bsdemo.units import format_bytes
+from bsdemo.units import fixed, format_bytes, percent, sig
 
 COLOURS = {name: OKABE_ITO[i] for i, name in enumerate(ARCHITECTURES)}
 METRICS = {  # chart -> (point field, title, y-axis title, scale, architectures drawn)
@@ -68,8 +68,8 @@ def _chart(points: Sequence[dict[str, Any]], metric: str, seconds: float) -> Cha
 
 
 def _fmt(metric: str, value: float) -> str:
-    return {"speed": f"{value:,.0f}", "memory": f"{value:.3g} MiB", "accuracy": f"{value:.1%}",
-            "frechet": f"{value:.3g}"}[metric]
+    return {"speed": f"{fixed(value, 0)}", "memory": f"{sig(value)} MiB", "accuracy": f"{percent(value)}",
+            "frechet": f"{sig(value)}"}[metric]
 
 
 def architecture_table(summaries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

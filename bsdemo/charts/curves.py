@@ -23,7 +23,7 @@ from bsdemo.charts.style import (
     styles,
 )
 from bsdemo.runs import JobSnapshot, cpu_rates
-from bsdemo.units import MIB
+from bsdemo.units import MIB, setting, sig
 
 # one line over a half-width chart (a longer key wraps, and pushes the plot down the screen)
 LOSS_KEY = "thick: train loss · open markers: test loss · faint: steps"
@@ -35,7 +35,7 @@ def run_label(snap: JobSnapshot) -> str:
     cfg = snap.config
     b, k = cfg["batch_size"], cfg["accumulation_steps"]
     batch = f"batch {b * k}" + (f" ({b}×{k})" if k > 1 else "")
-    return (f"#{snap.run_number} {batch}, lr {cfg['lr']:g}, {cfg['optimizer']}"
+    return (f"#{snap.run_number} {batch}, lr {setting(cfg['lr'])}, {cfg['optimizer']}"
             + (" · superseded" if snap.superseded_by is not None else ""))
 
 
@@ -177,8 +177,8 @@ def _loss_alt(runs: Sequence[JobSnapshot], x_title: str) -> str:
     for snap in runs:
         ev = snap.evals
         if ev["test_loss"]:
-            parts.append(f"{run_label(snap)}: test loss {ev['test_loss'][0]:.3g} at the start, "
-                         f"{ev['test_loss'][-1]:.3g} latest")
+            parts.append(f"{run_label(snap)}: test loss {sig(ev['test_loss'][0])} at the start, "
+                         f"{sig(ev['test_loss'][-1])} latest")
         else:
             parts.append(f"{run_label(snap)}: no evaluation yet")
         if snap.status in ("diverged", "oom", "cancelled", "failed"):
@@ -214,7 +214,7 @@ def _per_step_chart(runs: Sequence[JobSnapshot], x_axis: str, y_field: str, titl
                                line=dict(color=style.colour, dash=style.dash, width=2)))
         drawn.append((xs, main))
         values = sorted(ys)
-        parts.append(f"{label}: median {values[len(values) // 2]:,.3g}{unit}")
+        parts.append(f"{label}: median {sig(values[len(values) // 2])}{unit}")
         table += [{"run": label, x_title: x, title: y} for x, y in pts]
     layout(fig, title, x_title, y_title, rangemode="tozero")
     if subtitle:  # short, one line: the title's room is left as it is
@@ -302,9 +302,9 @@ def labelled_loss_chart(runs: Sequence[tuple[str, JobSnapshot]], x_axis: str,
         if (spike := _spike(snap, x_field, train)) is not None:  # between two evaluations
             fig.add_trace(dict(
                 type="scatter", x=[spike[0]], y=[spike[1]], mode="markers+text",
-                text=[f"spike {spike[1]:.3g}"],
+                text=[f"spike {sig(spike[1])}"],
                 textposition="middle right", showlegend=False, legendgroup=str(snap.run_number),
-                hoverinfo="text", hovertext=[f"{label}: a step's loss reached {spike[1]:.4g}"],
+                hoverinfo="text", hovertext=[f"{label}: a step's loss reached {sig(spike[1], 4)}"],
                 marker=dict(symbol="triangle-up", size=12, color=style.colour),
                 textfont=dict(color=style.colour)))
             peaks.append(spike)
@@ -315,7 +315,7 @@ def labelled_loss_chart(runs: Sequence[tuple[str, JobSnapshot]], x_axis: str,
            subtitle="thick: train loss · thin, open markers: test loss" if runs else None)
     _finish_loss(fig, drawn, ends, log, "The runs' evaluated loss appears here as they train.",
                  spikes=peaks)
-    finals = [f"{label}: {snap.evals['test_loss'][-1]:.3g}" for label, snap in runs
+    finals = [f"{label}: {sig(snap.evals['test_loss'][-1])}" for label, snap in runs
               if snap.evals["test_loss"]]
     return Chart(fig.figure(), f"Evaluated loss against {x_title.lower()}. Latest test loss — "
                  + "; ".join(finals) + "." if finals else "No evaluations yet.", table)

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from bsdemo.charts.style import OKABE_ITO, Chart, layout
 from bsdemo.recipes.fitbatch import budget_basis
 from bsdemo.timing import THREAD_CLOCK
+from bsdemo.units import fixed
 
 COLOURS = {"fp32": OKABE_ITO[0], "bf16": OKABE_ITO[1], "fp16": OKABE_ITO[3],
            "checkpointing": OKABE_ITO[2], "bf16+checkpointing": OKABE_ITO[6],
@@ -26,7 +27,7 @@ def fit_chart(results: Sequence[dict[str, Any]], budget: int) -> Chart:
         y=names, x=[r["effective_batch_size"] for r in results], orientation="h",
         name="largest batch (effective)", marker_color=[COLOURS[n] for n in names],
         showlegend=False,
-        text=[f"{r['effective_batch_size']:,} · {r['samples_per_sec']:,.0f} samples/s"
+        text=[f"{r['effective_batch_size']:,} · {fixed(r['samples_per_sec'], 0)} samples/s"
               if r["samples_per_sec"] else "did not fit" for r in results],
         textposition="auto", insidetextanchor="start"))
     micro = [r for r in results if r.get("accumulation_steps", 1) > 1]

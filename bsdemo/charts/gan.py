@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from bsdemo.charts.curves import run_label
 from bsdemo.charts.style import X_AXES, Chart, empty, layout, styles
 from bsdemo.runs import JobSnapshot
+from bsdemo.units import sig
 
 
 def is_gan(snap: JobSnapshot) -> bool:
@@ -54,11 +55,11 @@ def frechet_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps") -> Chart:
                                  mode="lines+markers", name=label,
                                  line=dict(color=style.colour, dash=style.dash, width=2.5),
                                  marker=dict(symbol=style.symbol, size=8)))
-        parts.append(f"{label}: {pts[0][1]:.3g} at the first evaluation, {pts[-1][1]:.3g} latest")
+        parts.append(f"{label}: {sig(pts[0][1])} at the first evaluation, {sig(pts[-1][1])} latest")
         table += [{"run": label, x_title: x, "Fréchet distance": y} for x, y in pts]
     if reference is not None:
         fig.add_hline(y=reference, line=dict(color="#555555", dash="dot", width=1.5),
-                      annotation_text=f"real images: {reference:.2g}",
+                      annotation_text=f"real images: {sig(reference, 2)}",
                       annotation_position="top left")
     layout(fig, "Fréchet distance to real test images", x_title, "Fréchet distance (lower: more "
            "like real)", subtitle="in a small digit classifier's feature space",

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from bsdemo.charts.style import Chart, layout
 from bsdemo.recipes import best_lr_per_batch, rule_predictions
+from bsdemo.units import percent, setting
 
 MISSING = {"diverged": "diverged", "oom": "out of memory", "cancelled": "stopped",
            "failed": "failed", "queued": "waiting", "running": "training"}
@@ -23,8 +24,8 @@ def _cell_text(cell: dict[str, Any] | None) -> str:
         return cell["text"]
     if cell.get("diverged"):
         return "diverged"
-    if cell.get("accuracy") is not None:
-        return f"{cell['accuracy']:.0%}"
+    if cell.get("accuracy") is not None:  # an accuracy at chance is said so, in the cell
+        return percent(cell["accuracy"], 0) + ("<br>chance" if cell.get("at_chance") else "")
     if cell.get("time_capped"):
         return "time cap"
     return MISSING.get(cell.get("status", ""), "no result")
@@ -49,12 +50,12 @@ def _rule_traces(fig: go.Figure, best: dict[int, float], lrs: list[float],
             lr = predicted[b]
             column = min(lrs, key=lambda g, lr=lr: abs(math.log(g) - math.log(lr)))
             past = lr > max(lrs) * 1.5 or lr < min(lrs) / 1.5
-            xs.append(f"{column:g}")
+            xs.append(f"{setting(column)}")
             ys.append(str(b))
             # open symbols: the cell's accuracy stays readable through them
             symbols.append(("triangle-right-open" if lr > max(lrs) else "triangle-left-open")
                            if past else "circle-open")
-            hover.append(f"{name} rule at batch {b}: lr {lr:.3g}" + (" (past the grid)" if past
+            hover.append(f"{name} rule at batch {b}: lr {setting(lr, 3)}" + (" (past the grid)" if past
                                                                        else ""))
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers",
                                  name=f"{name.replace(' ', '-')} rule",
@@ -77,7 +78,7 @@ def lr_grid_chart(cells: Sequence[dict[str, Any]],
     # the best lr's star in its cell's text, beside the number: a marker on it hid the number
     text = [[("★ " if best.get(b) == lr else "") + _cell_text(grid.get((b, lr))) for lr in lrs]
             for b in batches]
-    fig = go.Figure(go.Heatmap(z=z, x=[f"{lr:g}" for lr in lrs], y=[str(b) for b in batches],
+    fig = go.Figure(go.Heatmap(z=z, x=[f"{setting(lr)}" for lr in lrs], y=[str(b) for b in batches],
                                colorscale="Viridis", zmin=0, zmax=1, text=text,
                                texttemplate="%{text}", textfont=dict(size=13),
                                hoverongaps=False, colorbar=dict(title="test acc.")))
@@ -90,9 +91,9 @@ def lr_grid_chart(cells: Sequence[dict[str, Any]],
     fig.update_yaxes(type="category")
     fig.update_layout(hovermode="closest", plot_bgcolor="#DDDDDD")
     alt = "Heat map of final test accuracy. Best learning rate per batch size: " + "; ".join(
-        f"batch {b}: {best[b]:g}" for b in batches if b in best) + "."
+        f"batch {b}: {setting(best[b])}" for b in batches if b in best) + "."
     if drawn:
         alt += " Predicted from the smallest batch's best: " + "; ".join(
-            f"{name} rule " + ", ".join(f"batch {b}: {lr:.3g}" for b, lr in sorted(p.items()))
+            f"{name} rule " + ", ".join(f"batch {b}: {setting(lr, 3)}" for b, lr in sorted(p.items()))
             for name, p in rule_predictions(best).items()) + "."
     return Chart(fig, alt, [dict(c) for c in cells])

@@ -8,7 +8,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from bsdemo.charts.style import OKABE_ITO, Chart, layout
-from bsdemo.units import MIB
+from bsdemo.units import MIB, fixed, percent
 
 COMPUTE, REDUCE = OKABE_ITO[0], OKABE_ITO[1]
 FORWARD, BACKWARD = OKABE_ITO[0], OKABE_ITO[2]
@@ -28,11 +28,12 @@ def ddp_chart(r: dict[str, Any]) -> Chart:
     layout(fig, "One step of the same global batch", "Milliseconds per step (median)", "",
            subtitle=f"global batch {r['global_batch_size']}; " + (
                "timing too noisy to read (see below)" if r.get("too_noisy") else
-               f"scaling efficiency {r['scaling_efficiency']:.0%}"))
+               f"scaling efficiency {percent(r['scaling_efficiency'], 0)}"))
     fig.update_layout(barmode="stack", hovermode="closest", height=260)
     alt = (f"A step of global batch {r['global_batch_size']}: one process "
-           f"{r['single_process_step_s'] * 1e3:.1f} ms; {r['processes']} processes "
-           f"{r['compute_s'] * 1e3:.1f} ms compute plus {r['allreduce_s'] * 1e3:.1f} ms all-reduce.")
+           f"{fixed(r['single_process_step_s'] * 1e3, 1)} ms; {r['processes']} processes "
+           f"{fixed(r['compute_s'] * 1e3, 1)} ms compute plus "
+           f"{fixed(r['allreduce_s'] * 1e3, 1)} ms all-reduce.")
     table = [{"setup": one, "compute ms": r["single_process_step_s"] * 1e3, "all-reduce ms": 0.0},
              {"setup": group, "compute ms": r["compute_s"] * 1e3,
               "all-reduce ms": r["allreduce_s"] * 1e3}]
@@ -61,19 +62,19 @@ def pipeline_chart(r: dict[str, Any]) -> Chart:
         fig.add_trace(go.Bar(
             y=[name for name, _ in measured], x=[t * 1e3 for _, t in measured], orientation="h",
             name="a whole step, wall clock", marker=dict(color=MEASURED),
-            text=[f"{t * 1e3:.1f} ms" for _, t in measured], textposition="auto",
+            text=[f"{fixed(t * 1e3, 1)} ms" for _, t in measured], textposition="auto",
             hovertemplate="%{y}: %{x:.1f} ms<extra></extra>"))
-    layout(fig, f"A pipelined step: the stages idle {r['bubble']:.0%} of its compute schedule",
+    layout(fig, f"A pipelined step: the stages idle {percent(r['bubble'], 0)} of its compute schedule",
            "Milliseconds into the step", "",
            subtitle=f"{r['micro_batches']} micro-batches, scheduled from the measured stage "
-                    f"times (GPipe's ideal bubble {r['ideal_bubble']:.0%})"
+                    f"times (GPipe's ideal bubble {percent(r['ideal_bubble'], 0)})"
                     + (" · grey: whole steps, wall clock" if measured else ""))
     fig.update_layout(barmode="overlay", hovermode="closest", height=280 + 40 * len(measured))
     fig.update_yaxes(autorange="reversed")
-    alt = (f"Two stages' compute scheduled over {r['schedule_step_s'] * 1e3:.1f} ms: forward "
+    alt = (f"Two stages' compute scheduled over {fixed(r['schedule_step_s'] * 1e3, 1)} ms: forward "
            f"passes of {r['micro_batches']} micro-batches, then their backward passes in "
-           f"reverse; the stages idle {r['bubble']:.0%} of it." + "".join(
-               f" {name[:1].upper() + name[1:]}: {t * 1e3:.1f} ms." for name, t in measured))
+           f"reverse; the stages idle {percent(r['bubble'], 0)} of it." + "".join(
+               f" {name[:1].upper() + name[1:]}: {fixed(t * 1e3, 1)} ms." for name, t in measured))
     table = [{"stage": b["stage"], "pass": b["pass"], "micro-batch": b["micro_batch"] + 1,
               "start ms": b["start"] * 1e3, "end ms": b["end"] * 1e3} for b in r["schedule"]]
     return Chart(fig, alt, table)
@@ -92,7 +93,7 @@ def pipeline_memory_chart(r: dict[str, Any]) -> Chart:
     layout(fig, "Memory per process", "Process", "MiB",
            subtitle="accounted; activations: all micro-batches in flight")
     fig.update_layout(barmode="stack", hovermode="closest", height=300)
-    alt = "Memory: " + "; ".join(f"{n} {(p + a) / MIB:.2f} MiB" for n, p, a in
+    alt = "Memory: " + "; ".join(f"{n} {fixed((p + a) / MIB, 2)} MiB" for n, p, a in
                                   zip(names, params, saved, strict=True)) + "."
     table = [{"process": n, "parameters MiB": p / MIB, "activations MiB": a / MIB}
              for n, p, a in zip(names, params, saved, strict=True)]

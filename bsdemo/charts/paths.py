@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bsdemo.charts.style import Chart, batch_colour, layout
+from bsdemo.units import setting
 
 
 def paths_chart(result: dict) -> Chart:
@@ -32,7 +33,7 @@ def paths_chart(result: dict) -> Chart:
                              textposition="bottom right", name="minimum",
                              marker=dict(size=12, color="#111111", symbol="star")))
     layout(fig, "SGD paths on the whole loss surface", "w (slope)", "b (intercept)",
-           subtitle=f"{result['steps']} steps at lr {result['lr']:g} from one start; contours: "
+           subtitle=f"{result['steps']} steps at lr {setting(result['lr'])} from one start; contours: "
                     "log loss")
     fig.update_layout(hovermode="closest", height=460)
     ordered = sorted(rows, key=lambda r: r["distance walked"])

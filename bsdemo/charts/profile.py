@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from bsdemo.charts.style import OKABE_ITO, Chart, layout
 from bsdemo.profiling import technique_name
 from bsdemo.recipes.profile import cut_title, short
+from bsdemo.units import fixed, percent
 
 PARTS = {  # a span's part -> (legend name, colour)
     "forward": ("forward operators", OKABE_ITO[0]),
@@ -36,7 +37,7 @@ def profile_timeline_chart(points: Sequence[Mapping[str, Any]]) -> Chart:
     rows = []
     for p in reversed(ok):  # the smallest batch on top
         whole = p["shown_step_us"] or 1.0
-        head = f"batch {p['batch_size']}<br>{whole / 1e3:.2f} ms"
+        head = f"batch {p['batch_size']}<br>{fixed(whole / 1e3, 2)} ms"
         lanes = [(head if not p.get("kernel_timeline") else f"{head} · CPU", p["timeline"])]
         if p.get("kernel_timeline"):
             lanes.append((f"batch {p['batch_size']} · GPU", p["kernel_timeline"]))
@@ -53,7 +54,7 @@ def profile_timeline_chart(points: Sequence[Mapping[str, Any]]) -> Chart:
                     marker=dict(color=colour, line=dict(width=0)),
                     legendgroup=part, showlegend=part not in shown,
                     legendrank=list(PARTS).index(part) if part in PARTS else 99,
-                    hovertext=[f"{short(n)}: {d / 1e3:.3f} ms" for n, _, d in items],
+                    hovertext=[f"{short(n)}: {fixed(d / 1e3, 3)} ms" for n, _, d in items],
                     hoverinfo="text"))
                 shown.add(part)
     layout(fig, "Where one training step's time goes", "Share of the step (%)", "",
@@ -67,7 +68,7 @@ def profile_timeline_chart(points: Sequence[Mapping[str, Any]]) -> Chart:
         gap = small["parts_us"].get("gap", 0.0) / small["shown_step_us"]
         alt = (f"Timelines of one profiled step at batch sizes "
                f"{', '.join(str(p['batch_size']) for p in ok)}, each as shares of its own "
-               f"length. At batch {small['batch_size']}, {gap:.0%} of the step has no operator "
+               f"length. At batch {small['batch_size']}, {percent(gap, 0)} of the step has no operator "
                "running.")
     else:
         alt = "No profiled step yet."
@@ -89,13 +90,13 @@ def profile_split_chart(points: Sequence[Mapping[str, Any]], end: Mapping[str, A
     labels = [str(p["batch_size"]) for p in ok]
     table = []
     if plain and ok:
-        fixed = plain["t0_us"] / 1e3
+        t0_ms = plain["t0_us"] / 1e3
         growing = [plain["t1_us"] * p["batch_size"] / 1e3 for p in ok]
-        fig.add_trace(go.Bar(x=labels, y=[fixed] * len(ok), name="fixed: t0",
+        fig.add_trace(go.Bar(x=labels, y=[t0_ms] * len(ok), name="fixed: t0",
                              marker_color="#BBBBBB"))
         fig.add_trace(go.Bar(x=labels, y=growing, name="grows with the batch: t1·B",
                              marker_color=OKABE_ITO[0]))
-        table = [{"batch size": p["batch_size"], "fixed (ms)": round(fixed, 4),
+        table = [{"batch size": p["batch_size"], "fixed (ms)": round(t0_ms, 4),
                   "growing (ms)": round(g, 4),
                   "unprofiled step (ms)": round(p["plain_own_s"]["median"] * 1e3, 4),
                   "trace: fixed (ms)": round(split["t0_us"] / 1e3, 4) if split else None,
@@ -136,12 +137,12 @@ def cut_chart(cuts: Sequence[Mapping[str, Any]]) -> Chart:
                marker_color="#777777"),
         go.Bar(x=labels, y=[c["cut_samples_per_sec"] for c in ok], name=name,
                marker_color=OKABE_ITO[2],
-               text=[f"{c['speedup']:.2f}×" for c in ok], textposition="outside")])
+               text=[f"{fixed(c['speedup'], 2)}×" for c in ok], textposition="outside")])
     layout(fig, cut_title(cuts), "Batch size", "Samples per second (measured)",
            subtitle="alternating blocks · compile time not counted")
     fig.update_layout(barmode="group")
     fig.update_xaxes(type="category")
-    alt = ("; ".join(f"batch {c['batch_size']}: {c['speedup']:.2f}× the eager samples/s"
+    alt = ("; ".join(f"batch {c['batch_size']}: {fixed(c['speedup'], 2)}× the eager samples/s"
                      for c in ok) or "No overhead cut measured.")
     table = [{"batch size": c["batch_size"], "eager samples/s": round(c["eager_samples_per_sec"]),
               f"{name} samples/s": round(c["cut_samples_per_sec"]),

@@ -5,7 +5,7 @@ support marked. Counts only: no identities reach a chart."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import plotly.graph_objects as go
 
@@ -15,6 +15,7 @@ from bsdemo.charts.style import empty as empty_message
 from bsdemo.classroom.rules import Round, Tally
 from bsdemo.classroom.sweep import Combined, condition
 from bsdemo.timing import THREAD_CLOCK
+from bsdemo.units import fixed, percent
 
 ROUND_COLOURS = (OKABE_ITO[0], OKABE_ITO[1], OKABE_ITO[2], OKABE_ITO[4])
 SUPPORTED_MARK = "✓ "
@@ -33,7 +34,7 @@ def room_votes_chart(rounds: Sequence[tuple[Round, Tally]]) -> Chart:
         fig.add_trace(go.Bar(
             y=names, x=list(counts.counts), orientation="h", marker_color=colour,
             name=f"Vote {round_.number} ({counts.total} answer{'s' * (counts.total != 1)})",
-            text=[f"{n} · {s:.0%}" for n, s in zip(counts.counts, counts.shares, strict=True)],
+            text=[f"{n} · {percent(s, 0)}" for n, s in zip(counts.counts, counts.shares, strict=True)],
             textposition="outside", cliponaxis=False))
     layout(fig, "The room's predictions", "Members who chose it", "",
            subtitle=("✓ what the runs showed" if supported is not None else
@@ -56,10 +57,10 @@ def room_votes_chart(rounds: Sequence[tuple[Round, Tally]]) -> Chart:
 
 
 # ----- a class-sourced sweep: the room's runs, cell by cell -----
-def _range(values: tuple[float, float] | None, fmt: str) -> str:
+def _range(values: tuple[float, float] | None, write: Callable[[float], str]) -> str:
     if values is None or values[0] == values[1]:
         return ""
-    return f", {values[0]:{fmt}}–{values[1]:{fmt}}"
+    return f", {write(values[0])}–{write(values[1])}"
 
 
 def class_grid_chart(combined: Combined) -> Chart:
@@ -74,8 +75,8 @@ def class_grid_chart(combined: Combined) -> Chart:
             text = (f"diverged ×{c.diverged}" if c.diverged == c.runs else
                     f"no result ×{c.runs}")
         else:
-            text = f"{median:.0%}" + (f"<br>{c.runs} runs{_range(c.spread('accuracy'), '.0%')}"
-                                      if c.runs > 1 else "")
+            spread = _range(c.spread("accuracy"), lambda v: percent(v, 0))
+            text = percent(median, 0) + (f"<br>{c.runs} runs{spread}" if c.runs > 1 else "")
         cells.append({"batch": c.cell.batch, "lr": c.cell.lr, "accuracy": median,
                       "diverged": bool(c.runs) and c.diverged == c.runs, "text": text,
                       "status": "completed" if median is not None else "empty",
@@ -114,7 +115,7 @@ def class_speed_chart(combined: Combined) -> Chart:
                 xs.append(c.cell.batch)
                 ys.append(_speed(r))
                 hover.append(f"batch {c.cell.batch}, seed {r.get('seed')}: "
-                             f"{_speed(r):,.0f} samples/s ({r.get('status')})")
+                             f"{fixed(_speed(r), 0)} samples/s ({r.get('status')})")
                 table.append({"batch": c.cell.batch, "lr": r.get("lr"), "seed": r.get("seed"),
                               "samples/s": round(_speed(r), 1), "condition": cond})
             if runs:
@@ -149,7 +150,7 @@ def class_speed_chart(combined: Combined) -> Chart:
                      if combined.conditions else "no run has finished yet"))
     _batch_axis(fig, combined)
     fig.update_layout(hovermode="closest")
-    medians = [f"batch {c.cell.batch}: {c.median('speed'):,.0f}"
+    medians = [f"batch {c.cell.batch}: {fixed(c.median('speed'), 0)}"
                for c in combined.cells if c.median("speed") is not None]
     alt = ("Samples per second against batch size, the room's runs. Median by batch — "
            + ("; ".join(medians) if medians else "none yet") + "."
@@ -180,7 +181,7 @@ def class_curves_chart(combined: Combined) -> Chart:
     fig.update_layout(hovermode="closest")
     if not table:
         empty_message(fig, "The room's loss curves appear here as its runs finish.")
-    finals = [f"batch {c.cell.batch}: {c.median('accuracy'):.0%}" for c in combined.cells
+    finals = [f"batch {c.cell.batch}: {percent(c.median('accuracy'), 0)}" for c in combined.cells
               if c.median("accuracy") is not None]
     alt = (f"Training loss of the room's {combined.runs} runs, coloured by batch size. Median "
            "final test accuracy — " + ("; ".join(finals) if finals else "none yet") + ".")

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from bsdemo.charts import vision
 from bsdemo.charts.style import DASHES, OKABE_ITO, Chart, batch_colour, layout
 from bsdemo.jobkinds import LONGER_FACTOR
+from bsdemo.units import fixed, setting, sig
 
 REMEDY_LABELS = {None: "", "scale_lr": " + scaled lr", "warmup": " + warm-up, scaled lr",
                  "longer": f" + {LONGER_FACTOR}× longer", "noise": " + small-batch noise"}
@@ -46,13 +47,13 @@ def loss_curves(runs: Sequence[dict[str, Any]], target: float, samples: int | No
         fig.add_trace(go.Scatter(x=steps, y=losses, mode="lines", name=run_name(run, samples),
                                  line=_style(i, run, _plain(runs))))
     fig.add_hline(y=target, line=dict(color="#444444", dash="dot", width=1),
-                  annotation_text=f"target {target:g}", annotation_position="top right")
+                  annotation_text=f"target {setting(target)}", annotation_position="top right")
     layout(fig, "Training loss until the target", "Optimizer steps",
            "Training loss, whole set (log scale)")
     fig.update_yaxes(type="log", dtick=1)  # a label per power of ten, none between
     reached = [f"{run_name(r, samples)} in {r['reached_at']:,} steps" for r in runs
                if r["reached_at"] is not None]
-    alt = (f"Training loss against steps for {len(runs)} runs, down to the target {target:g}"
+    alt = (f"Training loss against steps for {len(runs)} runs, down to the target {setting(target)}"
            + (f": reached by {'; '.join(reached)}." if reached else "; none reached it."))
     return Chart(fig, alt, [{"run": run_name(r, samples), "steps": r["steps"],
                              "reached at": r["reached_at"], "train loss": r["train_loss"]}
@@ -83,12 +84,12 @@ def trace_chart(runs: Sequence[dict[str, Any]], samples: int | None, trace_sampl
     for lr in sorted({r["lr"] for r in runs if r["trace"]}):
         if 2 / lr <= 3 * top:  # a 2/lr far above every trace would squash them flat
             fig.add_hline(y=2 / lr, line=dict(color="#444444", dash="dash", width=1.5),
-                          annotation_text=f"2/lr = {2 / lr:.3g} (lr {lr:.3g})",
+                          annotation_text=f"2/lr = {setting(2 / lr, 3)} (lr {setting(lr, 3)})",
                           annotation_position="top right")
     layout(fig, "Sharpness during training", "Optimizer steps", "Top Hessian eigenvalue",
            subtitle=f"Power iteration on {trace_samples:,} training samples; ★ at the solution, "
                     f"on {hessian_samples:,}; dashed: 2/lr")
-    ends = [f"{run_name(r, samples)} {r['trace'][-1][1]:.3g}" for r in runs if r["trace"]]
+    ends = [f"{run_name(r, samples)} {sig(r['trace'][-1][1])}" for r in runs if r["trace"]]
     alt = ("The top Hessian eigenvalue against optimizer steps for each run, with 2/lr dashed; "
            f"at the end: {', '.join(ends)}.")
     return Chart(fig, alt, [{"run": run_name(r, samples), "step": s, "top eigenvalue": v}
@@ -110,8 +111,8 @@ def slice_chart(cut: dict[str, list[float]], first: str, second: str) -> Chart:
     low = min(range(len(cut["t"])), key=lambda i: cut["train_loss"][i])
     alt = (f"Training and test loss along the line from the {first} solution (t = 0) to the "
            f"{second} solution (t = 1) and half as far past each; the training loss is "
-           f"lowest at t = {cut['t'][low]:.2f}, {cut['train_loss'][0]:.3g} at t = −0.5 and "
-           f"{cut['train_loss'][-1]:.3g} at t = 1.5.")
+           f"lowest at t = {fixed(cut['t'][low], 2)}, {sig(cut['train_loss'][0])} at t = −0.5 and "
+           f"{sig(cut['train_loss'][-1])} at t = 1.5.")
     return Chart(fig, alt, [{"t": t, "train loss": a, "test loss": b} for t, a, b in
                             zip(cut["t"], cut["train_loss"], cut["test_loss"], strict=True)])
 

@@ -8,6 +8,7 @@ the real chart from the student's runs.
 from __future__ import annotations
 
 from bsdemo.charts.style import OKABE_ITO, OOM_COLOUR
+from bsdemo.units import fixed
 
 W, H = 160, 72  # the picture's own units; it scales to the card's width
 AREA = (14, 6, W - 22, H - 18)  # the plot area inside them: left, top, width, height
@@ -17,7 +18,7 @@ INK, SECOND, THIRD, FAIL = OKABE_ITO[0], OKABE_ITO[1], OKABE_ITO[2], OOM_COLOUR 
 def _path(points: list[tuple[float, float]]) -> str:
     """Points in a unit square (y up) to an SVG path in the plot's area."""
     x0, y0, w, h = AREA
-    return "M" + " L".join(f"{x0 + x * w:.1f},{y0 + (1 - y) * h:.1f}" for x, y in points)
+    return "M" + " L".join(f"{fixed(x0 + x * w, 1)},{fixed(y0 + (1 - y) * h, 1)}" for x, y in points)
 
 
 def _curve(f, n: int = 24) -> list[tuple[float, float]]:
@@ -33,8 +34,8 @@ def _line(points, colour: str, width: float = 2, dash: str = "") -> str:
 def _bars(heights: list[float], colours: list[str]) -> str:
     x0, y0, w, h = AREA
     step = w / len(heights)
-    return "".join(f'<rect x="{x0 + i * step + step * 0.2:.1f}" y="{y0 + (1 - v) * h:.1f}" '
-                   f'width="{step * 0.6:.1f}" height="{v * h:.1f}" fill="{c}"/>'
+    return "".join(f'<rect x="{fixed(x0 + i * step + step * 0.2, 1)}" y="{fixed(y0 + (1 - v) * h, 1)}" '
+                   f'width="{fixed(step * 0.6, 1)}" height="{fixed(v * h, 1)}" fill="{c}"/>'
                    for i, (v, c) in enumerate(zip(heights, colours, strict=True)))
 
 

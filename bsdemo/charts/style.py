@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 
 from bsdemo.charts import vision
 from bsdemo.runs import JobSnapshot
+from bsdemo.units import setting, sig
 
 # Nine colours every reader tells apart: no two closer than vision.MIN_DIFFERENCE (CIEDE2000)
 # with normal vision or simulated protanopia, deuteranopia or tritanopia, each at least 3:1 on
@@ -191,7 +192,7 @@ def clip_marks(fig: go.Figure | Draft, points: Sequence[tuple[float, float]], to
         fig.add_trace(dict(
             type="scatter", x=[x for x, _ in above], y=[top * 0.985] * len(above),
             mode="markers", name=f"{len(above)} point(s) above the chart", hoverinfo="text",
-            hovertext=[f"{y:.4g}" for _, y in above],
+            hovertext=[f"{sig(y, 4)}" for _, y in above],
             marker=dict(symbol="triangle-up", size=7, color="#555555")))
     return len(above)
 
@@ -207,7 +208,7 @@ def end_mark(fig: go.Figure | Draft, snap: JobSnapshot, x: float | None, y: floa
     shown = min(y, top * 0.95) if top else y
     fig.add_trace(dict(type="scatter", x=[x], y=[shown], mode="markers+text", text=[words],
                        textposition="top left", showlegend=False, hoverinfo="text",
-                       hovertext=[f"{words} at {y:.4g}"], legendgroup=str(snap.run_number),
+                       hovertext=[f"{words} at {sig(y, 4)}"], legendgroup=str(snap.run_number),
                        marker=dict(symbol=symbol, size=14, color=colour,
                                    line=dict(width=2, color=colour)),
                        textfont=dict(color=colour)))
@@ -361,5 +362,5 @@ def log_ticks(values: Sequence[float | None]) -> dict[str, list]:
 def _si(value: float) -> str:
     for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if value >= size:
-            return f"{value / size:g}{suffix}"
-    return f"{value:g}"
+            return f"{setting(value / size)}{suffix}"
+    return f"{setting(value)}"

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from bsdemo.charts.style import OKABE_ITO, OOM_COLOUR, Chart, batch_colour, layout
 from bsdemo.fits import linear_fit
-from bsdemo.units import MIB
+from bsdemo.units import MIB, fixed, percent, setting, sig
 
 BREAKDOWN = (("parameters", "Parameters"), ("gradients", "Gradients"),
              ("optimizer_state", "Optimizer state"), ("activations", "Saved activations"),
@@ -97,8 +97,8 @@ def sweep_throughput_chart(points: Sequence[dict]) -> Chart:
            "Samples per second (measured)", subtitle=clock_note(points), rangemode="tozero")
     _log2_axis(fig, [p["batch_size"] for p in points])
     best = max(ok, key=lambda p: p["samples_per_sec"]) if ok else None
-    alt = (f"Samples per second rise from {ok[0]['samples_per_sec']:,.0f} at batch "
-           f"{ok[0]['batch_size']} to a best of {best['samples_per_sec']:,.0f} at batch "
+    alt = (f"Samples per second rise from {fixed(ok[0]['samples_per_sec'], 0)} at batch "
+           f"{ok[0]['batch_size']} to a best of {fixed(best['samples_per_sec'], 0)} at batch "
            f"{best['batch_size']}." if ok else "No measured points yet.")
     return Chart(fig, alt, [{"batch size": p["batch_size"], "status": p["status"],
                              "samples/s": p["samples_per_sec"],
@@ -122,12 +122,12 @@ def sweep_step_time_chart(points: Sequence[dict], fit: dict | None,
         xs = sorted(set([min(sizes), max(sizes)] + sizes))
         fig.add_trace(go.Scatter(
             x=xs, y=[(fit["t0_s"] + fit["t1_s_per_sample"] * b) * 1e3 for b in xs], mode="lines",
-            name=f"fit t(B) = {fit['t0_s'] * 1e3:.3g} ms + {fit['t1_s_per_sample'] * 1e6:.3g} µs·B "
+            name=f"fit t(B) = {sig(fit['t0_s'] * 1e3)} ms + {sig(fit['t1_s_per_sample'] * 1e6)} µs·B "
                  "(predicted)", line=dict(color=OKABE_ITO[1], dash="dash")))
         fig.add_hline(y=fit["t0_s"] * 1e3, line=dict(color=OKABE_ITO[2], dash="dot"),
                       annotation_text="fixed overhead t0")
-        alt = (f"Step time is about {fit['t0_s'] * 1e3:.3g} ms of fixed overhead plus "
-               f"{fit['t1_s_per_sample'] * 1e6:.3g} µs per sample (R² {fit['r2_time']:.2f}).")
+        alt = (f"Step time is about {sig(fit['t0_s'] * 1e3)} ms of fixed overhead plus "
+               f"{sig(fit['t1_s_per_sample'] * 1e6)} µs per sample (R² {fixed(fit['r2_time'], 2)}).")
         if crossover:
             _vline(fig, crossover, f" overhead = compute at B ≈ {crossover:.0f}", OKABE_ITO[4],
                    inside=True)
@@ -152,8 +152,8 @@ def sweep_epoch_time_chart(points: Sequence[dict], train_samples: int) -> Chart:
            subtitle="ceil(N / B) × the measured step time", rangemode="tozero")
     _log2_axis(fig, [p["batch_size"] for p in points])
     fig.update_yaxes(type="log", dtick=1, title="Seconds per epoch (log)")
-    alt = (f"Time per epoch falls from {rows[0]['epoch time (s)']:.3g} s at batch "
-           f"{rows[0]['batch size']} to {rows[-1]['epoch time (s)']:.3g} s at batch "
+    alt = (f"Time per epoch falls from {sig(rows[0]['epoch time (s)'])} s at batch "
+           f"{rows[0]['batch size']} to {sig(rows[-1]['epoch time (s)'])} s at batch "
            f"{rows[-1]['batch size']}." if rows else "No measured points yet.")
     return Chart(fig, alt, rows)
 
@@ -170,8 +170,8 @@ def sweep_utilisation_chart(points: Sequence[dict]) -> Chart:
             line=dict(color=OKABE_ITO[3], dash="dash")))
     layout(fig, "Utilisation: busy time vs useful work", "Batch size (log2 scale)", "Percent")
     _log2_axis(fig, [p["batch_size"] for p in points])
-    alt = (f"Achieved FLOP/s rise from {(ok[0]['share_of_peak'] or 0):.1%} of peak at batch "
-           f"{ok[0]['batch_size']} to {(ok[-1]['share_of_peak'] or 0):.1%} at batch "
+    alt = (f"Achieved FLOP/s rise from {percent(ok[0]['share_of_peak'] or 0)} of peak at batch "
+           f"{ok[0]['batch_size']} to {percent(ok[-1]['share_of_peak'] or 0)} at batch "
            f"{ok[-1]['batch_size']}." if ok else "No measured points yet.")
     return Chart(fig, alt, [{"batch size": p["batch_size"], "% of peak FLOP/s":
                              (p["share_of_peak"] or 0) * 100, "NVML %": p["utilization_pct"]}
@@ -197,17 +197,17 @@ def memory_breakdown_chart(points: Sequence[dict], fit: dict | None, budget: int
         xs = sorted(set(sizes + ([predicted_max] if predicted_max else [])))
         fig.add_trace(go.Scatter(
             x=xs, y=[(fit["m0_bytes"] + fit["m_bytes_per_sample"] * b) / MIB for b in xs],
-            mode="lines", name=f"fit M(B) = {fit['m0_bytes'] / MIB:.3g} MiB + "
-                               f"{fit['m_bytes_per_sample'] / 1024:.3g} KiB·B (R² "
-                               f"{fit['r2_memory']:.3f}, predicted)",
+            mode="lines", name=f"fit M(B) = {sig(fit['m0_bytes'] / MIB)} MiB + "
+                               f"{sig(fit['m_bytes_per_sample'] / 1024)} KiB·B (R² "
+                               f"{fixed(fit['r2_memory'], 3)}, predicted)",
             line=dict(color="#000000", dash="dash")))
-        alt = (f"Memory is {fit['m0_bytes'] / MIB:.3g} MiB that does not depend on the batch plus "
-               f"{fit['m_bytes_per_sample'] / 1024:.3g} KiB per sample (R² {fit['r2_memory']:.3f}).")
+        alt = (f"Memory is {sig(fit['m0_bytes'] / MIB)} MiB that does not depend on the batch plus "
+               f"{sig(fit['m_bytes_per_sample'] / 1024)} KiB per sample (R² {fixed(fit['r2_memory'], 3)}).")
     if budget:
         fig.add_hline(y=budget / MIB, line=dict(color=OOM_COLOUR, dash="dot"),
-                      annotation_text=f"budget {budget / MIB:,.4g} MiB",
+                      annotation_text=f"budget {setting(budget / MIB, 4)} MiB",
                       annotation_position="top left")
-        alt += f" The budget is {budget / MIB:,.4g} MiB."
+        alt += f" The budget is {setting(budget / MIB, 4)} MiB."
     if predicted_max:
         _vline(fig, predicted_max, f"predicted largest batch {predicted_max}", OKABE_ITO[4])
         alt += f" The fit predicts that batch {predicted_max} is the largest that fits."
@@ -248,11 +248,11 @@ def finder_chart(points: Sequence[dict], result: dict | None) -> Chart:
         xs = sorted({lo * (hi / lo) ** (i / 40) for i in range(41)} | set(sizes))
         fig.add_trace(go.Scatter(
             x=xs, y=[fit.predict(b) / MIB for b in xs], mode="lines",
-            name=f"fit through probe(s) {numbers}: M(B) = {fit.intercept / MIB:.3g} MiB + "
-                 f"{fit.slope / 1024:.3g} KiB·B (predicted)",
+            name=f"fit through probe(s) {numbers}: M(B) = {sig(fit.intercept / MIB)} MiB + "
+                 f"{sig(fit.slope / 1024)} KiB·B (predicted)",
             line=dict(color="#000000", dash="dash"), hoverinfo="skip"))
-        alt += (f" The fit through probe(s) {numbers}: {fit.intercept / MIB:.3g} MiB plus "
-                f"{fit.slope / 1024:.3g} KiB a sample.")
+        alt += (f" The fit through probe(s) {numbers}: {sig(fit.intercept / MIB)} MiB plus "
+                f"{sig(fit.slope / 1024)} KiB a sample.")
     if ok:
         fig.add_trace(go.Scatter(
             x=[p["batch_size"] for p in ok], y=[p["peak_memory_bytes"] / MIB for p in ok],
@@ -260,18 +260,19 @@ def finder_chart(points: Sequence[dict], result: dict | None) -> Chart:
             text=[str(p["probe"]) for p in ok], textposition="top left",
             marker=dict(color=OKABE_ITO[0], size=10),
             hovertext=[f"probe {p['probe']}: batch {p['batch_size']:,}, "
-                       f"{p['peak_memory_bytes'] / MIB:,.3g} MiB ({p['reason']})" for p in ok],
+                       f"{sig(p['peak_memory_bytes'] / MIB)} MiB ({p['reason']})" for p in ok],
             hoverinfo="text"))
     top = max([p["peak_memory_bytes"] for p in ok] + [capacity or 0], default=0) / MIB
     if capacity:
         fig.add_hline(y=capacity / MIB, line=dict(color=OOM_COLOUR, dash="dot"),
-                      annotation_text=f"budget {capacity / MIB:,.4g} MiB",
+                      annotation_text=f"budget {setting(capacity / MIB, 4)} MiB",
                       annotation_position="top left")
         if margin:
             usable = capacity * (1 - margin) / MIB
             fig.add_hline(y=usable, line=dict(color=OKABE_ITO[4], dash="dot"),
-                          annotation_text=f"{margin:.0%} kept free", annotation_position="bottom left")
-        alt += f" The budget is {capacity / MIB:,.4g} MiB, {margin:.0%} of it kept free."
+                          annotation_text=f"{percent(margin, 0)} kept free",
+                          annotation_position="bottom left")
+        alt += f" The budget is {setting(capacity / MIB, 4)} MiB, {percent(margin, 0)} of it kept free."
     if chosen:
         _vline(fig, chosen, f"largest that fits: {chosen:,} (verified)", OKABE_ITO[2],
                side="right", inside=True)
@@ -372,12 +373,12 @@ def noise_charts(result: dict) -> tuple[Chart, Chart]:
     layout(fig, "Gradient variance against batch size", "Batch size (log scale)",
            "E|g_B − G|² (log scale)",
            subtitle=f"{result['draws']} draws per batch size; fitted slope "
-                    f"{result['variance_slope']:.2f}")
+                    f"{fixed(result['variance_slope'], 2)}")
     fig.update_yaxes(type="log", dtick=1)  # a label per power of ten, none between
     _log2_axis(fig, sizes)
-    alt = (f"Gradient variance falls from {variances[0]:.3g} at batch {sizes[0]} to "
-           f"{variances[-1]:.3g} at batch {sizes[-1]}, a log-log slope of "
-           f"{result['variance_slope']:.2f} (1/B would be −1).")
+    alt = (f"Gradient variance falls from {sig(variances[0])} at batch {sizes[0]} to "
+           f"{sig(variances[-1])} at batch {sizes[-1]}, a log-log slope of "
+           f"{fixed(result['variance_slope'], 2)} (1/B would be −1).")
     rows = [{"batch": b, "variance": v, "tr(S)/B": trace / b,
              "with finite population": trace / b * (n - b) / (n - 1), "cosine to G": c}
             for b, v, c in zip(sizes, variances, result["cosines"], strict=True)]
@@ -389,7 +390,7 @@ def noise_charts(result: dict) -> tuple[Chart, Chart]:
     _log2_axis(cos, sizes)
     return Chart(fig, alt, rows), Chart(cos, (
         f"The cosine between a mini-batch gradient and the full gradient rises from "
-        f"{result['cosines'][0]:.2f} at batch {sizes[0]} to {result['cosines'][-1]:.2f} at "
+        f"{fixed(result['cosines'][0], 2)} at batch {sizes[0]} to {fixed(result['cosines'][-1], 2)} at "
         f"batch {sizes[-1]}."), rows)
 
 
@@ -432,15 +433,15 @@ def critical_chart(result: dict) -> Chart:
                "left" if not b_crit or b_crit <= b_simple else "right", inside=True)
     layout(fig, "Steps to the target loss against batch size", "Batch size (log2 scale)",
            "Optimizer steps (log scale)",
-           subtitle=f"Training loss {result['target_loss']:g}; lr: {result['rule']} rule from "
-                    f"batch {result['reference_batch']} at {result['reference_lr']:g}"
-                    + (f", at most {result['lr_cap']:g}" if result.get("lr_cap") else ""))
+           subtitle=f"Training loss {setting(result['target_loss'])}; lr: {result['rule']} rule from "
+                    f"batch {result['reference_batch']} at {setting(result['reference_lr'])}"
+                    + (f", at most {setting(result['lr_cap'])}" if result.get("lr_cap") else ""))
     fig.update_yaxes(type="log", dtick=1)
     _log2_axis(fig, sizes)
     rows = [{"batch": b, "lr": lr, "steps to target": s, "samples": s * b if s else None,
              "ended": status} for b, lr, s, status in
             zip(sizes, result["lrs"], steps, result["statuses"], strict=True)]
-    alt = (f"Optimizer steps to a training loss of {result['target_loss']:g} against batch size: "
+    alt = (f"Optimizer steps to a training loss of {setting(result['target_loss'])} against batch size: "
            + ", ".join(f"batch {b}: {s if s else 'not reached'}" for b, s in
                        zip(sizes, steps, strict=True))
            + (f". The critical batch is about {b_crit:.0f}" if b_crit else "")

@@ -8,7 +8,7 @@ from typing import Any
 
 from bsdemo.recipes.chance import at_chance
 from bsdemo.runs import JobSnapshot, stable_rate
-from bsdemo.units import MIB, format_bytes
+from bsdemo.units import MIB, fixed, format_bytes
 
 
 def runs_table(runs: Sequence[JobSnapshot]) -> list[dict[str, Any]]:
@@ -80,7 +80,7 @@ def probe_table(points: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def throughput_table(timed: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The finder's timed sizes: samples/s (median and middle half), rounds and clock."""
     return [{"batch size": t["batch_size"], "samples/s": round(t["samples_per_sec"]),
-             "middle half": f"{t['samples_per_sec_q1']:,.0f}–{t['samples_per_sec_q3']:,.0f}",
+             "middle half": f"{fixed(t['samples_per_sec_q1'], 0)}–{fixed(t['samples_per_sec_q3'], 0)}",
              "rounds": t["rounds"], "timed by": t["clock"]} for t in timed]
 
 

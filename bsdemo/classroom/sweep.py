@@ -22,6 +22,7 @@ from typing import Any
 from bsdemo.errors import ConfigError
 from bsdemo.runs import LIKE_LOAD
 from bsdemo.timing import THREAD_CLOCK, WALL_CLOCK
+from bsdemo.units import percent, setting
 
 # the pages that take a class-sourced sweep, and their grids: batch sizes (and learning rates)
 BATCHES = (8, 16, 32, 64, 128, 256, 512)
@@ -42,7 +43,7 @@ class Cell:
     lr: float | None = None
 
     def label(self) -> str:
-        return f"batch {self.batch}" + (f" · lr {self.lr:g}" if self.lr is not None else "")
+        return f"batch {self.batch}" + (f" · lr {setting(self.lr)}" if self.lr is not None else "")
 
     def as_list(self) -> list:
         return [self.batch, self.lr]
@@ -141,7 +142,7 @@ def condition(report: Mapping[str, Any]) -> str:
     if busy is not None:
         band = min(int(busy / LIKE_LOAD), int(1 / LIKE_LOAD))
         low, high = band * LIKE_LOAD, min(1.0, (band + 1) * LIKE_LOAD)
-        parts.append(f"other processes {low:.0%}–{high:.0%} busy")
+        parts.append(f"other processes {percent(low, 0)}–{percent(high, 0)} busy")
     return ", ".join(parts)
 
 

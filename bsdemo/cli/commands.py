@@ -22,7 +22,7 @@ from bsdemo.config import RunConfig
 from bsdemo.recipes import regime_configs, simulated_device
 from bsdemo.recipes.measurements import FINDER_DEVICE_MARGIN
 from bsdemo.runs import collect
-from bsdemo.units import format_bytes
+from bsdemo.units import fixed, format_bytes, percent, setting, sig, signed
 
 EXIT_STATUS = {"completed": 0, "cancelled": 130}
 
@@ -57,7 +57,7 @@ def train(cfg: RunConfig, notices: list[str], as_json: bool) -> int:
                   f"epoch, {event.planned_steps} planned.", file=sys.stderr)
             bar.reset(total=event.planned_steps)
         elif event.kind == "step":
-            bar.set_postfix_str(f"loss {event.loss:.4f}, {event.samples_per_sec:,.0f} samples/s",
+            bar.set_postfix_str(f"loss {fixed(event.loss, 4)}, {fixed(event.samples_per_sec, 0)} samples/s",
                                 refresh=False)
             bar.update(event.step - bar.n)
         if event.kind == "end":
@@ -119,7 +119,7 @@ def find(cfg: RunConfig, args: argparse.Namespace, budget: int | None, margin: f
         budget, about = simulated_device(cfg, FINDER_DEVICE_MARGIN)
         print(f"note: no --memory-budget on a CPU: a simulated device of {format_bytes(budget)} "
               f"(this model's predicted need at batch {about}, with a "
-              f"{FINDER_DEVICE_MARGIN:.0%} margin), as the lab's page uses; --memory-budget "
+              f"{percent(FINDER_DEVICE_MARGIN, 0)} margin), as the lab's page uses; --memory-budget "
               "device searches this machine's own memory", file=sys.stderr)
     elif budget == "device":
         budget = None
@@ -154,14 +154,14 @@ def accum_check(cfg: RunConfig, args: argparse.Namespace, micro: int, k: int, st
              if r["variable_length"] else ""))
     print(f"  {'layer':<28} {'max |Δgrad| (step 1)':>21}")
     for layer in r["per_layer"]:
-        print(f"  {layer['layer']:<28} {layer['max_abs_grad_diff']:>21.3g}")
-    print(f"  relative gradient difference {r['rel_grad_diff']:.3g}; max |Δparameter| after "
-          f"{steps} steps {r['max_abs_param_diff']:.3g} -> "
+        print(f"  {layer['layer']:<28} {sig(layer['max_abs_grad_diff'], 3):>21}")
+    print(f"  relative gradient difference {sig(r['rel_grad_diff'])}; max |Δparameter| after "
+          f"{steps} steps {sig(r['max_abs_param_diff'])} -> "
           + ("equivalent (float32 rounding)" if r["equivalent"] else "NOT equivalent"))
     print(f"  peak memory: one batch {format_bytes(r['big_peak_memory_bytes'])}, accumulated "
           f"{format_bytes(r['accumulated_peak_memory_bytes'])} ({r['memory_source']})")
-    print(f"  samples/s: one batch {r['big_samples_per_sec']:,.0f}, accumulated "
-          f"{r['accumulated_samples_per_sec']:,.0f}")
+    print(f"  samples/s: one batch {fixed(r['big_samples_per_sec'], 0)}, accumulated "
+          f"{fixed(r['accumulated_samples_per_sec'], 0)}")
     return 0
 
 
@@ -180,10 +180,11 @@ def regimes(cfg: RunConfig, args: argparse.Namespace, epochs: int, mini: int,
         else:
             capped = " (time cap)" if result["time_capped"] else ""
             print(f"{name:<22} {result['batch_size']:>6} {result['weight_updates']:>8} "
-                  f"{result['wall_time_s']:>8.2f} {fmt(result['samples_per_sec'], '{:,.0f}'):>11} "
+                  f"{fixed(result['wall_time_s'], 2):>8} "
+                  f"{fmt(result['samples_per_sec'], lambda v: fixed(v, 0)):>11} "
                   f"{fmt(result['peak_memory_bytes'], format_bytes):>12} "
-                  f"{fmt(result['final_train_accuracy'], '{:.1%}'):>10} "
-                  f"{fmt(result['test_accuracy'], '{:.1%}'):>9}{capped}", flush=True)
+                  f"{fmt(result['final_train_accuracy'], percent):>10} "
+                  f"{fmt(result['test_accuracy'], percent):>9}{capped}", flush=True)
     return 0
 
 
@@ -195,9 +196,9 @@ def norms(cfg: RunConfig, args: argparse.Namespace, batch_sizes: list[int],
            f"{'norm':<6} {'batch':>6} {'train acc':>10} {'test acc':>9} "
            f"{'test, batch stats':>18} {'changed by batch-mates':>23}",
            {"norms_result": lambda c: (
-               f"{c['norm']:<6} {c['batch_size']:>6} {fmt(c['train_accuracy'], '{:.1%}'):>10} "
-               f"{fmt(c['test_accuracy'], '{:.1%}'):>9} {c['train_mode_test_accuracy']:>18.1%} "
-               f"{c['partner_changed']:>23.1%}")},
+               f"{c['norm']:<6} {c['batch_size']:>6} {fmt(c['train_accuracy'], percent):>10} "
+               f"{fmt(c['test_accuracy'], percent):>9} {percent(c['train_mode_test_accuracy']):>18} "
+               f"{percent(c['partner_changed']):>23}")},
            json_kinds=("norms_result",))
     return 0
 
@@ -208,15 +209,15 @@ def noise(cfg: RunConfig, args: argparse.Namespace, batch_sizes: list[int], draw
 
     def result(e: dict) -> str:
         (low, high), (low2, high2) = e["b_simple_range"], e["b_simple_two_batch_range"]
-        return (f"variance slope (log-log) {e['variance_slope']:.2f}; B_simple "
+        return (f"variance slope (log-log) {fixed(e['variance_slope'], 2)}; B_simple "
                 f"{e['b_simple']:.0f} (direct, {low:.0f}–{high:.0f}), "
                 f"{e['b_simple_two_batch']:.0f} (two-batch "
                 f"{'/'.join(map(str, e['two_batch_sizes']))}, {low2:.0f}–{high2:.0f})")
 
     stream(noise_measure(cfg, batch_sizes, draws, after_steps), args.json,
            f"{'batch':>7} {'E|g_B - G|²':>14} {'cos(g_B, G)':>12}",
-           {"noise_point": lambda e: f"{e['batch_size']:>7} {e['variance']:>14.4g} "
-                                     f"{e['cosine']:>12.3f}",
+           {"noise_point": lambda e: f"{e['batch_size']:>7} {sig(e['variance'], 4):>14} "
+                                     f"{fixed(e['cosine'], 3):>12}",
             "noise_result": result})
     return 0
 
@@ -227,9 +228,9 @@ def ddp_check(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     single(check(cfg, **options), args.json, lambda r: [
         r["message"],
         f"equivalent to one process: {'yes' if r['equivalent'] else 'NO'} (max |Δparam| "
-        f"{r['max_abs_param_diff']:.2g}); samples/s {r['samples_per_sec']:,.0f} with "
-        f"{r['processes']} processes, {r['single_process_samples_per_sec']:,.0f} in one; "
-        f"scaling efficiency {r['scaling_efficiency']:.0%}"])
+        f"{sig(r['max_abs_param_diff'], 2)}); samples/s {fixed(r['samples_per_sec'], 0)} with "
+        f"{r['processes']} processes, {fixed(r['single_process_samples_per_sec'], 0)} in one; "
+        f"scaling efficiency {percent(r['scaling_efficiency'], 0)}"])
     return 0
 
 
@@ -237,10 +238,10 @@ def architectures(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     from bsdemo.engine.architectures import architecture_sweep  # imports torch
 
     def point(e: dict) -> str:
-        quality = ("–" if e["quality"] is None else f"FD {e['quality']:.3g}"
-                   if e["architecture"] == "gan" else f"acc {e['quality']:.1%}")
+        quality = ("–" if e["quality"] is None else f"FD {sig(e['quality'])}"
+                   if e["architecture"] == "gan" else f"acc {percent(e['quality'])}")
         return (f"{e['architecture']:<14} {e['batch_size']:>6} {fmt(e['steps'], '{:,}'):>7} "
-                f"{fmt(e['samples_per_sec'], '{:,.0f}'):>10} "
+                f"{fmt(e['samples_per_sec'], lambda v: fixed(v, 0)):>10} "
                 f"{fmt(e['peak_memory_bytes'], format_bytes):>12} {quality:>16}")
 
     def summary(e: dict) -> str | None:
@@ -264,14 +265,15 @@ def pipeline_check(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
     single(check(cfg, **options), args.json, lambda r: [r["message"]] + [
         f"stage {s}: parameters {format_bytes(r['stage_parameter_bytes'][s])}, activations "
         f"held {format_bytes(r['stage_activation_bytes'][s])}; per micro-batch forward "
-        f"{r['stage_forward_s'][s] * 1e3:.2f} ms, backward {r['stage_backward_s'][s] * 1e3:.2f} ms"
+        f"{fixed(r['stage_forward_s'][s] * 1e3, 2)} ms, backward "
+        f"{fixed(r['stage_backward_s'][s] * 1e3, 2)} ms"
         for s in range(r["stages"])] + [
         f"one process: parameters {format_bytes(r['single_parameter_bytes'])}, activations held "
         f"{format_bytes(r['single_activation_bytes'])}; transfer of one micro-batch's "
-        f"activations ({format_bytes(r['transfer_bytes'])}) {r['transfer_s'] * 1e3:.3f} ms; "
-        f"step {r['step_s'] * 1e3:.1f} ms in the pipeline, "
-        f"{r['single_process_step_s'] * 1e3:.1f} ms in one process; bubble {r['bubble']:.0%} "
-        f"(GPipe's ideal {r['ideal_bubble']:.0%})"])
+        f"activations ({format_bytes(r['transfer_bytes'])}) {fixed(r['transfer_s'] * 1e3, 3)} ms; "
+        f"step {fixed(r['step_s'] * 1e3, 1)} ms in the pipeline, "
+        f"{fixed(r['single_process_step_s'] * 1e3, 1)} ms in one process; bubble {percent(r['bubble'], 0)} "
+        f"(GPipe's ideal {percent(r['ideal_bubble'], 0)})"])
     return 0
 
 
@@ -284,9 +286,9 @@ def fit_batch(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
            f"{'peak memory':>12} {'loss after':>11} {'vs fp32':>9}",
            {"fit_batch_result": lambda e: (
                f"{e['technique']:<20} {e['max_batch_size']:>14,} {e['effective_batch_size']:>10,} "
-               f"{fmt(e['samples_per_sec'], '{:,.0f}'):>11} "
-               f"{fmt(e['peak_memory_bytes'], format_bytes):>12} {e['loss_after']:>11.4f} "
-               f"{e['loss_vs_fp32']:>+9.4f}")},
+               f"{fmt(e['samples_per_sec'], lambda v: fixed(v, 0)):>11} "
+               f"{fmt(e['peak_memory_bytes'], format_bytes):>12} {fixed(e['loss_after'], 4):>11} "
+               f"{signed(e['loss_vs_fp32'], 4):>9}")},
            header_first=False)
     return 0
 
@@ -296,7 +298,7 @@ def critical(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
 
     def point(e: dict) -> str:
         steps = (f"{e['reached_at']:,}" if e["reached_at"] else f"{e['status']} at {e['steps']:,}")
-        return f"{e['batch_size']:>7} {e['lr']:>8.4g} {steps:>16} {fmt(e['samples'], '{:,}'):>10}"
+        return f"{e['batch_size']:>7} {setting(e['lr'], 4):>8} {steps:>16} {fmt(e['samples'], '{:,}'):>10}"
 
     stream(critical_batch(cfg, **options), args.json,
            f"{'batch':>7} {'lr':>8} {'steps to target':>16} {'samples':>10}",
@@ -312,9 +314,10 @@ def sharpness(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
            f"{'test loss':>10} {'test acc':>9} {'top eigenvalue':>15} {'2/lr':>7}",
            {"sharpness_progress": lambda e: None,  # the table has a line per finished run
             "sharpness_run": lambda e: (
-                f"{e['label']:<18} {e['batch_size']:>6} {e['lr']:>7.3g} {e['steps']:>6} "
-                f"{e['train_loss']:>11.4f} {e['test_loss']:>10.4f} {e['test_accuracy']:>9.1%} "
-                f"{e['top_hessian_eigenvalue']:>15.3g} {e['two_over_lr']:>7.3g}"
+                f"{e['label']:<18} {e['batch_size']:>6} {setting(e['lr'], 3):>7} {e['steps']:>6} "
+                f"{fixed(e['train_loss'], 4):>11} {fixed(e['test_loss'], 4):>10} "
+                f"{percent(e['test_accuracy']):>9} "
+                f"{sig(e['top_hessian_eigenvalue'], 3):>15} {sig(e['two_over_lr'], 3):>7}"
                 + ("" if e["status"] == "completed" else f"  ({e['status']})"))})
     return 0
 

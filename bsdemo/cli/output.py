@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 
-from bsdemo.units import format_bytes
+from bsdemo.units import fixed, format_bytes, sig
 
 
 def print_sweep_table(points: list[dict]) -> None:
@@ -15,9 +15,9 @@ def print_sweep_table(points: list[dict]) -> None:
     for p in points:
         timing = p.get("timing") or {}
         rate = timing.get("samples_per_sec")
-        middle = f"{rate['q1']:,.0f}–{rate['q3']:,.0f}" if rate else ""
+        middle = f"{fixed(rate['q1'], 0)}–{fixed(rate['q3'], 0)}" if rate else ""
         sim = " (simulated)" if p["simulated"] else ""
-        print(f"{p['batch_size']:>7} {p['status']:>9} {fmt(p['samples_per_sec'], '{:,.0f}'):>12} "
+        print(f"{p['batch_size']:>7} {p['status']:>9} {fmt(p['samples_per_sec'], lambda v: fixed(v, 0)):>12} "
               f"{middle:>19} {fmt(p['step_time_s'], '{:.3g} s'):>11} "
               f"{timing.get('rounds', ''):>6} {fmt(p['peak_memory_bytes'], format_bytes):>12}  "
               f"{p['memory_source'] or ''}{sim}")
@@ -39,7 +39,7 @@ def print_find_result(r: dict) -> None:
           f"({r['probes']} probes); predicted largest: {fmt(r['predicted_max'], '{}')}.")
     if "lr_linear" in r:
         print(f"Learning rate for effective batch {r['effective_batch_size']}: "
-              f"{r['lr_linear']:.4g} (linear rule) or {r['lr_sqrt']:.4g} (square-root rule).")
+              f"{sig(r['lr_linear'], 4)} (linear rule) or {sig(r['lr_sqrt'], 4)} (square-root rule).")
 
 
 def span(values, fmt: str) -> str:
@@ -50,14 +50,14 @@ def print_sweep_end(end: dict) -> None:
     fit = end["fit"]
     if fit["t0_s"] is not None:
         t0 = fit.get("t0_range_s")
-        print(f"step time  t(B) = {fit['t0_s'] * 1e3:.3g} ms"
+        print(f"step time  t(B) = {sig(fit['t0_s'] * 1e3)} ms"
               f"{span(t0 and [v * 1e3 for v in t0], '{:.3g}')} + "
-              f"{fit['t1_s_per_sample'] * 1e6:.3g} µs × B   (R² {fit['r2_time']:.3f}); overhead = "
+              f"{sig(fit['t1_s_per_sample'] * 1e6)} µs × B   (R² {fixed(fit['r2_time'], 3)}); overhead = "
               f"per-sample work at B ≈ {fmt(end['crossover_batch_size'], '{:.0f}')}"
               f"{span(end.get('crossover_range'), '{:.0f}')}")
     if fit["m0_bytes"] is not None:
         print(f"memory     M(B) = {format_bytes(fit['m0_bytes'])} + "
-              f"{format_bytes(fit['m_bytes_per_sample'])} × B   (R² {fit['r2_memory']:.3f})")
+              f"{format_bytes(fit['m_bytes_per_sample'])} × B   (R² {fixed(fit['r2_memory'], 3)})")
     print(f"largest batch that ran: {fmt(end['max_batch_size_fits'], '{}')}; predicted largest "
           f"under {fmt(end['capacity_bytes'], format_bytes)}: "
           f"{fmt(end['predicted_max_batch_size'], '{} (predicted)')}; throughput knee: "
@@ -79,8 +79,8 @@ def print_summary(end) -> None:
     if s.get("frechet_distance") is not None:  # a GAN: its loss and accuracy are the discriminator's
         rows[5:7] = [("discriminator loss", fmt(s.get("final_train_loss"), "{:.4f}")),
                      ("discriminator right", fmt(s.get("test_accuracy"), "{:.2%}")),
-                     ("Fréchet distance", f"{s['frechet_distance']:.3g} (real images "
-                                          f"{fmt(s.get('frechet_reference'), '{:.2g}')})")]
+                     ("Fréchet distance", f"{sig(s['frechet_distance'])} (real images "
+                                          f"{fmt(s.get('frechet_reference'), lambda v: sig(v, 2))})")]
     for name, value in rows:
         print(f"  {name:<20} {value}")
 

@@ -24,6 +24,7 @@ from bsdemo.config import (
 )
 from bsdemo.errors import one_line
 from bsdemo.presets import PRESETS
+from bsdemo.units import setting
 
 FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student types
     "dataset": "dataset", "model": "model", "norm": "norm", "width": "width", "depth": "depth",
@@ -325,8 +326,8 @@ def _add_architectures(sub, train: argparse.ArgumentParser) -> None:
     arch.add_argument("--batch-sizes", default=",".join(map(str, DEFAULT_BATCHES)),
                       help="increasing batch sizes (default "
                            f"{','.join(map(str, DEFAULT_BATCHES))})")
-    arch.add_argument("--seconds", default=f"{DEFAULT_SECONDS:g}",
-                      help=f"training seconds per run (default {DEFAULT_SECONDS:g})")
+    arch.add_argument("--seconds", default=f"{DEFAULT_SECONDS:g}",  # machine-read
+                      help=f"training seconds per run (default {setting(DEFAULT_SECONDS)})")
     arch.add_argument("--seed", default="0", help="model init and shuffling (default 0)")
     arch.add_argument("--device", help=train._option_string_actions["--device"].help)
     arch.add_argument("--json", action="store_true", help="one architecture_point line per run, "

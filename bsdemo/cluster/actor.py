@@ -16,6 +16,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from bsdemo.cluster import ACTOR_NAME, NAMESPACE, SchedulerLost, first_line
 from bsdemo.errors import clip
 from bsdemo.limits import Limits
+from bsdemo.units import setting
 
 CONNECT_S = 5.0  # how long a replica tries to reach the head before running on its own
 CALL_S = 30.0  # the longest one call to the scheduler may take (a lookup in the store included)
@@ -95,7 +96,7 @@ class RemoteScheduler:
                 raise cause from None
             raise
         except (RayActorError, GetTimeoutError) as exc:
-            what = (f"did not answer within {timeout:g} s" if isinstance(exc, GetTimeoutError)
+            what = (f"did not answer within {setting(timeout)} s" if isinstance(exc, GetTimeoutError)
                     else "was lost")
             raise SchedulerLost(
                 f"The course's scheduler {what} ({first_line(exc, 120).rstrip('.')}"
@@ -222,7 +223,7 @@ def connect(address: str, limits: Limits, threads: int | None, data_dir: str | N
     """Join the Ray cluster at address and the course's scheduler actor in it, creating the actor
     (with these settings) when no replica has yet. Raises ClusterUnreachable."""
     if not reachable(address):
-        raise ClusterUnreachable(f"nothing answered at {address} within {CONNECT_S:g} s")
+        raise ClusterUnreachable(f"nothing answered at {address} within {setting(CONNECT_S)} s")
     if not ray.is_initialized():
         join(address)
     # on the head node: the one node a cluster cannot lose anyway (it holds Ray's own state),

@@ -28,6 +28,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from bsdemo.cluster import first_line
 from bsdemo.jobkinds import JobStopped
+from bsdemo.units import setting
 
 PLACE_S = 120.0  # the longest a group waits for room for all its members
 RENDEZVOUS_S = 120.0  # gloo's timeout for the members to meet
@@ -83,7 +84,7 @@ def _placed(group, world: int, threads: int, should_stop) -> None:
             raise JobStopped("Stopped before the group started.")
         if time.monotonic() > deadline:
             raise RuntimeError(f"the cluster had no room for the group's {world} processes "
-                               f"({threads} CPU each) within {PLACE_S:g} s; a group starts "
+                               f"({threads} CPU each) within {setting(PLACE_S)} s; a group starts "
                                "whole or not at all")
 
 

@@ -34,6 +34,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayError
 from bsdemo.cluster import first_line
 from bsdemo.limits import Limits
 from bsdemo.scheduler.pool import Worker, WorkerPool
+from bsdemo.units import setting
 
 POLL_S = 0.2  # the longest one drain call waits for a first message
 START_S = 600.0  # the longest a new actor may take to be placed and answer (a node starting)
@@ -170,7 +171,7 @@ class RayWorkerPool(WorkerPool):
                 messages = ray.get(process.actor.drain.remote(), timeout=POLL_S + 30)
             except GetTimeoutError:
                 if not process.placed.is_set() and time.monotonic() - started > START_S:
-                    process.lost(f"its Ray actor was not placed on any node within {START_S:g} s")
+                    process.lost(f"its Ray actor was not placed on any node within {setting(START_S)} s")
                 continue
             except RayActorError as exc:
                 process.lost(f"its Ray actor was lost ({first_line(exc)})")

@@ -13,6 +13,7 @@ from bsdemo.config import RunConfig
 from bsdemo.engine.measure import THREAD_CLOCK, WALL_CLOCK, HostLoad, cpu_clock, resolve_device
 from bsdemo.engine.train import train
 from bsdemo.jobkinds import JobStopped
+from bsdemo.units import setting
 
 WALL_SLACK = 6.0  # a CPU-time budget's run may take this many times as long on the wall clock
 
@@ -74,4 +75,4 @@ def architecture_sweep(cfg: RunConfig, architectures: Sequence[str], batch_sizes
     yield {"kind": "architectures_end", "architectures": list(architectures),
            "batch_sizes": list(batch_sizes), "seconds": seconds,
            "message": f"Trained {len(architectures)} architectures at {len(batch_sizes)} batch "
-                      f"sizes each, {seconds:g} s of training per run, the lr scaled by √(B/32)."}
+                      f"sizes each, {setting(seconds)} s of training per run, the lr scaled by √(B/32)."}

@@ -25,6 +25,7 @@ from bsdemo.engine.descent import descend
 from bsdemo.engine.noise import flat_grad
 from bsdemo.engine.train import prepare
 from bsdemo.jobkinds import CRITICAL_DRAWS, JobStopped, critical_steps, rule_lr
+from bsdemo.units import setting
 
 
 def critical_from_steps(batch_sizes: Sequence[int], steps: Sequence[int | None]
@@ -94,7 +95,7 @@ def critical_batch(cfg: RunConfig, batch_sizes: Sequence[int] = (1, 4, 16, 64, 2
            "rule": rule, "reference_batch": reference_batch, "reference_lr": cfg.lr,
            "lr_cap": lr_cap,
            "target_loss": target_loss, "train_samples": n, "max_steps": max_steps,
-           "message": f"Trained {len(sizes)} batch sizes to a training loss of {target_loss:g} "
-                      f"(lr rule: {rule} from batch {reference_batch} at {cfg.lr:g}): "
+           "message": f"Trained {len(sizes)} batch sizes to a training loss of {setting(target_loss)} "
+                      f"(lr rule: {rule} from batch {reference_batch} at {setting(cfg.lr)}): "
                       + (f"critical batch {b_crit:.0f}" if b_crit else "no critical batch "
                          "found") + f", B_simple {b_simple:.0f} at initialisation."}

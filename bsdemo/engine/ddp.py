@@ -32,6 +32,7 @@ from bsdemo.engine.measure import THREAD_CLOCK, WALL_CLOCK, HostLoad, step_clock
 from bsdemo.engine.memory import SavedActivations
 from bsdemo.engine.train import prepare
 from bsdemo.jobkinds import check_global_batch, check_stop
+from bsdemo.units import fixed, sig
 
 EQUIVALENT = 1e-5  # largest parameter difference that counts as float32 rounding
 
@@ -150,7 +151,7 @@ def ddp_records(cfg: RunConfig, processes: int = 2, steps: int = 5,
     def progress(alone) -> dict[str, Any]:
         return {"kind": "ddp_progress", "global_batch_size": global_batch,
                 "single_process_step_s": alone[1], "single_process_threads": threads,
-                "message": f"One process on {threads} thread(s): {alone[1] * 1e3:.1f} ms a step "
+                "message": f"One process on {threads} thread(s): {fixed(alone[1] * 1e3, 1)} ms a step "
                            f"for the global batch of {global_batch}. Starting the group's "
                            f"{processes} processes (each loads PyTorch)…"}
 
@@ -175,8 +176,8 @@ def ddp_records(cfg: RunConfig, processes: int = 2, steps: int = 5,
            "too_noisy": bounds.too_noisy(problem, busy),
            "message": f"{processes} processes × batch {cfg.batch_size} = global batch "
                       f"{global_batch}: parameters after {steps} steps differ from one process's "
-                      f"by at most {diff:.2g}; a step {step_s * 1e3:.1f} ms "
-                      f"({allreduce * 1e3:.1f} ms all-reduce) against {single_s * 1e3:.1f} ms "
+                      f"by at most {sig(diff, 2)}; a step {fixed(step_s * 1e3, 1)} ms "
+                      f"({fixed(allreduce * 1e3, 1)} ms all-reduce) against {fixed(single_s * 1e3, 1)} ms "
                       f"in one process on {threads} thread(s)."}
 
 

@@ -21,7 +21,7 @@ from bsdemo.engine.sweep import probe, throughput_in_rounds
 from bsdemo.engine.train import check_budget, prepare
 from bsdemo.fits import linear_fit
 from bsdemo.jobkinds import FIND_THROUGHPUT_SIZES, FIND_THROUGHPUT_STEPS, sweep_config
-from bsdemo.units import format_bytes
+from bsdemo.units import format_bytes, percent
 
 PROBES = (8, 32)  # small enough to fit nearly anywhere, far enough apart for a slope
 BISECT_TOLERANCE = 0.05  # stop bisecting when the bracket is within 5% of its lower end
@@ -90,13 +90,14 @@ def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
     # by default the whole training set (full batch) is the largest batch worth finding
     limit = min(max_batch or cfg.train_samples, cfg.train_samples, MAX_BATCH_SIZE)
     budget = memory_budget_bytes
-    fixed = check_budget(prepare(cfg), budget) if budget is not None else 0
+    model_bytes = check_budget(prepare(cfg), budget) if budget is not None else 0
     probes = _Probes(cfg, warmup_steps, timed_steps, budget, should_stop)
     say = functools.partial(_result, margin=margin, reference_batch=reference_batch,
                             reference_lr=reference_lr)
-    if budget is not None and fixed > budget * (1.0 - margin):
+    if budget is not None and model_bytes > budget * (1.0 - margin):
         yield say(None, 1, probes.tested, None, knee=None, note=(
-            f"The model alone needs {format_bytes(fixed)}; with a {margin:.0%} margin the budget "
+            f"The model alone needs {format_bytes(model_bytes)}; with a {percent(margin, 0)} "
+            "margin the budget "
             f"of {format_bytes(budget)} leaves {format_bytes(budget * (1.0 - margin))}."))
         return
     # 1. two small probes; if even those fail, halve until one runs
@@ -163,7 +164,7 @@ def _by_throughput(probes: _Probes, best: int, margin: float | None) -> tuple:
     if probes.should_stop is not None and probes.should_stop():
         raise _Stopped
     knee, span = reading.knee, reading.knee_range
-    fits = f"up to {best} fits" + (f" under the {margin:.0%} margin" if margin is not None else "")
+    fits = f"up to {best} fits" + (f" under the {percent(margin, 0)} margin" if margin is not None else "")
     row = next((r for r in throughput if r["batch_size"] == knee), None)
     if knee is not None and knee < best and row is not None and (
             probes.usable is None or row["peak_memory_bytes"] is None

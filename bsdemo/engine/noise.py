@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from bsdemo.config import RunConfig
 from bsdemo.engine.train import prepare, train
 from bsdemo.jobkinds import NOISE_CHUNK, NOISE_TWO_BATCH, JobStopped
+from bsdemo.units import fixed
 
 BOOTSTRAP = 400
 
@@ -146,5 +147,5 @@ def noise_measure(cfg: RunConfig, batch_sizes: Sequence[int] = (1, 4, 16, 64, 25
            "two_batch_sizes": [small, big], "draws": draws, "after_steps": after_steps,
            "message": f"Measured {draws} gradients at each of {len(sizes)} batch sizes "
                       f"({'at initialisation' if not after_steps else f'after {after_steps} steps'}"
-                      f"): variance slope {fit:.2f}, B_simple {direct:.0f} (direct) and "
+                      f"): variance slope {fixed(fit, 2)}, B_simple {direct:.0f} (direct) and "
                       f"{two:.0f} (two-batch)."}

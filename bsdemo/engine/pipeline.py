@@ -44,6 +44,7 @@ from bsdemo.engine.memory import SavedActivations, tensor_bytes
 from bsdemo.engine.train import prepare
 from bsdemo.jobkinds import PIPELINE_STAGES as STAGES
 from bsdemo.jobkinds import check_pipeline
+from bsdemo.units import fixed, percent, sig
 
 PING_ROUNDS = 30
 
@@ -196,7 +197,7 @@ def pipeline_records(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,
         return {"kind": "pipeline_progress", "batch_size": cfg.batch_size,
                 "single_process_step_s": alone[1], "single_activation_bytes": alone[2],
                 "message": f"The whole model in one process on {threads} thread(s): "
-                           f"{alone[1] * 1e3:.1f} ms a step at batch {cfg.batch_size}. Starting "
+                           f"{fixed(alone[1] * 1e3, 1)} ms a step at batch {cfg.batch_size}. Starting "
                            f"the {STAGES} stage processes (each loads PyTorch)…"}
 
     (single, single_s, single_saved), reports, problem, twice = yield from bounds.in_turn(
@@ -225,7 +226,7 @@ def pipeline_records(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,
             "bubble": schedule["bubble"], "ideal_bubble": schedule["ideal_bubble"],
             "message": f"Two stages, {micro_batches} micro-batches of batch {cfg.batch_size}: "
                        f"parameters after {steps} steps differ from one process's by at most "
-                       f"{diff:.2g}; the stages sat idle {schedule['bubble']:.0%} of a step."}
+                       f"{sig(diff, 2)}; the stages sat idle {percent(schedule['bubble'], 0)} of a step."}
 
 
 def pipeline_check(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,

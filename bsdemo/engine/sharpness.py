@@ -51,6 +51,7 @@ from bsdemo.jobkinds import (
     check_stop,
     remedy_lr,
 )
+from bsdemo.units import setting, sig
 
 
 def _dot(a: Vector, b: Vector) -> torch.Tensor:
@@ -201,7 +202,7 @@ def run_to_target(cfg: RunConfig, batch: int, *, label: str, remedy: str | None,
                    "target_loss": target_loss, "train_samples": len(y),
                    "curve": done.thinned(),
                    "message": f"Training {label} run (batch {batch}): step {done.steps:,}, "
-                              f"training loss {done.curve[-1][1]:.3g} (target {target_loss:g})."}
+                              f"training loss {sig(done.curve[-1][1])} (target {setting(target_loss)})."}
     check_stop(should_stop)  # between the long phases after training: Hessian, neighbourhood
     model.eval()
     train_loss, train_acc = evaluate(model, x, y)
@@ -277,7 +278,7 @@ def sharpness_study(cfg: RunConfig, batch_sizes: Sequence[int] = (16, 4096),
            "radius": NEIGHBOURHOOD_RADIUS, "trace_samples": min(TRACE_SAMPLES, len(data.y_train)),
            "hessian_samples": min(HESSIAN_SAMPLES, len(data.y_train)),
            "message": f"Trained batch {first['batch_size']} and {second['batch_size']} to a "
-                      f"training loss of {target_loss:g}: top Hessian eigenvalue "
-                      f"{first['top_hessian_eigenvalue']:.3g} against "
-                      f"{second['top_hessian_eigenvalue']:.3g}, test loss "
-                      f"{first['test_loss']:.3g} against {second['test_loss']:.3g}."}
+                      f"training loss of {setting(target_loss)}: top Hessian eigenvalue "
+                      f"{sig(first['top_hessian_eigenvalue'])} against "
+                      f"{sig(second['top_hessian_eigenvalue'])}, test loss "
+                      f"{sig(first['test_loss'])} against {sig(second['test_loss'])}."}

@@ -27,6 +27,7 @@ from bsdemo.engine.models import GAN
 from bsdemo.engine.regions import decision_regions, is_planar
 from bsdemo.engine.steps import Prepared, evaluate
 from bsdemo.events import EndEvent, EvalEvent
+from bsdemo.units import fixed, percent, setting, sig
 
 MEASURE_WARMUP_STEPS = 3  # first steps excluded from throughput summaries (allocator, caches)
 
@@ -190,28 +191,28 @@ def time_capped(run: Prepared, tally: Tally, summary: Callable[[], dict],
     what it reached (evaluated, if the last step was not)."""
     if evaluations and tally.step and tally.last["step"] != tally.step:
         yield evaluation(run, tally, tally.epochs(), evaluations)
-    limit = (f"its budget of {cpu_budget_s:g} s of CPU time" if why == "budget" else
-             f"the time cap of {run.cfg.time_limit_s:g} s")
+    limit = (f"its budget of {setting(cpu_budget_s)} s of CPU time" if why == "budget" else
+             f"the time cap of {setting(run.cfg.time_limit_s)} s")
     left = run.cfg.planned_steps - tally.step if run.cfg.epochs or run.cfg.max_steps else 0
     rest = ""
     if why == "cap" and left > 0 and tally.step_times:  # what the cap cut off, predicted
         more = left * statistics.median(tally.step_times[-200:])
         rest = (f" The {left:,} steps left of its {run.cfg.planned_steps:,} would take about "
-                f"{more:.3g} s more at its median step time (predicted).")
+                f"{sig(more)} s more at its median step time (predicted).")
     yield EndEvent("cancelled", f"Stopped at {limit} after {tally.step:,} steps "
-                   f"({tally.epochs():.3g} epochs).{rest}", summary() | {"time_capped": True})
+                   f"({setting(tally.epochs(), 3)} epochs).{rest}", summary() | {"time_capped": True})
 
 
 def completed(s: dict) -> EndEvent:
-    accuracy = f"; test accuracy {s['test_accuracy']:.1%}" if s["test_accuracy"] is not None else ""
+    accuracy = f"; test accuracy {percent(s['test_accuracy'])}" if s["test_accuracy"] is not None else ""
     if s.get("frechet_distance") is not None:  # a GAN: how close its images came to real ones
-        accuracy = (f"; Fréchet distance {s['frechet_distance']:.3g} to real test images (real "
-                    f"training images: {s['frechet_reference']:.2g})")
+        accuracy = (f"; Fréchet distance {sig(s['frechet_distance'])} to real test images (real "
+                    f"training images: {sig(s['frechet_reference'], 2)})")
     # the median step's samples/s by the thread's CPU time where known (what the device did,
     # as the pages show it), else by the wall clock
     rate = s.get("cpu_samples_per_sec") or s["samples_per_sec"] or 0
-    return EndEvent("completed", f"Completed {s['steps']} steps ({s['epochs']:.3g} epochs) in "
-                    f"{s['wall_time_s']:.2f} s; median {rate:,.0f} samples/s{accuracy}.", s)
+    return EndEvent("completed", f"Completed {s['steps']} steps ({setting(s['epochs'], 3)} epochs) in "
+                    f"{fixed(s['wall_time_s'], 2)} s; median {fixed(rate, 0)} samples/s{accuracy}.", s)
 
 
 def out_of_memory(run: Prepared, book: MemoryBook, text: str, simulated: bool,

@@ -52,6 +52,7 @@ from bsdemo.engine.tally import (
     time_capped,
 )
 from bsdemo.events import EndEvent, StartEvent, StepEvent
+from bsdemo.units import setting, sig
 
 __all__ = ["DIVERGENCE_FACTOR", "Prepared", "check_budget", "evaluate", "is_out_of_memory", "lr_at",
            "micro_loss", "prepare", "train"]
@@ -179,9 +180,9 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
                 book.state_allocated(optimizer)
             n_eff = idx.shape[0]
             if tally.record(n_eff, loss_value, step_time, step_cpu):  # diverged
-                yield EndEvent("diverged", f"Diverged at step {tally.step}: loss {loss_value:.4g} "
-                               f"(first step {tally.first_loss or float('nan'):.4g}). Lower the "
-                               f"learning rate ({cfg.lr:g}) or add warm-up steps.", summary())
+                yield EndEvent("diverged", f"Diverged at step {tally.step}: loss {sig(loss_value, 4)} "
+                               f"(first step {sig(tally.first_loss or float('nan'), 4)}). Lower the "
+                               f"learning rate ({setting(cfg.lr)}) or add warm-up steps.", summary())
                 return
             epoch_done = epoch + (batch_index + 1) / (last_index + 1)
             yield _step_event(gan, tally, book, nvml, step_need, loss_value, n_eff, epoch_done,

@@ -33,6 +33,7 @@ from bsdemo.engine.sweep import sweep
 from bsdemo.engine.train import is_out_of_memory, train
 from bsdemo.jobkinds import RESULT_KINDS, JobStopped
 from bsdemo.lifetime import die_with
+from bsdemo.units import setting
 
 FLUSH_INTERVAL_S = 0.05  # step events are batched: one queue message per 50 ms, not per step
 
@@ -112,7 +113,7 @@ class _StopCheck:
             if self.requested or self.cancel.value == self.job_id:
                 self.reason = "Stopped before it finished."
             elif self.deadline is not None and time.monotonic() >= self.deadline:
-                self.reason = (f"Stopped at this server's time cap of {self.wall_s:g} s for the "
+                self.reason = (f"Stopped at this server's time cap of {setting(self.wall_s)} s for the "
                                "whole job; what it measured until then is shown.")
         return self.reason is not None
 

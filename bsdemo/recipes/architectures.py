@@ -9,6 +9,7 @@ from typing import Any
 from bsdemo.recipes.closing import join
 from bsdemo.recipes.measurements import CONTENDED, contention
 from bsdemo.timing import THREAD_CLOCK
+from bsdemo.units import percent, setting
 
 WORDS = {"agrees": "inside the rule of thumb", "overlaps": "overlaps the rule of thumb",
          "disagrees": "outside the rule of thumb"}
@@ -21,7 +22,7 @@ def by_cpu_time(points: Sequence[Mapping[str, Any]]) -> bool:
 
 def budget_words(points: Sequence[Mapping[str, Any]], seconds: float) -> str:
     """How a run's budget reads on the page: "0.6 s of CPU time" or "2.5 s"."""
-    return f"{seconds:g} s of CPU time" if by_cpu_time(points) else f"{seconds:g} s"
+    return f"{setting(seconds)} s of CPU time" if by_cpu_time(points) else f"{setting(seconds)} s"
 
 
 def architecture_verdict(summaries: Sequence[dict[str, Any]], seconds: float,
@@ -45,7 +46,7 @@ def architecture_verdict(summaries: Sequence[dict[str, Any]], seconds: float,
     agree = sum(s["agreement"] != "disagrees" for s in measured)
     busy = contention(points)
     cpu = by_cpu_time(points)
-    load = (f"\n\n*Other processes used {busy:.0%} of this machine's CPU time while these runs "
+    load = (f"\n\n*Other processes used {percent(busy, 0)} of this machine's CPU time while these runs "
             + ("trained: the study took longer, but each run still trained for its own CPU time "
                "and its samples/s are by that clock, so the load did not cut the runs short. "
                "Short runs still vary: a rerun may land a batch differently.*"

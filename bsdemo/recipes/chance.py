@@ -8,6 +8,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from bsdemo.units import percent
+
 SDS = 3.0  # an accuracy within this many binomial standard errors above chance is at chance
 
 
@@ -29,5 +31,5 @@ def at_chance(accuracy: float | None, summary: Mapping[str, Any]) -> bool:
 
 def chance_words(accuracy: float, summary: Mapping[str, Any]) -> str:
     """A sentence's clause for an accuracy at chance, with the chance level it is measured by."""
-    return (f"at chance ({accuracy:.1%}, where always answering the commonest class scores "
-            f"{summary['chance_accuracy']:.1%}): it learned nothing here")
+    return (f"at chance ({percent(accuracy)}, where always answering the commonest class scores "
+            f"{percent(summary['chance_accuracy'])}): it learned nothing here")

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from bsdemo.config import RunConfig
-from bsdemo.recipes.chance import chance_words
+from bsdemo.recipes.chance import at_chance, chance_words
 from bsdemo.recipes.closing import join
 from bsdemo.runs import JobSnapshot
-from bsdemo.units import fixed, signed
+from bsdemo.units import fixed, percent, setting, sig, signed
 
 GRID_BATCHES = (8, 32, 128, 512)
 GRID_LRS = (0.01, 0.03, 0.1, 0.3, 1.0)
@@ -57,13 +57,13 @@ def regimes_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
     if timed:
         fastest = min(timed, key=lambda r: r["wall time (s)"])
         text += (f"Of the runs that finished, {fastest['run']} took the least training time "
-                 f"({fastest['wall time (s)']:.2f} s).")
+                 f"({fixed(fastest['wall time (s)'], 2)} s).")
     if len(finished) >= 2:
         best = max(finished, key=lambda r: r["test accuracy"])
         ties = [r for r in finished if abs(r["test accuracy"] - best["test accuracy"]) < 0.005]
-        lead += (f"; {best['run']} reached the best test accuracy ({best['test accuracy']:.1%})"
+        lead += (f"; {best['run']} reached the best test accuracy ({percent(best['test accuracy'])})"
                  if len(ties) == 1 else "; " + " and ".join(r["run"] for r in ties)
-                 + f" tied on test accuracy ({best['test accuracy']:.1%})")
+                 + f" tied on test accuracy ({percent(best['test accuracy'])})")
     lead += "."
     for r in finished:  # a run that learned nothing is said to have, not ranked silently
         if r["note"] == "at chance":
@@ -101,7 +101,7 @@ def lr_variants(base: RunConfig, ref_batch: int, ref_lr: float, k: int,
                 ("linear rule (lr × k)", big, ref_lr * k, 0),
                 ("square-root rule (lr × √k)", big, ref_lr * math.sqrt(k), 0),
                 ("linear + warm-up", big, ref_lr * k, warmup)]
-    return [(f"{name}: batch {b}, lr {lr:.3g}",
+    return [(f"{name}: batch {b}, lr {setting(lr, 3)}",
              dataclasses.replace(base, batch_size=b, lr=lr, warmup_steps=w))
             for name, b, lr, w in variants]
 
@@ -110,20 +110,22 @@ def lr_grid(cfg: RunConfig, epochs: int, time_limit_s: float = 10.0,
             batches: Sequence[int] = GRID_BATCHES,
             lrs: Sequence[float] = GRID_LRS) -> list[tuple[str, RunConfig]]:
     """(label, config) of every cell of the batch x learning-rate grid."""
-    return [(f"batch {b}, lr {lr:g}", dataclasses.replace(cfg, batch_size=b, lr=lr, epochs=epochs,
+    return [(f"batch {b}, lr {setting(lr)}", dataclasses.replace(cfg, batch_size=b, lr=lr, epochs=epochs,
                                                           time_limit_s=time_limit_s))
             for b in batches for lr in lrs]
 
 
 def grid_cells(runs: Sequence[tuple[str, JobSnapshot]]) -> list[dict[str, Any]]:
-    """The grid's runs as cells: batch, lr, final test accuracy (completed runs only),
-    diverged, status, and whether its time cap ended it."""
+    """The grid's runs as cells: batch, lr, final test accuracy (completed runs only), whether
+    that accuracy is at chance, diverged, status, and whether its time cap ended it."""
     cells = []
     for _, s in runs:
         summary = s.summary
         cells.append({"batch": s.config["batch_size"], "lr": s.config["lr"],
                       "accuracy": summary.get("test_accuracy") if s.status == "completed"
                       else None,
+                      "at_chance": s.status == "completed"
+                      and at_chance(summary.get("test_accuracy"), summary),
                       "diverged": s.status == "diverged", "status": s.status,
                       "time_capped": bool(summary.get("time_capped"))})
     return cells
@@ -169,11 +171,11 @@ def _lr_path(items: Sequence[tuple[int, float]]) -> str:
         return f" and stays there up to batch {run[1]}" if run[1] != run[0] else ""
 
     first = runs[0]
-    text = (f"is {first[2]:g} from batch {first[0]} to {first[1]}" if first[1] != first[0]
-            else f"is {first[2]:g} at batch {first[0]}")
+    text = (f"is {setting(first[2])} from batch {first[0]} to {first[1]}" if first[1] != first[0]
+            else f"is {setting(first[2])} at batch {first[0]}")
     for before, run in zip(runs, runs[1:], strict=False):
         move = "rises" if run[2] > before[2] else "falls"
-        text += f", {move} to {run[2]:g} at batch {run[0]}{stay(run)}"
+        text += f", {move} to {setting(run[2])} at batch {run[0]}{stay(run)}"
     return text
 
 
@@ -189,12 +191,12 @@ def best_lr_verdict(best: dict[int, float], lrs: Sequence[float] = ()) -> str | 
     k, rise = bn / b0, lrn / lr0
     rules = {"no change": 1.0, "the square-root rule": math.sqrt(k), "the linear rule": k}
     closest = min(rules, key=lambda name: abs(math.log(rise) - math.log(rules[name])))
-    lead = (f"From batch {b0} to {bn} the best learning rate changed {rise:.3g}×: closest to "
+    lead = (f"From batch {b0} to {bn} the best learning rate changed {setting(rise, 3)}×: closest to "
             f"{closest}.")
-    listing = "**Best lr per batch:** " + ", ".join(f"batch {b} → {lr:g}" for b, lr in items)
+    listing = "**Best lr per batch:** " + ", ".join(f"batch {b} → {setting(lr)}" for b, lr in items)
     text = f"{listing}. In your grid the best learning rate {_lr_path(items)}."
-    text += (f" For {k:g}× the batch the square-root rule predicts {math.sqrt(k):.3g}× and the "
-             f"linear rule {k:g}× (drawn on the grid).")
+    text += (f" For {setting(k)}× the batch the square-root rule predicts {setting(math.sqrt(k), 3)}× and the "
+             f"linear rule {setting(k)}× (drawn on the grid).")
     falls = [b for a, b in zip(items, items[1:], strict=False) if b[1] < a[1]]
     if falls:
         text += (" It does not move one way only: with few epochs and one seed the cells are "
@@ -203,7 +205,7 @@ def best_lr_verdict(best: dict[int, float], lrs: Sequence[float] = ()) -> str | 
     for end, word, where in ((top, "largest", "above"), (bottom, "smallest", "below")):
         edge = [str(b) for b, lr in items if lr == end and top != bottom]
         if edge:
-            text += (f" At batch {', '.join(edge)} the best is the grid's {word} lr ({end:g}): "
+            text += (f" At batch {', '.join(edge)} the best is the grid's {word} lr ({setting(end)}): "
                      f"the true best may lie {where} it.")
     return join(lead, text)
 
@@ -220,10 +222,10 @@ def against_reference(name: str, acc: float, ref: float) -> str:
     one (either way, its sign shown), or short by more than one."""
     d = points(acc, ref)
     if d > 1:
-        return f"{name} beat the reference by {fixed(d)} points ({acc:.1%})"
+        return f"{name} beat the reference by {fixed(d)} points ({percent(acc)})"
     if d >= -1:
         return f"{name} came within a point of the reference ({signed(d)} points)"
-    return f"{name} fell {fixed(-d)} points short of the reference ({acc:.1%})"
+    return f"{name} fell {fixed(-d)} points short of the reference ({percent(acc)})"
 
 
 def lr_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
@@ -238,14 +240,14 @@ def lr_verdict(rows: Sequence[dict[str, Any]]) -> str | None:
             return "diverged"
         if r["test accuracy"] is None:
             return f"no result ({r['status']})"
-        return f"{r['test accuracy']:.1%}" + (" (at chance)" if r["note"] == "at chance"
+        return f"{percent(r['test accuracy'])}" + (" (at chance)" if r["note"] == "at chance"
                                               else " at its time cap" if r["note"] == "time cap"
                                               else "")
 
     k = same["batch"] / ref["batch"]
-    lead = (f"At {k:g}× the batch, the same lr reached {acc(same)} and the linear rule "
+    lead = (f"At {setting(k)}× the batch, the same lr reached {acc(same)} and the linear rule "
             f"{acc(linear)}, against the reference's {acc(ref)}.")
-    text = (f"The reference reached {acc(ref)}. With the batch {k:g}× larger and the same lr: "
+    text = (f"The reference reached {acc(ref)}. With the batch {setting(k)}× larger and the same lr: "
             f"{acc(same)}; the linear rule: {acc(linear)}; the square-root rule: "
             f"{acc(sqrt_rule)}; the linear rule after a warm-up: {acc(warm)}.")
     if ref["test accuracy"] is not None:
@@ -268,7 +270,7 @@ def _root_words(linear: dict[str, Any], root: dict[str, Any], warm: dict[str, An
         return ""
     others = [a if a is not None else 0.0 for a in (accs[0], accs[2])]
     if accs[1] >= max(others) + 0.01:
-        return (f" The square-root rule, with no warm-up, ended ahead of both ({accs[1]:.1%}): "
+        return (f" The square-root rule, with no warm-up, ended ahead of both ({percent(accs[1])}): "
                 "at this batch its smaller learning rate was simply the better choice.")
     return ""
 
@@ -291,16 +293,16 @@ def _warmup_words(linear: dict[str, Any], warm: dict[str, Any]) -> str:
              + ("ahead" if delta > 0 else "behind"))
     if first and peak and w_peak and peak >= SPIKE * first:
         if w_peak < peak:
-            jump = (f"Without warm-up the training loss jumped to {peak:.3g}, {peak / first:.0f}× "
+            jump = (f"Without warm-up the training loss jumped to {sig(peak)}, {peak / first:.0f}× "
                     f"its first step's; the warm-up ")
             if w_peak < SPIKE * first:
-                return (jump + f"held its peak to {w_peak:.3g} ({w_peak / first:.1f}×){ended}. "
+                return (jump + f"held its peak to {sig(w_peak)} ({fixed(w_peak / first, 1)}×){ended}. "
                         "That jump is what warm-up prevents.")
             # lowered, but still a spike by the page's own mark: say so, not "prevented"
-            return (jump + f"cut its peak to {w_peak:.3g} ({w_peak / first:.1f}×){ended}: still "
-                    f"a spike by this page's {SPIKE:g}× mark, but {peak / w_peak:.0f}× smaller.")
-        return (f"Both the linear rule and its warm-up spiked (peak losses {peak:.3g} and "
-                f"{w_peak:.3g}): the ramp was too short to help here.")
+            return (jump + f"cut its peak to {sig(w_peak)} ({fixed(w_peak / first, 1)}×){ended}: still "
+                    f"a spike by this page's {setting(SPIKE)}× mark, but {peak / w_peak:.0f}× smaller.")
+        return (f"Both the linear rule and its warm-up spiked (peak losses {sig(peak)} and "
+                f"{sig(w_peak)}): the ramp was too short to help here.")
     return ("Without warm-up nothing blew up or spiked here, so warm-up had nothing to prevent"
             + (f" (it changed accuracy by {signed(delta)} points)" if delta is not None else "")
             + ": a larger k, and with it a larger learning rate, is where warm-up matters "

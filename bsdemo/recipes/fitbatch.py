@@ -9,7 +9,7 @@ from typing import Any
 
 from bsdemo.bounds import NOISE
 from bsdemo.recipes.closing import join
-from bsdemo.units import format_bytes, signed
+from bsdemo.units import fixed, format_bytes, percent, signed
 
 NAMES = {"bf16": "bf16 autocast", "fp16": "fp16 with a gradient scaler",
          "checkpointing": "Gradient checkpointing", "bf16+checkpointing": "bf16 with checkpointing"}
@@ -64,9 +64,9 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
                f"the most, {most['max_batch_size']:,} (by the accounting)"
                if most and most["max_batch_size"] > base["max_batch_size"] else "") + ".")
     parts = [f"Under {format_bytes(budget)}, plain fp32 fits "
-             f"batch {base['max_batch_size']:,} ({base['bytes_per_sample']:,.0f} bytes of "
+             f"batch {base['max_batch_size']:,} ({fixed(base['bytes_per_sample'], 0)} bytes of "
              f"activations a sample on top of {format_bytes(base['fixed_bytes'])} for the "
-             f"model, its gradients and optimizer state) at {base['samples_per_sec']:,.0f} "
+             f"model, its gradients and optimizer state) at {fixed(base['samples_per_sec'], 0)} "
              "samples/s."]
     real_base = base.get("real_peak_bytes")
     over = real_over(results, budget)
@@ -92,7 +92,7 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
     else:
         parts.append(f"After {steps} steps at batch {batch} from the same start, every "
                      f"technique's training loss is within {SAME_LOSS} of fp32's "
-                     f"({base['loss_after']:.4f}): none of them changed the result here.")
+                     f"({fixed(base['loss_after'], 4)}): none of them changed the result here.")
     # the measurement's opening, a line per technique, then what the loss comparison showed
     items = parts[1:-1]
     return join(lead, parts[0], "\n".join(items), parts[-1])
@@ -104,31 +104,31 @@ def _technique_line(name: str, r: dict[str, Any], base: dict[str, Any],
     whether the allocator's real peak agrees), and its speed, with what slowed it."""
     grow = r["max_batch_size"] / base["max_batch_size"]
     speed = r["samples_per_sec"] / base["samples_per_sec"]
-    text = f"{NAMES[name]} fits {r['max_batch_size']:,} ({grow:.1f}× fp32's)"
+    text = f"{NAMES[name]} fits {r['max_batch_size']:,} ({fixed(grow, 1)}× fp32's)"
     real, real_base = r.get("real_peak_bytes"), base.get("real_peak_bytes")
     if real is not None and real_base:  # the CPU: accounting, and the allocator's real peak
         at = (f"at batch {r['real_batch']:,} the allocator's real peak was "
               f"{format_bytes(real)} against fp32's {format_bytes(real_base)}")
         if real <= (1 - REAL_SAVING) * real_base:
-            text += f" by the accounting; {at} ({1 - real / real_base:.0%} less): a real saving"
+            text += f" by the accounting; {at} ({percent(1 - real / real_base, 0)} less): a real saving"
         else:
             text += (f" by the accounting, but not in real memory: {at}, no lower — on this "
                      "machine it would not fit a larger batch")
     if name == "checkpointing" and speed > 1 + NOISE:  # it does fp32's work and more
-        return (f"- {text}. Its timing was too noisy to read: it came out {speed:.2f}× as "
+        return (f"- {text}. Its timing was too noisy to read: it came out {fixed(speed, 2)}× as "
                 "fast as fp32, which a technique that runs the forward pass twice "
                 "cannot be. No conclusion about its speed is drawn; run it again when "
                 "the machine is quieter.")
-    text += f". It ran at {r['samples_per_sec']:,.0f} samples/s ({speed:.2f}× fp32's)"
+    text += f". It ran at {fixed(r['samples_per_sec'], 0)} samples/s ({fixed(speed, 2)}× fp32's)"
     if name in ("bf16", "fp16"):
-        text += (f" with {r['bytes_per_sample']:,.0f} accounted bytes a sample instead of "
-                 f"{base['bytes_per_sample']:,.0f}")
+        text += (f" with {fixed(r['bytes_per_sample'], 0)} accounted bytes a sample instead of "
+                 f"{fixed(base['bytes_per_sample'], 0)}")
         if speed < SLOWER:
             text += ": on this device mixed precision bought memory with time"
         elif speed > 1 + NOISE:
             text += ": on this device it was faster as well"
     elif name == "checkpointing" and speed < 1:
-        text += (f" — the recomputed forward passes cost {1 / speed - 1:.0%} more time a "
+        text += (f" — the recomputed forward passes cost {percent(1 / speed - 1, 0)} more time a "
                  "sample")
     elif speed < SLOWER:  # bf16 + checkpointing: blame what measured slow
         slow_bf16 = (alone is not None and alone["samples_per_sec"]

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from bsdemo.recipes.chance import at_chance, chance_words
 from bsdemo.recipes.closing import join
 from bsdemo.runs import JobSnapshot, comparable_rates, stable_rate, turns_note
+from bsdemo.units import fixed, percent, setting, sig
 
 ENDED = {"completed": "", "time_cap": " It hit its time cap before its budget was done.",
          "cancelled": " It was stopped before its budget was done.",
@@ -26,17 +27,17 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
     acc = s.get("test_accuracy")
     rate = stable_rate(s)
     # a GAN: how real its images looked, against what real digits score
-    reached = (f" Real training digits score {s['frechet_reference']:.2g} against the test "
+    reached = (f" Real training digits score {sig(s['frechet_reference'], 2)} against the test "
                "digits." if s.get("frechet_distance") is not None else "")
-    short = (f" and reached a Fréchet distance of {s['frechet_distance']:.3g}"
+    short = (f" and reached a Fréchet distance of {sig(s['frechet_distance'])}"
              if s.get("frechet_distance") is not None else
-             f" and reached {acc:.1%} test accuracy" if acc is not None else "")
+             f" and reached {percent(acc)} test accuracy" if acc is not None else "")
     if at_chance(acc, s):  # said wherever the accuracy is shown (the why: in the text)
-        short = f" and ended at chance ({acc:.1%} test accuracy)"
+        short = f" and ended at chance ({percent(acc)} test accuracy)"
         reached += f" It ended {chance_words(acc, s)}."
     lead = f"Run #{new.run_number} at batch {b} made {s['steps']:,} optimizer steps{short}."
-    text = (f"It trained {s.get('epochs', 0):.3g} epochs in {s.get('wall_time_s', 0):.2f} s"
-            + (f", a median {rate:,.0f} samples/s" if rate else "") + "." + reached
+    text = (f"It trained {setting(s.get('epochs', 0), 3)} epochs in {fixed(s.get('wall_time_s', 0), 2)} s"
+            + (f", a median {fixed(rate, 0)} samples/s" if rate else "") + "." + reached
             + ENDED.get(new.ending, f" It {new.status}."))
     if new.shared_device:
         text += " Another run shared the device meanwhile, so its speed was shared too."
@@ -58,8 +59,8 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
     # the headline names what the student came for: updates, speed and what they learned
     lead = (f"Batch {kl}: {ls['steps'] / ls['epochs']:.0f} updates an epoch against batch "
             f"{ks}'s {ss['steps'] / ss['epochs']:.0f}"
-            + (f", {rates[1] / rates[0]:.1f}× the samples per second" if rates else "")
-            + (f", test accuracy {ss['test_accuracy']:.1%} → {ls['test_accuracy']:.1%}"
+            + (f", {fixed(rates[1] / rates[0], 1)}× the samples per second" if rates else "")
+            + (f", test accuracy {percent(ss['test_accuracy'])} → {percent(ls['test_accuracy'])}"
                if accuracies else "") + ".")
     text = f"Run #{new.run_number} at batch {b}: " + text[:1].lower() + text[1:]
     if rates is not None:
@@ -69,27 +70,28 @@ def lab_verdict(runs: Sequence[JobSnapshot]) -> str | None:
                  "(another load on this machine, another device or thread count); run both "
                  "again now to compare them.")
     if ss.get("frechet_distance") is not None and ls.get("frechet_distance") is not None:
-        text += (f" Its images reached a Fréchet distance of {ls['frechet_distance']:.3g} "
-                 f"against {ss['frechet_distance']:.3g} (lower is more like real digits).")
+        text += (f" Its images reached a Fréchet distance of {sig(ls['frechet_distance'])} "
+                 f"against {sig(ss['frechet_distance'])} (lower is more like real digits).")
     elif accuracies:
-        gap = (ss["test_accuracy"] - ls["test_accuracy"]) * 100
+        # in points, from the accuracies as shown (one decimal): the words follow the figures
+        gap = round(round(ss["test_accuracy"] * 100, 1) - round(ls["test_accuracy"] * 100, 1), 1)
         for name, run in ((f"Batch {ks}", ss), (f"Batch {kl}", ls)):
             if at_chance(run["test_accuracy"], run):
                 text += f" {name} ended {chance_words(run['test_accuracy'], run)}."
         if gap > 2:
             text += (f" After the same epochs and learning rate batch {kl} reached "
-                     f"{ls['test_accuracy']:.1%} against {ss['test_accuracy']:.1%}: fewer "
+                     f"{percent(ls['test_accuracy'])} against {percent(ss['test_accuracy'])}: fewer "
                      "updates of the same size learn less per epoch — raise the learning rate "
                      "with the batch (Learning-rate scaling) or train longer.")
         elif gap < -2:
             text += (f" Batch {kl} also reached a better test accuracy "
-                     f"({ls['test_accuracy']:.1%} against {ss['test_accuracy']:.1%}): the small "
+                     f"({percent(ls['test_accuracy'])} against {percent(ss['test_accuracy'])}): the small "
                      "batch's noisy updates cost it more than the lost updates cost the large "
                      "one here.")
         else:
-            text += (f" Both reached about the same test accuracy ({ls['test_accuracy']:.1%} "
-                     f"and {ss['test_accuracy']:.1%}: within 2 points).")
+            text += (f" Both reached about the same test accuracy ({percent(ls['test_accuracy'])} "
+                     f"and {percent(ss['test_accuracy'])}: within 2 points).")
     if ss.get("peak_memory_bytes") and ls.get("peak_memory_bytes"):
-        text += (f" Its peak memory was {ls['peak_memory_bytes'] / ss['peak_memory_bytes']:.1f}× "
+        text += (f" Its peak memory was {fixed(ls['peak_memory_bytes'] / ss['peak_memory_bytes'], 1)}× "
                  f"as much ({ls.get('memory_source', 'measured')}).")
     return join(lead, text)

@@ -10,7 +10,7 @@ from bsdemo import footprint
 from bsdemo.config import RunConfig
 from bsdemo.recipes.closing import join
 from bsdemo.timing import DEVICE_CLOCK, THREAD_CLOCK
-from bsdemo.units import format_bytes
+from bsdemo.units import fixed, format_bytes, percent, sig
 
 # ----- throughput -----
 CONTENDED = 0.15  # other processes' share of all CPU time above which a sweep says so
@@ -30,19 +30,19 @@ def throughput_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]],
     lead = _throughput_lead(end, points)
     fit = end["fit"]
     r2 = fit.get("r2_time")
-    quality = f" (R² {r2:.2f})" if r2 is not None else ""
+    quality = f" (R² {fixed(r2, 2)})" if r2 is not None else ""
     if fit.get("t0_s") is None:
         return join(lead, "Too few batch sizes ran to fit a model of step time.")
     if fit.get("t0_constrained") or not fit["t0_s"]:
         text = ("Step time grew in proportion to the batch, about "
-                f"**{fit['t1_s_per_sample'] * 1e6:.3g} µs per sample**{quality}: the fit found no "
+                f"**{sig(fit['t1_s_per_sample'] * 1e6)} µs per sample**{quality}: the fit found no "
                 "fixed per-step overhead it could measure (held at zero). At these sizes the "
                 "work per sample dominates; try a smaller model or smaller batches to see the "
                 "overhead.")
     else:
-        text = (f"A step cost about **{fit['t0_s'] * 1e3:.3g} ms** of "
+        text = (f"A step cost about **{sig(fit['t0_s'] * 1e3)} ms** of "
                 "fixed overhead (kernel launches, Python, the optimizer) plus "
-                f"**{fit['t1_s_per_sample'] * 1e6:.3g} µs per sample** — the model "
+                f"**{sig(fit['t1_s_per_sample'] * 1e6)} µs per sample** — the model "
                 f"t(B) = t0 + t1·B fitted to your points{quality}.")
         cross, span = end.get("crossover_batch_size"), end.get("crossover_range")
         if cross:
@@ -72,14 +72,14 @@ def throughput_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]],
     if clock == THREAD_CLOCK:
         text += (" Each step was timed by its own thread's CPU time, which other processes "
                  "taking the core do not lengthen: these are what the device does"
-                 + (f", though other processes kept about {busy:.0%} of the CPU busy (the "
+                 + (f", though other processes kept about {percent(busy, 0)} of the CPU busy (the "
                     "wall-clock rates, what you waited, are in the table)."
                     if busy is not None and busy > CONTENDED else "."))
     elif clock == DEVICE_CLOCK:
         text += (" Each step was timed between two CUDA events on the GPU's own timeline: "
                  "what the device did, the wall-clock rates beside them in the table.")
     elif busy is not None and busy > CONTENDED:
-        text += (f" While it measured, other processes kept about {busy:.0%} of the CPU busy: "
+        text += (f" While it measured, other processes kept about {percent(busy, 0)} of the CPU busy: "
                  "these rates are lower and noisier than on an idle machine.")
     return join(lead, text)
 
@@ -92,7 +92,7 @@ def _throughput_lead(end: dict[str, Any], points: Sequence[dict[str, Any]]) -> s
     if len(ok) < 2:
         return "Too few batch sizes ran to compare their samples/s."
     first, best = ok[0], max(ok, key=lambda p: p["samples_per_sec"])
-    text = (f"Samples/s rose {best['samples_per_sec'] / first['samples_per_sec']:.1f}× from "
+    text = (f"Samples/s rose {fixed(best['samples_per_sec'] / first['samples_per_sec'], 1)}× from "
             f"batch {first['batch_size']} to batch {best['batch_size']}")
     knee, span = end.get("knee_batch_size"), end.get("knee_range")
     if knee and knee == ok[-1]["batch_size"]:
@@ -108,9 +108,9 @@ def _throughput_lead(end: dict[str, Any], points: Sequence[dict[str, Any]]) -> s
 def accumulation_verdict(r: dict[str, Any]) -> tuple[str, str]:
     """(level "success" | "warning" | "error", text) for an accum_check result: equivalent only
     when the first step's gradients agree and the parameters still agree after every step."""
-    head = (f"Relative gradient difference **{r['rel_grad_diff']:.3g}** at the first step; "
+    head = (f"Relative gradient difference **{sig(r['rel_grad_diff'])}** at the first step; "
             f"largest parameter difference after {r['steps']} steps "
-            f"**{r['max_abs_param_diff']:.3g}** — ")
+            f"**{sig(r['max_abs_param_diff'])}** — ")
     shape = f"{r['accumulation_steps']} micro-batches of {r['micro_batch']}"
     if not r["equivalent"]:
         return "error", join(f"Not equivalent: {shape} did not give the gradient of one batch of "
@@ -119,13 +119,13 @@ def accumulation_verdict(r: dict[str, Any]) -> tuple[str, str]:
     if r.get("drift_grew"):
         return "warning", join(
             f"Equivalent at the first step, but the parameters drifted apart by "
-            f"{r['max_abs_param_diff']:.2g} over {r['steps']} steps.", head + (
+            f"{sig(r['max_abs_param_diff'], 2)} over {r['steps']} steps.", head + (
             "the gradients agree to float32 rounding, but over the steps that rounding grew: "
             "accumulation sums the same numbers in another order, and a model can amplify the "
             "tiny difference (normalisation layers divide by small variances). The same "
             "computation, not the same bits."))
     return "success", join(f"Equivalent: {shape} gave one batch of {r['effective_batch_size']}'s "
-                           f"gradient, to float32 rounding ({r['rel_grad_diff']:.2g}).",
+                           f"gradient, to float32 rounding ({sig(r['rel_grad_diff'], 2)}).",
                            head + "what is left is float32 rounding (summing in a different "
                            "order), at the first step and after the last.")
 
@@ -156,16 +156,16 @@ def accumulation_why(r: dict[str, Any]) -> str:
     big, small = r.get("big_samples_per_sec"), r.get("accumulated_samples_per_sec")
     if not big or not small:
         return text + "this run did not time it."
-    ratio, shape = small / big, f"{k} × {r['micro_batch']}"
-    if ratio < 1 - SAME_SPEED:
-        return text + (f"here {shape} ran {ratio:.2f}× the samples/s of one batch, the same "
+    ratio, shape = round(small / big, 2), f"{k} × {r['micro_batch']}"  # as shown
+    if ratio < 1 - SAME_SPEED - 1e-9:
+        return text + (f"here {shape} ran {fixed(ratio, 2)}× the samples/s of one batch, the same "
                        "samples in smaller pieces that used the device less well.")
-    if ratio > 1 + SAME_SPEED:
-        return text + (f"here {shape} ran {ratio:.2f}× the samples/s of one batch: on this "
+    if ratio > 1 + SAME_SPEED + 1e-9:
+        return text + (f"here {shape} ran {fixed(ratio, 2)}× the samples/s of one batch: on this "
                        f"device batch {r['effective_batch_size']} was no more efficient than "
                        f"batch {r['micro_batch']} (the throughput page measures where samples/s "
                        "stops rising).")
-    return text + (f"here {shape} ran about as fast as one batch ({ratio:.2f}×): the device "
+    return text + (f"here {shape} ran about as fast as one batch ({fixed(ratio, 2)}×): the device "
                    f"was as busy with batches of {r['micro_batch']}.")
 
 
@@ -223,28 +223,28 @@ def memory_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]]) -> str
     if fit.get("m0_bytes") is None:
         return None
     ok = [p for p in points if p["status"] == "ok" and p.get("memory_breakdown")]
-    fixed = None
+    static = None
     if ok:
         parts = ok[0]["memory_breakdown"]
-        fixed = sum(parts.get(k) or 0 for k in ("parameters", "gradients", "optimizer_state"))
+        static = sum(parts.get(k) or 0 for k in ("parameters", "gradients", "optimizer_state"))
     oom = next((p for p in points if p["status"] == "oom"), None)
     lead = (f"Memory grew {format_bytes(fit['m_bytes_per_sample'])} per sample on top of "
             f"{format_bytes(fit['m0_bytes'])} that no batch size changes"
             + (f"; batch {oom['batch_size']} ran out" if oom else "") + ".")
     text = (f"Memory was {format_bytes(fit['m0_bytes'])} that did not depend on the batch")
-    if fixed:
-        text += (f" (parameters, gradients and optimizer state: {format_bytes(fixed)} of it)")
+    if static:
+        text += (f" (parameters, gradients and optimizer state: {format_bytes(static)} of it)")
     text += (f", plus {format_bytes(fit['m_bytes_per_sample'])} per sample — the activations "
              "kept for the backward pass. ")
     source = ok[0].get("memory_source") if ok else None
     if source == "accounted":
         text += ("On the CPU this line fits by construction (R² "
-                 f"{fit['r2_memory']:.3f}): accounted memory is a sum of per-sample terms, so "
+                 f"{fixed(fit['r2_memory'], 3)}): accounted memory is a sum of per-sample terms, so "
                  "the lesson is in its two numbers, not in how straight it is. It is a lower "
                  "bound of what the process holds: the allocator's temporaries and Python's "
                  "own objects come on top (the Fit-a-bigger-batch page reads the real peak). ")
     elif fit.get("r2_memory") is not None:
-        text += f"The allocator's readings lie on that line with R² {fit['r2_memory']:.3f}. "
+        text += f"The allocator's readings lie on that line with R² {fixed(fit['r2_memory'], 3)}. "
     largest = end.get("max_batch_size_fits")
     predicted = end.get("predicted_max_batch_size")
     if oom and largest:

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from bsdemo.recipes.closing import join
+from bsdemo.units import fixed, percent, setting, sig
 
 SLOPE_TOLERANCE = 0.1  # a slope within this of −1 counts as "1/B"
 AGREE = 0.25  # the two B_simple estimates agree when within this share of the direct one
@@ -38,42 +39,46 @@ def noise_prediction(result: dict[str, Any] | None) -> tuple[int, str] | None:
     factor = 4 ** -result["variance_slope"]
     index = 0 if factor >= 3 else 1 if factor >= 1.5 else 2
     sizes, variances = result["batch_sizes"], result["variances"]
-    return index, (f"the variance fell from {variances[0]:.3g} at batch {sizes[0]} to "
-                   f"{variances[-1]:.3g} at batch {sizes[-1]}: a log-log slope of "
-                   f"{result['variance_slope']:.2f}, so 4× the batch divides it by {factor:.1f}")
+    return index, (f"the variance fell from {sig(variances[0])} at batch {sizes[0]} to "
+                   f"{sig(variances[-1])} at batch {sizes[-1]}: a log-log slope of "
+                   f"{fixed(result['variance_slope'], 2)}, so 4× the batch divides it by {fixed(factor, 1)}")
 
 
 def noise_verdict(result: dict[str, Any] | None) -> str | None:
     """The closing text of a finished measurement (Markdown), or None before it ends."""
     if not result:
         return None
-    s, sizes = result["variance_slope"], result["batch_sizes"]
+    # every reading from the numbers as shown (the slope to two decimals, shares in whole per
+    # cent): the words never contradict the figure beside them
+    s, sizes = round(result["variance_slope"], 2), result["batch_sizes"]
     n, last = result["train_samples"], sizes[-1]
-    lead = ((f"The gradient's variance fell as 1/B (log-log slope {s:.2f})"
-             if abs(s + 1) <= SLOPE_TOLERANCE else
-             f"The gradient's variance fell with a log-log slope of {s:.2f}, not 1/B's −1")
+    one_over_b = abs(s + 1) <= SLOPE_TOLERANCE + 1e-9
+    moved = "fell" if s < 0 else "rose" if s > 0 else "did not change"
+    lead = ((f"The gradient's variance fell as 1/B (log-log slope {fixed(s, 2)})"
+             if one_over_b else
+             f"The gradient's variance {moved} with a log-log slope of {fixed(s, 2)}, not 1/B's −1")
             + f"; the noise scale B_simple is about {result['b_simple']:.0f}.")
     parts = []
-    if abs(s + 1) <= SLOPE_TOLERANCE:
-        parts.append(f"The gradient's variance fell as 1/B: a log-log slope of {s:.2f} from "
+    if one_over_b:
+        parts.append(f"The gradient's variance fell as 1/B: a log-log slope of {fixed(s, 2)} from "
                      f"batch {sizes[0]} to {last} (−1 is 1/B).")
     else:
-        parts.append(f"The gradient's variance fell with a log-log slope of {s:.2f} from batch "
+        parts.append(f"The gradient's variance {moved} with a log-log slope of {fixed(s, 2)} from batch "
                      f"{sizes[0]} to {last}, not the −1 of 1/B: with {result['draws']} draws per "
                      "size the estimate is itself noisy; more draws narrow it.")
     shrink = (n - last) / (n - 1)
     if shrink < 0.9:
         parts.append(f"Batches are drawn without replacement from N = {n:,} samples, so at batch "
-                     f"{last} the variance is only {shrink:.0%} of tr(Σ)/B: the factor "
+                     f"{last} the variance is only {percent(shrink, 0)} of tr(Σ)/B: the factor "
                      "(N − B)/(N − 1), which reaches zero at the full batch.")
     direct, two = result["b_simple"], result["b_simple_two_batch"]
     lo, hi = result["b_simple_range"]
     lo2, hi2 = result["b_simple_two_batch_range"]
     small, big = result["two_batch_sizes"]
     if math.isfinite(two) and two > 0:
-        apart = abs(two - direct) / direct
-        agree = (f"within {apart:.0%} of each other" if apart <= AGREE
-                 else f"{apart:.0%} apart: the two-batch estimate needs more draws")
+        apart = round(abs(two - direct) / direct, 2)
+        agree = (f"within {percent(apart, 0)} of each other" if apart <= AGREE + 1e-9
+                 else f"{percent(apart, 0)} apart: the two-batch estimate needs more draws")
         parts.append(f"The simple noise scale B_simple = tr(Σ)/|G|² is {direct:.0f} measured "
                      f"directly (its likely range, about ±1 standard error, from the draws "
                      f"resampled: {lo:.0f}–{hi:.0f}) and "
@@ -85,9 +90,14 @@ def noise_verdict(result: dict[str, Any] | None) -> str | None:
                      f"resampled: {lo:.0f}–{hi:.0f}); the "
                      "two-batch estimate came out "
                      "negative here, as it can with few draws when the noise dwarfs the signal.")
-    cos = result["cosines"]
-    parts.append(f"A mini-batch gradient's cosine to the full gradient rose from {cos[0]:.2f} at "
-                 f"batch {sizes[0]} to {cos[-1]:.2f} at batch {last}.")
+    first, final = (round(c, 2) for c in (result["cosines"][0], result["cosines"][-1]))
+    if final == first:
+        parts.append(f"A mini-batch gradient's cosine to the full gradient stayed at "
+                     f"{fixed(first, 2)} from batch {sizes[0]} to batch {last}.")
+    else:
+        parts.append(f"A mini-batch gradient's cosine to the full gradient "
+                     f"{'rose' if final > first else 'fell'} from {fixed(first, 2)} at batch "
+                     f"{sizes[0]} to {fixed(final, 2)} at batch {last}.")
     parts.append(f"*Predicted* (McCandlish et al. 2018): well below B ≈ {direct:.0f} doubling the "
                  "batch nearly halves the steps a target loss takes; well above it, a step is "
                  "mostly signal already and more batch buys few steps.")
@@ -99,11 +109,11 @@ def paths_verdict(rows: list[dict[str, Any]], steps: int) -> str:
     full batch (rows: charts.paths_chart's table, smallest batch first)."""
     small, full = rows[0], rows[-1]
     ratio = small["distance walked"] / full["distance walked"] if full["distance walked"] else 0
-    return join(f"In the same {steps} steps {small['path']} walked {ratio:.1f}× as far as the "
-                f"{full['path']}, ending at loss {small['final loss']:g} against "
-                f"{full['final loss']:g}.",
-                f"It walked {small['distance walked']:g} through (w, b), the {full['path']} "
-                f"{full['distance walked']:g}. Each step's direction is the full gradient plus "
+    return join(f"In the same {steps} steps {small['path']} walked {fixed(ratio, 1)}× as far as the "
+                f"{full['path']}, ending at loss {setting(small['final loss'])} against "
+                f"{setting(full['final loss'])}.",
+                f"It walked {setting(small['distance walked'])} through (w, b), the {full['path']} "
+                f"{setting(full['distance walked'])}. Each step's direction is the full gradient plus "
                 "noise: the noise zig-zags the small batch across the valley; the full batch "
                 "follows the gradient itself.")
 
@@ -118,21 +128,21 @@ def critical_verdict(result: dict[str, Any] | None) -> str | None:
     if not result:
         return None
     sizes, steps = result["batch_sizes"], result["steps"]
-    cap = f", at most {result['lr_cap']:g}" if result.get("lr_cap") else ""
+    cap = f", at most {setting(result['lr_cap'])}" if result.get("lr_cap") else ""
     parts = []
-    failed = [f"batch {b:,} {status} (lr {lr:.3g})" for b, s, status, lr in
+    failed = [f"batch {b:,} {status} (lr {setting(lr, 3)})" for b, s, status, lr in
               zip(sizes, steps, result["statuses"], result["lrs"], strict=True) if not s]
     arrived = [(b, s) for b, s in zip(sizes, steps, strict=True) if s]
     if len(arrived) < 2:
         return join(f"Fewer than two batch sizes reached the training loss "
-                    f"{result['target_loss']:g}, so no critical batch can be read.",
+                    f"{setting(result['target_loss'])}, so no critical batch can be read.",
                     (f"Never reached: {'; '.join(failed)}. " if failed else "")
                     + "Raise the step cap, lower the lr, or choose an easier target.")
     parts.append(f"With the lr by the {result['rule']} rule from batch "
-                 f"{result['reference_batch']} at {result['reference_lr']:g}{cap}, the steps "
-                 f"to a training loss of {result['target_loss']:g} went from "
+                 f"{result['reference_batch']} at {setting(result['reference_lr'])}{cap}, the steps "
+                 f"to a training loss of {setting(result['target_loss'])} went from "
                  f"{arrived[0][1]:,} at batch {arrived[0][0]:,} to {arrived[-1][1]:,} at batch "
-                 f"{arrived[-1][0]:,}, fewest ({result['s_min']:,.0f}) at batch "
+                 f"{arrived[-1][0]:,}, fewest ({fixed(result['s_min'], 0)}) at batch "
                  f"{min(arrived, key=lambda p: p[1])[0]:,}.")
     regimes = []
     for (b0, s0), (b1, s1) in itertools.pairwise(arrived):
@@ -140,23 +150,23 @@ def critical_verdict(result: dict[str, Any] | None) -> str | None:
         kind = ("perfect scaling or better" if fall >= grow else "near-perfect scaling"
                 if fall >= PERFECT * grow else "no gain" if fall < FLAT else
                 "diminishing returns")
-        regimes.append(f"{b0:,}→{b1:,}: {grow:.3g}× the batch, {fall:.1f}× fewer steps "
-                       f"({kind})" if fall >= 1 else f"{b0:,}→{b1:,}: {grow:.3g}× the batch, "
-                       f"{1 / fall:.1f}× more steps (no gain)")
+        regimes.append(f"{b0:,}→{b1:,}: {setting(grow, 3)}× the batch, {fixed(fall, 1)}× fewer steps "
+                       f"({kind})" if fall >= 1 else f"{b0:,}→{b1:,}: {setting(grow, 3)}× the batch, "
+                       f"{fixed(1 / fall, 1)}× more steps (no gain)")
     parts.append("Batch by batch — " + "; ".join(regimes) + ".")
     if failed:
         parts.append("Never reached the target: " + "; ".join(failed) + ".")
     b_crit, b_simple = result["b_crit"], result["b_simple"]
     lead = (f"The critical batch is about {b_crit:.0f}: past it, doubling the batch saves few "
             f"steps (B_simple at the start: {b_simple:.0f})." if b_crit else
-            f"Steps to loss {result['target_loss']:g} went from {arrived[0][1]:,} at batch "
+            f"Steps to loss {setting(result['target_loss'])} went from {arrived[0][1]:,} at batch "
             f"{arrived[0][0]:,} to {arrived[-1][1]:,} at batch {arrived[-1][0]:,}; no critical "
             "batch could be read.")
     if b_crit:
         parts.append(f"The steps are twice the fewest at batch ≈ {b_crit:.0f}: the **critical "
                      f"batch**. Below it a bigger batch still saves many steps; above it each "
                      f"doubling saves few, and mostly spends compute. B_simple measured at initialisation is "
-                     f"{b_simple:.0f}, {b_simple / b_crit:.1f}× the critical batch.")
+                     f"{b_simple:.0f}, {fixed(b_simple / b_crit, 1)}× the critical batch.")
         parts.append("McCandlish et al. (2018) predict the two agree in order of magnitude, "
                      "not exactly: B_simple here is measured at the start, while the noise "
                      "scale grows as the loss falls, and each lr here follows a rule rather "

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bsdemo.recipes.closing import join
+from bsdemo.units import fixed, percent
 
 NAMES = {"none": "no normalisation", "batch": "BatchNorm", "group": "GroupNorm",
          "layer": "LayerNorm"}
@@ -38,7 +39,7 @@ def norms_prediction(cells: Sequence[dict[str, Any]]) -> tuple[int, str] | None:
     acc = {n: 100 * c["test_accuracy"] for n, c in at.items()}
     worst = min(acc, key=acc.get)
     index = 2 if max(acc.values()) - acc[worst] < SAME else 0 if worst == "batch" else 1
-    return index, f"at batch {smallest}: " + ", ".join(f"{NAMES[n]} {a:.1f}%"
+    return index, f"at batch {smallest}: " + ", ".join(f"{NAMES[n]} {fixed(a, 1)}%"
                                                        for n, a in acc.items())
 
 
@@ -56,8 +57,8 @@ def norms_verdict(cells: Sequence[dict[str, Any]], model: str = "mlp") -> str | 
     bn = at["batch"]
     best_name, best = max(others.items(), key=lambda kv: kv[1]["test_accuracy"])
     gap = 100 * (best["test_accuracy"] - bn["test_accuracy"])
-    lead = (f"At batch {smallest} BatchNorm reached {bn['test_accuracy']:.1%}, "
-            + (f"{gap:.0f} points below {NAMES[best_name]}'s {best['test_accuracy']:.1%}."
+    lead = (f"At batch {smallest} BatchNorm reached {percent(bn['test_accuracy'])}, "
+            + (f"{gap:.0f} points below {NAMES[best_name]}'s {percent(best['test_accuracy'])}."
                if gap >= BN_WORSE else
                f"within {max(gap, 0):.0f} points of {NAMES[best_name]}: no small-batch failure "
                "this time."))
@@ -73,12 +74,13 @@ def norms_verdict(cells: Sequence[dict[str, Any]], model: str = "mlp") -> str | 
     bn_cells = sorted((c for c in done if c["norm"] == "batch"), key=lambda c: c["batch_size"])
     top = max(bn_cells, key=lambda c: c["test_accuracy"])
     parts.append(f"BatchNorm did best at batch {top['batch_size']} "
-                 f"({top['test_accuracy']:.1%}).")
+                 f"({percent(top['test_accuracy'])}).")
     parts.append(f"Evaluated with the test set's own batch statistics instead of its running "
                  f"averages, BatchNorm at batch {smallest} scored "
-                 f"{bn['train_mode_test_accuracy']:.1%}, and the batch-mates alone changed "
-                 f"{bn['partner_changed']:.0%} of its predictions (at batch {bn_cells[-1]['batch_size']}: "
-                 f"{bn_cells[-1]['partner_changed']:.0%}). GroupNorm, LayerNorm and no "
+                 f"{percent(bn['train_mode_test_accuracy'])}, and the batch-mates alone changed "
+                 f"{percent(bn['partner_changed'], 0)} of its predictions (at batch "
+                 f"{bn_cells[-1]['batch_size']}: "
+                 f"{percent(bn_cells[-1]['partner_changed'], 0)}). GroupNorm, LayerNorm and no "
                  "normalisation compute each sample alone: "
                  + ("none of their predictions changed."
                     if all(c["partner_changed"] == 0 for c in done if c["norm"] != "batch")
@@ -91,8 +93,8 @@ def norms_verdict(cells: Sequence[dict[str, Any]], model: str = "mlp") -> str | 
         peak = max(runs, key=lambda c: c["test_accuracy"])
         last = max(runs, key=lambda c: c["batch_size"])
         if last is not peak and 100 * (peak["test_accuracy"] - last["test_accuracy"]) > FELL:
-            falls.append(f"{NAMES[norm]} {peak['test_accuracy']:.1%} at batch "
-                         f"{peak['batch_size']}, {last['test_accuracy']:.1%} at batch "
+            falls.append(f"{NAMES[norm]} {percent(peak['test_accuracy'])} at batch "
+                         f"{peak['batch_size']}, {percent(last['test_accuracy'])} at batch "
                          f"{last['batch_size']}")
     if falls:
         parts.append(f"Every run trains the same epochs, so batch {largest} makes the fewest "

@@ -9,7 +9,7 @@ from typing import Any
 from bsdemo.bounds import noisy_line
 from bsdemo.recipes.closing import join
 from bsdemo.timing import THREAD_CLOCK
-from bsdemo.units import format_bytes
+from bsdemo.units import fixed, format_bytes, percent, sig
 
 # Published peak bandwidth per GPU and direction, bytes/s: what a ring all-reduce can use at most
 LINKS = {"NVLink 4 (H100 SXM)": 450e9, "PCIe 4.0 ×16": 32e9, "100 Gb/s Ethernet": 12.5e9}
@@ -42,13 +42,13 @@ def ddp_verdict(r: dict[str, Any]) -> str:
                                              "parameters unlike one process's — check the "
                                              "shards."))
     measured = noisy_line(r) or (
-        f"A step took {r['step_s'] * 1e3:.1f} ms, {share:.0%} of it the all-reduce of "
+        f"A step took {fixed(r['step_s'] * 1e3, 1)} ms, {percent(share, 0)} of it the all-reduce of "
         f"{format_bytes(r['gradient_bytes'])} of gradients; one process on one member's share of "
-        f"the cores ({_threads(r)}) took {r['single_process_step_s'] * 1e3:.1f} ms for the whole "
-        f"batch. So the group ran at {speed:.2f}× one process's samples/s: a scaling efficiency "
-        f"of {r['scaling_efficiency']:.0%}{_clocks(r)}.")
+        f"the cores ({_threads(r)}) took {fixed(r['single_process_step_s'] * 1e3, 1)} ms for the whole "
+        f"batch. So the group ran at {fixed(speed, 2)}× one process's samples/s: a scaling efficiency "
+        f"of {percent(r['scaling_efficiency'], 0)}{_clocks(r)}.")
     return join(lead, f"After {r['steps']} steps they hold {same} (largest difference "
-                f"{r['max_abs_param_diff']:.2g}): averaging the shards' gradients is the "
+                f"{sig(r['max_abs_param_diff'], 2)}): averaging the shards' gradients is the "
                 f"gradient of the whole batch. {measured} Here the processes share one "
                 "machine's cores and talk through its memory; on separate GPUs each brings its "
                 "own compute, and the all-reduce crosses a link instead — the table below "
@@ -75,19 +75,19 @@ def pipeline_verdict(r: dict[str, Any]) -> str:
     whole = r["single_parameter_bytes"] + r["single_activation_bytes"]
     same = ("the same parameters as one process, up to float32 rounding" if r["equivalent"]
             else "parameters that differ from one process's by more than float32 rounding")
-    return join(f"Each stage held at most {format_bytes(most)}, {most / whole:.0%} of the "
+    return join(f"Each stage held at most {format_bytes(most)}, {percent(most / whole, 0)} of the "
                 f"{format_bytes(whole)} the whole model needs in one process.",
                 f"That is why a model too big for one device is cut into stages. The two stages "
-                f"reached {same} (largest difference {r['max_abs_param_diff']:.2g}). Sending one "
+                f"reached {same} (largest difference {sig(r['max_abs_param_diff'], 2)}). Sending one "
                 f"micro-batch's activations ({format_bytes(r['transfer_bytes'])}) took "
-                f"{r['transfer_s'] * 1e3:.3f} ms. The cost is the bubble: with "
-                f"{r['micro_batches']} micro-batches the stages sat idle {r['bubble']:.0%} of a "
-                f"step (GPipe's (S−1)/(M+S−1) for equal stages is {r['ideal_bubble']:.0%}) — "
+                f"{fixed(r['transfer_s'] * 1e3, 3)} ms. The cost is the bubble: with "
+                f"{r['micro_batches']} micro-batches the stages sat idle {percent(r['bubble'], 0)} of a "
+                f"step (GPipe's (S−1)/(M+S−1) for equal stages is {percent(r['ideal_bubble'], 0)}) — "
                 "more micro-batches shrink it. On one CPU the stages share the cores: this is "
                 "the mechanism at small scale, not a speed-up. "
-                + (noisy_line(r) or f"The pipelined step took {r['step_s'] * 1e3:.1f} ms by the "
-                   f"wall clock, one process {r['single_process_step_s'] * 1e3:.1f} ms; the "
-                   f"stages' compute, scheduled, fills {r['schedule_step_s'] * 1e3:.1f} ms of "
+                + (noisy_line(r) or f"The pipelined step took {fixed(r['step_s'] * 1e3, 1)} ms by the "
+                   f"wall clock, one process {fixed(r['single_process_step_s'] * 1e3, 1)} ms; the "
+                   f"stages' compute, scheduled, fills {fixed(r['schedule_step_s'] * 1e3, 1)} ms of "
                    "it" + (" — the rest is the stages waiting on each other's messages and "
                            "for the shared cores." if r["step_s"] > 1.5 * r["schedule_step_s"]
                            else ".")))

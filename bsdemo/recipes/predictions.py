@@ -10,7 +10,7 @@ from typing import Any
 from bsdemo.recipes.comparisons import points
 from bsdemo.recipes.measurements import SAME_SPEED
 from bsdemo.runs import JobSnapshot, batch_extremes
-from bsdemo.units import format_bytes, signed
+from bsdemo.units import fixed, format_bytes, percent, signed
 
 Judged = tuple[int, str] | None
 
@@ -35,8 +35,8 @@ def throughput_prediction(points: Sequence[dict[str, Any]]) -> Judged:
         return None
     ratio = times[64] / times[1]
     index = 0 if ratio >= 32 else 1 if ratio < 1.5 else 2
-    return index, (f"a step took {times[1] * 1e3:.2f} ms at batch 1 and {times[64] * 1e3:.2f} ms "
-                   f"at batch 64: {ratio:.1f} times as long for 64 times the samples")
+    return index, (f"a step took {fixed(times[1] * 1e3, 2)} ms at batch 1 and {fixed(times[64] * 1e3, 2)} ms "
+                   f"at batch 64: {fixed(ratio, 1)} times as long for 64 times the samples")
 
 
 def regimes_prediction(rows: Sequence[dict[str, Any]]) -> Judged:
@@ -58,8 +58,8 @@ def lr_prediction(rows: Sequence[dict[str, Any]]) -> Judged:
     acc = same["test accuracy"] if same["status"] == "completed" else 0.0
     delta = points(acc, ref["test accuracy"])  # the words follow the number shown
     index = 1 if delta < -1 else 2 if delta > 1 else 0
-    return index, (f"the reference reached {ref['test accuracy']:.1%}, the larger batch with the "
-                   f"same lr {acc:.1%} ({signed(delta)} points)")
+    return index, (f"the reference reached {percent(ref['test accuracy'])}, the larger batch with the "
+                   f"same lr {percent(acc)} ({signed(delta)} points)")
 
 
 def memory_prediction(points: Sequence[dict[str, Any]]) -> Judged:
@@ -73,7 +73,7 @@ def memory_prediction(points: Sequence[dict[str, Any]]) -> Judged:
     ratio = peaks[big] / peaks[big // 2]
     index = 0 if ratio >= 1.8 else 2 if ratio < 1.15 else 1
     return index, (f"batch {big // 2} peaked at {format_bytes(peaks[big // 2])} and batch {big} at "
-                   f"{format_bytes(peaks[big])}: × {ratio:.2f} for twice the batch — the "
+                   f"{format_bytes(peaks[big])}: × {fixed(ratio, 2)} for twice the batch — the "
                    "activations double, the weights, gradients and optimizer state do not")
 
 
@@ -81,11 +81,12 @@ def accumulation_prediction(result: dict[str, Any] | None) -> Judged:
     """Samples/s of k micro-batches of b against one batch of k·b, with both peaks."""
     if not result or not result.get("big_samples_per_sec"):
         return None
-    ratio = result["accumulated_samples_per_sec"] / result["big_samples_per_sec"]
-    index = 0 if ratio > 1 + SAME_SPEED else 2 if ratio < 1 - SAME_SPEED else 1
+    # the ratio as shown (two decimals), in the Why's bands: the answer follows the figure
+    ratio = round(result["accumulated_samples_per_sec"] / result["big_samples_per_sec"], 2)
+    index = 0 if ratio > 1 + SAME_SPEED + 1e-9 else 2 if ratio < 1 - SAME_SPEED - 1e-9 else 1
     k, b = result["accumulation_steps"], result["micro_batch"]
-    return index, (f"{k} × {b} trained {result['accumulated_samples_per_sec']:,.0f} samples/s, "
-                   f"one batch of {k * b} {result['big_samples_per_sec']:,.0f} (× {ratio:.2f}); "
+    return index, (f"{k} × {b} trained {fixed(result['accumulated_samples_per_sec'], 0)} samples/s, "
+                   f"one batch of {k * b} {fixed(result['big_samples_per_sec'], 0)} (× {fixed(ratio, 2)}); "
                    f"peak memory {format_bytes(result['accumulated_peak_memory_bytes'])} against "
                    f"{format_bytes(result['big_peak_memory_bytes'])}")
 

@@ -9,12 +9,13 @@ from typing import Any
 
 from bsdemo.profiling import GAP, technique_name
 from bsdemo.recipes import closing
+from bsdemo.units import fixed, percent, sig
 
 AGREE = 0.25  # the trace's growing part within this share of the steps' t1: "agrees"
 
 
 def ms(us: float) -> str:
-    return f"{us / 1e3:.2f} ms" if us < 1e5 else f"{us / 1e6:.2f} s"
+    return f"{sig(us / 1e3)} ms" if us < 1e5 else f"{sig(us / 1e6)} s"
 
 
 def point_line(point: Mapping[str, Any]) -> str:
@@ -23,15 +24,15 @@ def point_line(point: Mapping[str, Any]) -> str:
         return f"batch {b}: {point['status']}: {point.get('message', '')}"
     parts = point["parts_us"]
     step = point["shown_step_us"]
-    shares = ", ".join(f"{name} {parts.get(name, 0) / step:.0%}"
+    shares = ", ".join(f"{name} {percent(parts.get(name, 0) / step, 0)}"
                        for name in ("forward", "backward", "optimizer", "gap") if name in parts)
     plain = point["plain_own_s"]["median"]
-    line = (f"batch {b}: step {plain * 1e3:.2f} ms unprofiled ({b / plain:,.0f} samples/s), "
-            f"{point['profiled_own_s']['median'] * 1e3:.2f} ms profiled; "
+    line = (f"batch {b}: step {sig(plain * 1e3)} ms unprofiled ({fixed(b / plain, 0)} samples/s), "
+            f"{sig(point['profiled_own_s']['median'] * 1e3)} ms profiled; "
             f"{point['operators_per_step']} operators; {shares.replace('gap', 'gaps')}")
     if point.get("kernels_per_step") is not None:
         line += (f"; {point['kernels_per_step']} kernels, GPU busy "
-                 f"{point['gpu_busy_share']:.0%} of the step")
+                 f"{percent(point['gpu_busy_share'], 0)} of the step")
     return line
 
 
@@ -40,20 +41,20 @@ def cut_line(cut: Mapping[str, Any]) -> str:
     b = cut["batch_size"]
     if cut["status"] != "ok":
         return f"batch {b}: {cut['message']}"
-    return (f"batch {b}: eager {cut['eager_samples_per_sec']:,.0f} samples/s, {name} "
-            f"{cut['cut_samples_per_sec']:,.0f} samples/s ({cut['speedup']:.2f}×; "
+    return (f"batch {b}: eager {fixed(cut['eager_samples_per_sec'], 0)} samples/s, {name} "
+            f"{fixed(cut['cut_samples_per_sec'], 0)} samples/s ({fixed(cut['speedup'], 2)}×; "
             f"{'compiling' if cut['technique'] == 'compile' else 'capturing'} took "
-            f"{cut['prepare_s']:.1f} s, not counted)")
+            f"{fixed(cut['prepare_s'], 1)} s, not counted)")
 
 
 def end_lines(end: Mapping[str, Any]) -> list[str]:
     split, plain = end.get("split"), end.get("plain_fit")
     if not split or not plain:
         return ["(the split needs two batch sizes that ran)"]
-    lines = [f"unprofiled steps: t0 {ms(plain['t0_us'])} fixed per step + {plain['t1_us']:.2f} µs "
+    lines = [f"unprofiled steps: t0 {ms(plain['t0_us'])} fixed per step + {sig(plain['t1_us'])} µs "
              "per sample",
-             f"trace: t0 {ms(split['t0_us'])} + {split['t1_us']:.2f} µs per sample (trace ÷ "
-             f"steps: t0 {end['t0_agreement']:.2f}, t1 {end['t1_agreement']:.2f}; a profiled "
+             f"trace: t0 {ms(split['t0_us'])} + {sig(split['t1_us'])} µs per sample (trace ÷ "
+             f"steps: t0 {fixed(end['t0_agreement'], 2)}, t1 {fixed(end['t1_agreement'], 2)}; a profiled "
              "step's times)"]
     top = [(name, us) for name, us in split["fixed_us"].items() if us > 0][:3]
     lines.append("largest fixed costs in the trace: " + ", ".join(
@@ -62,7 +63,7 @@ def end_lines(end: Mapping[str, Any]) -> list[str]:
         name = technique_name(end.get("technique", ""))
         (e0, e1), (c0, c1) = end["cut_fit"]["eager"], end["cut_fit"]["cut"]
         lines.append(f"overhead cut: t0 {ms(max(e0, 0.0))} eager, {ms(max(c0, 0.0))} with {name}"
-                     f" (t1 {e1:.2f} and {c1:.2f} µs per sample)")
+                     f" (t1 {sig(e1)} and {sig(c1)} µs per sample)")
     return lines
 
 
@@ -105,18 +106,18 @@ def profile_verdict(points: Sequence[Mapping[str, Any]], cuts: Sequence[Mapping[
     plain_small = small["plain_own_s"]["median"] * 1e6
     plain_large = large["plain_own_s"]["median"] * 1e6
     gap = small["parts_us"].get("gap", 0.0) / small["shown_step_us"]
-    lead = (f"At batch {small['batch_size']} about {share(small):.0%} of a step is fixed cost "
+    lead = (f"At batch {small['batch_size']} about {percent(share(small), 0)} of a step is fixed cost "
             f"that does not grow with the batch; at batch {large['batch_size']}, "
-            f"{share(large):.0%}.")
+            f"{percent(share(large), 0)}.")
     text = [f"A step took {ms(plain_small)} at batch {small['batch_size']} and "
             f"{ms(plain_large)} at batch {large['batch_size']} (unprofiled): t0 = "
-            f"{ms(plain['t0_us'])} fixed, plus {plain['t1_us']:.2f} µs per sample. In the small "
-            f"batch's trace, {gap:.0%} of the step had no PyTorch operator running at all "
+            f"{ms(plain['t0_us'])} fixed, plus {sig(plain['t1_us'])} µs per sample. In the small "
+            f"batch's trace, {percent(gap, 0)} of the step had no PyTorch operator running at all "
             "(Python between operators, and the profiler's own bookkeeping)."]
     top = [(name, us) for name, us in split["fixed_us"].items() if us > 0][:2]
     if top and split["t0_us"] > 0:
         text.append("Of the trace's fixed part, the largest pieces: " + " and ".join(
-            f"{short(name)} ({us / split['t0_us']:.0%})" for name, us in top) + ".")
+            f"{short(name)} ({percent(us / split['t0_us'], 0)})" for name, us in top) + ".")
     others = max((p.get("others_cpu_share") or 0.0 for p in ok), default=0.0)
     t0_ratio, t1_ratio = end.get("t0_agreement"), end.get("t1_agreement")
     told = False
@@ -126,10 +127,10 @@ def profile_verdict(points: Sequence[Mapping[str, Any]], cuts: Sequence[Mapping[
         why = ""
         if abs(t1_ratio - 1) > AGREE and others >= 0.1:
             why = (f", as a trace is timed by the wall clock and other processes used up to "
-                   f"{others:.0%} of the CPU meanwhile")
+                   f"{percent(others, 0)} of the CPU meanwhile")
             told = True
         text.append(f"The trace's growing part {grows} the unprofiled steps' (t1 ratio "
-                    f"{t1_ratio:.2f}{why}); its fixed part is {t0_ratio:.2f}× their t0.")
+                    f"{fixed(t1_ratio, 2)}{why}); its fixed part is {fixed(t0_ratio, 2)}× their t0.")
     costs = dict((b, c) for b, c in end.get("profiler_cost_us") or [])
     if costs:
         text.append("Profiled steps took " + " and ".join(
@@ -140,21 +141,21 @@ def profile_verdict(points: Sequence[Mapping[str, Any]], cuts: Sequence[Mapping[
     if sweep_fit and sweep_fit.get("t0_s"):
         ratio = plain["t0_us"] / (sweep_fit["t0_s"] * 1e6)
         text.append(f"The sweep's fitted t0 above is {ms(sweep_fit['t0_s'] * 1e6)} (these "
-                    f"steps' t0 ÷ the sweep's: {ratio:.2f}).")
+                    f"steps' t0 ÷ the sweep's: {fixed(ratio, 2)}).")
     if others >= 0.1 and not told:
-        text.append(f"Other processes used up to {others:.0%} of the CPU while this ran.")
+        text.append(f"Other processes used up to {percent(others, 0)} of the CPU while this ran.")
     if small.get("gpu_busy_share") is not None:
-        text.append(f"The GPU was busy {small['gpu_busy_share']:.0%} of the batch-"
+        text.append(f"The GPU was busy {percent(small['gpu_busy_share'], 0)} of the batch-"
                     f"{small['batch_size']} step ({small['kernels_per_step']} kernels) and "
-                    f"{large['gpu_busy_share']:.0%} at batch {large['batch_size']}.")
+                    f"{percent(large['gpu_busy_share'], 0)} at batch {large['batch_size']}.")
     good = {c["batch_size"]: c for c in cuts if c.get("status") == "ok"}
     name = technique_name(end.get("technique", ""))
     if small["batch_size"] in good and large["batch_size"] in good:
         a, b = good[small["batch_size"]], good[large["batch_size"]]
         verb = "compiling" if end.get("technique") == "compile" else "capturing"
-        text.append(f"{name} changed samples/s by {a['speedup']:.2f}× at batch "
-                    f"{small['batch_size']} and {b['speedup']:.2f}× at batch "
-                    f"{large['batch_size']} ({verb} took {a['prepare_s'] + b['prepare_s']:.1f} s,"
+        text.append(f"{name} changed samples/s by {fixed(a['speedup'], 2)}× at batch "
+                    f"{small['batch_size']} and {fixed(b['speedup'], 2)}× at batch "
+                    f"{large['batch_size']} ({verb} took {fixed(a['prepare_s'] + b['prepare_s'], 1)} s,"
                     f" not counted)" + _cut_reading(a["speedup"], b["speedup"]))
         fits = end.get("cut_fit")
         if fits:

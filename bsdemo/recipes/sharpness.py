@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from bsdemo.recipes.closing import join
+from bsdemo.units import fixed, percent, setting, sig
 
 SHARPER = 1.2  # a top eigenvalue this many times the other's counts as sharper
 SAME_LOSS = 0.1  # test losses within this share of each other count as the same
@@ -25,8 +26,8 @@ def _name(run: dict[str, Any], samples: int | None = None) -> str:
 
 def _ending(run: dict[str, Any]) -> str:
     if run["status"] == "diverged":
-        return f"it diverged at lr {run['lr']:.3g}"
-    return f"it stopped at {run['steps']:,} steps with loss {run['train_loss']:.3g}"
+        return f"it diverged at lr {setting(run['lr'], 3)}"
+    return f"it stopped at {run['steps']:,} steps with loss {sig(run['train_loss'])}"
 
 
 def _pair(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -47,8 +48,8 @@ def sharpness_prediction(result: dict[str, Any] | None) -> tuple[int, str] | Non
     small, large = pair
     a, b = small["top_hessian_eigenvalue"], large["top_hessian_eigenvalue"]
     index = 1 if b >= SHARPER * a else 0 if a >= SHARPER * b else 2
-    return index, (f"top Hessian eigenvalue {a:.3g} at batch {small['batch_size']:,} against "
-                   f"{b:.3g} at batch {large['batch_size']:,}")
+    return index, (f"top Hessian eigenvalue {sig(a)} at batch {small['batch_size']:,} against "
+                   f"{sig(b)} at batch {large['batch_size']:,}")
 
 
 def settled(trace: list[list[float]]) -> float | None:
@@ -82,16 +83,16 @@ def sharpness_verdict(result: dict[str, Any] | None) -> str | None:
     parts = []
     missed = [r for r in pair if r["reached_at"] is None]
     lead = (f"{' and '.join(_name(r, samples) for r in missed).capitalize()} did not reach the "
-            f"training loss {target:g}, so the two minima are not compared."
+            f"training loss {setting(target)}, so the two minima are not compared."
             if missed else _sharp_lead(small, large, s_name, l_name))
     if missed:
-        parts += [f"{_name(r, samples).capitalize()} did not reach the training loss {target:g} "
+        parts += [f"{_name(r, samples).capitalize()} did not reach the training loss {setting(target)} "
                   f"({_ending(r)})." for r in missed]
         parts.append("Raise the step cap or the target to compare them at the same loss.")
         if any(not _ok(r) for r in pair):
             return join(lead, " ".join(parts))
     else:
-        parts.append(f"Both runs trained to a training loss of {target:g}: {s_name} in "
+        parts.append(f"Both runs trained to a training loss of {setting(target)}: {s_name} in "
                      f"{small['reached_at']:,} steps, {l_name} in {large['reached_at']:,}.")
     parts.append(_neighbourhood(small, large, s_name, l_name, result.get("radius", 0.05)))
     late_s, late_l = settled(small["trace"]), settled(large["trace"])
@@ -99,8 +100,8 @@ def sharpness_verdict(result: dict[str, Any] | None) -> str | None:
         edge = large["two_over_lr"]
         reached = late_l >= EDGE * edge
         parts.append(f"Over the second half of training {l_name}'s sharpness, traced on "
-                     f"{result.get('trace_samples', 512):,} samples, was {late_l:.3g} (median), "
-                     f"{late_l / edge:.0%} of 2/lr = {edge:.3g}, and {s_name}'s {late_s:.3g}. "
+                     f"{result.get('trace_samples', 512):,} samples, was {sig(late_l)} (median), "
+                     f"{percent(late_l / edge, 0)} of 2/lr = {sig(edge)}, and {s_name}'s {sig(late_s)}. "
                      "Plain gradient descent cannot stay stable along a direction sharper than "
                      "2/lr: " + (
                          "the full-batch run rose to that edge and stayed there, as Cohen et al. "
@@ -114,16 +115,16 @@ def sharpness_verdict(result: dict[str, Any] | None) -> str | None:
     if cut:
         rise, before, after = barrier(cut)
         parts.append("On the line between the two solutions the training loss "
-                     + (f"rises by {rise:.3g} between them (a barrier); " if rise > 0.01 * target
+                     + (f"rises by {sig(rise)} between them (a barrier); " if rise > 0.01 * target
                         else "stays as low as at its ends (no barrier); ")
-                     + f"half that distance past {s_name}'s end it is {before:.3g}, past "
-                     f"{l_name}'s {after:.3g}.")
+                     + f"half that distance past {s_name}'s end it is {sig(before)}, past "
+                     f"{l_name}'s {sig(after)}.")
     remedies = [remedy_text(run) for run in result["runs"] if run["remedy"] is not None]
     text = join(lead, " ".join(parts))
     if remedies:
         text += (f"\n\n**What each remedy did to the large batch** (without one: test loss "
-                 f"{large['test_loss']:.3g}, test minus train {large['loss_gap']:.3g}, top eigenvalue "
-                 f"{large['top_hessian_eigenvalue']:.3g}):\n" + "\n".join(f"- {r}" for r in remedies))
+                 f"{sig(large['test_loss'])}, test minus train {sig(large['loss_gap'])}, top eigenvalue "
+                 f"{sig(large['top_hessian_eigenvalue'])}):\n" + "\n".join(f"- {r}" for r in remedies))
     return text
 
 
@@ -135,8 +136,8 @@ def _sharp_lead(small: dict[str, Any], large: dict[str, Any], s_name: str, l_nam
         return ((f"{sharp.capitalize()} found the sharper minimum" if b > a else
                  f"{sharp.capitalize()} found the sharper minimum, the opposite of the usual "
                  "finding")
-                + f": top Hessian eigenvalue {hi:.3g} against {lo:.3g} ({hi / lo:.1f}×).")
-    return f"The two minima are about as sharp: top Hessian eigenvalue {a:.3g} and {b:.3g}."
+                + f": top Hessian eigenvalue {sig(hi)} against {sig(lo)} ({fixed(hi / lo, 1)}×).")
+    return f"The two minima are about as sharp: top Hessian eigenvalue {sig(a)} and {sig(b)}."
 
 
 def _neighbourhood(small: dict[str, Any], large: dict[str, Any], s_name: str, l_name: str,
@@ -150,12 +151,12 @@ def _neighbourhood(small: dict[str, Any], large: dict[str, Any], s_name: str, l_
         return ""
     (sharp, flat), (r_sharp, r_flat) = ((l_name, s_name), (rb, ra)) if b > a else \
         ((s_name, l_name), (ra, rb))
-    step = f"a random step of {radius:.0%} of each weight row's norm"
+    step = f"a random step of {percent(radius, 0)} of each weight row's norm"
     if r_sharp >= SHARPER * r_flat:
         return (f"The random-neighbourhood measure agrees ({step} raises "
-                f"{sharp}'s training loss by {r_sharp:.2g} against {r_flat:.2g}).")
+                f"{sharp}'s training loss by {sig(r_sharp, 2)} against {sig(r_flat, 2)}).")
     return (f"The random-neighbourhood measure does not agree: {step} raises {sharp}'s training "
-            f"loss by {r_sharp:.2g} and {flat}'s by {r_flat:.2g} — the top eigenvalue is one "
+            f"loss by {sig(r_sharp, 2)} and {flat}'s by {sig(r_flat, 2)} — the top eigenvalue is one "
             "direction; most random directions miss it.")
 
 
@@ -167,9 +168,9 @@ def _generalisation(small: dict[str, Any], large: dict[str, Any], s_name: str,
     acc_s, acc_l = 100 * small["test_accuracy"], 100 * large["test_accuracy"]
     by_loss = 0 if abs(loss_l - loss_s) <= SAME_LOSS * loss_s else (1 if loss_s < loss_l else -1)
     by_acc = 0 if abs(acc_s - acc_l) < SAME_POINTS else (1 if acc_s > acc_l else -1)
-    numbers = (f"test loss {loss_s:.3g} against {loss_l:.3g} (test minus train "
-               f"{small['loss_gap']:.3g} against {large['loss_gap']:.3g}), test accuracy "
-               f"{acc_s:.1f}% against {acc_l:.1f}%")
+    numbers = (f"test loss {sig(loss_s)} against {sig(loss_l)} (test minus train "
+               f"{sig(small['loss_gap'])} against {sig(large['loss_gap'])}), test accuracy "
+               f"{fixed(acc_s, 1)}% against {fixed(acc_l, 1)}%")
     if by_loss == by_acc == 0:
         head = f"They generalised about equally: {numbers}."
     elif by_loss * by_acc < 0:
@@ -189,11 +190,11 @@ def _generalisation(small: dict[str, Any], large: dict[str, Any], s_name: str,
 
 def remedy_text(run: dict[str, Any]) -> str:
     """What one remedy's run ended with (a Markdown list item's text)."""
-    name = f"**{REMEDY_NAMES[run['remedy']].capitalize()}** (lr {run['lr']:.3g}"
+    name = f"**{REMEDY_NAMES[run['remedy']].capitalize()}** (lr {setting(run['lr'], 3)}"
     if run["status"] == "diverged":
         return (f"{name}): diverged — its sharpness at the start was already above 2/lr = "
-                f"{run['two_over_lr']:.3g}.")
+                f"{sig(run['two_over_lr'])}.")
     if run["reached_at"] is None:
         return f"{name}): did not reach the target in {run['steps']:,} steps."
-    return (f"{name}, {run['steps']:,} steps): test loss {run['test_loss']:.3g}, test minus "
-            f"train {run['loss_gap']:.3g}, top eigenvalue {run['top_hessian_eigenvalue']:.3g}.")
+    return (f"{name}, {run['steps']:,} steps): test loss {sig(run['test_loss'])}, test minus "
+            f"train {sig(run['loss_gap'])}, top eigenvalue {sig(run['top_hessian_eigenvalue'])}.")

@@ -19,7 +19,7 @@ from bsdemo.jobkinds import Cost
 from bsdemo.limits import Limits
 from bsdemo.runs import ACTIVE
 from bsdemo.scheduler.job import Job
-from bsdemo.units import format_bytes
+from bsdemo.units import fixed, format_bytes, setting
 
 # what a CUDA context and its kernels hold per worker process, outside torch's counters (about
 # 0.3-0.6 GiB on current GPUs and drivers): kept out of what admission shares among runs
@@ -96,10 +96,10 @@ def check_step_time(cfg: RunConfig, cost: Cost, device: dict[str, Any] | None,
     else:
         name, value, lower = "batch_size", cfg.batch_size, "batch_size"
     raise ConfigError(name, value, (
-        f"a job whose largest step can finish within its time cap of {cost.wall_s:g} s: one "
-        f"step of {cost.effective_batch:,} samples needs at least {work / 1e9:,.0f} GFLOP, and "
-        f"this {(device or {}).get('type', 'device').upper()} peaks at {peak / 1e9:,.0f} GFLOP/s, "
-        f"so a step takes at least {least:,.0f} s: lower {lower}, width or depth"))
+        f"a job whose largest step can finish within its time cap of {setting(cost.wall_s)} s: one "
+        f"step of {cost.effective_batch:,} samples needs at least {fixed(work / 1e9, 0)} GFLOP, and "
+        f"this {(device or {}).get('type', 'device').upper()} peaks at {fixed(peak / 1e9, 0)} GFLOP/s, "
+        f"so a step takes at least {fixed(least, 0)} s: lower {lower}, width or depth"))
 
 
 def comparison(cfgs: list[RunConfig], limits: Limits,
@@ -115,7 +115,7 @@ def comparison(cfgs: list[RunConfig], limits: Limits,
     share = (limit - given) / uncapped if uncapped else 0.0
     if given > limit + 1e-9 or (uncapped and share <= 0):
         raise ConfigError("time_limit_s", round(given, 3),
-                          f"at most {limit:g} s for the whole comparison on this server (its "
+                          f"at most {setting(limit)} s for the whole comparison on this server (its "
                           "limit max_wall_s)")
     valid = [dataclasses.replace(c, time_limit_s=min(c.time_limit_s, limit)
                                  if c.time_limit_s else share) for c in valid]

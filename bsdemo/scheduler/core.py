@@ -42,6 +42,7 @@ from bsdemo.scheduler.reaper import Reaper
 from bsdemo.scheduler.stored import StoreLink, serve
 from bsdemo.scheduler.tally import Tally, batch_bucket
 from bsdemo.store import Store
+from bsdemo.units import setting
 
 MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
 SEEN_OWNERS = 100_000  # browsers remembered as having queued a job (for first-job priority)
@@ -544,7 +545,7 @@ class Scheduler(Reaper, Joining):
         """Caller holds the lock."""
         if job.unattended:
             end = dict(end, message=f"Cancelled: nobody watched this run for "
-                                    f"{self.limits.unattended_grace_s:g} s (was its tab closed?). "
+                                    f"{setting(self.limits.unattended_grace_s)} s (was its tab closed?). "
                                     + end.get("message", ""))
         job.end = end
         job.status = end["status"]

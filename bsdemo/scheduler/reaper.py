@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 from bsdemo.runs import ACTIVE
+from bsdemo.units import setting
 
 
 class Reaper:
@@ -51,12 +52,12 @@ class Reaper:
             summary = {"steps": latest.get("step") or 0, "samples_seen": latest.get("samples_seen")
                        or 0, "ended_by_server": True}
             if capped and not (stopped and job.kill_at_stop < job.kill_at_cap):
-                message = (f"Ended at this server's time cap of {job.wall_s:g} s: it was still "
-                           f"running {grace:g} s past it, so its worker was ended (and replaced). "
+                message = (f"Ended at this server's time cap of {setting(job.wall_s)} s: it was still "
+                           f"running {setting(grace)} s past it, so its worker was ended (and replaced). "
                            "What it reached until then is shown.")
                 summary["time_capped"] = True
             else:
-                message = (f"Stopped: it had not stopped {grace:g} s after Stop, so its worker "
+                message = (f"Stopped: it had not stopped {setting(grace)} s after Stop, so its worker "
                            "was ended (and replaced). What it reached until then is shown.")
             self._finish(job, {"kind": "end", "status": "cancelled", "message": message,
                                "summary": summary})

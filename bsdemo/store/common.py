@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import bsdemo
+from bsdemo.units import setting
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 BUSY_S = 2.0  # the longest any statement waits for another connection's lock
@@ -103,7 +104,7 @@ class Reopening:
         stuck on a dead server never holds up the next caller longer than its own wait."""
         if not self._lock.acquire(timeout=wait):
             raise StoreBusy(f"the run store is busy: another call to it has not returned within "
-                            f"{wait:g} s")
+                            f"{setting(wait)} s")
         try:
             yield
         finally:

@@ -40,6 +40,7 @@ from bsdemo.store.common import (
     run_row,
 )
 from bsdemo.store.schema import SchemaTooNew, migrate
+from bsdemo.units import setting
 
 log = logging.getLogger(__name__)
 CONNECT_S = 5  # the longest opening a connection may take (libpq counts whole seconds, min 2)
@@ -94,7 +95,7 @@ class PostgresStore(Reopening):
         self.problem = f"{what} ({type(exc).__name__}: {detail[:160]})"
         self.notice = (f"Stored results are off for now: the run store at {self.where} "
                        f"could not be used — {self.problem}. It is tried again in "
-                       f"{RETRY_S:g} s; runs still train.")
+                       f"{setting(RETRY_S)} s; runs still train.")
         log.warning("run store %s unavailable: %s", self.where, detail)
 
     def _run(self, work, wait: float = CALL_S):
@@ -119,7 +120,7 @@ class PostgresStore(Reopening):
                     db.close()
                     self._db = None
                     if deadline.passed:
-                        self._unavailable(exc, f"it did not answer within {wait:g} s")
+                        self._unavailable(exc, f"it did not answer within {setting(wait)} s")
                         raise StoreUnavailable(self.notice) from exc
                     if attempt == 2:
                         self._unavailable(exc, "the connection was lost")

@@ -38,6 +38,7 @@ from bsdemo.store.common import (
     run_row,
 )
 from bsdemo.store.schema import SchemaTooNew, migrate
+from bsdemo.units import setting
 
 log = logging.getLogger(__name__)
 COLUMNS = "id, " + WRITE_COLUMNS  # what salvage copies
@@ -103,7 +104,7 @@ class RunStore(Reopening):
         self.problem = f"{type(exc).__name__}: {str(exc)[:120]}"
         self.notice = (f"Stored results are off for now: the run store could not be used "
                        f"({self.problem}). Its file is left as it is and "
-                       f"is tried again in {RETRY_S:g} s; runs still train.")
+                       f"is tried again in {setting(RETRY_S)} s; runs still train.")
         log.warning("run store %s unavailable: %s", self.path, exc)
 
     def _salvage_aside(self, problem: str) -> None:

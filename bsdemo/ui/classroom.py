@@ -30,6 +30,7 @@ from bsdemo.plaintext import plain
 from bsdemo.store import StoreUnavailable
 from bsdemo.ui.links import presenting
 from bsdemo.ui.state import client_address, owner
+from bsdemo.units import fixed, percent, setting
 
 CLASS_COOKIE = "bsdemo_class"
 TEACH_COOKIE = "bsdemo_teach"
@@ -354,7 +355,7 @@ def _instructor_sidebar(current: Seat, info) -> None:
     if info is not None and info.open:
         st.button("End class", key="class_end", icon=":material/stop_circle:", on_click=end,
                   help="No more joins or votes; the results stay downloadable for "
-                       f"{retention():g} days after it ends.")
+                       f"{setting(retention())} days after it ends.")
     from bsdemo.classroom.export import results_csv, runs_csv
 
     def results() -> dict:  # read when a download is pressed, not on every script run
@@ -722,7 +723,7 @@ def _member_sweep(page: str, current: Seat) -> None:
     box = st.container(border=True, key=f"class_cell_{page}")
     box.markdown(f"**Your cell in the class's sweep: {cell.label()}**")
     box.caption(plain(f"On your instructor's workload ({_workload(held.config)}), with a seed "
-                      f"of your own ({config['seed']}), at most {sweep.TIME_LIMIT_S:g} s of "
+                      f"of your own ({config['seed']}), at most {setting(sweep.TIME_LIMIT_S)} s of "
                       "training. Your result goes to the room's chart, with no name."))
     from bsdemo.ui.state import scheduler
 
@@ -751,15 +752,15 @@ def _cell_progress(page: str, number: int) -> None:
                 st.caption(f"Your cell's run is queued (place {snap.queue_position or '–'}).")
             else:
                 epoch = (snap.latest or {}).get("epoch")
-                st.caption("Your cell is training" + (f": epoch {epoch:.1f}" if epoch else "…")
+                st.caption("Your cell is training" + (f": epoch {fixed(epoch, 1)}" if epoch else "…")
                            + " — its result goes to the room when it ends.")
         sent = st.session_state.get(f"class_sweep_sent_{page}")
         if sent and not mine:
             acc = sent.get("accuracy")
             speed = sent.get("speed") or sent.get("samples_per_sec")
             st.success(plain(f"Sent to the room: {sent['status']}"
-                             + (f", {acc:.1%} test accuracy" if acc is not None else "")
-                             + (f", {speed:,.0f} samples/s ({sent.get('clock', 'wall clock')})"
+                             + (f", {percent(acc)} test accuracy" if acc is not None else "")
+                             + (f", {fixed(speed, 0)} samples/s ({sent.get('clock', 'wall clock')})"
                                 if speed else "")
                              + f" (batch {sent['batch']}, seed {sent['seed']})."),
                        icon=":material/groups:")
@@ -878,7 +879,7 @@ def draw_sweep(page: str, held, combined, holders: int, hand_out) -> None:
             show_chart(first, f"class_first_{page}")
         with right:
             show_chart(second, f"class_second_{page}")
-        finals = [f"{c.cell.batch}: {c.median('accuracy'):.0%}" + (
+        finals = [f"{c.cell.batch}: {percent(c.median('accuracy'), 0)}" + (
             f" ({c.runs} runs)" if c.runs > 1 else "")
                   for c in combined.cells if c.median("accuracy") is not None]
         if finals:

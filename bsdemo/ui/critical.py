@@ -15,6 +15,7 @@ from bsdemo.runs import JobSnapshot
 from bsdemo.ui import sweeps
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
+from bsdemo.units import fixed, setting
 
 CRITICAL_BATCHES = (1, 4, 16, 64, 256, 4096)  # 4096: the whole training set
 RULE_LABELS = {"constant": "the same lr for all", "sqrt": "× √(B/32)", "linear": "× B/32"}
@@ -28,11 +29,11 @@ def study(link: PageLink, cfg: RunConfig, lesson: Lesson) -> None:
     rule = link.choice(a, "lr rule", LR_RULES, "sqrt", key="noi_rule",
                        format_func=RULE_LABELS.get)
     ref_lr = link.choice(b, "lr at batch 32", (0.05, 0.1, 0.2, 0.3), 0.2, key="noi_ref_lr",
-                         format_func=lambda v: f"{v:g}")
+                         format_func=lambda v: f"{setting(v)}")
     cap = link.choice(c, "…but never above", (0.4, 0.8, 1.6), 0.8, key="noi_cap",
-                      format_func=lambda v: f"{v:g}", help=lesson.text("help_cap"))
+                      format_func=lambda v: f"{setting(v)}", help=lesson.text("help_cap"))
     target = link.choice(d, "Target training loss", (0.3, 0.1, 0.05), 0.1, key="noi_target",
-                         format_func=lambda v: f"{v:g}")
+                         format_func=lambda v: f"{setting(v)}")
     sweeps.run_button("noc", "Train to the target at each batch", "critical",
                       dataclasses.replace(cfg, optimizer="sgd", lr=float(ref_lr)),
                       {"batch_sizes": list(CRITICAL_BATCHES), "target_loss": float(target),
@@ -56,7 +57,7 @@ def study(link: PageLink, cfg: RunConfig, lesson: Lesson) -> None:
         show_chart(chart, "noc_chart")
         takeaway(recipes.critical_verdict(r), key="takeaway_critical")
         cols = st.columns(3)
-        cols[0].metric("Fewest steps (S_min)", f"{r['s_min']:,.0f}" if r["s_min"] else "–")
+        cols[0].metric("Fewest steps (S_min)", f"{fixed(r['s_min'], 0)}" if r["s_min"] else "–")
         cols[1].metric("Critical batch", f"{r['b_crit']:.0f}" if r["b_crit"] else "–",
                        help=lesson.text("help_critical"))
         cols[2].metric("B_simple at initialisation", f"{r['b_simple']:.0f}",

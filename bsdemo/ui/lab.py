@@ -28,6 +28,7 @@ from bsdemo.ui.widgets import (
     LR_CHOICES,
     OPTIMIZER_LABELS,
 )
+from bsdemo.units import setting
 
 __all__ = ["PHONE_CSS", "history", "init_from_url", "live_view", "reattach", "run_controls",
            "scenario_buttons", "settings_form"]
@@ -128,7 +129,7 @@ def settings_form(narrow: bool = False) -> RunConfig:
                     help="Type any batch size instead of picking a power of two.")
         lr_options = sorted(set(LR_CHOICES) | {s["w_lr"]})
         st.select_slider("Learning rate (log scale)", lr_options, key="w_lr",
-                         format_func=lambda v: f"{v:g}")
+                         format_func=setting)
         st.number_input("Gradient-accumulation steps", 1, 1024, key="w_accumulation_steps",
                         help="Micro-batches whose gradients are summed before one optimizer step.")
     with right:
@@ -152,7 +153,7 @@ def settings_form(narrow: bool = False) -> RunConfig:
                     help="auto = CUDA GPU, then Apple MPS, then the CPU.")
         limit = scheduler().limits.max_wall_s
         s["w_time_limit_s"] = min(float(s["w_time_limit_s"]), limit)
-        b.number_input(f"Time cap in seconds (0 = this server's {limit:g})", 0.0, limit,
+        b.number_input(f"Time cap in seconds (0 = this server's {setting(limit)})", 0.0, limit,
                        key="w_time_limit_s", step=5.0)
     preset = PRESETS[s["w_preset"]].settings
     return RunConfig(

@@ -31,7 +31,7 @@ from bsdemo.ui.widgets import (
     show_table,
     takeaway,
 )
-from bsdemo.units import MIB
+from bsdemo.units import MIB, fixed, percent, sig
 
 # a queued run's status-only polls: every poll costs each browser ~60 ms of main-thread time even
 # when nothing changed, so a waiting tab polls slowly
@@ -269,16 +269,16 @@ def _tiles(snap: JobSnapshot) -> None:
     row = st.container(horizontal=True, gap="medium")
     cols = [functools.partial(row.metric, width="content")] * 5
     cols[0]("Optimizer steps", f"{latest.get('step', 0):,}" + (f" / {planned:,}" if planned else ""))
-    cols[1]("Step loss", f"{latest['loss']:.4f}" if "loss" in latest else "–")
+    cols[1]("Step loss", f"{fixed(latest['loss'], 4)}" if "loss" in latest else "–")
     if is_gan(snap):
         distances = [d for d in evals.get("frechet_distance", []) if d is not None]
         reference = snap.summary.get("frechet_reference")
-        cols[2]("Fréchet distance", f"{distances[-1]:.3g}" if distances else "–",
+        cols[2]("Fréchet distance", f"{sig(distances[-1])}" if distances else "–",
                        help="Generated against real test images, lower is better"
-                            + (f"; real training images score {reference:.2g}." if reference
+                            + (f"; real training images score {sig(reference, 2)}." if reference
                                else "."))
     else:
-        cols[2]("Test accuracy", f"{evals['test_accuracy'][-1]:.1%}"
+        cols[2]("Test accuracy", f"{percent(evals['test_accuracy'][-1])}"
                        if evals["test_accuracy"] else "–")
     # live: the median of the steps so far; once ended, the run's own summary (full batches);
     # by the training thread's CPU time where the run has it (what the device did), else the
@@ -291,32 +291,32 @@ def _tiles(snap: JobSnapshot) -> None:
     wall = (latest["samples_seen"] / latest["wall_time_s"]
             if latest.get("wall_time_s") else None)  # what the run got over its wall clock
     # short labels: five tiles fit 1280 px, in presentation mode too; the help says the rest
-    cols[3]("Samples/s", f"{rate:,.0f}" if rate is not None else "–",
+    cols[3]("Samples/s", f"{fixed(rate, 0)}" if rate is not None else "–",
                    help="Samples per second of the median step (the first few are warm-up and "
                         "left out)" + (", by the training thread's CPU time, which other programs "
                                        "on the machine cannot lengthen" if by_cpu else "") + "."
-                        + (f" Over its wall clock the run got {wall:,.0f} samples/s."
+                        + (f" Over its wall clock the run got {fixed(wall, 0)} samples/s."
                            if wall else ""))
     rss = snap.summary.get("process_rss_bytes")
     data = (snap.start or {}).get("dataset_bytes") or 0
     # an accounted peak counts the step's tensors, not the data set resident beside them: said
     # beside the number, with the data set's size
-    outside = f"+ data set {data / MIB:,.2f} MiB, not in it" if source == "accounted" and data \
+    outside = f"+ data set {fixed(data / MIB, 2)} MiB, not in it" if source == "accounted" and data \
         else None
     cols[4]("Memory, " + (source or "measured"),
-                   f"{max(peaks) / MIB:,.2f} MiB" if peaks else "–",
+                   f"{fixed(max(peaks) / MIB, 2)} MiB" if peaks else "–",
                    delta=outside if peaks else None, delta_color="off", delta_arrow="off",
                    help=("Accounted: the tensors one step needs, counted exactly (parameters, "
                          "gradients, optimizer state, saved activations) — a lower bound on what "
                          "the process holds. The training and test sets stay in memory for the "
                          "whole run beside them"
-                         + (f" ({data / MIB:,.2f} MiB), not counted here." if data else ".")
-                         + (f" The worker process held {rss / MIB:,.0f} MiB at the end (resident "
+                         + (f" ({fixed(data / MIB, 2)} MiB), not counted here." if data else ".")
+                         + (f" The worker process held {fixed(rss / MIB, 0)} MiB at the end (resident "
                             "size: interpreter, libraries and the allocator's slack too)."
                             if rss else "")) if source == "accounted" else None)
     if rate and wall and rate > 1.3 * wall:
-        st.caption(f"Over its wall clock this run got {wall:,.0f} samples/s, "
-                   f"{1 - wall / rate:.0%} less than the median step: steps vary — the first "
+        st.caption(f"Over its wall clock this run got {fixed(wall, 0)} samples/s, "
+                   f"{percent(1 - wall / rate, 0)} less than the median step: steps vary — the first "
                    "ones, an epoch's partial last batch, and pauses while other processes had "
                    "the CPU all count in the wall clock, not in the median.")
 

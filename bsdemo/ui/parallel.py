@@ -15,6 +15,7 @@ from bsdemo.runs import JobSnapshot
 from bsdemo.ui import sweeps
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
+from bsdemo.units import percent, sig
 
 
 def data_parallel(link: PageLink, cfg: RunConfig, lesson: Lesson, cpu: bool) -> None:
@@ -42,11 +43,11 @@ def data_parallel(link: PageLink, cfg: RunConfig, lesson: Lesson, cpu: bool) -> 
         show_chart(charts.ddp_chart(r), "ddp_chart")
         takeaway(recipes.ddp_verdict(r), key="takeaway_ddp")
         cols = st.columns(3)
-        cols[0].metric("Largest parameter difference", f"{r['max_abs_param_diff']:.2g}",
+        cols[0].metric("Largest parameter difference", f"{sig(r['max_abs_param_diff'], 2)}",
                        help=lesson.text("help_difference"))
-        cols[1].metric("All-reduce share of a step", f"{r['allreduce_s'] / r['step_s']:.0%}")
+        cols[1].metric("All-reduce share of a step", f"{percent(r['allreduce_s'] / r['step_s'], 0)}")
         cols[2].metric("Scaling efficiency", "too noisy" if r.get("too_noisy") else
-                       f"{r['scaling_efficiency']:.0%}", help=lesson.text("help_efficiency"))
+                       f"{percent(r['scaling_efficiency'], 0)}", help=lesson.text("help_efficiency"))
         st.markdown(lesson.text("ddp_cluster"))
         show_table(recipes.cluster_prediction(r), "ddp_cluster")
         if not cpu:

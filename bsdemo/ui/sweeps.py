@@ -27,7 +27,7 @@ from bsdemo.ui.links import PageLink
 from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, remembered, scheduler, session_runs
 from bsdemo.ui.widgets import OPTIMIZER_LABELS, REFRESH_S, measured_on, polled, stored_time
-from bsdemo.units import GIB, MIB, format_bytes, powers_of_two
+from bsdemo.units import GIB, MIB, fixed, format_bytes, powers_of_two
 
 CPU_BUDGETS = [m * MIB for m in (0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128,
                                   256, 512, 1024)]
@@ -166,7 +166,7 @@ def group_progress(snap: JobSnapshot, kind: str) -> None:
     shown = [p for p in snap.points if p.get("kind") == kind]
     if shown and snap.result is None:
         st.metric("One process, a step (measured)",
-                  f"{shown[-1]['single_process_step_s'] * 1e3:.1f} ms")
+                  f"{fixed(shown[-1]['single_process_step_s'] * 1e3, 1)} ms")
         st.caption(shown[-1]["message"])
 
 

@@ -19,7 +19,7 @@ def end(t0, t1, r2=0.99, constrained=False, cross=None, knee=64, cross_range=Non
 
 def test_a_fixed_overhead_is_claimed_only_when_the_fit_found_one():
     text = recipes.throughput_verdict(end(3e-4, 3e-5, cross=10), [], "probe")
-    assert "0.3 ms" in text and "equal at batch **10**" in text and "R² 0.99" in text
+    assert "0.300 ms" in text and "equal at batch **10**" in text and "R² 0.99" in text
     assert "(68 % range 9–11)" in text
     held = recipes.throughput_verdict(end(0.0, 3e-5, constrained=True), [], "probe")
     assert "no fixed per-step overhead" in held and "ms of" not in held
@@ -131,7 +131,7 @@ def test_a_loss_spike_warm_up_prevented_is_named_with_its_size():
             row("sqrt", 0.8, batch=512),
             row("warm", 0.85, batch=512) | {"first loss": 2.3, "peak loss": 5.9}]
     text = recipes.lr_verdict(rows)
-    assert "jumped to 52.1, 23× its first step's" in text and "peak to 5.9 (2.6×)" in text
+    assert "jumped to 52.1, 23× its first step's" in text and "peak to 5.90 (2.6×)" in text
     assert "60.0 points of test accuracy ahead" in text and "what warm-up prevents" in text
     rows[4] |= {"peak loss": 11.5}  # lowered, but still over the 5× mark: not "prevented"
     text = recipes.lr_verdict(rows)
@@ -205,7 +205,7 @@ def test_accumulation_is_equivalent_only_if_the_parameters_still_agree():
     level, text = recipes.accumulation_verdict(r)
     assert level == "success" and text.startswith(
         "Equivalent: 4 micro-batches of 32 gave one batch of 128's gradient, to float32 rounding "
-        "(1.7e-07).\n\n")
+        "(1.7 × 10⁻⁷).\n\n")
     level, text = recipes.accumulation_verdict(r | {"max_abs_param_diff": 2e-4, "drift_grew": True})
     assert level == "warning" and "rounding grew" in text and "— equivalent" not in text
     assert recipes.accumulation_verdict(r | {"equivalent": False})[1].startswith(

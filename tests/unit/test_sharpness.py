@@ -263,16 +263,16 @@ def test_the_verdict_names_the_sharper_minimum_and_the_gap_from_the_numbers():
                      trace=[[1, 1.0], [250, 4.4]]))
     text = recipes.sharpness_verdict(r)
     assert text.startswith("The full batch (1,438) found the sharper minimum: top Hessian "
-                           "eigenvalue 4 against 0.5 (8.0×).\n\n")
+                           "eigenvalue 4.00 against 0.500 (8.0×).\n\n")
     assert ("Over the second half of training the full batch (1,438)'s sharpness, traced on 512 "
-            "samples, was 4.4 (median), 66% of 2/lr = 6.67, and batch 16's 1.") in text
+            "samples, was 4.40 (median), 66% of 2/lr = 6.67, and batch 16's 1.00.") in text
     assert "stopped short of that edge" in text and "rose to that edge" not in text
     # both rises are 1e-4: the neighbourhood measure is named as not agreeing, not cited
     assert "The random-neighbourhood measure does not agree" in text
-    assert "In this run batch 16 generalised better: test loss 0.05 against 0.07" in text
-    assert "rises by 0.003 between them (a barrier)" in text and "past the full batch" in text
+    assert "In this run batch 16 generalised better: test loss 0.0500 against 0.0700" in text
+    assert "rises by 0.00300 between them (a barrier)" in text and "past the full batch" in text
     assert recipes.sharpness_prediction(r) == (
-        1, "top Hessian eigenvalue 0.5 at batch 16 against 4 at batch 1,438")
+        1, "top Hessian eigenvalue 0.500 at batch 16 against 4.00 at batch 1,438")
 
 
 def test_the_verdict_cites_only_the_measures_that_agree_with_it():
@@ -286,20 +286,20 @@ def test_the_verdict_cites_only_the_measures_that_agree_with_it():
                          trace=[[1, 1.0], [200, 6.5], [250, 6.4]]))
     text = recipes.sharpness_verdict(agree)
     assert ("The random-neighbourhood measure agrees (a random step of 10% of each weight row's "
-            "norm raises the full batch (1,438)'s training loss by 0.0012 against 0.0003)") in text
+            "norm raises the full batch (1,438)'s training loss by 0.0012 against 3.0 × 10⁻⁴)") in text
     assert "does not agree" not in text
     assert "rose to that edge" in text and "stopped short" not in text
     against = _result(_run(16, top_hessian_eigenvalue=0.5, neighbourhood_rise=1e-3),
                       _run(1438, top_hessian_eigenvalue=4.0, neighbourhood_rise=1e-4))
     text = recipes.sharpness_verdict(against)
     assert ("does not agree: a random step of 10% of each weight row's norm raises the full "
-            "batch (1,438)'s training loss by 0.0001 and batch 16's by 0.001") in text
+            "batch (1,438)'s training loss by 1.0 × 10⁻⁴ and batch 16's by 0.0010") in text
     split = _result(_run(16, test_loss=0.05, test_accuracy=0.97),
                     _run(1438, top_hessian_eigenvalue=4.0, test_loss=0.07, test_accuracy=0.98))
     text = recipes.sharpness_verdict(split)
     assert "In this run" not in text
-    assert ("Test loss and test accuracy disagree on which generalised better: test loss 0.05 "
-            "against 0.07") in text
+    assert ("Test loss and test accuracy disagree on which generalised better: test loss 0.0500 "
+            "against 0.0700") in text
     assert "the loss favours batch 16, the accuracy the full batch (1,438)" in text
 
 
@@ -316,7 +316,7 @@ def test_the_verdict_says_when_the_usual_finding_did_not_appear_or_a_run_missed_
     capped = _result(_run(16), _run(1438, reached_at=None, status="capped", steps=3000,
                                     train_loss=0.02))
     text = recipes.sharpness_verdict(capped)
-    assert "did not reach the training loss 0.01 (it stopped at 3,000 steps with loss 0.02)" in text
+    assert "did not reach the training loss 0.01 (it stopped at 3,000 steps with loss 0.0200)" in text
     assert text.startswith("The full batch (1,438) did not reach the training loss 0.01, so the "
                            "two minima are not compared.\n\n")
     diverged = _result(_run(16), _run(1438, reached_at=None, status="diverged",
@@ -334,10 +334,10 @@ def test_each_remedy_is_reported_against_the_plain_large_batch():
                      two_over_lr=2 / 2.8, top_hessian_eigenvalue=float("nan")),
                 _run(1438, "noise", test_loss=0.062, loss_gap=0.052, top_hessian_eigenvalue=0.6))
     text = recipes.sharpness_verdict(r)
-    assert "(without one: test loss 0.07, test minus train 0.06, top eigenvalue 1):\n" in text
+    assert "(without one: test loss 0.0700, test minus train 0.0600, top eigenvalue 1.00):\n" in text
     assert "\n- **The lr scaled by √k** (lr 2.8): diverged" in text
-    assert ("\n- **Added small-batch noise** (lr 0.3, 300 steps): test loss 0.062, test minus "
-            "train 0.052, top eigenvalue 0.6.") in text
+    assert ("\n- **Added small-batch noise** (lr 0.3, 300 steps): test loss 0.0620, test minus "
+            "train 0.0520, top eigenvalue 0.600.") in text
 
 
 def test_every_run_of_a_study_has_its_own_colour_and_the_charts_their_alt_text():

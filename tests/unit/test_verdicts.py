@@ -6,7 +6,9 @@ describes, and that a chart's title comes from the same reading as its text."""
 
 from __future__ import annotations
 
+import ast
 import re
+from pathlib import Path
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -21,7 +23,7 @@ from bsdemo.recipes.comparisons import against_reference, points
 from bsdemo.recipes.fitbatch import budget_basis, fit_verdict, real_over
 from bsdemo.recipes.parallel import pipeline_verdict
 from bsdemo.recipes.profile import cut_effect, cut_title
-from bsdemo.units import MINUS, fixed, format_bytes, sig, signed
+from bsdemo.units import MINUS, fixed, format_bytes, percent, setting, sig, signed, signed_percent
 
 FAST = settings(max_examples=150, deadline=None)
 ACC = st.floats(0.0, 1.0, allow_nan=False)
@@ -66,6 +68,74 @@ def test_a_size_is_three_significant_figures_in_a_unit_that_keeps_it_under_1000(
     assert unit == "B" or len(digits) == 3 or value >= 1000, text  # 3 significant figures
     scale = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}[unit]
     assert abs(value * scale - size) <= 0.005 * size + 0.5, text  # the same size, rounded
+
+
+def read_back(text: str) -> float:
+    """A number as sig or setting writes it ("1,234", "−7.45 × 10⁻⁹"), read back."""
+    mantissa, _, power = text.partition(" × 10")
+    power = power.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))
+    return float(mantissa.replace(",", "").replace(MINUS, "-")) * 10.0 ** int(power or 0)
+
+
+@FAST
+@given(st.floats(-1e9, 1e9, allow_nan=False).filter(lambda x: abs(x) > 1e-300), st.integers(2, 4))
+@example(7.4512e-9, 3)  # the accumulation check's "7.45e-09"
+@example(9.996e-9, 3)  # rounds up into the next power
+@example(-0.000999951, 3)
+@example(1.5e-300, 3)
+def test_a_number_is_its_significant_figures_without_e_notation(x, digits):
+    text = sig(x, digits)
+    clean(text)
+    assert "e" not in text and not text.startswith("-"), text
+    # the same number, to within half its last figure
+    assert abs(read_back(text) - x) <= abs(x) * 0.5 * 10.0 ** (1 - digits) * 1.0001, text
+    for typed in (setting(abs(x)), setting(abs(x), digits)):
+        assert "e" not in typed, typed
+        assert abs(read_back(typed) - abs(x)) <= abs(x) * 10.0 ** (1 - digits), typed
+
+
+@FAST
+@given(st.floats(-2.0, 2.0, allow_nan=False), st.integers(0, 2))
+@example(-0.0004, 1)
+def test_a_share_is_a_percentage_with_a_real_minus_sign(share, decimals):
+    for text in (percent(share, decimals), signed_percent(share, decimals)):
+        clean(text)
+        assert text.endswith("%"), text
+        assert abs(float(text[:-1].replace(",", "").replace(MINUS, "-")) - 100 * share) \
+            <= 0.5 * 10.0 ** -decimals + 1e-9, text
+
+
+# every text a page, the CLI or a message writes: numbers through bsdemo.units, never a raw
+# format spec that can write "-0.0", "-5.3", "7.45e-09" or "578.00 KiB" (whole numbers and
+# integers, ".0f", ",", "d", "x", and widths, stay allowed)
+RAW_SPEC = re.compile(r"\.[1-9]|[eEgG%]|\+|(?<![.\d])[fF]")
+SOURCES = [*Path("bsdemo").rglob("*.py"), *Path("pages").glob("*.py"), Path("app.py")]
+
+
+def _specs(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+            yield node.lineno, "".join(v.value if isinstance(v, ast.Constant) else "{}"
+                                       for v in node.format_spec.values)
+
+
+def test_no_text_formats_a_number_but_through_the_units_module():
+    raw = [f"{path}:{line}: {{…:{spec}}}" for path in SOURCES if path.name != "units.py"
+           for line, spec in _specs(path) if RAW_SPEC.search(spec.lstrip("<>^=0123456789,"))
+           and "machine-read" not in path.read_text(encoding="utf-8").splitlines()[line - 1]]
+    templates = [f"{path}: {m.group(0)}" for path in Path("bsdemo").rglob("*.toml")
+                 for m in re.finditer(r"\{\w+:([^{}]+)\}", path.read_text(encoding="utf-8"))
+                 if RAW_SPEC.search(m.group(1).lstrip("<>^=0123456789,"))]
+    assert not raw + templates, "\n".join(raw + templates)
+
+
+def test_the_format_check_finds_a_raw_spec(tmp_path):
+    """The check above can fail: each kind of raw spec it must catch, caught."""
+    caught = [spec for spec in (".3g", ".2f", ".1%", "+.1f", ">8.2f", "g", ".2e", ",.1f")
+              if RAW_SPEC.search(spec.lstrip("<>^=0123456789,"))]
+    assert len(caught) == 8
+    assert not any(RAW_SPEC.search(s.lstrip("<>^=0123456789,")) for s in (".0f", ",", ">12",
+                                                                          "03d", "02x", ",.0f"))
 
 
 # ----- learning-rate scaling: "beat", "within a point", "short" -----
@@ -243,10 +313,10 @@ def test_a_regime_that_ended_at_chance_is_said_to_have_wherever_its_accuracy_is_
     from bsdemo.charts.tables import comparison_table
     from bsdemo.runs import JobSnapshot
 
-    def snap(i, batch, acc):
+    def snap(i, batch, acc, lr=0.05):
         return JobSnapshot(
             id=i, owner="o", status="completed", steps={}, evals={},
-            config={"batch_size": batch, "lr": 0.05, "accumulation_steps": 1, "epochs": 5},
+            config={"batch_size": batch, "lr": lr, "accumulation_steps": 1, "epochs": 5},
             end={"summary": {"steps": 5, "test_accuracy": acc, "wall_time_s": 0.5,
                              "chance_accuracy": 0.103, "test_labels": 359}})
 
@@ -258,3 +328,109 @@ def test_a_regime_that_ended_at_chance_is_said_to_have_wherever_its_accuracy_is_
     assert "full batch (1438) ended at chance (11.7%, where always answering the commonest " \
            "class scores 10.3%)" in text
     clean(text)
+    # the lr grid: a cell at chance says so beside its number; one above chance does not
+    from bsdemo.charts import lr_grid_chart
+    from bsdemo.recipes import grid_cells
+
+    cells = grid_cells([("a", snap(4, 8, 0.117, lr=1.0)), ("b", snap(5, 8, 0.95))])
+    assert [c["at_chance"] for c in cells] == [True, False]
+    texts = [t for row in lr_grid_chart(cells).figure.data[0].text for t in row]
+    assert any("12%<br>chance" in t for t in texts), texts
+    assert any(t.endswith("95%") for t in texts), texts
+
+
+# ----- gradient noise: "fell as 1/B", "rose", "within … of each other" -----
+@FAST
+@given(st.floats(-2.0, 1.0), st.floats(-1.0, 1.0), st.floats(-1.0, 1.0),
+       st.floats(1.0, 5000.0), st.floats(-500.0, 5000.0))
+@example(-1.104, 0.2, 0.9, 100.0, 125.4)  # the slope and the agreement on their edges
+@example(0.05, 0.5, 0.5, 100.0, 100.0)  # a variance that rose; a cosine that stayed
+def test_the_noise_text_says_what_its_slope_cosines_and_estimates_show(slope, cos0, cos1,
+                                                                       direct, two):
+    from bsdemo.recipes import noise_verdict
+    from bsdemo.recipes.noise import AGREE, SLOPE_TOLERANCE
+
+    text = noise_verdict({
+        "variance_slope": slope, "batch_sizes": [1, 4, 16, 64, 256], "train_samples": 1437,
+        "b_simple": direct, "b_simple_two_batch": two, "b_simple_range": [direct / 2, direct * 2],
+        "b_simple_two_batch_range": [1.0, 2.0], "two_batch_sizes": [1, 256], "draws": 32,
+        "cosines": [cos0, 0.5, cos1]})
+    clean(text)
+    shown = round(slope, 2)
+    assert ("fell as 1/B" in text) == (abs(shown + 1) <= SLOPE_TOLERANCE + 1e-9), text
+    assert "variance fell" not in text or shown < 0, text
+    assert "variance rose" not in text or shown > 0, text
+    a, b = round(cos0, 2), round(cos1, 2)
+    assert ("cosine to the full gradient rose" in text) == (b > a), text
+    assert ("cosine to the full gradient fell" in text) == (b < a), text
+    if two > 0:
+        apart = round(abs(two - direct) / direct, 2)
+        assert ("of each other" in text) == (apart <= AGREE + 1e-9), text
+        assert f"within {percent(apart, 0)}" in text or f"{percent(apart, 0)} apart" in text
+
+
+# ----- the Lab: "better", "about the same", "fewer updates … learn less" -----
+@FAST
+@given(ACC, ACC, st.sampled_from([(32, 256), (256, 32), (8, 1024)]))
+@example(0.764, 0.744, (32, 256))  # 2.0 points: "within 2 points", never "fewer … learn less"
+def test_the_lab_compares_two_batches_by_the_accuracies_it_shows(small_acc, large_acc, batches):
+    from bsdemo.recipes import lab_verdict
+    from bsdemo.runs import JobSnapshot
+
+    def snap(i, batch, acc):
+        return JobSnapshot(
+            id=i, owner="o", status="completed", steps={}, evals={},
+            config={"batch_size": batch, "lr": 0.05, "accumulation_steps": 1, "epochs": 10,
+                    "model": "mlp"},
+            end={"summary": {"steps": 10 * -(-1437 // batch), "epochs": 10, "test_accuracy": acc,
+                             "wall_time_s": 1.0, "chance_accuracy": 0.103, "test_labels": 360}})
+
+    (b0, b1) = batches
+    runs = [snap(1, b0, small_acc if b0 < b1 else large_acc),
+            snap(2, b1, large_acc if b0 < b1 else small_acc)]
+    text = lab_verdict(runs)
+    clean(text)
+    gap = round(round(small_acc * 100, 1) - round(large_acc * 100, 1), 1)
+    assert ("learn less per epoch" in text) == (gap > 2), text
+    assert ("reached a better test accuracy" in text) == (gap < -2), text
+    assert ("about the same test accuracy" in text) == (-2 <= gap <= 2), text
+    assert f"test accuracy {percent(small_acc)} → {percent(large_acc)}" in text, text
+
+
+# ----- accumulation: "slower", "about as fast", "no more efficient" -----
+@FAST
+@given(st.floats(10.0, 1e6), st.floats(0.05, 5.0))
+@example(1000.0, 0.8996)  # shown as 0.90: on the band's edge
+@example(1000.0, 1.1)
+def test_accumulation_says_faster_or_slower_as_its_own_samples_per_second_show(big, ratio):
+    from bsdemo.recipes import accumulation_why
+    from bsdemo.recipes.measurements import SAME_SPEED
+
+    text = accumulation_why({"accumulation_steps": 4, "micro_batch": 32, "effective_batch_size":
+                             128, "unscaled_loss": False, "norm": "none", "variable_length": False,
+                             "big_samples_per_sec": big, "accumulated_samples_per_sec": big * ratio})
+    clean(text)
+    shown = round(ratio, 2)
+    assert f"{fixed(ratio, 2)}×" in text, text
+    assert ("used the device less well" in text) == (shown < 1 - SAME_SPEED - 1e-9), text
+    assert ("was no more efficient" in text) == (shown > 1 + SAME_SPEED + 1e-9), text
+    assert ("about as fast" in text) == (1 - SAME_SPEED - 1e-9 <= shown <= 1 + SAME_SPEED + 1e-9)
+
+
+# ----- sharpness: "found the sharper minimum", "the opposite", "about as sharp" -----
+@FAST
+@given(st.floats(0.01, 1000.0), st.floats(0.01, 1000.0))
+def test_the_sharper_minimum_is_the_one_whose_eigenvalue_is_larger(small, large):
+    from bsdemo.recipes.sharpness import SHARPER, _sharp_lead
+
+    text = _sharp_lead({"top_hessian_eigenvalue": small}, {"top_hessian_eigenvalue": large},
+                       "batch 16", "the full batch")
+    clean(text)
+    if large >= SHARPER * small:
+        assert text.startswith("The full batch found the sharper minimum:"), text
+    elif small >= SHARPER * large:
+        assert text.startswith("Batch 16 found the sharper minimum, the opposite"), text
+    else:
+        assert "about as sharp" in text and "×" not in text, text
+    if "×" in text:  # the ratio it shows is at least the threshold it was judged by
+        assert float(text.rsplit("(", 1)[1].split("×")[0].replace(",", "")) >= round(SHARPER, 1), text
