@@ -325,7 +325,6 @@ def critical(seed: int):
 def sharpness(seed: int):
     from bench.lessons_bench import SHARPNESS_PAGE
     from bsdemo.engine.sharpness import sharpness_study
-
     from bsdemo.recipes.sharpness import barrier, settled
 
     r = list(sharpness_study(RunConfig(seed=seed, **SHARPNESS_PAGE)))[-1]

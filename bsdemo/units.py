@@ -136,6 +136,14 @@ def setting(x: float, digits: int = 6) -> str:
     return _power_of_ten(text) if "e" in text else _signless(text)
 
 
+def read_number(text: str) -> float:
+    """A number as this module writes it, read back: '1,234' -> 1234.0, '−5.3' -> -5.3,
+    '7.45 × 10⁻⁹' -> 7.45e-09, '96.1%' -> 96.1."""
+    mantissa, _, power = text.strip().rstrip("%").partition(" × 10")
+    power = power.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))
+    return float(mantissa.replace(",", "").replace(MINUS, "-")) * 10.0 ** int(power or 0)
+
+
 def _power_of_ten(text: str) -> str:
     """Python's '7.45e-09' as a person writes it: '7.45 × 10⁻⁹'."""
     mantissa, _, power = text.partition("e")

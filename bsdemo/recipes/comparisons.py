@@ -195,8 +195,8 @@ def best_lr_verdict(best: dict[int, float], lrs: Sequence[float] = ()) -> str | 
             f"{closest}.")
     listing = "**Best lr per batch:** " + ", ".join(f"batch {b} → {setting(lr)}" for b, lr in items)
     text = f"{listing}. In your grid the best learning rate {_lr_path(items)}."
-    text += (f" For {setting(k)}× the batch the square-root rule predicts {setting(math.sqrt(k), 3)}× and the "
-             f"linear rule {setting(k)}× (drawn on the grid).")
+    text += (f" For {setting(k)}× the batch the square-root rule predicts "
+             f"{setting(math.sqrt(k), 3)}× and the linear rule {setting(k)}× (drawn on the grid).")
     falls = [b for a, b in zip(items, items[1:], strict=False) if b[1] < a[1]]
     if falls:
         text += (" It does not move one way only: with few epochs and one seed the cells are "

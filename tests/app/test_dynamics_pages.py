@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from bsdemo.lessons import BY_SLUG
 from bsdemo.plaintext import unescape
+from bsdemo.units import read_number
 from tests.app.helpers import closing, open_page, run_until
 
 
@@ -124,7 +125,7 @@ def test_noise_page_measures_the_variance_and_both_noise_scales():
     assert titles == ["Gradient variance against batch size", "How well a mini-batch points the way",
                       "SGD paths on the whole loss surface"]  # the last drawn on every visit
     tiles = {m.label: m.value for m in at.metric}
-    assert float(tiles["Variance slope (log-log)"]) < -0.5
+    assert read_number(tiles["Variance slope (log-log)"]) < -0.5
     assert float(tiles["B_simple, direct"]) > 1
     judged = [m.value for m in [*at.success, *at.warning] if "You predicted" in m.value]
     assert len(judged) == 1

@@ -7,6 +7,7 @@ import json
 from streamlit.testing.v1 import AppTest
 
 from bsdemo.plaintext import unescape
+from bsdemo.units import read_number
 from tests.app.helpers import closing, open_page, run_until
 
 
@@ -110,7 +111,7 @@ def test_fit_batch_page_runs_a_process_group_and_a_pipeline():
     run_until(at, lambda a: any(w in closing(a) for w in read) or bool(a.error), timeout=300)
     assert not at.error
     tiles = {m.label: m.value for m in at.metric}
-    assert float(tiles["Largest parameter difference"]) < 1e-5
+    assert read_number(tiles["Largest parameter difference"]) < 1e-5
     verdict = closing(at)
     if "too noisy to read" in verdict:  # a breach measured twice: no figure, no claim
         assert tiles["Scaling efficiency"] == "too noisy" and "×" in verdict

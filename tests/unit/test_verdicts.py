@@ -23,7 +23,17 @@ from bsdemo.recipes.comparisons import against_reference, points
 from bsdemo.recipes.fitbatch import budget_basis, fit_verdict, real_over
 from bsdemo.recipes.parallel import pipeline_verdict
 from bsdemo.recipes.profile import cut_effect, cut_title
-from bsdemo.units import MINUS, fixed, format_bytes, percent, setting, sig, signed, signed_percent
+from bsdemo.units import (
+    MINUS,
+    fixed,
+    format_bytes,
+    percent,
+    read_number,
+    setting,
+    sig,
+    signed,
+    signed_percent,
+)
 
 FAST = settings(max_examples=150, deadline=None)
 ACC = st.floats(0.0, 1.0, allow_nan=False)
@@ -70,13 +80,6 @@ def test_a_size_is_three_significant_figures_in_a_unit_that_keeps_it_under_1000(
     assert abs(value * scale - size) <= 0.005 * size + 0.5, text  # the same size, rounded
 
 
-def read_back(text: str) -> float:
-    """A number as sig or setting writes it ("1,234", "−7.45 × 10⁻⁹"), read back."""
-    mantissa, _, power = text.partition(" × 10")
-    power = power.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))
-    return float(mantissa.replace(",", "").replace(MINUS, "-")) * 10.0 ** int(power or 0)
-
-
 @FAST
 @given(st.floats(-1e9, 1e9, allow_nan=False).filter(lambda x: abs(x) > 1e-300), st.integers(2, 4))
 @example(7.4512e-9, 3)  # the accumulation check's "7.45e-09"
@@ -88,10 +91,10 @@ def test_a_number_is_its_significant_figures_without_e_notation(x, digits):
     clean(text)
     assert "e" not in text and not text.startswith("-"), text
     # the same number, to within half its last figure
-    assert abs(read_back(text) - x) <= abs(x) * 0.5 * 10.0 ** (1 - digits) * 1.0001, text
+    assert abs(read_number(text) - x) <= abs(x) * 0.5 * 10.0 ** (1 - digits) * 1.0001, text
     for typed in (setting(abs(x)), setting(abs(x), digits)):
         assert "e" not in typed, typed
-        assert abs(read_back(typed) - abs(x)) <= abs(x) * 10.0 ** (1 - digits), typed
+        assert abs(read_number(typed) - abs(x)) <= abs(x) * 10.0 ** (1 - digits), typed
 
 
 @FAST
