@@ -146,13 +146,14 @@ def critical_verdict(result: dict[str, Any] | None) -> str | None:
                  f"{min(arrived, key=lambda p: p[1])[0]:,}.")
     regimes = []
     for (b0, s0), (b1, s1) in itertools.pairwise(arrived):
-        grow, fall = b1 / b0, s0 / s1
+        # judged from the figures as shown: the batch's growth (two decimals), the steps' fall (one)
+        grow, fall = round(b1 / b0, 2), round(s0 / s1, 1)
         kind = ("perfect scaling or better" if fall >= grow else "near-perfect scaling"
                 if fall >= PERFECT * grow else "no gain" if fall < FLAT else
                 "diminishing returns")
         regimes.append(f"{b0:,}→{b1:,}: {setting(grow, 3)}× the batch, {fixed(fall, 1)}× fewer steps "
                        f"({kind})" if fall >= 1 else f"{b0:,}→{b1:,}: {setting(grow, 3)}× the batch, "
-                       f"{fixed(1 / fall, 1)}× more steps (no gain)")
+                       f"{fixed(s1 / s0, 1)}× more steps (no gain)")
     parts.append("Batch by batch — " + "; ".join(regimes) + ".")
     if failed:
         parts.append("Never reached the target: " + "; ".join(failed) + ".")

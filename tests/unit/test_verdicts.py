@@ -437,3 +437,33 @@ def test_the_sharper_minimum_is_the_one_whose_eigenvalue_is_larger(small, large)
         assert "about as sharp" in text and "×" not in text, text
     if "×" in text:  # the ratio it shows is at least the threshold it was judged by
         assert float(text.rsplit("(", 1)[1].split("×")[0].replace(",", "")) >= round(SHARPER, 1), text
+
+
+# ----- the critical batch: "perfect scaling", "near-perfect", "diminishing", "no gain" -----
+@FAST
+@given(st.lists(st.integers(1, 50_000), min_size=2, max_size=6))
+@example([2685, 671])  # 4× the batch, 4.0× fewer steps: perfect, as the figures show
+@example([100, 26])  # 3.8× fewer for 4×: near-perfect
+def test_each_step_between_batches_is_named_by_the_figures_it_shows(steps):
+    from bsdemo.recipes import critical_verdict
+    from bsdemo.recipes.noise import FLAT, PERFECT
+
+    sizes = [4**i for i in range(len(steps))]
+    text = critical_verdict({
+        "batch_sizes": sizes, "steps": steps, "statuses": ["completed"] * len(steps),
+        "lrs": [0.1] * len(steps), "lr_cap": 0.8, "target_loss": 0.1, "rule": "sqrt",
+        "reference_batch": 32, "reference_lr": 0.2, "s_min": min(steps), "b_crit": None,
+        "b_simple": 80.0})
+    clean(text)
+    line = re.split(r"\.(?:\s|$)", text.split("Batch by batch — ")[1])[0]
+    for piece in line.split("; "):
+        m = re.match(r"[\d,]+→[\d,]+: (\S+)× the batch, (\S+)× (fewer|more) steps \((.+)\)$",
+                     piece)
+        assert m, piece
+        grow, fall = read_number(m.group(1)), read_number(m.group(2))
+        if m.group(3) == "more":
+            assert m.group(4) == "no gain", piece
+            continue
+        assert m.group(4) == ("perfect scaling or better" if fall >= grow else
+                              "near-perfect scaling" if fall >= PERFECT * grow else
+                              "no gain" if fall < FLAT else "diminishing returns"), piece
