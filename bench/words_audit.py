@@ -286,7 +286,9 @@ def accumulation(seed: int):
 
     r = accumulation_check(RunConfig(seed=seed), 32, 4, 5)
     text = recipes.accumulation_verdict(r)[1] + "\n\n" + recipes.accumulation_why(r)
-    return text, r, charts.accumulation_chart(r)
+    # what the text compares across two fields: the accumulated run's samples/s over one batch's
+    read = {"speed_ratio": r["accumulated_samples_per_sec"] / r["big_samples_per_sec"]}
+    return text, [r, read], charts.accumulation_chart(r)
 
 
 def finder(seed: int):
@@ -311,15 +313,22 @@ def finder(seed: int):
 def noise(seed: int):
     from bsdemo.engine.noise import noise_measure
 
-    r = list(noise_measure(RunConfig(seed=seed), [1, 4, 16, 64, 256], draws=32))[-1]
-    return recipes.noise_verdict(r), r, charts.noise_charts(r)[0]
+    sizes = [1, 4, 16, 64, 256]
+    r = list(noise_measure(RunConfig(seed=seed), sizes, draws=32))[-1]
+    # what the text works out: sampling without replacement, (N − B)/(N − 1) at the largest batch
+    n = r["train_samples"]
+    read = {"without_replacement": (n - sizes[-1]) / (n - 1)}
+    return recipes.noise_verdict(r), [r, read], charts.noise_charts(r)[0]
 
 
 def critical(seed: int):
     from bsdemo.engine.critical import critical_batch
 
     r = list(critical_batch(RunConfig(seed=seed, lr=0.2)))[-1]
-    return recipes.critical_verdict(r), r, charts.critical_chart(r)
+    # what the text compares across two fields: B_simple over the critical batch, as both show
+    read = {"b_simple_over_b_crit": round(r["b_simple"]) / round(r["b_crit"]) if r["b_crit"]
+            else []}
+    return recipes.critical_verdict(r), [r, read], charts.critical_chart(r)
 
 
 def sharpness(seed: int):
@@ -331,6 +340,8 @@ def sharpness(seed: int):
     # what the text reads off the series: each run's late sharpness (the median of its
     # trace's second half) and the loss slice's barrier
     read = {"late_sharpness": [settled(run["trace"]) for run in r["runs"]],
+            "late_over_edge": [settled(run["trace"]) / run["two_over_lr"] for run in r["runs"]
+                               if settled(run["trace"]) is not None],
             "barrier": list(barrier(r["slice"])) if r.get("slice") else []}
     return recipes.sharpness_verdict(r), [r, read], list(charts.sharpness_charts(r))
 

@@ -36,12 +36,13 @@ def noise_prediction(result: dict[str, Any] | None) -> tuple[int, str] | None:
     smaller, about 2× smaller, about the same), with the numbers."""
     if not result or len(result.get("variances") or []) < 2:
         return None
-    factor = 4 ** -result["variance_slope"]
+    slope = round(result["variance_slope"], 2)  # as shown
+    factor = 4 ** -slope
     index = 0 if factor >= 3 else 1 if factor >= 1.5 else 2
     sizes, variances = result["batch_sizes"], result["variances"]
     return index, (f"the variance fell from {sig(variances[0])} at batch {sizes[0]} to "
                    f"{sig(variances[-1])} at batch {sizes[-1]}: a log-log slope of "
-                   f"{fixed(result['variance_slope'], 2)}, so 4× the batch divides it by {fixed(factor, 1)}")
+                   f"{fixed(slope, 2)}, so 4× the batch divides it by {fixed(factor, 1)}")
 
 
 def noise_verdict(result: dict[str, Any] | None) -> str | None:
@@ -167,7 +168,7 @@ def critical_verdict(result: dict[str, Any] | None) -> str | None:
         parts.append(f"The steps are twice the fewest at batch ≈ {b_crit:.0f}: the **critical "
                      f"batch**. Below it a bigger batch still saves many steps; above it each "
                      f"doubling saves few, and mostly spends compute. B_simple measured at initialisation is "
-                     f"{b_simple:.0f}, {fixed(b_simple / b_crit, 1)}× the critical batch.")
+                     f"{b_simple:.0f}, {fixed(round(b_simple) / round(b_crit), 1)}× the critical batch.")
         parts.append("McCandlish et al. (2018) predict the two agree in order of magnitude, "
                      "not exactly: B_simple here is measured at the start, while the noise "
                      "scale grows as the loss falls, and each lr here follows a rule rather "

@@ -98,10 +98,11 @@ def sharpness_verdict(result: dict[str, Any] | None) -> str | None:
     late_s, late_l = settled(small["trace"]), settled(large["trace"])
     if late_s is not None and late_l is not None:
         edge = large["two_over_lr"]
-        reached = late_l >= EDGE * edge
+        share = round(late_l / edge, 2)  # as shown: "rose to that edge" is read off this figure
+        reached = share >= EDGE
         parts.append(f"Over the second half of training {l_name}'s sharpness, traced on "
                      f"{result.get('trace_samples', 512):,} samples, was {sig(late_l)} (median), "
-                     f"{percent(late_l / edge, 0)} of 2/lr = {sig(edge)}, and {s_name}'s {sig(late_s)}. "
+                     f"{percent(share, 0)} of 2/lr = {sig(edge)}, and {s_name}'s {sig(late_s)}. "
                      "Plain gradient descent cannot stay stable along a direction sharper than "
                      "2/lr: " + (
                          "the full-batch run rose to that edge and stayed there, as Cohen et al. "

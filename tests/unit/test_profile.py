@@ -189,7 +189,7 @@ def test_the_closing_text_reads_the_overhead_cut_from_its_numbers():
     text = profile_verdict(points, [cut(8, 1.8), cut(512, 1.05)], end)
     assert text.startswith("At batch 8 about 90% of a step is fixed cost") and "512, 13%." in text
     assert "1.80× at batch 8" in text and "largest where the fixed cost" in text
-    assert "t0 went from 0.40 ms eager to 0.12 ms with torch.compile" in text
+    assert "t0 went from 0.400 ms eager to 0.120 ms with torch.compile" in text
     assert "made the small batch slower" in profile_verdict(points, [cut(8, 0.7), cut(512, 1.0)],
                                                             end)
     assert "about the same at both" in profile_verdict(points, [cut(8, 1.0), cut(512, 1.0)], end)
