@@ -346,6 +346,30 @@ def sharpness(seed: int):
     return recipes.sharpness_verdict(r), [r, read], list(charts.sharpness_charts(r))
 
 
+def ddp(seed: int):
+    from bsdemo.engine.ddp import ddp_check
+
+    # the page's defaults: 2 processes × batch 64, 5 steps compared
+    r = ddp_check(RunConfig(seed=seed, batch_size=64), processes=2, steps=5)
+    # what the text works out from two fields: the all-reduce's share of a step, the speed-up
+    read = {"allreduce_share": r["allreduce_s"] / r["step_s"],
+            "speedup": r["samples_per_sec"] / r["single_process_samples_per_sec"]}
+    return recipes.ddp_verdict(r), [r, read], charts.ddp_chart(r)
+
+
+def pipeline(seed: int):
+    from bsdemo.engine.pipeline import pipeline_check
+
+    # the page's defaults: batch 128 in 4 micro-batches, 5 steps
+    r = pipeline_check(RunConfig(seed=seed, batch_size=128), micro_batches=4, steps=5)
+    # what the text works out: the fullest stage (parameters + activations) against one process
+    most = max(p + a for p, a in zip(r["stage_parameter_bytes"], r["stage_activation_bytes"],
+                                      strict=True))
+    whole = r["single_parameter_bytes"] + r["single_activation_bytes"]
+    read = {"stage_bytes": [most, whole], "stage_share": most / whole}
+    return recipes.pipeline_verdict(r), [r, read], charts.pipeline_chart(r)
+
+
 def architectures(seed: int):
     from bsdemo.architectures import ARCHITECTURES, DEFAULT_BATCHES, DEFAULT_SECONDS
     from bsdemo.engine.architectures import architecture_sweep
@@ -375,7 +399,8 @@ LESSONS: dict[str, Callable[[int], tuple]] = {
     "training_lab": training_lab, "throughput": throughput, "memory": memory,
     "regimes": regimes, "lr_scaling": lr_scaling, "accumulation": accumulation,
     "finder": finder, "architectures": architectures, "fit_batch": fit_batch, "norms": norms,
-    "noise": noise, "critical": critical, "sharpness": sharpness, "profile": profile}
+    "noise": noise, "critical": critical, "sharpness": sharpness, "profile": profile,
+    "ddp": ddp, "pipeline": pipeline}
 
 
 def main() -> None:
