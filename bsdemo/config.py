@@ -253,8 +253,11 @@ def _parse(name: str, kind: str, raw: Any) -> Any:
     text = str(raw).strip()
     if len(text) > 64:
         raise ConfigError(name, text[:64] + "…", "a value of at most 64 characters")
-    if "None" in kind and text.lower() in ("", "none"):
+    if "None" in kind and text.lower() == "none":
         return None
+    if not text:
+        raise ConfigError(name, text, "a value, or none to leave it unset" if "None" in kind
+                          else "a value")
     if kind.startswith("int"):
         try:
             as_float = float(text)

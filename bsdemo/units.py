@@ -53,8 +53,8 @@ def real_number(name: str, value: Any, low: float, high: float, low_open: bool =
         except ValueError:
             pass
     ok = (isinstance(number, (int, float)) and not isinstance(number, bool)
-          and math.isfinite(number) and (low < number if low_open else low <= number)
-          and number <= high)
+          and (isinstance(number, int) or math.isfinite(number))  # a huge int has no float
+          and (low < number if low_open else low <= number) and number <= high)
     if not ok:
         bound = f"greater than {low:g} and at most" if low_open else f"from {low:g} to"
         raise ConfigError(name, value, f"a finite number {bound} {high:g}")
@@ -186,8 +186,11 @@ def parse_batch_sizes(text: str, field_name: str, largest: int) -> list[int]:
     """'1,2,4,8' -> [1, 2, 4, 8]: a non-empty, strictly increasing list from 1 to largest."""
     raw = str(text).strip()
     allowed = f"a comma-separated, increasing list of whole numbers from 1 to {largest}"
-    parts = [p.strip() for p in raw.split(",") if p.strip()]
-    if not parts or len(parts) > 64:
+    parts = [p.strip() for p in raw.split(",")]
+    if "" in parts and raw:
+        raise ConfigError(field_name, raw, allowed + " (no empty entries: one number between "
+                          "each two commas)")
+    if not raw or len(parts) > 64:
         raise ConfigError(field_name, raw, allowed + " (1 to 64 of them)")
     try:
         sizes = [int(p) for p in parts]

@@ -25,6 +25,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -197,6 +198,52 @@ class RayCluster:
         try:
             self.cluster.shutdown()
         finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class TokenRayHead:
+    """A one-node Ray cluster with token authentication on, as deploy/cluster/compose.yml runs
+    its head: `ray start --head --block` in a process group of its own (the test process never
+    joins it, so its own Ray stays as the other tests left it), ended by that group's id.
+    `env` is what a process with the token needs to join it."""
+
+    def __init__(self, token: str, cpus: int = 1):
+        try:
+            import ray  # noqa: F401 - only whether it is installed
+        except ImportError:
+            unavailable("ray", "ray is not installed (pip install -e '.[cluster]')")
+        self.folder = tempfile.mkdtemp(prefix="bsdemo-raytoken-")
+        port = free_port()
+        self.address = f"127.0.0.1:{port}"
+        self.env = {"RAY_TMPDIR": self.folder, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token,
+                    "RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0",
+                    "BSDEMO_RAY_ADDRESS": self.address}
+        ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
+        self.log = open(os.path.join(self.folder, "head.log"), "w")  # closed in close()
+        self.process = subprocess.Popen(
+            [ray_cli, "start", "--head", f"--port={port}", f"--num-cpus={cpus}", "--num-gpus=0",
+             "--include-dashboard=false", f"--temp-dir={self.folder}/ray", "--block",
+             "--disable-usage-stats"], env={**os.environ, **self.env}, start_new_session=True,
+            stdout=self.log, stderr=subprocess.STDOUT)
+
+    def client_server_logs(self, chars: int = 1500) -> str:
+        """The end of the head's own output (what a failed test shows)."""
+        with open(os.path.join(self.folder, "head.log"), errors="replace") as f:
+            return "\n--- ray start --head\n" + f.read()[-chars:]
+
+    def close(self) -> None:
+        import signal
+
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)  # the head's own group: it and its children
+            self.process.wait(timeout=scaled(60))
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        finally:
+            self.log.close()
             shutil.rmtree(self.folder, ignore_errors=True)
 
 

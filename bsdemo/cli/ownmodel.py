@@ -37,8 +37,13 @@ def check_flag(args: argparse.Namespace) -> tuple[Path, str] | None:
     if match is None:
         raise ConfigError(FIELD, text, ALLOWED)
     path = Path(match["path"]).expanduser()
-    if not path.is_file():
-        raise ConfigError(FIELD, text, f"{ALLOWED}; there is no file {match['path']}")
+    try:
+        found = path.is_file()
+    except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL byte
+        raise ConfigError(FIELD, text, f"{ALLOWED}; the file name cannot be used here "
+                          f"({type(exc).__name__})") from None
+    if not found:
+        raise ConfigError(FIELD, text, f"{ALLOWED}; there is no file {match['path'][:80]}")
     for flag in LAB_FLAGS:
         if getattr(args, flag, None) is not None:
             raise ConfigError(flag, getattr(args, flag), "nothing with --model-file: the file "

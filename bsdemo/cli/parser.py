@@ -36,7 +36,7 @@ FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student 
 FIELD_FLAGS = {v: "--" + k.replace("_", "-") for k, v in FLAGS.items()} | {
     "memory_budget": "--memory-budget", "size": "--size", "micro_batch": "--micro-batch",
     "memory_budget_bytes": "--memory-budget", "techniques": "--techniques",
-    "model_file": "--model-file"}
+    "model_file": "--model-file", "micro_batches": "--micro-batches"}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -253,6 +253,11 @@ def check_pipeline(cfg: RunConfig, micro_batches: int) -> None:
         raise ConfigError("batch_size", cfg.batch_size,
                           f"a multiple of the {micro_batches} micro-batches, at most "
                           f"{cfg.train_samples:,} (the training set)")
+    if cfg.batch_norm_1d and cfg.batch_size // micro_batches < 2:
+        raise ConfigError("micro_batches", micro_batches,
+                          f"at most {cfg.batch_size // 2} with BatchNorm and batch "
+                          f"{cfg.batch_size}: it normalises over each micro-batch, which needs "
+                          "two samples")
 
 
 # ----- torch-free recipes the engine shares with the cost bounds above -----

@@ -63,6 +63,21 @@ def _flag(options: Mapping, name: str, default: bool = False) -> bool:
     return value
 
 
+def _names(options: Mapping, name: str, allowed: Any, default: Any, empty: bool = False,
+           optional: bool = False) -> list[str] | None:
+    """An option's list of different names from `allowed` (its default when absent; None, when
+    `optional`, stays None); anything else — a string, nested lists, numbers, repeats — a
+    ConfigError."""
+    names = options.get(name, default)
+    if names is None and optional:
+        return None
+    if (not isinstance(names, list | tuple) or (not names and not empty)
+            or any(not isinstance(n, str) or n not in allowed for n in names)
+            or len(set(names)) != len(names)):
+        raise ConfigError(name, names, "different names from " + ", ".join(allowed))
+    return list(names)
+
+
 def _budget(options: Mapping) -> int | None:
     return _whole(options, "memory_budget_bytes", 1, 2**50, optional=True)
 
@@ -146,13 +161,10 @@ def _increasing_batches(options: Mapping, default: list[int], fewest: int, small
 
 def _norms_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
     sizes = _increasing_batches(options, [2, 4, 8, 32, 128], 1, 2, " (BatchNorm needs two)")
-    norms = options.get("norms", list(NORMS))
-    if (not isinstance(norms, (list, tuple)) or not norms or len(set(norms)) != len(norms)
-            or any(n not in NORMS for n in norms)):
-        raise ConfigError("norms", norms, "different names from " + ", ".join(NORMS))
+    norms = _names(options, "norms", NORMS, list(NORMS))
     if cfg.epochs is None:
         raise ConfigError("epochs", None, "an epoch budget: every cell trains the same epochs")
-    return {"batch_sizes": sizes, "norms": list(norms)}
+    return {"batch_sizes": sizes, "norms": norms}
 
 
 def _noise_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
@@ -165,11 +177,7 @@ def _sharpness_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
     sizes = _increasing_batches(options, [16, 4096], 2, 1)
     if len(sizes) != 2:
         raise ConfigError("batch_sizes", sizes, "two increasing batch sizes: a small and a large")
-    remedies = options.get("remedies", [])
-    if (not isinstance(remedies, (list, tuple)) or len(set(remedies)) != len(remedies)
-            or any(r not in SHARPNESS_REMEDIES for r in remedies)):
-        raise ConfigError("remedies", remedies, "different names from "
-                          + ", ".join(SHARPNESS_REMEDIES))
+    remedies = _names(options, "remedies", SHARPNESS_REMEDIES, [], empty=True)
     if cfg.optimizer != "sgd":
         raise ConfigError("optimizer", cfg.optimizer, "sgd: the study's 2/lr and its Hessian are "
                                                       "those of plain gradient steps")
@@ -179,12 +187,12 @@ def _sharpness_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
     return {"batch_sizes": sizes,
             "target_loss": _real(options, "target_loss", 1e-4, 2.0, default=0.01),
             "max_steps": _whole(options, "max_steps", 10, 20_000, default=SHARPNESS_MAX_STEPS),
-            "remedies": list(remedies)}
+            "remedies": remedies}
 
 
 def _critical_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
     rule = options.get("rule", "sqrt")
-    if rule not in LR_RULES:
+    if not isinstance(rule, str) or rule not in LR_RULES:
         raise ConfigError("rule", rule, "one of " + ", ".join(LR_RULES))
     if cfg.optimizer != "sgd" or cfg.accumulation_steps != 1:
         raise ConfigError("optimizer" if cfg.optimizer != "sgd" else "accumulation_steps",
@@ -203,12 +211,8 @@ def _fit_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
     budget = _budget(options)
     if budget is None:
         raise ConfigError("memory_budget_bytes", None, "a memory budget in bytes")
-    names = options.get("techniques")
-    if names is not None and (not isinstance(names, (list, tuple)) or not names
-                              or len(set(names)) != len(names)
-                              or any(t not in FIT_TECHNIQUES for t in names)):
-        raise ConfigError("techniques", names, "different names from " + ", ".join(FIT_TECHNIQUES))
-    return {"memory_budget_bytes": budget, "techniques": list(names) if names else None,
+    names = _names(options, "techniques", FIT_TECHNIQUES, None, optional=True)
+    return {"memory_budget_bytes": budget, "techniques": names,
             "accumulation": _whole(options, "accumulation", 2, 64, default=4),
             "max_batch": limits.max_batch_size}
 
@@ -226,11 +230,7 @@ def _pipeline_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
 
 
 def _architectures_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
-    names = options.get("architectures", list(ARCHITECTURES))
-    if (not isinstance(names, (list, tuple)) or not names or len(set(names)) != len(names)
-            or any(n not in ARCHITECTURES for n in names)):
-        raise ConfigError("architectures", names, "different names from "
-                          + ", ".join(ARCHITECTURES))
-    return {"architectures": list(names),
+    names = _names(options, "architectures", list(ARCHITECTURES), list(ARCHITECTURES))
+    return {"architectures": names,
             "batch_sizes": _increasing_batches(options, list(DEFAULT_BATCHES), 2, 1),
             "seconds": _real(options, "seconds", 0.5, MAX_SECONDS, default=DEFAULT_SECONDS)}

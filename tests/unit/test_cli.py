@@ -132,7 +132,7 @@ def test_cli_uses_the_workers_thread_rule_and_rejects_a_bad_setting():
 
 
 HOSTILE = ["", "-inf", "nan", "1e306", "1e306GiB", "x" * 5000, "²", "-1", "9" * 5000,
-           "[x](https://example.com)", " ", "0x10"]
+           "[x](https://example.com)", " ", "0x10", "x" * 5000 + ".py:f", "1,,2"]
 PATHS = ["", "x" * 5000, "/dev/null/x"]  # a folder flag: these cannot be folders
 WALK = r'''
 import contextlib, io, json, sys

@@ -368,3 +368,36 @@ def test_a_data_parallel_group_spans_the_nodes_in_one_placement_group():
         assert end["left_behind"] == []
     finally:
         cluster.close()
+
+
+JOIN = "import ray, sys; ray.init(address=sys.argv[1]); print('joined')"
+
+
+def test_a_course_cluster_refuses_every_process_without_its_token():
+    """Ray with token authentication, as deploy/cluster/compose.yml runs the course: a replica
+    with RAY_AUTH_TOKEN makes the course's scheduler and queues a run that trains; a process
+    at the same address without the token (Ray's default, no authentication) or with another
+    token is refused — it could otherwise run any code on the cluster."""
+    from tests.services import TokenRayHead
+    from tests.timeouts import wait_for
+
+    head = TokenRayHead("course-" + "7" * 40)
+    try:
+        def joined(env):
+            return subprocess.run([sys.executable, "-c", JOIN, head.address], text=True,
+                                  capture_output=True, timeout=scaled(120),
+                                  env={**os.environ, **env})
+
+        wait_for(lambda: joined(head.env).returncode == 0, timeout=120)  # the head is up
+        seen = replica(head, [
+            {"op": "submit", "as": "job", "owner": "s1", "address": "10.0.0.1", "steps": 3},
+            {"op": "wait", "job": "job", "as": "end", "timeout": scaled(180)}])
+        assert seen["end"]["status"] == "completed" and len(seen["end"]["loss"]) == 3
+        for env in ({**head.env, "RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN": ""},
+                    {**head.env, "RAY_AUTH_TOKEN": "stranger-" + "1" * 40}):
+            out = joined(env)
+            assert out.returncode != 0 and "joined" not in out.stdout, out.stdout
+            assert "ConnectionError" in out.stderr or "Authentication" in out.stderr, \
+                out.stderr[-2000:]
+    finally:
+        head.close()

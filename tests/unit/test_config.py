@@ -242,3 +242,24 @@ def test_batch_norm_refuses_a_batch_of_one_and_drops_a_lone_last_sample():
     assert not RunConfig(norm="batch", batch_size=2).drops_lone_sample
     assert not RunConfig(norm="layer", batch_size=3).drops_lone_sample
     assert not RunConfig(model="cnn", norm="batch", batch_size=1).validated()[0].drops_lone_sample
+
+
+@pytest.mark.parametrize("name", ["time_limit_s", "max_steps", "lr"])
+def test_an_empty_setting_in_a_link_is_refused_not_read_as_unset(name):
+    """`?time_limit_s=` once meant "no limit" silently: an empty value is now refused by name
+    (only `none` unsets a setting that may be unset)."""
+    from bsdemo.config import config_from_query
+
+    cfg, message = config_from_query({name: ""})
+    assert cfg == RunConfig() and name in message and "a value" in message
+    if name != "lr":  # an optional setting: "none" unsets it
+        assert getattr(RunConfig.from_params({name: "none"}), name) is None
+
+
+def test_a_batch_size_list_with_an_empty_entry_is_refused():
+    from bsdemo.units import parse_batch_sizes
+
+    for text in ("1,,2", "1,2,", ",1", ""):
+        with pytest.raises(ConfigError, match="batch_sizes"):
+            parse_batch_sizes(text, "batch_sizes", 64)
+    assert parse_batch_sizes(" 1, 2 ,4 ", "batch_sizes", 64) == [1, 2, 4]

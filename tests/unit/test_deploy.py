@@ -192,7 +192,7 @@ def test_the_course_compose_file_wires_replicas_ray_and_postgresql_together():
 
     compose = yaml.safe_load((ROOT / "deploy/cluster/compose.yml").read_text())
     services = compose["services"]
-    assert set(services) == {"proxy", "lab", "ray-head", "gpu-node", "db"}
+    assert set(services) == {"proxy", "docker-api", "lab", "ray-head", "gpu-node", "db"}
     lab, proxy = services["lab"], services["proxy"]
     env = {k: str(v) for k, v in lab["environment"].items()}
     assert ray_address(env["BSDEMO_RAY_ADDRESS"]) == "ray-head:6379"
@@ -200,7 +200,7 @@ def test_the_course_compose_file_wires_replicas_ray_and_postgresql_together():
     Limits.load({k: v for k, v in env.items() if k.startswith("BSDEMO_") and k not in (
         "BSDEMO_RAY_ADDRESS", "BSDEMO_DATABASE_URL", "BSDEMO_TRUSTED_PROXIES", "BSDEMO_PUBLIC_URL",
         "BSDEMO_CLASS_PASSWORD")})
-    assert env["BSDEMO_TRUSTED_PROXIES"] == proxy["networks"]["course"]["ipv4_address"]
+    assert env["BSDEMO_TRUSTED_PROXIES"] == proxy["networks"]["edge"]["ipv4_address"]
     labels = "\n".join(lab["labels"])
     assert "loadbalancer.sticky.cookie=true" in labels and "server.port=8501" in labels
     assert "ray start --address=ray-head:6379 --num-cpus=0" in lab["command"][-1]
@@ -235,3 +235,111 @@ def test_the_course_has_no_default_password_and_tls_for_the_open_internet():
     assert "Host(`${LAB_DOMAIN:?" in labels and "tls.certresolver=le" in labels
     assert tls["services"]["lab"]["environment"]["BSDEMO_PUBLIC_URL"].startswith("https://${LAB_DOMAIN")
     assert "deploy/cluster/tls.yml" in (ROOT / "docs/deploy.md").read_text()
+
+
+# ----- exposure: what a stranger on the internet can reach -----
+COMPOSE_FILES = ("docker-compose.yml", "deploy/cluster/compose.yml", "deploy/cluster/tls.yml")
+# Ray's ports (GCS, client server, dashboard, its nodes' defaults), PostgreSQL's, the metrics'
+INNER_PORTS = {6379, 10001, 8265, 8076, 52365, 5432, 9100}
+SOCKET = "/var/run/docker.sock"
+SECRETS = ("PASSWORD", "TOKEN")
+
+
+def exposure(compose: dict, text: str) -> list[str]:
+    """What in one compose file lets a stranger in: a published Ray, database or metrics port;
+    the Docker socket mounted where it is more than a read-only API on an internal network, or
+    in a service that publishes a port; a secret with a default ("${X:-y}" or a literal);
+    Ray without token authentication; Ray or the database on a network that is not internal."""
+    found = []
+    services = compose.get("services", {})
+    networks = compose.get("networks", {}) or {}
+    for name, service in services.items():
+        published = []
+        for port in service.get("ports", []) or []:
+            spec = str(port).split("/")[0]
+            target = int(spec.rsplit(":", 1)[-1]) if spec.rsplit(":", 1)[-1].isdigit() else None
+            published.append(target)
+            if target in INNER_PORTS:
+                found.append(f"{name} publishes port {target}")
+        mounts = [str(v) for v in service.get("volumes", []) or []]
+        if any(SOCKET in m for m in mounts):
+            env = service.get("environment", {}) or {}
+            own = service.get("networks", []) or []
+            own = list(own) if isinstance(own, list) else list(own)
+            if published:
+                found.append(f"{name} mounts the Docker socket and publishes a port")
+            if str(env.get("POST", "1")) != "0" or not all(m.endswith(":ro") for m in mounts
+                                                             if SOCKET in m):
+                found.append(f"{name} mounts the Docker socket with writes allowed")
+            if not own or any(not (networks.get(n) or {}).get("internal") for n in own):
+                found.append(f"{name} mounts the Docker socket on a network that is not internal")
+        env = service.get("environment", {}) or {}
+        for key, value in (env.items() if isinstance(env, dict) else []):
+            # a secret comes from the operator: required (${X:?…}), or off when unset (${X:-},
+            # the class password); never a value written here or a default one
+            if any(word in key for word in SECRETS) and value is not None and not (
+                    str(value).startswith("${") and ":-" not in str(value).replace(":-}", "")):
+                found.append(f"{name}: {key} has a default")
+        command = " ".join(map(str, service.get("command", []) or []))
+        if "ray start" in command or service.get("command", [None])[0] == "ray":
+            if env.get("RAY_AUTH_MODE") != "token" or not str(env.get("RAY_AUTH_TOKEN", "")
+                                                              ).startswith("${RAY_AUTH_TOKEN:?"):
+                found.append(f"{name} runs Ray without token authentication")
+        image = str(service.get("image", ""))
+        if "ray start" in command and "--head" not in command and "bsdemo.ui.launch" in command:
+            continue  # a replica: on the proxy's network too, by design
+        if ("ray" in command.split()[:1] or "postgres" in image) and networks:
+            own = service.get("networks", []) or []
+            if any(not (networks.get(n) or {}).get("internal") for n in own):
+                found.append(f"{name} is on a network that is not internal")
+    for match in re.finditer(r"\$\{(\w*(?:PASSWORD|TOKEN)\w*):-[^}]", text):
+        found.append(f"{match.group(1)} has a default")
+    if "change-me" in text:
+        found.append("a default password: change-me")
+    return found
+
+
+@pytest.mark.parametrize("path", COMPOSE_FILES)
+def test_no_compose_file_lets_a_stranger_in(path):
+    """No published Ray, database or metrics port, no Docker socket on the internet-facing proxy
+    (only a read-only API on an internal network), no secret with a default, Ray with token
+    authentication, Ray and the database only on the internal network."""
+    text = (ROOT / path).read_text()
+    assert exposure(yaml.safe_load(text), text) == []
+
+
+def test_the_exposure_check_finds_each_way_in():
+    """The check above can fail: a course file with each hole put back is caught for each."""
+    text = (ROOT / "deploy/cluster/compose.yml").read_text()
+    compose = yaml.safe_load(text)
+    services = compose["services"]
+    services["ray-head"]["ports"] = ["6379:6379"]
+    services["proxy"]["volumes"] = [SOCKET + ":" + SOCKET]
+    services["docker-api"]["environment"]["POST"] = "1"
+    services["gpu-node"]["environment"]["RAY_AUTH_MODE"] = "disabled"
+    services["db"]["environment"]["POSTGRES_PASSWORD"] = "change-me"
+    compose["networks"]["course"]["internal"] = False
+    found = "\n".join(exposure(compose, text + "\n# ${RAY_AUTH_TOKEN:-x}"))
+    for hole in ("ray-head publishes port 6379", "proxy mounts the Docker socket and publishes",
+                 "docker-api mounts the Docker socket with writes allowed",
+                 "gpu-node runs Ray without token authentication",
+                 "db: POSTGRES_PASSWORD has a default", "RAY_AUTH_TOKEN has a default",
+                 "ray-head is on a network that is not internal"):
+        assert hole in found, (hole, found)
+
+
+def test_every_ray_process_of_the_course_proves_the_token():
+    """The head, the GPU nodes and the replicas (Ray drivers) all run with token authentication
+    from one secret the operator must give; docs/deploy.md says what each secret guards."""
+    compose = yaml.safe_load((ROOT / "deploy/cluster/compose.yml").read_text())
+    for name in ("lab", "ray-head", "gpu-node"):
+        env = compose["services"][name]["environment"]
+        assert env["RAY_AUTH_MODE"] == "token", name
+        assert env["RAY_AUTH_TOKEN"].startswith("${RAY_AUTH_TOKEN:?"), name
+    assert "ports" not in compose["services"]["ray-head"]
+    assert compose["networks"]["course"]["internal"] is True
+    docs = (ROOT / "docs/deploy.md").read_text()
+    security = docs.split("## Security", 1)[1].split("\n## ", 1)[0]
+    for word in ("RAY_AUTH_TOKEN", "POSTGRES_PASSWORD", "BSDEMO_CLASS_PASSWORD",
+                 "BSDEMO_METRICS_ADDRESS", "docker-api", "tls.yml"):
+        assert word in security, word
