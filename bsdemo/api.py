@@ -360,7 +360,8 @@ def find_batch_size(workload: Workload, *, memory_budget: int | str | None = Non
 
 def _find_summary(r: dict[str, Any]) -> str:
     if r["batch_size"] is None:
-        return f"No batch size fits. {r['message']}"
+        return r["message"] if r.get("outcome") == "diverged" else \
+            f"No batch size fits. {r['message']}"
     text = (f"Use batch {r['batch_size']}" + (f" × {r['accumulation_steps']} accumulation steps"
                                               if r["accumulation_steps"] > 1 else "")
             + f". {r['message']} Tested: {', '.join(map(str, r['tested_batch_sizes']))} "

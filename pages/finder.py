@@ -47,7 +47,9 @@ def draw(snap) -> None:
     # the main result: the probes, the memory fit's prediction, the budget and the verified batch
     show_chart(charts.finder_chart(snap.points, r), "find_chart", main=True)
     if r is not None and r["batch_size"] is None:
-        takeaway(lesson.text("no_fit", message=r["message"]), level="error")
+        text = (lesson.text("diverged", message=r["message"]) if r.get("outcome") == "diverged"
+                else lesson.text("no_fit", message=r["message"]))
+        takeaway(text, level="error")
     elif r is not None:
         accum = f" × {r['accumulation_steps']} accumulation steps" \
             if r["accumulation_steps"] > 1 else ""

@@ -26,12 +26,13 @@ def accumulation_chart(r: dict[str, Any]) -> Chart:
     diffs = [max(row["largest gradient difference"], TINY) for row in rows]
     fig = go.Figure()
     fig.add_trace(go.Bar(y=names, x=norms, orientation="h", name="gradient norm (one batch)",
-                         marker_color=NORM,
-                         hovertemplate="%{y}: norm %{x:.3g}<extra></extra>"))
+                         marker_color=NORM, customdata=[sig(v) for v in norms],
+                         hovertemplate="%{y}: norm %{customdata}<extra></extra>"))
     fig.add_trace(go.Bar(y=names, x=diffs, orientation="h",
                          name="largest difference, accumulated − one batch",
                          marker_color=DIFFERENCE if r["equivalent"] else OOM_COLOUR,
-                         hovertemplate="%{y}: largest difference %{x:.3g}<extra></extra>"))
+                         customdata=[sig(v) for v in diffs],
+                         hovertemplate="%{y}: largest difference %{customdata}<extra></extra>"))
     shape = f"{r['accumulation_steps']} × {r['micro_batch']} against one batch of " \
             f"{r['effective_batch_size']}"
     layout(fig, "Accumulated gradient against one big batch's, per parameter",

@@ -4,7 +4,7 @@ and its fit, time per epoch, utilisation, and memory by component."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -80,9 +80,9 @@ def clock_note(points: Sequence[dict]) -> str:
     return f"median; bars: middle half · {count} rounds · {', '.join(clocks)}"
 
 
-def _middle(p: dict, key: str, scale: float, fmt: str) -> str | None:
+def _middle(p: dict, key: str, scale: float, write: Callable[[float], str]) -> str | None:
     s = _timing(p, key)
-    return f"{fmt.format(s['q1'] * scale)}–{fmt.format(s['q3'] * scale)}" if s else None
+    return f"{write(s['q1'] * scale)}–{write(s['q3'] * scale)}" if s else None
 
 
 def sweep_throughput_chart(points: Sequence[dict]) -> Chart:
@@ -102,7 +102,7 @@ def sweep_throughput_chart(points: Sequence[dict]) -> Chart:
            f"{best['batch_size']}." if ok else "No measured points yet.")
     return Chart(fig, alt, [{"batch size": p["batch_size"], "status": p["status"],
                              "samples/s": p["samples_per_sec"],
-                             "middle half": _middle(p, "samples_per_sec", 1, "{:,.0f}"),
+                             "middle half": _middle(p, "samples_per_sec", 1, lambda v: fixed(v, 0)),
                              "rounds": _timing(p, "rounds"),
                              # what you waited: under load, lower than what the device does
                              "wall-clock samples/s": _timing(p, "wall_samples_per_sec")}
@@ -136,7 +136,7 @@ def sweep_step_time_chart(points: Sequence[dict], fit: dict | None,
            "Time per optimizer step (ms)", subtitle=clock_note(points), rangemode="tozero")
     _log2_axis(fig, [p["batch_size"] for p in points])
     return Chart(fig, alt, [{"batch size": p["batch_size"], "step time (ms)": p["step_time_s"] * 1e3,
-                             "middle half (ms)": _middle(p, "step_time_s", 1e3, "{:.3g}")}
+                             "middle half (ms)": _middle(p, "step_time_s", 1e3, sig)}
                             for p in ok])
 
 

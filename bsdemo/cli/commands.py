@@ -130,7 +130,7 @@ def find(cfg: RunConfig, args: argparse.Namespace, budget: int | None, margin: f
             print(json.dumps(event), flush=True)
         elif event["kind"] == "find_probe":
             peak = fmt(event["peak_memory_bytes"], format_bytes)
-            rate = fmt(event["samples_per_sec"], "{:,.0f} samples/s")
+            rate = fmt(event["samples_per_sec"], lambda v: f"{fixed(v, 0)} samples/s")
             sim = " (simulated)" if event["simulated"] else ""
             print(f"probe {event['probe']}: batch {event['batch_size']:>6} {event['status']:>4}"
                   f"{sim}  peak {peak:>10}  {rate:>18}  ({event['reason']})", flush=True)

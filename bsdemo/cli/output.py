@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 
-from bsdemo.units import fixed, format_bytes, sig
+from bsdemo.units import fixed, format_bytes, percent, sig
 
 
 def print_sweep_table(points: list[dict]) -> None:
@@ -18,7 +18,7 @@ def print_sweep_table(points: list[dict]) -> None:
         middle = f"{fixed(rate['q1'], 0)}–{fixed(rate['q3'], 0)}" if rate else ""
         sim = " (simulated)" if p["simulated"] else ""
         print(f"{p['batch_size']:>7} {p['status']:>9} {fmt(p['samples_per_sec'], lambda v: fixed(v, 0)):>12} "
-              f"{middle:>19} {fmt(p['step_time_s'], '{:.3g} s'):>11} "
+              f"{middle:>19} {fmt(p['step_time_s'], seconds):>11} "
               f"{timing.get('rounds', ''):>6} {fmt(p['peak_memory_bytes'], format_bytes):>12}  "
               f"{p['memory_source'] or ''}{sim}")
     clocks = {(p.get("timing") or {}).get("clock") for p in points} - {None}
@@ -30,8 +30,9 @@ def print_sweep_table(points: list[dict]) -> None:
 
 
 def print_find_result(r: dict) -> None:
-    if r["batch_size"] is None:
-        print(f"No batch size fits. {r['message']}")
+    if r["batch_size"] is None:  # a search that ended on a diverged run says only that
+        print(r["message"] if r.get("outcome") == "diverged" else
+              f"No batch size fits. {r['message']}")
         return
     print(f"Use batch {r['batch_size']}" + (f" × {r['accumulation_steps']} accumulation steps"
                                           if r["accumulation_steps"] > 1 else "")
@@ -42,8 +43,16 @@ def print_find_result(r: dict) -> None:
               f"{sig(r['lr_linear'], 4)} (linear rule) or {sig(r['lr_sqrt'], 4)} (square-root rule).")
 
 
-def span(values, fmt: str) -> str:
-    return f" (68 %: {fmt.format(values[0])}–{fmt.format(values[1])})" if values else ""
+def span(values, write: Callable) -> str:
+    return f" (68 %: {write(values[0])}–{write(values[1])})" if values else ""
+
+
+def seconds(v: float) -> str:
+    return f"{sig(v)} s"
+
+
+def whole(v: float) -> str:
+    return fixed(v, 0)
 
 
 def print_sweep_end(end: dict) -> None:
@@ -51,17 +60,17 @@ def print_sweep_end(end: dict) -> None:
     if fit["t0_s"] is not None:
         t0 = fit.get("t0_range_s")
         print(f"step time  t(B) = {sig(fit['t0_s'] * 1e3)} ms"
-              f"{span(t0 and [v * 1e3 for v in t0], '{:.3g}')} + "
+              f"{span(t0 and [v * 1e3 for v in t0], sig)} + "
               f"{sig(fit['t1_s_per_sample'] * 1e6)} µs × B   (R² {fixed(fit['r2_time'], 3)}); overhead = "
-              f"per-sample work at B ≈ {fmt(end['crossover_batch_size'], '{:.0f}')}"
-              f"{span(end.get('crossover_range'), '{:.0f}')}")
+              f"per-sample work at B ≈ {fmt(end['crossover_batch_size'], whole)}"
+              f"{span(end.get('crossover_range'), whole)}")
     if fit["m0_bytes"] is not None:
         print(f"memory     M(B) = {format_bytes(fit['m0_bytes'])} + "
               f"{format_bytes(fit['m_bytes_per_sample'])} × B   (R² {fixed(fit['r2_memory'], 3)})")
     print(f"largest batch that ran: {fmt(end['max_batch_size_fits'], '{}')}; predicted largest "
           f"under {fmt(end['capacity_bytes'], format_bytes)}: "
           f"{fmt(end['predicted_max_batch_size'], '{} (predicted)')}; throughput knee: "
-          f"{fmt(end['knee_batch_size'], '{}')}{span(end.get('knee_range'), '{:.0f}')}")
+          f"{fmt(end['knee_batch_size'], '{}')}{span(end.get('knee_range'), whole)}")
     print("(68 %: the middle 68 % of estimates from the rounds resampled; a figure is named only "
           "where that range spans at most one doubling)")
 
@@ -70,15 +79,16 @@ def print_summary(end) -> None:
     s = end.summary
     print(end.message)
     rows = [("status", end.status), ("optimizer steps", s.get("steps")),
-            ("samples/s (median)", fmt(s.get("samples_per_sec"), "{:,.0f}")),
-            ("step time (median)", fmt(s.get("step_time_s"), "{:.3g} s")),
+            ("samples/s (median)", fmt(s.get("samples_per_sec"), whole)),
+            ("step time (median)", fmt(s.get("step_time_s"), seconds)),
             ("peak memory", fmt(s.get("peak_memory_bytes"), "{:,} B") +
              f" ({s.get('memory_source')})"),
-            ("final train loss", fmt(s.get("final_train_loss"), "{:.4f}")),
-            ("test accuracy", fmt(s.get("test_accuracy"), "{:.2%}")), ("device", s.get("device"))]
+            ("final train loss", fmt(s.get("final_train_loss"), lambda v: fixed(v, 4))),
+            ("test accuracy", fmt(s.get("test_accuracy"), lambda v: percent(v, 2))),
+            ("device", s.get("device"))]
     if s.get("frechet_distance") is not None:  # a GAN: its loss and accuracy are the discriminator's
-        rows[5:7] = [("discriminator loss", fmt(s.get("final_train_loss"), "{:.4f}")),
-                     ("discriminator right", fmt(s.get("test_accuracy"), "{:.2%}")),
+        rows[5:7] = [("discriminator loss", fmt(s.get("final_train_loss"), lambda v: fixed(v, 4))),
+                     ("discriminator right", fmt(s.get("test_accuracy"), lambda v: percent(v, 2))),
                      ("Fréchet distance", f"{sig(s['frechet_distance'])} (real images "
                                           f"{fmt(s.get('frechet_reference'), lambda v: sig(v, 2))})")]
     for name, value in rows:

@@ -31,12 +31,37 @@ class _Stopped(Exception):
     """should_stop() said stop between two probes."""
 
 
+class _Ended(Exception):
+    """A probe's loss diverged (NaN or inf): memory says nothing about a run that cannot train,
+    so the search ends and says why."""
+
+    def __init__(self, point: dict[str, Any], tested: dict[int, dict[str, Any]]):
+        super().__init__(point.get("message"))
+        self.point, self.tested = point, tested
+
+
+OUTCOMES = {"diverged": "diverged"}  # a probe's status that ends the search -> its outcome
+
+
 def find_batch_size(cfg: RunConfig, **kwargs) -> Iterator[dict[str, Any]]:
-    """Yield one find_probe per real run, then find_result (none when it was stopped)."""
+    """Yield one find_probe per real run, then find_result (none when it was stopped). A probe
+    whose loss diverged ends the search: its result has no batch and says so ("at batch 64 the
+    run diverged: …", outcome "diverged"), never "does not fit"."""
     try:
         yield from _find(cfg, **kwargs)
     except _Stopped:
         return
+    except _Ended as ended:
+        p = ended.point
+        yield p
+        # the run's own message ("Diverged at step 2: loss not a number … Lower the lr …")
+        why = (p.get("message") or "").removeprefix("Diverged ").strip()
+        yield _result(None, 1, ended.tested, None, margin=kwargs.get("margin", 0.10), knee=None,
+                      reference_batch=None, reference_lr=None,
+                      note=f"At batch {p['batch_size']} the run {OUTCOMES[p['status']]} "
+                           f"{why or '.'} The search stopped there: memory says nothing about a "
+                           "run that cannot train."
+                      ) | {"outcome": p["status"], "failed_at_batch": p["batch_size"]}
 
 
 class _Probes:
@@ -61,6 +86,8 @@ class _Probes:
             raise _Stopped
         point = dict(point, kind="find_probe", reason=reason, probe=len(self.tested) + 1)
         self.tested[b] = point
+        if point["status"] in OUTCOMES:
+            raise _Ended(point, self.tested)
         return point
 
     def ok(self) -> list[int]:
@@ -242,4 +269,5 @@ def _result(batch, accum, tested, predicted, *, margin, knee, note, reference_ba
             "knee_batch_size": knee, "probes": len(tested), "tested_batch_sizes": sorted(tested),
             "predicted_max": predicted, "margin": margin, "capacity_bytes": capacity,
             "recommended_because": None, "knee_range": None, "throughput": [],
+            "outcome": "found" if batch else "does not fit", "failed_at_batch": None,
             "message": note, **lr}

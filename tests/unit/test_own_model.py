@@ -288,3 +288,22 @@ def test_profile_on_an_own_model_splits_its_step_and_cuts_its_overhead(tmp_path)
                                                           "trace_batch8192.json"]
     assert not any("trace_gz_b64" in rec for rec in r.records)
     assert r.figure().data and r.split_figure().data and r.summary
+
+
+def test_a_model_whose_loss_turns_nan_at_a_batch_is_said_to_diverge_not_to_not_fit():
+    """A user's model whose loss is NaN from batch 64 up (finite on the small batches the check
+    and the first probes use): the finder ends at the first probe that diverged and says so —
+    no batch recommended, not "does not fit", nor 63 found by bisecting towards the NaN."""
+    def loss(outputs, targets):
+        bad = float("nan") if outputs.shape[0] >= 64 else 0.0
+        return torch.nn.functional.cross_entropy(outputs, targets) + bad
+
+    found = api.find_batch_size(api.Workload(_linear, batch=_batch, loss=loss,
+                                             optimizer=lambda p: torch.optim.SGD(p, lr=0.1)),
+                                memory_budget="256MiB", max_batch=1024)
+    r = found.result
+    assert r["outcome"] == "diverged" and r["batch_size"] is None and r["failed_at_batch"] >= 64
+    assert [p["status"] for p in found.probes][-1] == "diverged"
+    assert all(p["status"] == "ok" for p in found.probes if p["batch_size"] < 64)
+    assert f"At batch {r['failed_at_batch']} the run diverged at step" in found.summary
+    assert "does not fit" not in found.summary and "No batch size fits" not in found.summary

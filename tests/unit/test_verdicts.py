@@ -115,17 +115,29 @@ RAW_SPEC = re.compile(r"\.[1-9]|[eEgG%]|\+|(?<![.\d])[fF]")
 SOURCES = [*Path("bsdemo").rglob("*.py"), *Path("pages").glob("*.py"), Path("app.py")]
 
 
+TEMPLATE = re.compile(r"(?<!%)\{\w*:([^{}]+)\}")  # a str.format template's field: "{:.3g} s"
+# a Plotly hover template's field ("%{x:.2f}") is d3-format's, in the browser: fixed decimals
+# (d3 writes a real minus) are allowed, never "g" or "e", which write "1.2e-8"
+HOVER_E = re.compile(r"%\{\w+:[^}]*[eEgG]\}")
+
+
 def _specs(path: Path):
+    """Each format spec in a file: an f-string's, and a string constant's str.format fields."""
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
             yield node.lineno, "".join(v.value if isinstance(v, ast.Constant) else "{}"
                                        for v in node.format_spec.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            for m in TEMPLATE.finditer(node.value):
+                yield node.lineno, m.group(1)
 
 
 def test_no_text_formats_a_number_but_through_the_units_module():
     raw = [f"{path}:{line}: {{…:{spec}}}" for path in SOURCES if path.name != "units.py"
            for line, spec in _specs(path) if RAW_SPEC.search(spec.lstrip("<>^=0123456789,"))
            and "machine-read" not in path.read_text(encoding="utf-8").splitlines()[line - 1]]
+    raw += [f"{path}: {m.group(0)}" for path in SOURCES
+            for m in HOVER_E.finditer(path.read_text(encoding="utf-8"))]
     templates = [f"{path}: {m.group(0)}" for path in Path("bsdemo").rglob("*.toml")
                  for m in re.finditer(r"\{\w+:([^{}]+)\}", path.read_text(encoding="utf-8"))
                  if RAW_SPEC.search(m.group(1).lstrip("<>^=0123456789,"))]
@@ -139,6 +151,11 @@ def test_the_format_check_finds_a_raw_spec(tmp_path):
     assert len(caught) == 8
     assert not any(RAW_SPEC.search(s.lstrip("<>^=0123456789,")) for s in (".0f", ",", ">12",
                                                                           "03d", "02x", ",.0f"))
+    # and it reads str.format templates in string constants, not only f-strings
+    path = tmp_path / "templates.py"
+    path.write_text('x = fmt(v, "{:.3g} s")\ny = f"{v:.2f}"\nz = "{}: {name}"\n')
+    assert sorted(spec for _, spec in _specs(path)) == [".2f", ".3g"]
+    assert HOVER_E.search('hovertemplate="%{x:.3g}"') and not HOVER_E.search('"%{x:.2f} ms"')
 
 
 # ----- learning-rate scaling: "beat", "within a point", "short" -----
