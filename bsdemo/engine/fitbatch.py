@@ -27,6 +27,7 @@ batch under the budget is predicted, then verified by a real step (halved until 
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -39,6 +40,7 @@ from torch.utils.checkpoint import checkpoint
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.measure import step_clock
 from bsdemo.engine.memory import SavedActivations, tensor_bytes
+from bsdemo.engine.steps import is_out_of_memory
 from bsdemo.engine.train import check_budget, prepare
 from bsdemo.fits import linear_fit
 from bsdemo.footprint import expected_optimizer_state_bytes
@@ -227,6 +229,22 @@ class Stepper:
         return self.fixed - self.param_bytes + top  # the gradients are in `top`
 
 
+def _peak(stepper: Stepper, batch: int, technique: str) -> int | None:
+    """The peak of one step of `batch`, or None when the device itself ran out of memory (a
+    CUDA out-of-memory error, the CPU allocator's "can't allocate memory"): the step's tensors
+    are let go and the search goes on below it, as the sweep and the finder do."""
+    try:
+        return stepper.step(batch, technique)[0]
+    except Exception as exc:
+        if not is_out_of_memory(exc):
+            raise
+    stepper.model.zero_grad(set_to_none=True)
+    gc.collect()
+    if stepper.device.type == "cuda":
+        torch.cuda.empty_cache()
+    return None
+
+
 @contextlib.contextmanager
 def _stderr_muted():
     """The profiler's C++ side prints a line to stderr (fd 2) at each start and stop: not for
@@ -277,6 +295,20 @@ def loss_after(cfg: RunConfig, technique: str, steps: int, batch: int,
         return stepper.loss(model(x), y).item()
 
 
+def _loss_or_none(cfg: RunConfig, technique: str, *args) -> float | None:
+    """loss_after, or None when the device ran out of memory taking it (its batch, or the
+    whole set's loss, larger than the device holds)."""
+    try:
+        return loss_after(cfg, technique, *args)
+    except Exception as exc:
+        if not is_out_of_memory(exc):
+            raise
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return None
+
+
 def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str] | None = None,
               accumulation: int = 4, max_batch: int = 65536,
               budget_steps: int = FIT_BUDGET_STEPS, budget_batch: int = FIT_BUDGET_BATCH,
@@ -295,35 +327,47 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
             "method returning (stem, blocks, head))" if "checkpointing" in missing[0]
             else " (fp16 needs a CUDA device; bf16 runs here)"))
     n = len(stepper.run.data.y_train)
-    reference = loss_after(cfg, "fp32", budget_steps, budget_batch, accumulation, should_stop)
+    reference = _loss_or_none(cfg, "fp32", budget_steps, budget_batch, accumulation, should_stop)
     results = {}
     common = None  # on the CPU: the batch (fp32's largest) every technique's real peak is read at
     for name in names:
         check_stop(should_stop)
         base = "fp32" if name == "accumulation" else name
         if base in results:
-            line = results[base]["fit"]
+            line, probe_oom = results[base]["fit"], results[base].get("device_oom_batch")
         else:
-            fit = linear_fit(FIT_PROBES, [check_stop(should_stop) or stepper.step(b, base)[0]
-                                          for b in FIT_PROBES])
-            line = (fit.intercept, fit.slope)
-        m0, slope = line
-        predicted = max(1, min(max_batch, math.floor((memory_budget_bytes - m0) / slope)
-                               if slope > 0 else max_batch))
-        batch, peak = predicted, None
+            peaks = [check_stop(should_stop) or _peak(stepper, b, base) for b in FIT_PROBES]
+            probe_oom = next((b for b, p in zip(FIT_PROBES, peaks, strict=True) if p is None),
+                             None)
+            fit = linear_fit(FIT_PROBES, peaks) if probe_oom is None else None
+            line = (fit.intercept, fit.slope) if fit else None
+        device_oom = None  # the batch the device itself ran out of memory at, if it did
+        if line is None:  # a probe ran out of the device's own memory: nothing to fit
+            m0 = slope = predicted = peak = None
+            batch, device_oom = 0, probe_oom
+        else:
+            m0, slope = line
+            predicted = max(1, min(max_batch, math.floor((memory_budget_bytes - m0) / slope)
+                                   if slope > 0 else max_batch))
+            batch, peak = predicted, None
         while batch >= 1:  # verify with a real step; step down in proportion until it fits
             check_stop(should_stop)
-            peak, _, _ = stepper.step(batch, base)
+            peak = _peak(stepper, batch, base)
+            if peak is None:  # the device ran out before the budget did: halve
+                device_oom, batch = batch, batch // 2
+                continue
             if peak <= memory_budget_bytes:
                 break
             # memory grows at most in proportion to the batch past the fixed part, so this lands
             # at or under the budget in a step or two (halving gave up a third of the batch)
             batch = min(batch - 1, math.floor(batch * memory_budget_bytes / peak))
+        oom = {"device_oom_batch": device_oom} if device_oom is not None else {}
         if batch < 1:
             record = {"kind": "fit_batch_result", "technique": name, "max_batch_size": 0,
                       "effective_batch_size": 0, "samples_per_sec": None,
                       "peak_memory_bytes": peak, "predicted_max": predicted,
-                      "fixed_bytes": round(m0), "bytes_per_sample": slope}
+                      "fixed_bytes": None if m0 is None else round(m0),
+                      "bytes_per_sample": slope, **oom}
         else:
             k = accumulation if name == "accumulation" else 1
             times = sorted(check_stop(should_stop) or stepper.step(batch, base, k, memory=False)[1]
@@ -333,11 +377,13 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
                       "samples_per_sec": batch * k / times[len(times) // 2],
                       "clock": stepper.clock,
                       "peak_memory_bytes": peak, "predicted_max": predicted,
-                      "fixed_bytes": round(m0), "bytes_per_sample": slope}
+                      "fixed_bytes": round(m0), "bytes_per_sample": slope, **oom}
         after = (reference if name == "fp32"
-                 else loss_after(cfg, name, budget_steps, budget_batch, accumulation,
-                                 should_stop))
-        record |= {"loss_after": after, "loss_vs_fp32": after - reference,
+                 else _loss_or_none(cfg, name, budget_steps, budget_batch, accumulation,
+                                    should_stop))
+        record |= {"loss_after": after,
+                   "loss_vs_fp32": None if after is None or reference is None
+                   else after - reference,
                    "budget_steps": budget_steps, "budget_batch": budget_batch}
         if name == "fp32" and batch >= 1:
             common = batch

@@ -55,6 +55,10 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
     """The closing text (Markdown) of a finished measurement, or None without an fp32 run."""
     by = {r["technique"]: r for r in results}
     base = by.get("fp32")
+    if base is not None and not base["max_batch_size"] and base.get("device_oom_batch"):
+        return (f"Out of memory: the device ran out at batch {base['device_oom_batch']:,}, an "
+                f"fp32 memory probe, before the {format_bytes(budget)} budget; nothing was "
+                "fitted.")
     if base is None or not base["max_batch_size"]:
         return None
     fitted = [by[t] for t in NAMES if by.get(t) and by[t]["max_batch_size"]]
@@ -81,10 +85,19 @@ def fit_verdict(results: Sequence[dict[str, Any]], budget: int, device: str) -> 
     acc = by.get("accumulation")
     if acc and acc["max_batch_size"]:
         parts.append(_accumulation_line(acc, real_base))
+    short = [r for r in results if r.get("device_oom_batch")]
+    if short:  # the device's own memory ended the search before the budget did
+        parts.append("- The device itself ran out of memory before the budget: " + ", ".join(
+            f"{r['technique']} at batch {r['device_oom_batch']:,}" for r in short)
+            + "; those largest batches are the device's, not the budget's.")
     changed = [(r["technique"], r["loss_vs_fp32"]) for r in results
-               if r["technique"] != "fp32" and abs(r["loss_vs_fp32"]) >= SAME_LOSS]
+               if r["technique"] != "fp32" and r["loss_vs_fp32"] is not None
+               and abs(r["loss_vs_fp32"]) >= SAME_LOSS]
     steps, batch = base["budget_steps"], base["budget_batch"]
-    if changed:
+    if base["loss_after"] is None:
+        parts.append(f"The loss comparison ({steps} steps at batch {batch} from the same start) "
+                     "ran out of the device's memory: it was not made.")
+    elif changed:
         parts.append(f"After {steps} steps at batch {batch} from the same start, the training "
                      "loss differed from fp32's: " + ", ".join(
                          f"{t} by {signed(d, 3)}" for t, d in changed) + " — check before you trust "

@@ -307,3 +307,34 @@ def test_a_model_whose_loss_turns_nan_at_a_batch_is_said_to_diverge_not_to_not_f
     assert all(p["status"] == "ok" for p in found.probes if p["batch_size"] < 64)
     assert f"At batch {r['failed_at_batch']} the run diverged at step" in found.summary
     assert "does not fit" not in found.summary and "No batch size fits" not in found.summary
+
+
+class _Allocator(torch.nn.Module):
+    """A model whose forward fails as the CPU allocator does past `limit` samples."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.net, self.limit = _linear(), limit
+
+    def forward(self, x):
+        if x.shape[0] > self.limit:
+            raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: "
+                               "can't allocate memory: you tried to allocate 68719476736 bytes")
+        return self.net(x)
+
+
+def test_fit_batch_reports_the_devices_own_out_of_memory_as_sweep_and_find_do():
+    """bsdemo.api.fit_batch raised the allocator's RuntimeError; now a step the device cannot
+    hold is out of memory: the search goes on below it, the result names the batch, the text
+    says the device ran out before the budget — and with nothing left, says only that."""
+    workload = api.Workload(lambda: _Allocator(200), batch=_batch,
+                            optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+    found = api.fit_batch(workload, "1GiB", techniques=["fp32"], max_batch=4096)
+    row = found.techniques[0]
+    assert 1 <= row["max_batch_size"] <= 200 and row["device_oom_batch"] > 200
+    assert "ran out of memory before the budget: fp32 at batch" in found.summary
+    tiny = api.Workload(lambda: _Allocator(40), batch=_batch,
+                        optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+    none = api.fit_batch(tiny, "1GiB", techniques=["fp32"], max_batch=4096)
+    assert none.techniques[0]["max_batch_size"] == 0 and none.techniques[0]["device_oom_batch"] == 64
+    assert none.summary.startswith("Out of memory: the device ran out at batch 64, an fp32 memory probe")
