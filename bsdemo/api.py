@@ -52,6 +52,10 @@ class Workload:
     optimizer: a function of the parameters returning a torch.optim.Optimizer; by default
         SGD with lr 0.05, the lab's. It keeps its own learning rates.
     name: what results call it.
+    probe_timeout_s: the most seconds one run of your model (a probe: its few steps) may take
+        before it is stopped as hung (an endless loop in your code), with a TimeoutError
+        naming the batch; None: no limit. Watched only from the main thread (a script, a
+        notebook's cell).
     Checkpointing (fit_batch) needs to know the model's blocks: a torch.nn.Sequential's layers,
     or a `segments()` method returning (stem, blocks, head) with
     model(x) == head(blocks[-1](... blocks[0](stem(x)))).
@@ -62,6 +66,7 @@ class Workload:
     loss: Callable | None = None
     optimizer: Callable | None = None
     name: str = "your model"
+    probe_timeout_s: float | None = 600.0
 
 
 def lab_workload(cfg) -> Workload:
@@ -292,10 +297,13 @@ def _sizes(batch_sizes: Sequence[int]) -> list[int]:
 def _drain(own, events: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
     """The engine's records, run with the user's workload in place of the lab's model; the
     config each carries names the user's model, not the lab's placeholder."""
-    from bsdemo.engine.own import using
+    from bsdemo.engine.own import ProbeTimeout, using
 
-    with using(own):
-        records = list(events)
+    try:
+        with using(own):
+            records = list(events)
+    except ProbeTimeout as exc:  # out of the engine as a BaseException: an error here
+        raise TimeoutError(str(exc)) from None
     for r in records:
         if "config" in r:
             r["config"] = {"model": own.name, "optimizer": own.kind, "lr": own.lr,

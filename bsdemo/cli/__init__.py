@@ -21,9 +21,24 @@ from bsdemo.limits import default_threads
 __all__ = ["build_parser", "main"]
 
 
+INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C (128 + SIGINT)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run one command; its exit code. Ctrl-C ends it with one line and code 130, whatever it
+    was doing (the user's own model's step included), never a traceback."""
+    command = "bsdemo"
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        command = f"bsdemo {args.command}" if args.command else command
+        return _main(parser, args)
+    except KeyboardInterrupt:
+        print(f"{command}: stopped (Ctrl-C); nothing more was measured", file=sys.stderr)
+        return INTERRUPTED
+
+
+def _main(parser, args) -> int:
     if args.command is None:
         parser.print_usage(sys.stderr)
         return 2
@@ -81,9 +96,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _own_model(args, cfg, checked: dict, model_file) -> int:
     """A measuring command on the model of --model-file (checked before any long work)."""
-    from bsdemo.engine.own import using
+    from bsdemo.engine.own import ProbeTimeout, using
 
     own = ownmodel.load(*model_file, cfg.device)
+    if args.probe_timeout is not None:  # the flag over the file's own Workload setting
+        own.timeout = args.probe_timeout
     cfg = ownmodel.config(own, args.command, cfg.seed, cfg.device, checked)
     if args.command == "find" and own.device.type == "cpu" and checked["budget"] in (None,
                                                                                     "device"):
@@ -91,8 +108,12 @@ def _own_model(args, cfg, checked: dict, model_file) -> int:
                           "--model-file on a CPU: it has no memory limit of its own to find")
     run = {"sweep": commands.sweep, "find": commands.find, "noise": commands.noise,
            "fit-batch": commands.fit_batch}[args.command]
-    with using(own):
-        return run(cfg, args, **checked)
+    try:
+        with using(own):
+            return run(cfg, args, **checked)
+    except ProbeTimeout as exc:
+        print(one_line(f"bsdemo {args.command}: {exc}"), file=sys.stderr)
+        return 1
 
 
 def _fail(command: str, exc: ConfigError) -> int:

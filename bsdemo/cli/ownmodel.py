@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bsdemo.config import ConfigError
+from bsdemo.units import real_number
 
 FIELD = "model_file"
 _SPEC = re.compile(r"^(?P<path>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
@@ -31,8 +32,15 @@ def check_flag(args: argparse.Namespace) -> tuple[Path, str] | None:
     """(the file, the factory's name) of --model-file, checked without running anything; None
     when it is not given."""
     text = getattr(args, FIELD, None)
+    timeout = getattr(args, "probe_timeout", None)
     if text is None:
+        if timeout is not None:
+            raise ConfigError("probe_timeout", timeout, "nothing without --model-file: it "
+                              "watches your own model's steps")
         return None
+    if timeout is not None:  # read here, before torch: a bad one exits at once
+        args.probe_timeout = real_number("probe_timeout", timeout, 0.0, 7 * 86400.0,
+                                         low_open=True, exact=False)
     match = _SPEC.match(text)
     if match is None:
         raise ConfigError(FIELD, text, ALLOWED)

@@ -36,7 +36,8 @@ FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student 
 FIELD_FLAGS = {v: "--" + k.replace("_", "-") for k, v in FLAGS.items()} | {
     "memory_budget": "--memory-budget", "size": "--size", "micro_batch": "--micro-batch",
     "memory_budget_bytes": "--memory-budget", "techniques": "--techniques",
-    "model_file": "--model-file", "micro_batches": "--micro-batches"}
+    "model_file": "--model-file", "micro_batches": "--micro-batches",
+    "probe_timeout_s": "--probe-timeout", "probe_timeout": "--probe-timeout"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -397,6 +398,9 @@ def _model_file_flag(parser: argparse.ArgumentParser) -> None:
                              "optimizer); your code runs in this terminal only, never on a lab "
                              "server. With it, only --device and --seed of the workload flags "
                              "apply")
+    parser.add_argument("--probe-timeout", metavar="SECONDS",
+                        help="with --model-file: the most seconds one step of your model may "
+                             "take before the command stops it as hung (default 600)")
 
 
 def _workload_flags(parser: argparse.ArgumentParser, train: argparse.ArgumentParser,

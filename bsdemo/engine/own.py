@@ -14,6 +14,8 @@ import contextlib
 import copy
 import math
 import os
+import signal
+import threading
 import traceback
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -25,6 +27,7 @@ import torch.nn.functional as F
 from bsdemo.config import TEST_FRACTION, ConfigError, RunConfig
 from bsdemo.engine.data import Dataset
 from bsdemo.engine.measure import resolve_device
+from bsdemo.units import setting
 
 CHECK_BATCHES = (3, 5)  # sizes the batch function is asked for up front: does it obey the size?
 _ACTIVE: ContextVar[OwnWorkload | None] = ContextVar("bsdemo_own_workload", default=None)
@@ -35,15 +38,30 @@ def active() -> OwnWorkload | None:
     return _ACTIVE.get()
 
 
+class ProbeTimeout(BaseException):
+    """A run of the user's model went past its time limit (a hung step: an endless loop in the
+    user's code). A BaseException, so that no `except Exception` on the way — the engine's
+    own, which makes a failed step a result — takes it for the model's error."""
+
+
 @contextlib.contextmanager
 def using(workload: OwnWorkload) -> Iterator[OwnWorkload]:
-    """Within the block, every run the engine prepares is the user's model on the user's data.
-    The caller's torch random state is put back after (probes seed the generator)."""
+    """Within the block, every run the engine prepares is the user's model on the user's data,
+    each run watched by the workload's time limit (`parts` arms it; SIGALRM, so only from the
+    main thread). The caller's torch random state is put back after (probes seed the
+    generator)."""
     token = _ACTIVE.set(workload)
+    watched = workload.timeout is not None and threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGALRM, workload.expired) if watched else None
+    workload.watched = watched
     try:
         with kept_random_state():
             yield workload
     finally:
+        if watched:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        workload.watched = False
         _ACTIVE.reset(token)
 
 
@@ -128,6 +146,12 @@ class OwnWorkload:
 
     def __init__(self, workload: Any, device: str = "auto"):
         self.name = getattr(workload, "name", None) or "your model"
+        self.timeout = getattr(workload, "probe_timeout_s", None)
+        if self.timeout is not None and (isinstance(self.timeout, bool) or not isinstance(
+                self.timeout, int | float) or not 0 < self.timeout <= 7 * 86400):
+            raise ConfigError("probe_timeout_s", self.timeout, "seconds, more than 0 and at "
+                              "most a week, or None for no limit")
+        self.watched, self.running = False, None  # using() watches; the batch of the run now
         self.device = resolve_device(device)
         model = workload.model
         if isinstance(model, torch.nn.Module):
@@ -146,9 +170,9 @@ class OwnWorkload:
         if self.batch is not None and not callable(self.batch):
             raise ConfigError("batch", _describe(self.batch),
                               "a function of the batch size returning (inputs, targets)")
-        self.loss = workload.loss or cross_entropy
-        if not callable(self.loss):
-            raise ConfigError("loss", _describe(self.loss), "a function (outputs, targets) -> "
+        self.user_loss = workload.loss or cross_entropy
+        if not callable(self.user_loss):
+            raise ConfigError("loss", _describe(self.user_loss), "a function (outputs, targets) -> "
                               "a scalar tensor")
         self.optimizer = workload.optimizer or (lambda params: torch.optim.SGD(params, lr=0.05))
         if not callable(self.optimizer):
@@ -196,6 +220,22 @@ class OwnWorkload:
                               "returns exactly the number of samples asked for (the batch size "
                               "is what is measured)")
         return x.to(self.device), y.to(self.device)
+
+    def loss(self, outputs, targets):
+        """The user's loss, each call re-arming the watchdog: every step (a step calls it once)
+        gets the whole limit, from one loss to the next."""
+        self.arm()
+        return self.user_loss(outputs, targets)
+
+    def arm(self) -> None:
+        if self.watched:
+            signal.setitimer(signal.ITIMER_REAL, self.timeout)
+
+    def expired(self, signum, frame) -> None:
+        """SIGALRM's handler: the run now going took longer than the limit."""
+        raise ProbeTimeout(f"a step of {self.name} at batch {self.running} took longer than "
+                           f"{setting(self.timeout)} s, its time limit: stopped as hung (look "
+                           "for an endless loop in the model, data or loss code)")
 
     def check(self) -> None:
         for n in CHECK_BATCHES:
@@ -265,6 +305,8 @@ class OwnWorkload:
         """(cfg validated, notices, device, data, model, optimizer) of the run cfg describes (its
         batch, accumulation, seed, steps) on the user's model: `steps.prepare` makes it a run."""
         cfg, notices = cfg.validated()
+        self.running = cfg.batch_size
+        self.arm()  # the run's set-up and its first step within the limit
         torch.manual_seed(cfg.seed)
         model = self.fresh_model().to(self.device)
         return (cfg, notices, self.device, self.pool(cfg.train_samples), model,

@@ -338,3 +338,79 @@ def test_fit_batch_reports_the_devices_own_out_of_memory_as_sweep_and_find_do():
     none = api.fit_batch(tiny, "1GiB", techniques=["fp32"], max_batch=4096)
     assert none.techniques[0]["max_batch_size"] == 0 and none.techniques[0]["device_oom_batch"] == 64
     assert none.summary.startswith("Out of memory: the device ran out at batch 64, an fp32 memory probe")
+
+
+HANG = """
+import os, torch
+from bsdemo.api import Workload
+
+def batch(n):
+    return torch.randn(n, 4), torch.randint(0, 2, (n,))
+
+def loss(outputs, targets):
+    if outputs.shape[0] >= 64:  # the user's bug: an endless loop at the larger batch
+        open(os.environ["BSDEMO_TEST_MARK"], "w").close()
+        while True:
+            pass
+    return torch.nn.functional.cross_entropy(outputs, targets)
+
+def hang():
+    return Workload(lambda: torch.nn.Linear(4, 2), batch=batch, loss=loss)
+"""
+
+
+def test_a_hung_step_of_the_users_model_is_stopped_by_its_time_limit(tmp_path, monkeypatch):
+    """The API: a step past probe_timeout_s is a TimeoutError naming the batch, the watchdog
+    gone after (the caller's SIGALRM handler back, no alarm left). The CLI: --probe-timeout,
+    its last line why, exit code 1, no traceback."""
+    import signal
+
+    (tmp_path / "mine.py").write_text(HANG)
+    monkeypatch.setenv("BSDEMO_TEST_MARK", str(tmp_path / "mark"))
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bsdemo_test_hang", tmp_path / "mine.py")
+    mine = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mine)
+    before = signal.getsignal(signal.SIGALRM)
+    work = mine.hang()
+    work.probe_timeout_s = 2.0
+    with pytest.raises(TimeoutError, match="at batch 64 took longer than 2 s"):
+        api.sweep(work, [8, 64], rounds=1, timed_steps=2)
+    assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    out = _cli("sweep", "--model-file", f"{tmp_path / 'mine.py'}:hang", "--batch-sizes", "8,64",
+               "--probe-timeout", "2", timeout=180)
+    # the progress lines, then one line that says why it stopped
+    last = out.stderr.strip().splitlines()[-1]
+    assert out.returncode == 1 and last.startswith("bsdemo sweep: a step of your model"), out.stderr
+    assert "at batch 64 took longer than 2 s" in last and "Traceback" not in out.stderr
+
+
+def test_ctrl_c_ends_a_command_with_one_line_and_code_130(tmp_path):
+    """Ctrl-C while the user's own code loops (no time limit reached): exit code 130, its last
+    line says so, no traceback."""
+    import os
+    import signal
+    import time
+
+    (tmp_path / "mine.py").write_text(HANG)
+    mark = tmp_path / "mark"
+    proc = subprocess.Popen([sys.executable, "-m", "bsdemo", "sweep", "--model-file",
+                             f"{tmp_path / 'mine.py'}:hang", "--batch-sizes", "8,64"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "BSDEMO_TEST_MARK": str(mark)})
+    try:
+        deadline = time.monotonic() + scaled(180)
+        while not mark.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert mark.exists(), proc.communicate(timeout=5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=scaled(60))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    last = err.strip().splitlines()[-1]  # after the progress lines
+    assert last == "bsdemo sweep: stopped (Ctrl-C); nothing more was measured", err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
