@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
-import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -23,13 +21,10 @@ from bsdemo.config import ConfigError
 from bsdemo.recall import BrowserMemory
 from bsdemo.scheduler import Scheduler
 from bsdemo.server import SERVER_NOTICES, process_scheduler
+from bsdemo.ui.cookies import COOKIE, COOKIE_DAYS, SECRET, new_secret
 
 if TYPE_CHECKING:  # only named here: Ray is loaded only when the setting asks for a cluster
     from bsdemo.cluster.actor import RemoteScheduler
-
-COOKIE = "bsdemo_browser"
-COOKIE_DAYS = 30
-_SECRET = re.compile(r"[0-9a-f]{32}")
 
 
 @st.cache_resource(show_spinner=False)
@@ -42,7 +37,7 @@ def scheduler() -> Scheduler | RemoteScheduler:
 def browser_secret() -> str | None:
     """This browser's secret, when its cookie holds a well-formed one (AppTest sends none)."""
     value = (st.context.cookies or {}).get(COOKIE)
-    return value if isinstance(value, str) and _SECRET.fullmatch(value) else None
+    return value if isinstance(value, str) and SECRET.fullmatch(value) else None
 
 
 def owner() -> str:
@@ -52,15 +47,15 @@ def owner() -> str:
     if "owner" not in state:
         secret = browser_secret()
         if secret is None:
-            secret = state["secret_to_store"] = secrets.token_hex(16)
+            secret = state["secret_to_store"] = new_secret()
         state["owner"] = hashlib.sha256(secret.encode()).hexdigest()[:32]
     return state["owner"]
 
 
 def remember_browser() -> None:
-    """Store a new secret in this browser's cookie (a first-party cookie, set by script: Streamlit
-    gives the server no way to send Set-Cookie). It is read when a tab connects, so a reloaded
-    tab is the same owner."""
+    """Store a new secret in this browser's cookie, by script: only where the server did not send
+    one (a plain `streamlit run app.py`; `python -m bsdemo.ui.launch` sends it HttpOnly,
+    bsdemo.ui.cookies). It is read when a tab connects, so a reloaded tab is the same owner."""
     owner()
     secret = st.session_state.get("secret_to_store")
     if secret is None:

@@ -47,14 +47,16 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def serving(log_dir: Path, address: str = "127.0.0.1", env: dict | None = None,
-            started: list | None = None):
-    """The real app served by `streamlit run` on a free port of `address`; yields its port
+            started: list | None = None, launcher: bool = False):
+    """The real app served by `streamlit run` (or, with `launcher`, by `python -m
+    bsdemo.ui.launch`, as the image runs it) on a free port of `address`; yields its port
     (and appends its process to `started`, for a test that ends it early)."""
     if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
         pytest.fail(f"Chromium not found at {CHROMIUM}: install the chromium package")
     port = free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
-           str(port), "--server.address", address, "--server.headless", "true"]
+    cmd = [sys.executable, "-m", *(["bsdemo.ui.launch"] if launcher else ["streamlit", "run"]),
+           str(ROOT / "app.py"), "--server.port", str(port), "--server.address", address,
+           "--server.headless", "true"]
     log = open(log_dir / "streamlit.log", "wb")
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, **(env or {})},
@@ -94,6 +96,31 @@ def serving(log_dir: Path, address: str = "127.0.0.1", env: dict | None = None,
 def server(tmp_path_factory):
     with serving(tmp_path_factory.mktemp("server")) as port:
         yield f"http://127.0.0.1:{port}"
+
+
+def test_the_launcher_sends_the_browser_id_httponly_and_a_reload_keeps_it(browser, tmp_path):
+    """`python -m bsdemo.ui.launch` (the image's and the course's command): the browser's id is
+    a cookie the server sends, which no script in the page can read (HttpOnly, SameSite=Lax);
+    the page writes none of its own; a reload keeps it; and a run pressed before the reload is
+    still this browser's after it (its Stop, or its result, is there: the page knows it)."""
+    from bsdemo.ui.cookies import COOKIE
+
+    with serving(tmp_path, launcher=True, env={"BSDEMO_DATA_DIR": str(tmp_path)}) as port:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(f"http://127.0.0.1:{port}/training_lab")
+        page.get_by_role("button", name="Run").wait_for(timeout=ms(60))
+        ids = [c for c in context.cookies() if c["name"] == COOKIE]
+        assert len(ids) == 1 and ids[0]["httpOnly"] and ids[0]["sameSite"] == "Lax", ids
+        assert COOKIE not in page.evaluate("document.cookie")
+        page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(30))
+        page.get_by_role("button", name="Run").click()
+        page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=ms(90))
+        page.reload()
+        page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=ms(60))
+        assert [c["value"] for c in context.cookies() if c["name"] == COOKIE] == [ids[0]["value"]]
+        assert COOKIE not in page.evaluate("document.cookie")
+        context.close()
 
 
 def test_press_run_and_watch_the_loss_chart_fill(server, browser, tmp_path):
