@@ -1,8 +1,9 @@
 """A class in the browser: starting one, joining one, this browser's seat in it (instructor or
 member), the members' votes, and the projector's view of the room's answers.
 
-Who this browser is in a class is kept in two first-party cookies, set by script (as the
-browser's own secret is, bsdemo.ui.state): `bsdemo_class` holds the code of the class it joined,
+Who this browser is in a class is kept in two first-party cookies — handed over by the server,
+HttpOnly, under the launcher (bsdemo.ui.cookies), else set by script, as the browser's own id is
+(bsdemo.ui.state): `bsdemo_class` holds the code of the class it joined,
 `bsdemo_teach` the code and key of the class it teaches. A join link (`?join=CODE`) and an
 instructor link (`?teach=CODE.KEY`) are taken off the URL as soon as they are read, so neither a
 reload nor a copied address repeats them. The rules and the store are bsdemo.classroom's; this
@@ -28,6 +29,7 @@ from bsdemo.errors import ConfigError, clip
 from bsdemo.lessons import BY_SLUG
 from bsdemo.plaintext import plain
 from bsdemo.store import StoreUnavailable
+from bsdemo.ui import cookies as handed
 from bsdemo.ui.links import presenting
 from bsdemo.ui.state import client_address, owner
 from bsdemo.units import fixed, percent, setting
@@ -164,11 +166,20 @@ def _sit(new: Seat | None) -> None:
 
 
 def write_cookies() -> None:
-    """Write the seat's cookies (first-party, by script: Streamlit cannot send Set-Cookie)."""
+    """Give the browser the seat's cookies: handed over by the server, HttpOnly, where the lab
+    runs behind bsdemo.ui.cookies (the launcher: the page fetches them with a one-time token);
+    else written by script (a plain `streamlit run`)."""
     wanted = st.session_state.pop("class_cookies", None)
     if not wanted:
         return
     days = max(1, int(retention()) + 1)
+    if handed.server_cookies():
+        token = handed.hand_over(wanted, days * 86400)
+        with st.sidebar:
+            st.html(f'<script>fetch("{handed.HANDOVER_PATH.lstrip("/")}?t={token}", '
+                    '{credentials: "same-origin", cache: "no-store"});</script>',
+                    unsafe_allow_javascript=True)
+        return
     lines = []
     for name, value in wanted.items():
         age = days * 86400 if value else 0

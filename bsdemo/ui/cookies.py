@@ -13,12 +13,62 @@ from __future__ import annotations
 
 import re
 import secrets
+import threading
+import time
 from http.cookies import SimpleCookie
 from typing import Any
+from urllib.parse import parse_qs
 
 COOKIE = "bsdemo_browser"
 COOKIE_DAYS = 30
 SECRET = re.compile(r"[0-9a-f]{32}")
+
+
+# ----- a page's cookies handed to the browser by the server (a class seat, an instructor's key) -
+HANDOVER_PATH = "/_bsdemo/cookies"  # the page fetches it with a one-time token: Set-Cookie back
+HANDOVER_S = 60.0  # a token not fetched within this long is dropped
+HANDED = frozenset({"bsdemo_class", "bsdemo_teach"})  # the only cookies a hand-over may set
+_VALUE = re.compile(r"[A-Za-z0-9._-]{1,200}")
+_pending: dict[str, tuple[float, dict[str, str | None], int]] = {}
+_lock = threading.Lock()
+
+
+def hand_over(cookies: dict[str, str | None], max_age_s: int) -> str:
+    """A one-time token under which the server holds `cookies` (name -> value, None: delete) for
+    the page to fetch at HANDOVER_PATH: the browser then gets them HttpOnly."""
+    for name, value in cookies.items():
+        if name not in HANDED or (value is not None and not _VALUE.fullmatch(value)):
+            raise ValueError(f"not a cookie a page hands over: {name}")
+    token = secrets.token_urlsafe(24)
+    now = time.monotonic()
+    with _lock:
+        for old in [t for t, (at, _, _) in _pending.items() if now - at > HANDOVER_S]:
+            del _pending[old]
+        _pending[token] = (now, dict(cookies), int(max_age_s))
+    return token
+
+
+def _take(token: str) -> tuple[dict[str, str | None], int] | None:
+    with _lock:
+        held = _pending.pop(token, None)
+    if held is None or time.monotonic() - held[0] > HANDOVER_S:
+        return None
+    return held[1], held[2]
+
+
+def server_cookies() -> bool:
+    """Whether this process serves the lab through BrowserCookie (bsdemo.ui.serve said so): a
+    page can then hand cookies over."""
+    return _serving
+
+
+def serving() -> None:
+    """Mark this process as serving through BrowserCookie (bsdemo.ui.serve)."""
+    global _serving
+    _serving = True
+
+
+_serving = False
 
 
 def new_secret() -> str:
@@ -56,6 +106,9 @@ class BrowserCookie:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
+        if scope.get("path", "").endswith(HANDOVER_PATH):
+            await self._hand_over(scope, headers, send)
+            return
         if has_id(headers.get(b"cookie")):
             await self.app(scope, receive, send)
             return
@@ -70,3 +123,19 @@ class BrowserCookie:
             await send(message)
 
         await self.app(scope, receive, with_cookie)
+
+    @staticmethod
+    async def _hand_over(scope: dict, headers: dict, send: Any) -> None:
+        """GET HANDOVER_PATH?t=TOKEN: the cookies held under that token, once, HttpOnly; 404
+        (and no cookie) for a token unknown, used or expired."""
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        held = _take((query.get("t") or [""])[0])
+        secure = scope.get("scheme") == "https" or headers.get(b"x-forwarded-proto") == b"https"
+        out = [(b"cache-control", b"no-store"), (b"content-length", b"0")]
+        for name, value in (held[0].items() if held else []):
+            age = held[1] if value is not None else 0
+            out.append((b"set-cookie", (f"{name}={value or ''}; Path=/; Max-Age={age}; HttpOnly; "
+                                        "SameSite=Lax" + ("; Secure" if secure else "")).encode()))
+        await send({"type": "http.response.start", "status": 204 if held else 404,
+                    "headers": out})
+        await send({"type": "http.response.body", "body": b""})

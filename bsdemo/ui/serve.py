@@ -10,8 +10,9 @@ from pathlib import Path
 import streamlit as st
 from starlette.middleware import Middleware
 
-from bsdemo.ui.cookies import BrowserCookie
+from bsdemo.ui.cookies import BrowserCookie, serving
 
 SCRIPT = os.environ.get("BSDEMO_APP_SCRIPT") or str(Path(__file__).resolve().parents[2] / "app.py")
 
+serving()  # the pages may hand cookies over (a class seat), HttpOnly
 app = st.App(SCRIPT, middleware=[Middleware(BrowserCookie)])

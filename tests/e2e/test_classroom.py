@@ -220,3 +220,33 @@ def test_a_class_fills_the_learning_rate_map_together(browser, tmp_path):
         cookies = {c["name"]: c["value"] for c in teacher.cookies()}
     after_restart(browser, tmp_path, data, cookies, page_name,
                   r"Sweep 1: 3 of 24 cells have a run")
+
+
+def test_through_the_launcher_a_key_and_a_seat_are_cookies_no_script_can_read(browser, tmp_path):
+    """`python -m bsdemo.ui.launch` (the image's command): the instructor's key and a student's
+    seat reach the browser as cookies the server hands over, HttpOnly — no script in the page
+    can read the key — and each still works on the next page load."""
+    from tests.timeouts import wait_for
+
+    def httponly(context, name):
+        return next((c for c in context.cookies() if c["name"] == name and c["httpOnly"]), None)
+
+    with serving(tmp_path, launcher=True, env={"BSDEMO_DATA_DIR": str(tmp_path / "data")}) as port:
+        url = f"http://127.0.0.1:{port}"
+        teacher = browser.new_context(viewport={"width": 1280, "height": 720})
+        desk = teacher.new_page()
+        code = start_class(desk, url)
+        key = wait_for(lambda: httponly(teacher, "bsdemo_teach"), timeout=30)
+        assert key["value"].startswith(code + ".") and key["sameSite"] == "Lax"
+        assert "bsdemo_teach" not in desk.evaluate("document.cookie")
+        desk.goto(f"{url}/{LESSON}")  # a new page load: still the class's instructor
+        desk.get_by_text(re.compile(rf"^Class {code} · ")).first.wait_for(timeout=ms(30))
+        student = browser.new_context(viewport={"width": 390, "height": 844})
+        phone = student.new_page()
+        phone.goto(f"{url}/?join={code}")
+        phone.get_by_text(re.compile(rf"You joined the class {code}")).wait_for(timeout=ms(30))
+        seat = wait_for(lambda: httponly(student, "bsdemo_class"), timeout=30)
+        assert seat["value"] == code and "bsdemo_class" not in phone.evaluate("document.cookie")
+        open_lesson(phone, url)  # the seat, read from the cookie on the next load
+        teacher.close()
+        student.close()

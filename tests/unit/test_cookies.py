@@ -65,3 +65,41 @@ def test_websocket_traffic_passes_untouched():
 
     asyncio.run(BrowserCookie(app)({"type": "websocket", "headers": []}, None, send))
     assert seen == ["websocket"] and sent == [{"type": "websocket.accept"}]
+
+
+def _fetch(path: str, scheme: str = "http") -> dict:
+    """One GET of `path` through BrowserCookie (to an app that must not be reached)."""
+    sent = []
+
+    async def app(scope, receive, send):
+        raise AssertionError("the hand-over is answered by the middleware itself")
+
+    async def send(message):
+        sent.append(message)
+
+    url, _, query = path.partition("?")
+    asyncio.run(BrowserCookie(app)({"type": "http", "scheme": scheme, "path": url,
+                                    "query_string": query.encode(), "headers": []}, None, send))
+    return sent[0]
+
+
+def test_a_class_seat_is_handed_over_once_httponly():
+    """A page's class cookies go to the browser by a one-time token: the first fetch sets them
+    HttpOnly (a None value deletes), a second or an unknown token gets 404 and nothing; names
+    other than the class cookies, or odd values, are never handed over."""
+    import pytest
+
+    from bsdemo.ui.cookies import HANDOVER_PATH, hand_over
+
+    token = hand_over({"bsdemo_class": "ABC123", "bsdemo_teach": None}, 3600)
+    first = _fetch(f"{HANDOVER_PATH}?t={token}", scheme="https")
+    cookies = _set_cookies(first["headers"])
+    assert first["status"] == 204 and len(cookies) == 2
+    assert cookies[0].startswith("bsdemo_class=ABC123; Path=/; Max-Age=3600; HttpOnly")
+    assert "SameSite=Lax; Secure" in cookies[0] and "bsdemo_teach=; Path=/; Max-Age=0" in cookies[1]
+    again = _fetch(f"{HANDOVER_PATH}?t={token}")
+    assert again["status"] == 404 and _set_cookies(again["headers"]) == []
+    assert _fetch(f"{HANDOVER_PATH}?t=made-up")["status"] == 404
+    for bad in ({"bsdemo_browser": "a" * 32}, {"bsdemo_class": "x; Path=/evil"}):
+        with pytest.raises(ValueError):
+            hand_over(bad, 60)
