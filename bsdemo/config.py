@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bsdemo.errors import QUOTE_CHARS, ConfigError, clip  # noqa: F401 - re-exported
-from bsdemo.units import real_number, whole_number
+from bsdemo.units import number_text, real_number, whole_number
 
 REAL_SPLITS = {"mnist": (60_000, 10_000), "fashion": (60_000, 10_000),  # official train/test
                "cifar10": (50_000, 10_000)}  # downloaded once into the cache (bsdemo.datasets)
@@ -258,6 +258,8 @@ def _parse(name: str, kind: str, raw: Any) -> Any:
     if not text:
         raise ConfigError(name, text, "a value, or none to leave it unset" if "None" in kind
                           else "a value")
+    if (kind.startswith("int") or kind.startswith("float")) and not number_text(text):
+        raise ConfigError(name, text, "a number in ASCII digits")
     if kind.startswith("int"):
         try:
             as_float = float(text)

@@ -22,6 +22,13 @@ def _count(n: float) -> str:
     return f"{n:,}" if abs(n) >= 10**6 else f"{n:g}" if isinstance(n, float) else str(n)
 
 
+def number_text(text: str) -> bool:
+    """Whether text may be read as a number: ASCII digits only, without Python's digit-group
+    underscores — "١٢" and "1_000" are refused, not read as 12 and 1000 (what a person types,
+    "12", "+5", "1e3", "0.5", is read)."""
+    return text.isascii() and "_" not in text
+
+
 def whole_number(name: str, value: Any, low: int, high: int, exact: bool = True) -> int:
     """value as a whole number from low to high, or ConfigError naming `name`.
 
@@ -30,7 +37,7 @@ def whole_number(name: str, value: Any, low: int, high: int, exact: bool = True)
     A bool is never a number.
     """
     number = value
-    if not exact and isinstance(value, str) and len(value) <= _TEXT_CHARS:
+    if not exact and isinstance(value, str) and len(value) <= _TEXT_CHARS and number_text(value):
         try:
             number = int(value.strip())
         except ValueError:
@@ -47,7 +54,7 @@ def real_number(name: str, value: Any, low: float, high: float, low_open: bool =
     """value as a finite number from low (excluded with low_open) to high, or ConfigError.
     exact: only an int or a float is one; otherwise text is read too."""
     number = value
-    if not exact and isinstance(value, str) and len(value) <= _TEXT_CHARS:
+    if not exact and isinstance(value, str) and len(value) <= _TEXT_CHARS and number_text(value):
         try:
             number = float(value)
         except ValueError:
@@ -72,6 +79,8 @@ def parse_bytes(text: str, field_name: str = "memory_budget") -> int:
     unit = raw[len(number):].strip().lower()
     allowed = "a size such as 512MiB, 8GiB or 0.5GB (units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
     try:
+        if not number_text(number):
+            raise ValueError
         value = float(number)
     except ValueError:
         raise ConfigError(field_name, raw, allowed) from None
@@ -193,6 +202,8 @@ def parse_batch_sizes(text: str, field_name: str, largest: int) -> list[int]:
     if not raw or len(parts) > 64:
         raise ConfigError(field_name, raw, allowed + " (1 to 64 of them)")
     try:
+        if not all(map(number_text, parts)):
+            raise ValueError
         sizes = [int(p) for p in parts]
     except ValueError:
         raise ConfigError(field_name, raw, allowed) from None

@@ -263,3 +263,19 @@ def test_a_batch_size_list_with_an_empty_entry_is_refused():
         with pytest.raises(ConfigError, match="batch_sizes"):
             parse_batch_sizes(text, "batch_sizes", 64)
     assert parse_batch_sizes(" 1, 2 ,4 ", "batch_sizes", 64) == [1, 2, 4]
+
+
+@pytest.mark.parametrize("text", ["١٢", "1_000", "٣٢,٦٤"])
+def test_numbers_are_ascii_digits_not_whatever_python_would_read(text):
+    """Python's int() reads Arabic-Indic digits and digit-group underscores ("١٢" -> 12,
+    "1_000" -> 1000): a link, a flag or a batch list refuses them instead, naming the field."""
+    from bsdemo.config import config_from_query
+    from bsdemo.units import parse_batch_sizes, whole_number
+
+    cfg, message = config_from_query({"batch_size": text})
+    assert cfg == RunConfig() and "batch_size" in message
+    with pytest.raises(ConfigError, match="steps"):
+        whole_number("steps", text, 1, 10**6, exact=False)
+    with pytest.raises(ConfigError, match="batch_sizes"):
+        parse_batch_sizes(text, "batch_sizes", 4096)
+    assert whole_number("steps", " +12 ", 1, 100, exact=False) == 12  # as a person types it

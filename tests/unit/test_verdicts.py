@@ -115,7 +115,9 @@ RAW_SPEC = re.compile(r"\.[1-9]|[eEgG%]|\+|(?<![.\d])[fF]")
 SOURCES = [*Path("bsdemo").rglob("*.py"), *Path("pages").glob("*.py"), Path("app.py")]
 
 
-TEMPLATE = re.compile(r"(?<!%)\{\w*:([^{}]+)\}")  # a str.format template's field: "{:.3g} s"
+# a str.format template's field ("{:.3g} s"; a spec has no spaces or quotes, which tells it
+# from a JavaScript object in a page's script)
+TEMPLATE = re.compile(r"(?<!%)\{\w*:([^{}\s\"']+)\}")
 # a Plotly hover template's field ("%{x:.2f}") is d3-format's, in the browser: fixed decimals
 # (d3 writes a real minus) are allowed, never "g" or "e", which write "1.2e-8"
 HOVER_E = re.compile(r"%\{\w+:[^}]*[eEgG]\}")
