@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.load_test import free_port, start_server  # noqa: E402
-from scripts.screenshots import CHROMIUM, CHROMIUM_ARGS, PAGES, SECOND, VARIANTS  # noqa: E402
+from scripts.chromium import CHROMIUM, CHROMIUM_ARGS, free_port, start_server  # noqa: E402
+from scripts.screenshots import PAGES, SECOND, VARIANTS  # noqa: E402
 
 SHOWN = ("() => document.querySelectorAll('.js-plotly-plot, [data-testid=\"stDataFrame\"], "
          "[data-testid=\"stMetric\"]').length")

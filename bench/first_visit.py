@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.load_test import ARGS, free_port  # noqa: E402
+from scripts.chromium import CHROMIUM, CHROMIUM_ARGS, free_port  # noqa: E402
 
 ONE_CHART = '''import plotly.graph_objects as go
 import streamlit as st
@@ -95,7 +95,7 @@ def main() -> None:
     times: dict[str, list[float]] = {name: [] for name in urls}
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             cold = {name: visit(browser, url) for name, url in urls.items()}
             for i in range(args.visits):
                 order = list(urls) if i % 2 == 0 else list(urls)[::-1]

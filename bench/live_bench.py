@@ -32,8 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.load_test import free_port, start_server  # noqa: E402
-from scripts.screenshots import CHROMIUM, CHROMIUM_ARGS, settled  # noqa: E402
+from scripts.chromium import CHROMIUM, CHROMIUM_ARGS, free_port, settled, start_server  # noqa: E402
 
 # the newest run on the loss chart (its legend entry "#N batch B, …") has a point drawn
 RUN_POINTS = """(run) => {

@@ -22,11 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.load_test import free_port, start_server  # noqa: E402
+from scripts.chromium import CHROMIUM, CHROMIUM_ARGS, free_port, settled, start_server  # noqa: E402
 
-CHROMIUM = os.environ.get("BSDEMO_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 SIZES = [(1280, 720), (1920, 1080)]
 # axe-core (npm's package, installed by .ci/run: `npm install --prefix .ci/axe axe-core@4`):
 # the accessibility rules every checked page must pass
@@ -295,15 +292,6 @@ def full_page(page, path: Path, width: int) -> None:
     page.wait_for_timeout(1200)  # let Plotly redraw at the new size
     settled(page)
     page.screenshot(path=str(path))
-
-
-def settled(page) -> None:
-    """Wait until no script run is in flight and no element is a loading skeleton (a rerun that
-    ends a job redraws the page once)."""
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-                           " && !document.querySelector('[data-testid=\"stSkeleton\"]')",
-                           timeout=60_000)
-    page.wait_for_timeout(500)
 
 
 def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int],
