@@ -26,6 +26,8 @@
    third on the Training Lab's defaults (they ride one run), the others on a batch size drawn
    from the slider's powers of two; first point and completion p50/p95, every run completed.
    The pages' side of a room (the web process) is bench/room_bench.py's, on any server.
+12. the test suite's CUDA tests (`pytest -m gpu tests/gpu`, skipped on a machine without CUDA):
+   every one must pass here, none skipped.
 Prints a short table per part; exits 1 if a check fails. Record its output in bench/RESULTS.md.
 
     python bench/gpu_check.py [--budget 8GiB] [--model mlp --size XL]
@@ -316,6 +318,21 @@ def own_model_part(device: str, dry: bool) -> None:
         + check(all(row["max_batch_size"] > 0 for row in fit.techniques), "own fit-batch"))
 
 
+def tests_part(dry: bool) -> None:
+    """The suite's tests marked gpu, in a process of their own: on CUDA each must pass (a skip
+    is a failure here); in a dry run on the CPU each is skipped."""
+    import subprocess
+
+    t = time.perf_counter()
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/gpu",
+                           "-p", "no:cacheprovider"], cwd=root, capture_output=True, text=True)
+    last = (done.stdout.strip().splitlines() or ["no output"])[-1]
+    ok = done.returncode == 0 and (dry or "skipped" not in last)
+    print(f"\nthe suite's gpu tests: {last} {check(ok, 'gpu tests')} "
+          f"({time.perf_counter() - t:.1f} s)")
+
+
 def room_part(device: str, dry: bool) -> None:
     """A room pressing Run at once, through the scheduler as the pages use it (see 11. above)."""
     import random
@@ -476,6 +493,7 @@ def main() -> int:
     footprint_part(device, dry)
     scheduler_part(device)
     room_part(device, dry)
+    tests_part(dry)
 
     print(f"\n{'all checks passed' if not FAILURES else 'FAILED: ' + ', '.join(FAILURES)}")
     return 1 if FAILURES else 0

@@ -21,11 +21,20 @@ settings.load_profile("bsdemo")
 
 
 def pytest_collection_modifyitems(items):
-    """pytest-timeout's per-test limit (pyproject's timeout) scales with the test waits."""
+    """pytest-timeout's per-test limit (pyproject's timeout) scales with the test waits; a test
+    marked gpu is skipped where torch sees no CUDA device."""
+    cuda = None
     for item in items:
         marker = item.get_closest_marker("timeout")
         seconds = marker.args[0] if marker and marker.args else 300
         item.add_marker(pytest.mark.timeout(seconds * SCALE))
+        if item.get_closest_marker("gpu"):  # the CUDA paths: run by bench/gpu_check.py on a GPU
+            if cuda is None:
+                import torch
+
+                cuda = torch.cuda.is_available()
+            if not cuda:
+                item.add_marker(pytest.mark.skip(reason="needs a CUDA device"))
 
 
 @pytest.fixture(scope="module")

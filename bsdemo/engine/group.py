@@ -40,11 +40,6 @@ def member_threads(world: int) -> int:
     return max(1, (os.cpu_count() or 1) // world)
 
 
-def group_cores(world: int) -> int:
-    """The cores a group of `world` members uses: what one process compared with it gets."""
-    return member_threads(world) * world
-
-
 def run_group(target: str, world: int, arguments: dict[str, Any],
               should_stop: Callable[[], bool] | None = None,
               threads: int | None = None) -> list[Any]:
