@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bsdemo.errors import ConfigError
-from bsdemo.units import parse_bytes, sig
+from bsdemo.recipes import finder_summary
+from bsdemo.units import parse_bytes
 
 __all__ = ["FindResult", "FitBatchResult", "NoiseResult", "ProfileResult", "SweepResult",
            "Workload", "find_batch_size", "fit_batch", "lab_workload", "noise_scale", "profile",
@@ -363,21 +364,7 @@ def find_batch_size(workload: Workload, *, memory_budget: int | str | None = Non
         max_batch=max_batch))
     result = next(r for r in records if r["kind"] == "find_result")
     probes = [r for r in records if r["kind"] == "find_probe"]
-    return FindResult(records, _find_summary(result), probes, result)
-
-
-def _find_summary(r: dict[str, Any]) -> str:
-    if r["batch_size"] is None:
-        return r["message"] if r.get("outcome") == "diverged" else \
-            f"No batch size fits. {r['message']}"
-    text = (f"Use batch {r['batch_size']}" + (f" × {r['accumulation_steps']} accumulation steps"
-                                              if r["accumulation_steps"] > 1 else "")
-            + f". {r['message']} Tested: {', '.join(map(str, r['tested_batch_sizes']))} "
-            f"({r['probes']} probes, every one a real training step).")
-    if "lr_linear" in r:
-        text += (f" Learning rate for effective batch {r['effective_batch_size']}: "
-                 f"{sig(r['lr_linear'], 4)} (linear rule) or {sig(r['lr_sqrt'], 4)} (square-root rule).")
-    return text
+    return FindResult(records, finder_summary(result), probes, result)
 
 
 def fit_batch(workload: Workload, memory_budget: int | str, *,

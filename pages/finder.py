@@ -51,9 +51,7 @@ def draw(snap) -> None:
                 else lesson.text("no_fit", message=r["message"]))
         takeaway(text, level="error")
     elif r is not None:
-        accum = f" × {r['accumulation_steps']} accumulation steps" \
-            if r["accumulation_steps"] > 1 else ""
-        takeaway(lesson.text("use", batch=r["batch_size"], accum=accum, message=r["message"],
+        takeaway(lesson.text("use", use=recipes.finder_use(r), message=r["message"],
                              probes=r["probes"],
                              tested=", ".join(map(str, r["tested_batch_sizes"])),
                              doubling=recipes.doubling_trials(r["max_batch_size"] or 1)),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 
+from bsdemo.recipes import finder_summary
 from bsdemo.units import fixed, format_bytes, percent, sig
 
 
@@ -30,17 +31,7 @@ def print_sweep_table(points: list[dict]) -> None:
 
 
 def print_find_result(r: dict) -> None:
-    if r["batch_size"] is None:  # a search that ended on a diverged run says only that
-        print(r["message"] if r.get("outcome") == "diverged" else
-              f"No batch size fits. {r['message']}")
-        return
-    print(f"Use batch {r['batch_size']}" + (f" × {r['accumulation_steps']} accumulation steps"
-                                          if r["accumulation_steps"] > 1 else "")
-          + f". {r['message']} Tested: {', '.join(map(str, r['tested_batch_sizes']))} "
-          f"({r['probes']} probes); predicted largest: {fmt(r['predicted_max'], '{}')}.")
-    if "lr_linear" in r:
-        print(f"Learning rate for effective batch {r['effective_batch_size']}: "
-              f"{sig(r['lr_linear'], 4)} (linear rule) or {sig(r['lr_sqrt'], 4)} (square-root rule).")
+    print(finder_summary(r))
 
 
 def span(values, write: Callable) -> str:

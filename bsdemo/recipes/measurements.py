@@ -8,6 +8,7 @@ from typing import Any
 
 from bsdemo import footprint
 from bsdemo.config import RunConfig
+from bsdemo.lessons import BY_SLUG
 from bsdemo.recipes.closing import join
 from bsdemo.timing import DEVICE_CLOCK, THREAD_CLOCK
 from bsdemo.units import fixed, format_bytes, percent, sig
@@ -256,3 +257,28 @@ def memory_verdict(end: dict[str, Any], points: Sequence[dict[str, Any]]) -> str
     elif largest:
         text += f"Every batch up to {largest} fitted."
     return join(lead, text)
+
+
+def finder_use(r: dict[str, Any]) -> str:
+    """The finder's advice, one sentence: "Use batch 250 × 4 accumulation steps."."""
+    lesson = BY_SLUG["finder"]
+    steps = r["accumulation_steps"]
+    return lesson.text("use_batch", batch=r["batch_size"],
+                       accum=lesson.text("accum", steps=steps) if steps > 1 else "")
+
+
+def finder_summary(r: dict[str, Any]) -> str:
+    """A find_result's closing text, plain (the words: bsdemo/content/finder.toml): what
+    `bsdemo find` prints and bsdemo.api.find_batch_size returns; the page shows the same advice
+    (finder_use) in bold above its chart."""
+    lesson = BY_SLUG["finder"]
+    if r["batch_size"] is None:  # a search that ended on a diverged run says only that
+        diverged = r.get("outcome") == "diverged"
+        return lesson.text("diverged" if diverged else "no_fit", message=r["message"])
+    text = " ".join([finder_use(r), r["message"],
+                     lesson.text("tested", tested=", ".join(map(str, r["tested_batch_sizes"])),
+                                 probes=r["probes"])])
+    if "lr_linear" in r:
+        text += " " + lesson.text("lr_rules", batch=r["effective_batch_size"],
+                                  linear=sig(r["lr_linear"], 4), sqrt=sig(r["lr_sqrt"], 4)).strip()
+    return text

@@ -52,7 +52,8 @@ def test_every_word_a_page_asks_for_is_in_its_content_file_and_every_word_there_
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    helpers = {"fit_batch": ["bsdemo/ui/parallel.py"], "noise": ["bsdemo/ui/critical.py"]}
+    helpers = {"fit_batch": ["bsdemo/ui/parallel.py"], "noise": ["bsdemo/ui/critical.py"],
+               "finder": ["bsdemo/recipes/measurements.py"]}
     for lesson in LESSONS:
         code = "".join((root / f).read_text()
                        for f in [lesson.page, *helpers.get(lesson.slug, [])])
