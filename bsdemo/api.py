@@ -27,6 +27,7 @@ from typing import Any
 
 from bsdemo.errors import ConfigError
 from bsdemo.recipes import finder_summary
+from bsdemo.tunables import SWEEP_MIN_TIMED_S, SWEEP_ROUNDS, SWEEP_TIMED_STEPS, SWEEP_WARMUP_STEPS
 from bsdemo.units import parse_bytes
 
 __all__ = ["FindResult", "FitBatchResult", "NoiseResult", "ProfileResult", "SweepResult",
@@ -314,8 +315,9 @@ def _drain(own, events: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def sweep(workload: Workload, batch_sizes: Sequence[int] = DEFAULT_SIZES, *,
           memory_budget: int | str | None = None, device: str = "auto", seed: int = 0,
-          rounds: int = 3, warmup_steps: int = 3, timed_steps: int = 8,
-          min_timed_s: float = 0.15, continue_after_oom: bool = False) -> SweepResult:
+          rounds: int = SWEEP_ROUNDS, warmup_steps: int = SWEEP_WARMUP_STEPS,
+          timed_steps: int = SWEEP_TIMED_STEPS, min_timed_s: float = SWEEP_MIN_TIMED_S,
+          continue_after_oom: bool = False) -> SweepResult:
     """Samples/s, step time and memory per batch size, measured in rounds in a shuffled order
     (the Throughput page's sweep), with the fits t(B) = t0 + t1·B and M(B) = M0 + m·B and the
     throughput knee. memory_budget (bytes or '2GiB'): a CUDA allocator cap, or on the CPU a

@@ -24,6 +24,7 @@ from bsdemo.config import (
 )
 from bsdemo.errors import one_line
 from bsdemo.presets import PRESETS
+from bsdemo.tunables import SWEEP_MIN_TIMED_S, SWEEP_ROUNDS, SWEEP_TIMED_STEPS, SWEEP_WARMUP_STEPS
 from bsdemo.units import setting
 
 FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student types
@@ -99,14 +100,14 @@ def _add_sweep(sub, train: argparse.ArgumentParser) -> None:
                        help="comma-separated, increasing (default powers of two 1…1024)")
     sweep.add_argument("--memory-budget", help="pretend the device has this much memory, e.g. "
                                                "512MiB, 8GiB, 0.5GB (on the CPU: simulated)")
-    sweep.add_argument("--warmup-steps", default="3", help="untimed steps per batch size")
-    sweep.add_argument("--timed-steps", default="8",
+    sweep.add_argument("--warmup-steps", default=str(SWEEP_WARMUP_STEPS), help="untimed steps per batch size")
+    sweep.add_argument("--timed-steps", default=str(SWEEP_TIMED_STEPS),
                        help="at least this many timed steps per batch size, over all its rounds "
                             "(their median counts)")
-    sweep.add_argument("--min-time", default="0.15",
+    sweep.add_argument("--min-time", default=str(SWEEP_MIN_TIMED_S),
                        help="... lasting at least this many seconds in all (0: exactly "
                             "--timed-steps)")
-    sweep.add_argument("--rounds", default="3",
+    sweep.add_argument("--rounds", default=str(SWEEP_ROUNDS),
                        help="measure every batch size this many times, in a shuffled order each "
                             "round (a noisy one up to twice as often)")
     sweep.add_argument("--continue-after-oom", action="store_true",

@@ -20,11 +20,16 @@ from bsdemo.engine.own import active
 from bsdemo.engine.sweep import probe, throughput_in_rounds
 from bsdemo.engine.train import check_budget, prepare
 from bsdemo.fits import linear_fit
-from bsdemo.jobkinds import FIND_THROUGHPUT_SIZES, FIND_THROUGHPUT_STEPS, sweep_config
+from bsdemo.jobkinds import sweep_config
+from bsdemo.tunables import (
+    FIND_BISECT_TOLERANCE,
+    FIND_PROBES,
+    FIND_THROUGHPUT_SIZES,
+    FIND_THROUGHPUT_STEPS,
+    FIND_TIMED_STEPS,
+    FIND_WARMUP_STEPS,
+)
 from bsdemo.units import format_bytes, percent
-
-PROBES = (8, 32)  # small enough to fit nearly anywhere, far enough apart for a slope
-BISECT_TOLERANCE = 0.05  # stop bisecting when the bracket is within 5% of its lower end
 
 
 class _Stopped(Exception):
@@ -106,7 +111,8 @@ class _Probes:
 def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
           margin: float = 0.10, target_effective_batch: int | None = None,
           reference_batch: int | None = None, reference_lr: float | None = None,
-          warmup_steps: int = 1, timed_steps: int = 3, max_batch: int | None = None,
+          warmup_steps: int = FIND_WARMUP_STEPS, timed_steps: int = FIND_TIMED_STEPS,
+          max_batch: int | None = None,
           should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
     """Yield one find_probe per real run, then find_result. When should_stop() says so (Stop,
     the job's time cap) it ends between two steps, without a result: it never recommends a
@@ -128,7 +134,7 @@ def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
             f"of {format_bytes(budget)} leaves {format_bytes(budget * (1.0 - margin))}."))
         return
     # 1. two small probes; if even those fail, halve until one runs
-    for b in PROBES:
+    for b in FIND_PROBES:
         b = min(b, limit)
         if b not in probes.tested and not probes.failed_at_or_below(b):
             yield probes.run(b, "probe")
@@ -230,7 +236,7 @@ def _predict(probes: _Probes, limit: int) -> int | None:
 
 
 def _bisect(probes: _Probes, predicted: int | None) -> Generator[dict, None, int | None]:
-    """Probe until the largest size that runs within the margin is known to BISECT_TOLERANCE;
+    """Probe until the largest size that runs within the margin is known to FIND_BISECT_TOLERANCE;
     returns it (measured, never extrapolated), or None when not even batch 1 does."""
     tested, safe = probes.tested, probes.safe
     while not any(safe(b) for b in tested) and min(tested) > 1:
@@ -242,7 +248,7 @@ def _bisect(probes: _Probes, predicted: int | None) -> Generator[dict, None, int
     above = [b for b in tested if b > lo and not safe(b)]
     # a verified prediction stands (the fit found it); bisect only below a failed one
     hi = min(above) if above and not (predicted is not None and lo == predicted) else None
-    while hi is not None and hi - lo > max(1, int(lo * BISECT_TOLERANCE)):
+    while hi is not None and hi - lo > max(1, int(lo * FIND_BISECT_TOLERANCE)):
         mid = (lo + hi) // 2
         yield probes.run(mid, "bisect")
         lo, hi = (mid, hi) if safe(mid) else (lo, mid)

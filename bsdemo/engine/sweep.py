@@ -30,20 +30,18 @@ from bsdemo.timing import (
     round_order,
     spread,
 )
-
-DEFAULT_WARMUP_STEPS = 3  # untimed, before a point's first round: allocator, kernel selection
-ROUND_WARMUP_STEPS = 1  # untimed, before each later round (a fresh model's first step counts
-# what autograd saves, so it is slower)
-DEFAULT_TIMED_STEPS = 8  # at least this many steps are timed per point, over all its rounds
-# ... and they last at least this long: eight 0.3 ms steps are one scheduler hiccup away from a
-# wrong point (repeat sweeps on a shared 2-core VM disagreed by up to 24% per point without it)
-DEFAULT_MIN_TIMED_S = 0.15
-DEFAULT_ROUNDS = 3  # every point is measured in this many rounds, in a shuffled order each
+from bsdemo.tunables import (
+    SWEEP_MIN_TIMED_S,
+    SWEEP_ROUND_WARMUP_STEPS,
+    SWEEP_ROUNDS,
+    SWEEP_TIMED_STEPS,
+    SWEEP_WARMUP_STEPS,
+)
 
 
-def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = DEFAULT_WARMUP_STEPS,
-          timed_steps: int = DEFAULT_TIMED_STEPS, min_timed_s: float = DEFAULT_MIN_TIMED_S,
-          rounds: int = DEFAULT_ROUNDS, memory_budget_bytes: int | None = None,
+def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = SWEEP_WARMUP_STEPS,
+          timed_steps: int = SWEEP_TIMED_STEPS, min_timed_s: float = SWEEP_MIN_TIMED_S,
+          rounds: int = SWEEP_ROUNDS, memory_budget_bytes: int | None = None,
           continue_after_oom: bool = False, should_stop: Callable[[], bool] | None = None
           ) -> Iterator[dict[str, Any]]:
     """Yield sweep_start, a sweep_point per batch size as its first round ends, the same point
@@ -244,7 +242,7 @@ def measure_in_rounds(cfg: RunConfig, blocks: dict[int, list[_Block]], rounds: i
         for b in round_order(todo, r, cfg.seed):
             if should_stop is not None and should_stop():
                 return
-            warmup = ROUND_WARMUP_STEPS if blocks[b] else DEFAULT_WARMUP_STEPS
+            warmup = SWEEP_ROUND_WARMUP_STEPS if blocks[b] else SWEEP_WARMUP_STEPS
             block = _block(cfg, b, warmup, *per_round, budget, should_stop)
             if block.status == "ok":  # a round that failed (Stop) adds nothing
                 blocks[b].append(block)
@@ -264,8 +262,8 @@ def probe(cfg: RunConfig, b: int, warmup: int, timed: int, budget: int | None,
 
 def throughput_in_rounds(cfg: RunConfig, sizes: Sequence[int], budget: int | None,
                          should_stop: Callable[[], bool] | None = None,
-                         rounds: int = DEFAULT_ROUNDS, timed_steps: int = DEFAULT_TIMED_STEPS,
-                         min_timed_s: float = DEFAULT_MIN_TIMED_S
+                         rounds: int = SWEEP_ROUNDS, timed_steps: int = SWEEP_TIMED_STEPS,
+                         min_timed_s: float = SWEEP_MIN_TIMED_S
                          ) -> tuple[StepTimeReading, list[dict[str, Any]]]:
     """Samples/s of `sizes` by the sweep's protocol (rounds, shuffled, the stable clock): the
     reading (knee and crossover with their ranges) and one row per size that ran."""
@@ -273,7 +271,7 @@ def throughput_in_rounds(cfg: RunConfig, sizes: Sequence[int], budget: int | Non
     blocks: dict[int, list[_Block]] = {b: [] for b in sizes}
     for _ in measure_in_rounds(cfg, blocks, rounds, per_round, budget, should_stop):
         pass
-    ran = {b: _measured_point(b, done, DEFAULT_WARMUP_STEPS) for b, done in blocks.items() if done}
+    ran = {b: _measured_point(b, done, SWEEP_WARMUP_STEPS) for b, done in blocks.items() if done}
     reading = step_time_reading({b: p["timing"]["round_step_time_s"] for b, p in ran.items()})
     rows = [{"batch_size": b, "samples_per_sec": p["samples_per_sec"],
              "samples_per_sec_q1": p["timing"]["samples_per_sec"]["q1"],

@@ -14,7 +14,16 @@ from bsdemo.architectures import (
 from bsdemo.config import (
     RunConfig,
 )
-from bsdemo.jobkinds.base import (
+from bsdemo.jobkinds.kind import (
+    FIT_TECHNIQUES,
+    Cost,
+    accumulation_config,
+    critical_steps,
+    norms_configs,
+    sweep_config,
+    sweep_point_steps,
+)
+from bsdemo.tunables import (
     ACCUM_MEASURE_STEPS,
     CRITICAL_DRAWS,
     FIND_MAX_PROBES,
@@ -23,7 +32,6 @@ from bsdemo.jobkinds.base import (
     FIND_THROUGHPUT_STEPS,
     FIT_BUDGET_STEPS,
     FIT_PROBES,
-    FIT_TECHNIQUES,
     FIT_TIMED_STEPS,
     LONGER_FACTOR,
     NOISE_CHUNK,
@@ -31,12 +39,8 @@ from bsdemo.jobkinds.base import (
     PROFILE_CUT_STEPS,
     PROFILE_PLAIN_STEPS,
     PROFILE_WARMUP,
-    Cost,
-    accumulation_config,
-    critical_steps,
-    norms_configs,
-    sweep_config,
-    sweep_point_steps,
+    SWEEP_ROUNDS,
+    SWEEP_WARMUP_STEPS,
 )
 
 
@@ -79,8 +83,8 @@ def _find_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     grown = sweep_config(cfg, [largest]) if largest > cfg.train_samples else cfg
     micro = min(largest, grown.train_samples)
     target = options["target_effective_batch"] or micro
-    rounds = 3  # bsdemo.engine.sweep's default; up to twice as many for a noisy size
-    throughput = FIND_THROUGHPUT_SIZES * (3 + 2 * rounds * (
+    rounds = SWEEP_ROUNDS  # the throughput's rounds: up to twice as many for a noisy size
+    throughput = FIND_THROUGHPUT_SIZES * (SWEEP_WARMUP_STEPS + 2 * rounds * (
         1 + sweep_point_steps(-(-FIND_THROUGHPUT_STEPS // rounds), 0.0)))
     return Cost(micro, max(micro, target), FIND_MAX_PROBES * FIND_STEPS_PER_PROBE + throughput,
                 wall_s,

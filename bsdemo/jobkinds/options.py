@@ -18,11 +18,18 @@ from bsdemo.config import (
     ConfigError,
     RunConfig,
 )
-from bsdemo.jobkinds.base import (
-    DDP_MAX_PROCESSES,
-    DDP_MAX_STEPS,
+from bsdemo.jobkinds.kind import (
     FIT_TECHNIQUES,
     LR_RULES,
+    SHARPNESS_REMEDIES,
+    accumulation_config,
+    check_global_batch,
+    check_pipeline,
+)
+from bsdemo.limits import Limits
+from bsdemo.tunables import (
+    DDP_MAX_PROCESSES,
+    DDP_MAX_STEPS,
     MAX_LESSON_BATCHES,
     MAX_NOISE_DRAWS,
     MAX_PROFILE_SIZES,
@@ -33,12 +40,11 @@ from bsdemo.jobkinds.base import (
     PIPELINE_MAX_MICRO_BATCHES,
     PROFILE_STEPS,
     SHARPNESS_MAX_STEPS,
-    SHARPNESS_REMEDIES,
-    accumulation_config,
-    check_global_batch,
-    check_pipeline,
+    SWEEP_MIN_TIMED_S,
+    SWEEP_ROUNDS,
+    SWEEP_TIMED_STEPS,
+    SWEEP_WARMUP_STEPS,
 )
-from bsdemo.limits import Limits
 from bsdemo.units import real_number, whole_number
 
 
@@ -94,10 +100,10 @@ def _sweep_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
         raise ConfigError("batch_sizes", sizes, f"a list of 1 to {MAX_SWEEP_POINTS} different "
                                                 "whole numbers of at least 1")
     return {"batch_sizes": list(sizes),
-            "warmup_steps": _whole(options, "warmup_steps", 0, 100, default=3),
-            "timed_steps": _whole(options, "timed_steps", 1, MAX_TIMED_STEPS, default=8),
-            "min_timed_s": _real(options, "min_timed_s", 0.0, 60.0, default=0.15),
-            "rounds": _whole(options, "rounds", 1, MAX_SWEEP_ROUNDS, default=3),
+            "warmup_steps": _whole(options, "warmup_steps", 0, 100, default=SWEEP_WARMUP_STEPS),
+            "timed_steps": _whole(options, "timed_steps", 1, MAX_TIMED_STEPS, default=SWEEP_TIMED_STEPS),
+            "min_timed_s": _real(options, "min_timed_s", 0.0, 60.0, default=SWEEP_MIN_TIMED_S),
+            "rounds": _whole(options, "rounds", 1, MAX_SWEEP_ROUNDS, default=SWEEP_ROUNDS),
             "memory_budget_bytes": _budget(options),
             "continue_after_oom": _flag(options, "continue_after_oom")}
 

@@ -1,6 +1,7 @@
-"""The job kinds' shared parts: the record kinds, the cost bound (`Cost`) and a kind's entry
-(`Kind`), stopping (`JobStopped`), and the constants and small torch-free recipes both the cost
-bounds and the engine use (a sweep's steps, the lr rules, a study's sizes). Pure Python."""
+"""The job kinds' shared parts: the record kinds, the cost bound (`Cost`) and a kind's
+declaration (`Kind`), stopping (`JobStopped`), the option vocabularies, and the small torch-free
+recipes both the cost bounds and the engine use (a sweep's steps, the lr rules, a study's
+configs). The numbers they use are bsdemo.tunables'. Pure Python."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from bsdemo.config import (
     RunConfig,
 )
 from bsdemo.limits import Limits
+from bsdemo.tunables import CRITICAL_MAX_EPOCHS, MAX_TIMED_STEPS, PIPELINE_STAGES, REMEDY_LR_CAP
 
 POINT_KINDS = ("sweep_point", "profile_point", "cut_point", "find_probe", "norms_result",
                "noise_point", "sharpness_run",
@@ -34,41 +36,6 @@ START_KINDS = ("sweep_start", "profile_start")  # a measurement's first record
 RESULT_KINDS = ("sweep_end", "profile_end", "find_result", "accum_check", "norms_end", "noise_result",
                 "sharpness_result", "critical_result", "fit_batch_end", "ddp_check",
                 "pipeline_check", "architectures_end")  # a job's one result
-
-
-# a profile (bsdemo.engine.profile): per batch size, warm-up steps, then the profiled steps;
-# unprofiled steps of the same loop before and after; the overhead cut's alternating blocks
-PROFILE_WARMUP = 3
-PROFILE_STEPS = 10  # the faster half of them is read
-MAX_PROFILE_STEPS = 20
-MAX_PROFILE_SIZES = 4
-PROFILE_PLAIN_STEPS = 20
-PROFILE_CUT_STEPS = 20
-PROFILE_CUT_BLOCKS = 4
-MAX_TIMED_STEPS = 2000  # a sweep point's timed steps, whatever its minimum duration asks
-
-
-MAX_SWEEP_POINTS = 64
-
-
-MAX_SWEEP_ROUNDS = 10  # a sweep point's rounds (a noisy one gets up to twice as many)
-
-
-FIND_MAX_PROBES = 64  # two probes, halvings, a verification and a bisection: far fewer in practice
-
-
-FIND_STEPS_PER_PROBE = 1 + 2 * 3 + 1  # the finder's warm-up, timed steps and partial batches
-
-
-# the finder's recommendation: samples/s of this many sizes that fit, timed in rounds as a sweep
-# times its points (at least this many steps each, no minimum duration: a bounded cost)
-FIND_THROUGHPUT_SIZES = 7
-
-
-FIND_THROUGHPUT_STEPS = 12
-
-
-ACCUM_MEASURE_STEPS = 20  # the accumulation check times this many steps of each way
 
 
 def sweep_point_steps(timed_steps: int, min_timed_s: float, rounds: int = 1) -> int:
@@ -117,61 +84,13 @@ GRADIENT_MODELS = tuple(m for m in MODELS if m != "gan")  # one loss, one labell
 PLAIN_MODELS = ("mlp", "cnn")  # plain gradient steps on a classifier, Hessians affordable
 
 
-MAX_LESSON_BATCHES = 8  # the batch sizes of a normalisation grid or a noise measurement
-
-
 def norms_configs(cfg: RunConfig, options: Mapping[str, Any]) -> list[RunConfig]:
     """The runs of a normalisation grid, norm by norm, smallest batch first."""
     return [dataclasses.replace(cfg, norm=n, batch_size=b, accumulation_steps=1)
             for n in options["norms"] for b in options["batch_sizes"]]
 
 
-MAX_NOISE_DRAWS = 256
-
-
-NOISE_CHUNK = 4096  # the full gradient is taken over the training set in chunks of this many
-
-
-NOISE_TWO_BATCH = (16, 512)  # the two-batch estimator's batch sizes
-
-
 SHARPNESS_REMEDIES = ("scale_lr", "warmup", "longer", "noise")
-
-
-HESSIAN_ITERS = 20  # power iterations for a solution's top Hessian eigenvalue
-
-
-TRACE_POINTS = 8  # sharpness trace: 8 to 16 points per run
-
-
-TRACE_ITERS = 2  # power iterations per trace point, warm-started from the last vector
-
-
-TRACE_SAMPLES = 512  # the trace's Hessian: this many training samples, drawn once
-
-
-HESSIAN_SAMPLES = 4096  # the Hessian is taken over the training set, or this many of its samples
-
-
-CHECKS_PER_EPOCH = 8  # a mini-batch run checks the whole training loss this often
-
-
-NEIGHBOURHOOD_RADIUS = 0.1  # random points this share of each weight row's norm away
-
-
-NEIGHBOURHOOD_DIRECTIONS = 8
-
-
-SLICE_POINTS = 41
-
-
-LONGER_FACTOR = 4  # "train longer": this many times the steps the target took
-
-
-WARMUP_SHARE = 0.1  # "warm-up": a linear ramp over this share of the step cap
-
-
-SHARPNESS_MAX_STEPS = 3000  # each run's default step cap
 
 
 LR_RULES = ("constant", "sqrt", "linear")
@@ -183,9 +102,6 @@ def rule_lr(lr: float, reference: int, batch: int, rule: str) -> float:
     return lr * {"constant": 1.0, "sqrt": math.sqrt(k), "linear": k}[rule]
 
 
-REMEDY_LR_CAP = 0.8  # the scaled lr of the remedies, at most (√90 × 0.3 = 2.8 diverges)
-
-
 def remedy_lr(lr: float, small: int, large: int, remedy: str | None) -> float:
     """The lr of a sharpness run: for scale_lr and warmup, scaled by sqrt(large / small) up to
     REMEDY_LR_CAP (never below lr itself)."""
@@ -194,37 +110,13 @@ def remedy_lr(lr: float, small: int, large: int, remedy: str | None) -> float:
     return max(lr, min(rule_lr(lr, small, large, "sqrt"), REMEDY_LR_CAP))
 
 
-CRITICAL_DRAWS = 32  # batch-1 gradients behind the critical-batch study's B_simple
-
-
 # lesson 10's ways to fit a bigger batch (bsdemo.engine.fitbatch; fp16 needs CUDA)
 FIT_TECHNIQUES = ("fp32", "bf16", "fp16", "checkpointing", "bf16+checkpointing", "accumulation")
-
-
-CRITICAL_MAX_EPOCHS = 250  # a run also stops after this many epochs (the full batch: steps)
 
 
 def critical_steps(max_steps: int, batch: int, train_samples: int) -> int:
     """A critical-batch run's step cap: max_steps, or CRITICAL_MAX_EPOCHS epochs if fewer."""
     return min(max_steps, CRITICAL_MAX_EPOCHS * max(1, train_samples // batch))
-
-
-FIT_PROBES = (8, 64)  # the two batches each technique's memory line is fitted through
-
-
-FIT_TIMED_STEPS = 3  # steps timed at a technique's largest batch (their median)
-
-
-FIT_BUDGET_STEPS = 100  # steps of the loss comparison
-
-
-FIT_BUDGET_BATCH = 64
-
-
-DDP_MAX_PROCESSES = 4  # a data-parallel job's group: more than a class's server should spare
-
-
-DDP_MAX_STEPS = 200
 
 
 def check_global_batch(cfg: RunConfig, processes: int) -> None:
@@ -233,12 +125,6 @@ def check_global_batch(cfg: RunConfig, processes: int) -> None:
         raise ConfigError("batch_size", cfg.batch_size,
                           f"at most {cfg.train_samples // processes} with {processes} processes: "
                           f"the global batch must fit the {cfg.train_samples:,} training samples")
-
-
-PIPELINE_STAGES = 2
-
-
-PIPELINE_MAX_MICRO_BATCHES = 16
 
 
 def check_pipeline(cfg: RunConfig, micro_batches: int) -> None:
