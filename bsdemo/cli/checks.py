@@ -14,6 +14,7 @@ from bsdemo.config import MAX_BATCH_SIZE, NORMS, ConfigError, RunConfig
 from bsdemo.devices import check_device
 from bsdemo.jobkinds import (
     FIT_TECHNIQUES,
+    KINDS,
     LR_RULES,
     MAX_NOISE_DRAWS,
     MAX_PROFILE_SIZES,
@@ -222,11 +223,7 @@ def _writable_folder(raw: str, flag: str) -> Path:
     return folder
 
 
-COMMAND_KINDS = {"sweep": "sweep", "profile": "profile", "find": "find", "accum-check": "accum_check",
-                 "norms": "norms", "noise": "noise", "sharpness": "sharpness",
-                 "critical-batch": "critical", "fit-batch": "fit_batch", "ddp-check": "ddp",
-                 "pipeline-check": "pipeline", "architectures": "architectures"}
-# (the job kind each measuring command runs)
+COMMAND_KINDS = {k.command: k.name for k in KINDS.values() if k.command}  # command -> its kind
 
 
 def check_command_config(command: str, cfg: RunConfig, checked: dict,

@@ -10,6 +10,7 @@ engine keeps its own cap), when the whole job reached its time cap.
 from __future__ import annotations
 
 import gc
+import importlib
 import multiprocessing as mp
 import queue
 import time
@@ -17,21 +18,10 @@ import time
 import torch
 
 from bsdemo.config import ConfigError, RunConfig
-from bsdemo.engine.accumulation import accumulation_check
-from bsdemo.engine.architectures import architecture_sweep
-from bsdemo.engine.critical import critical_batch
-from bsdemo.engine.ddp import ddp_records
-from bsdemo.engine.finder import find_batch_size
-from bsdemo.engine.fitbatch import fit_batch
 from bsdemo.engine.flops import device_peak_flops
 from bsdemo.engine.measure import RunClock, device_info, limit_address_space, resolve_device
-from bsdemo.engine.noise import noise_measure
-from bsdemo.engine.norms import norms_grid
-from bsdemo.engine.pipeline import pipeline_records
-from bsdemo.engine.sharpness import sharpness_study
-from bsdemo.engine.sweep import sweep
 from bsdemo.engine.train import is_out_of_memory, train
-from bsdemo.jobkinds import RESULT_KINDS, JobStopped
+from bsdemo.jobkinds import KINDS, RESULT_KINDS, JobStopped
 from bsdemo.lifetime import die_with
 from bsdemo.units import setting
 
@@ -118,37 +108,23 @@ class _StopCheck:
         return self.reason is not None
 
 
+def engine_function(kind: str):
+    """The engine function a job kind declares (bsdemo.jobkinds.Kind.entry), imported."""
+    module, name = KINDS[kind].entry.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def _events(kind: str, cfg: RunConfig, options: dict, should_stop, clock: RunClock):
     """The job's records as dicts, from the engine function its kind names."""
-    if kind == "sweep":
-        yield from sweep(cfg, should_stop=should_stop, **options)
-    elif kind == "profile":
-        from bsdemo.engine.profile import profile_steps
-
-        yield from profile_steps(cfg, should_stop=should_stop, **options)
-    elif kind == "find":
-        yield from find_batch_size(cfg, should_stop=should_stop, **options)
-    elif kind == "accum_check":
-        yield accumulation_check(cfg, should_stop=should_stop, **options)
-    elif kind == "norms":
-        yield from norms_grid(cfg, should_stop=should_stop, **options)
-    elif kind == "noise":
-        yield from noise_measure(cfg, should_stop=should_stop, **options)
-    elif kind == "sharpness":
-        yield from sharpness_study(cfg, should_stop=should_stop, **options)
-    elif kind == "critical":
-        yield from critical_batch(cfg, should_stop=should_stop, **options)
-    elif kind == "fit_batch":
-        yield from fit_batch(cfg, should_stop=should_stop, **options)
-    elif kind == "ddp":
-        yield from ddp_records(cfg, should_stop=should_stop, **options)
-    elif kind == "pipeline":
-        yield from pipeline_records(cfg, should_stop=should_stop, **options)
-    elif kind == "architectures":
-        yield from architecture_sweep(cfg, should_stop=should_stop, **options)
-    else:  # a training run may take turns with others (the scheduler gives a CPU worker several)
+    if kind == "train":  # a training run may take turns with others (a CPU worker holds several)
         for event in train(cfg, should_stop=should_stop, clock=clock):
             yield event.to_dict()
+        return
+    run = engine_function(kind)
+    if KINDS[kind].one_record:
+        yield run(cfg, should_stop=should_stop, **options)
+    else:
+        yield from run(cfg, should_stop=should_stop, **options)
 
 
 class _Turn:
@@ -241,8 +217,6 @@ def _measured_end(kind: str, result: dict | None, stopped: str | None) -> dict:
     """The end record of a sweep, finder or accumulation check."""
     if stopped is not None:
         return {"kind": "end", "status": "cancelled", "summary": {}, "message": stopped}
-    name = {"sweep": "Sweep", "profile": "Profile", "find": "Search", "accum_check": "Check", "norms": "Grid",
-            "noise": "Measurement", "sharpness": "Study", "critical": "Study",
-            "fit_batch": "Measurement", "ddp": "Check", "pipeline": "Check", "architectures": "Study"}[kind]
+    name = KINDS[kind].ended
     return {"kind": "end", "status": "completed", "summary": {},
             "message": (result or {}).get("message") or f"{name} completed."}

@@ -149,68 +149,85 @@ def check_model(kind: str, cfg: RunConfig) -> None:
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind("train", exclusive=False, options=(), cost=_train_cost, check=_no_options),
+    Kind("train", exclusive=False, options=(), cost=_train_cost, check=_no_options,
+         ended="Run", points=lambda options: None),
     Kind("sweep", exclusive=True, options=("batch_sizes", "warmup_steps", "timed_steps",
                                            "min_timed_s", "rounds", "memory_budget_bytes",
                                            "continue_after_oom"),
-         cost=_sweep_cost, check=_sweep_options),
+         cost=_sweep_cost, check=_sweep_options, entry="bsdemo.engine.sweep:sweep",
+         ended="Sweep", label="throughput sweep", command="sweep"),
     # a step's timeline at each batch, and its fixed cost cut: a measurement of speed
     Kind("profile", exclusive=True, options=("batch_sizes", "steps", "cut"),
          cost=_profile_cost, check=_profile_options, models=GRADIENT_MODELS,
-         why=": one loss, one optimizer"),
+         why=": one loss, one optimizer", entry="bsdemo.engine.profile:profile_steps",
+         ended="Profile", command="profile"),
     Kind("find", exclusive=True, options=("memory_budget_bytes", "margin",
                                           "target_effective_batch", "reference_batch",
                                           "reference_lr", "max_batch"),
-         cost=_find_cost, check=_find_options),
+         cost=_find_cost, check=_find_options, entry="bsdemo.engine.finder:find_batch_size",
+         ended="Search", label="batch-size search", command="find", unbounded_steps=True,
+         points=lambda options: None),
     Kind("accum_check", exclusive=True, options=("micro_batch", "accum", "steps", "unscaled_loss",
                                                  "variable_length"),
          cost=_accum_cost, check=_accum_options, models=GRADIENT_MODELS,
-         why=": a GAN's micro-batches draw their own latent points"),
+         why=": a GAN's micro-batches draw their own latent points",
+         entry="bsdemo.engine.accumulation:accumulation_check", one_record=True, ended="Check",
+         label="gradient-accumulation check", command="accum-check"),
     # accuracy, not speed: it may share the device with other runs
     Kind("norms", exclusive=False, options=("batch_sizes", "norms"), cost=_norms_cost,
          check=_norms_options, models=PLAIN_MODELS,
-         why=": the models with a normalisation layer"),
+         why=": the models with a normalisation layer", entry="bsdemo.engine.norms:norms_grid",
+         ended="Grid", command="norms",
+         points=lambda options: (len(options.get("batch_sizes", [])) * len(options.get("norms", NORMS))
+                                 or None)),
     Kind("noise", exclusive=False, options=("batch_sizes", "draws", "after_steps"),
          cost=_noise_cost, check=_noise_options, models=GRADIENT_MODELS,
-         why=": the gradient noise of one loss"),
+         why=": the gradient noise of one loss", entry="bsdemo.engine.noise:noise_measure",
+         ended="Measurement", command="noise"),
     Kind("sharpness", exclusive=False, options=("batch_sizes", "target_loss", "max_steps",
                                                 "remedies"),
          cost=_sharpness_cost, check=_sharpness_options, models=PLAIN_MODELS,
-         why=": the study's Hessian is of plain gradient steps on a classifier"),
+         why=": the study's Hessian is of plain gradient steps on a classifier",
+         entry="bsdemo.engine.sharpness:sharpness_study", ended="Study", command="sharpness",
+         points=lambda options: 2 + len(options.get("remedies", []))),
     Kind("critical", exclusive=False, options=("batch_sizes", "target_loss", "rule",
                                                "reference_batch", "max_steps", "lr_cap"),
          cost=_critical_cost, check=_critical_options, models=PLAIN_MODELS,
-         why=": the study trains a classifier"),
+         why=": the study trains a classifier", entry="bsdemo.engine.critical:critical_batch",
+         ended="Study", command="critical-batch"),
     # a measurement of speed as well as memory: alone on the device
     Kind("fit_batch", exclusive=True, options=("memory_budget_bytes", "techniques",
                                                "accumulation", "max_batch"),
          cost=_fit_cost, check=_fit_options, models=("mlp", "cnn", "transformer"),
-         why=": models cut into blocks to checkpoint"),
+         why=": models cut into blocks to checkpoint", entry="bsdemo.engine.fitbatch:fit_batch",
+         ended="Measurement", label="fit-a-bigger-batch measurement", command="fit-batch",
+         unbounded_steps=True,
+         points=lambda options: len(options.get("techniques") or FIT_TECHNIQUES)),
     # its own process group (bsdemo.engine.group): all the cores, so alone on the machine
     Kind("ddp", exclusive=True, options=("processes", "steps"), cost=_ddp_cost,
-         check=_ddp_options, models=PLAIN_MODELS, why=": the check trains a classifier"),
+         check=_ddp_options, models=PLAIN_MODELS, why=": the check trains a classifier",
+         entry="bsdemo.engine.ddp:ddp_records", ended="Check", label="data-parallel check",
+         command="ddp-check"),
     Kind("pipeline", exclusive=True, options=("micro_batches", "steps"), cost=_pipeline_cost,
-         check=_pipeline_options, models=("mlp",), why=": the pipeline cuts the MLP's layers"),
+         check=_pipeline_options, models=("mlp",), why=": the pipeline cuts the MLP's layers",
+         entry="bsdemo.engine.pipeline:pipeline_records", ended="Check", label="pipeline check",
+         command="pipeline-check"),
     # speed is one of its three measurements: alone on the device. Each architecture brings its
-    # own preset; the page's workload gives only the seed and the device.
+    # own preset; the page's workload gives only the seed and the device. A run per batch,
+    # then each architecture's summary.
     Kind("architectures", exclusive=True, options=("architectures", "batch_sizes", "seconds"),
-         cost=_architectures_cost, check=_architectures_options),
+         cost=_architectures_cost, check=_architectures_options,
+         entry="bsdemo.engine.architectures:architecture_sweep", ended="Study",
+         label="architecture study", command="architectures", unbounded_steps=True,
+         points=lambda options: len(options.get("architectures", []))
+         * (len(options.get("batch_sizes", [])) + 1)),
 )}
 
 
 def planned_points(kind: str, options: Mapping[str, Any]) -> int | None:
     """How many point records (sweep points, grid cells, runs) a job of `kind` will send, where
     known in advance."""
-    if kind == "sharpness":
-        return 2 + len(options.get("remedies", []))
-    if kind == "find":
-        return None
-    if kind == "fit_batch":
-        return len(options.get("techniques") or FIT_TECHNIQUES)
-    if kind == "architectures":  # a run per batch, then each architecture's summary
-        return len(options.get("architectures", [])) * (len(options.get("batch_sizes", [])) + 1)
-    sizes = len(options.get("batch_sizes", [])) or None
-    return sizes * len(options.get("norms", NORMS)) if kind == "norms" and sizes else sizes
+    return KINDS[kind].points(options)
 
 
 USER_CODE_OPTIONS = frozenset({"model_file", "workload", "model_factory"})  # never a job's

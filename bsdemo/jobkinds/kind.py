@@ -69,6 +69,12 @@ class Cost:
 
 @dataclass(frozen=True)
 class Kind:
+    """One job kind, declared once: everything the server, the worker and the CLI need of it.
+
+    Adding a kind is one Kind in bsdemo.jobkinds.KINDS, its option check and cost bound, its
+    engine function and its page: the worker imports `entry`, the scheduler's admission reads
+    `exclusive`, `label` and `unbounded_steps`, a page's progress reads `points`, the CLI maps
+    `command` to the kind."""
     name: str
     exclusive: bool  # a measurement: nothing else shares the device while it runs
     options: tuple[str, ...]  # the option names its engine function takes
@@ -76,6 +82,21 @@ class Kind:
     check: Callable[[RunConfig, dict[str, Any], Limits], dict[str, Any]]  # -> checked options
     models: tuple[str, ...] = MODELS  # the models its engine function can take
     why: str = ""  # why only those
+    # its engine function, "module:function", imported by the worker (torch lives there):
+    # called as function(cfg, should_stop=..., **checked options), it yields the job's records,
+    # or returns its one record where `one_record`
+    entry: str = ""
+    one_record: bool = False
+    ended: str = "Job"  # its end message's noun: "Sweep completed."
+    label: str = ""  # what a run waiting behind it is told it waits for ("throughput sweep")
+    command: str | None = None  # the CLI command that runs it (bsdemo sweep), if any
+    # its largest step is not known before it runs (it searches, or each part brings its own
+    # preset): admission cannot bound one step's time by the config's
+    unbounded_steps: bool = False
+    # how many point records (sweep points, grid cells, runs) it will send, from its options,
+    # where known in advance: by default one per batch size
+    points: Callable[[Mapping[str, Any]], int | None] = (
+        lambda options: len(options.get("batch_sizes", [])) or None)
 
 
 GRADIENT_MODELS = tuple(m for m in MODELS if m != "gan")  # one loss, one labelled sample each

@@ -25,24 +25,14 @@ from bsdemo.units import fixed, format_bytes, setting
 # 0.3-0.6 GiB on current GPUs and drivers): kept out of what admission shares among runs
 CUDA_CONTEXT_BYTES = 512 * 2**20
 MAX_COMPARISON = 64  # runs in one comparison
-# kinds whose cost bound's largest batch is a ceiling they search under, not a step they surely
-# run (the finder, fit-batch: memory stops them far below it), and the architecture study (each
-# architecture's own small preset): their largest step is not known before they run
 EXCLUSIVE_WAIT = "a measurement has the device to itself until it ends"
-MEASUREMENTS = {"sweep": "throughput sweep", "find": "batch-size search",
-                "accum_check": "gradient-accumulation check",
-                "fit_batch": "fit-a-bigger-batch measurement", "ddp": "data-parallel check",
-                "pipeline": "pipeline check", "architectures": "architecture study"}
 
 
 def exclusive_wait(running: list[Job]) -> str:
     """What a run waits for behind the measurement that has the device: named by its kind."""
     kind = next((j.kind for j in running if j.exclusive), None)
-    return f"a {MEASUREMENTS[kind]} has the device to itself until it ends" if kind in MEASUREMENTS \
-        else EXCLUSIVE_WAIT
-
-
-UNBOUNDED_STEP_KINDS = ("find", "fit_batch", "architectures")
+    label = jobkinds.KINDS[kind].label if kind in jobkinds.KINDS else ""
+    return f"a {label} has the device to itself until it ends" if label else EXCLUSIVE_WAIT
 
 
 class ActiveRunError(RuntimeError):
@@ -67,7 +57,7 @@ def checked(cfg: RunConfig, kind: str, options: dict[str, Any] | None,
     else:
         cfg, wall = dataclasses.replace(cfg, time_limit_s=None), limit
     options, cost = jobkinds.assess(kind, cfg, options, limits, wall)
-    if kind not in UNBOUNDED_STEP_KINDS:
+    if not jobkinds.KINDS[kind].unbounded_steps:
         check_step_time(cfg, cost, device, options)
     return cfg, options, cost
 

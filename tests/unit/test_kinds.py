@@ -1,0 +1,61 @@
+"""A job kind is declared once (bsdemo.jobkinds.KINDS): the worker, the scheduler's admission, a
+page's progress and the CLI read the declaration, so each one must be whole and true to the
+engine function it names."""
+
+from __future__ import annotations
+
+import inspect
+
+from bsdemo.jobkinds import KINDS, planned_points
+
+
+def test_every_kind_names_an_engine_function_that_takes_its_options():
+    from bsdemo.engine.worker import engine_function
+
+    for kind in KINDS.values():
+        if kind.name == "train":  # the training loop itself, stepped in turns by the worker
+            assert not kind.entry
+            continue
+        function = engine_function(kind.name)
+        params = inspect.signature(function).parameters
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        for name in ("should_stop", *kind.options):
+            assert takes_any or name in params, (kind.name, name)
+        # a kind that returns its one record is a plain function; the others yield records
+        assert inspect.isgeneratorfunction(function) != kind.one_record, kind.name
+        assert kind.ended and kind.ended[0].isupper(), kind.name
+
+
+def test_every_command_a_kind_declares_is_one_the_cli_has():
+    from bsdemo.cli.checks import COMMAND_KINDS
+    from bsdemo.cli.parser import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    declared = {k.command: k.name for k in KINDS.values() if k.command}
+    assert COMMAND_KINDS == declared and set(declared) <= set(commands)
+    assert len(set(declared.values())) == len(declared)  # one command a kind
+
+
+def test_an_exclusive_kind_says_what_a_waiting_run_waits_for():
+    from bsdemo.scheduler.admission import EXCLUSIVE_WAIT, exclusive_wait
+    from bsdemo.scheduler.job import Job
+
+    for kind in KINDS.values():
+        if not kind.exclusive:
+            continue
+        job = Job.__new__(Job)
+        job.kind = kind.name
+        said = exclusive_wait([job])
+        assert said == (f"a {kind.label} has the device to itself until it ends"
+                        if kind.label else EXCLUSIVE_WAIT)
+
+
+def test_planned_points_follow_each_kinds_declaration():
+    sizes = {"batch_sizes": [8, 64, 512]}
+    assert planned_points("sweep", sizes) == 3
+    assert planned_points("norms", {**sizes, "norms": ["batch", "group"]}) == 6
+    assert planned_points("sharpness", {**sizes, "remedies": ["warmup"]}) == 3
+    assert planned_points("fit_batch", {"techniques": ["fp32", "bf16"]}) == 2
+    assert planned_points("architectures", {"architectures": ["cnn", "gan"], **sizes}) == 8
+    assert planned_points("find", {}) is None and planned_points("train", sizes) is None
