@@ -59,32 +59,8 @@ def _main(parser, args) -> int:
             set_threads(threads)
         if model_file is not None:
             return _own_model(args, cfg, checked, model_file)
-        if args.command == "sweep":
-            return commands.sweep(cfg, args, **checked)
-        if args.command == "profile":
-            return commands.profile(cfg, args, **checked)
-        if args.command == "find":
-            return commands.find(cfg, args, **checked)
-        if args.command == "accum-check":
-            return commands.accum_check(cfg, args, **checked)
-        if args.command == "regimes":
-            return commands.regimes(cfg, args, **checked)
-        if args.command == "noise":
-            return commands.noise(cfg, args, **checked)
-        if args.command == "ddp-check":
-            return commands.ddp_check(cfg, args, **checked)
-        if args.command == "architectures":
-            return commands.architectures(cfg, args, **checked)
-        if args.command == "pipeline-check":
-            return commands.pipeline_check(cfg, args, **checked)
-        if args.command == "fit-batch":
-            return commands.fit_batch(cfg, args, **checked)
-        if args.command == "critical-batch":
-            return commands.critical(cfg, args, **checked)
-        if args.command == "sharpness":
-            return commands.sharpness(cfg, args, **checked)
-        if args.command == "norms":
-            return commands.norms(cfg, args, **checked)
+        if args.command in commands.MEASURING:
+            return commands.MEASURING[args.command](cfg, args, **checked)
         if args.command == "warm":
             return commands.warm(**checked)
         if args.command == "datasets":
@@ -106,8 +82,7 @@ def _own_model(args, cfg, checked: dict, model_file) -> int:
                                                                                     "device"):
         raise ConfigError("memory_budget", checked["budget"], "a size such as 2GiB with "
                           "--model-file on a CPU: it has no memory limit of its own to find")
-    run = {"sweep": commands.sweep, "find": commands.find, "noise": commands.noise,
-           "fit-batch": commands.fit_batch}[args.command]
+    run = commands.MEASURING[args.command]  # sweep, find, noise or fit-batch: checked by ownmodel
     try:
         with using(own):
             return run(cfg, args, **checked)

@@ -359,3 +359,12 @@ def warm(runs: list[tuple[str, RunConfig]], folder: Path | None, url: str | None
         print(f"{title}: {run.end['status']} — {run.end['message']}")
     print(f"run store {store.where}: {store.count()} runs")
     return 0
+
+
+# the measuring commands, each called as (cfg, args, **its checked flags); bsdemo train, warm and
+# datasets take other arguments
+MEASURING = {"sweep": sweep, "profile": profile, "find": find, "accum-check": accum_check,
+             "regimes": regimes, "noise": noise, "ddp-check": ddp_check,
+             "architectures": architectures, "pipeline-check": pipeline_check,
+             "fit-batch": fit_batch, "critical-batch": critical, "sharpness": sharpness,
+             "norms": norms}
