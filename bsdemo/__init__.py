@@ -1,3 +1,3 @@
 """Batch Size Lab: an interactive lab on how batch size shapes neural-network training."""
 
-__version__ = "0.1.0"
+__version__ = "0.4.0"
