@@ -105,72 +105,24 @@ class RunConfig:
         return min(bounds)
 
     # ----- validation -----
-    def validated(self) -> tuple[RunConfig, list[str]]:
-        """Check every field; return the config with oversize batches clamped, and notices.
+    def validated(self) -> tuple[CheckedRunConfig, list[str]]:
+        """Check every field: (the config as a CheckedRunConfig, oversize batches clamped; a
+        notice for each clamp). Raises ConfigError for the first invalid field. A config that is
+        already a CheckedRunConfig comes back as it is (its notices were given where it was
+        checked): a config is checked once, where it enters (a page, a link, the CLI, the API,
+        a job's settings in a worker)."""
+        cfg, notices = _checked(self)
+        out = object.__new__(CheckedRunConfig)  # checked just now: not again by its __post_init__
+        for f in dataclasses.fields(RunConfig):
+            object.__setattr__(out, f.name, getattr(cfg, f.name))
+        return out, notices
 
-        Raises ConfigError for the first invalid field.
-        """
-        _choice("dataset", self.dataset, DATASETS)
-        _choice("model", self.model, MODELS)
-        _choice("norm", self.norm, NORMS)
-        _choice("optimizer", self.optimizer, OPTIMIZERS)
-        _choice("device", self.device, DEVICES)
-        if self.model == "cnn" and self.dataset not in IMAGE_DATASETS:
-            raise ConfigError("dataset", self.dataset,
-                              f"an image dataset for the CNN: {', '.join(IMAGE_DATASETS)}")
-        if self.model in ("transformer", "lstm") and self.dataset not in (*IMAGE_DATASETS,
-                                                                         *SEQUENCE_DATASETS):
-            raise ConfigError("dataset", self.dataset, "an image dataset (read row by row) or "
-                                                       f"arithmetic for the {self.model}: "
-                                                       + ", ".join((*IMAGE_DATASETS,
-                                                                    *SEQUENCE_DATASETS)))
-        if self.model == "gan" and self.dataset not in GAN_DATASETS:
-            raise ConfigError("dataset", self.dataset,
-                              "a one-channel image dataset for the GAN: " + ", ".join(GAN_DATASETS))
-        if self.dataset in SEQUENCE_DATASETS and self.model not in ("transformer", "lstm"):
-            raise ConfigError("model", self.model, "transformer or lstm for the arithmetic task")
-        if self.model == "transformer" and self.width % TRANSFORMER_HEADS:
-            raise ConfigError("width", self.width,
-                              f"a multiple of {TRANSFORMER_HEADS} for the transformer's heads")
-        whole_number("width", self.width, 1, 4096)
-        whole_number("depth", self.depth, 1, 16)
-        whole_number("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
-        real_number("lr", self.lr, 0.0, 100.0, low_open=True)
-        whole_number("accumulation_steps", self.accumulation_steps, 1, MAX_ACCUMULATION_STEPS)
-        whole_number("warmup_steps", self.warmup_steps, 0, MAX_STEPS)
-        if self.epochs is None and self.max_steps is None:
-            raise ConfigError("epochs", None, "an epoch budget or max_steps (at least one)")
-        if self.epochs is not None:
-            whole_number("epochs", self.epochs, 1, MAX_EPOCHS)
-        if self.max_steps is not None:
-            whole_number("max_steps", self.max_steps, 1, MAX_STEPS)
-        whole_number("seed", self.seed, 0, MAX_SEED)
-        whole_number("eval_interval", self.eval_interval, 0, MAX_STEPS)
-        whole_number("samples", self.samples, 20, MAX_SAMPLES)
-        real_number("noise", self.noise, 0.0, 10.0)
-        if self.time_limit_s is not None:
-            real_number("time_limit_s", self.time_limit_s, 0.0, 86_400.0, low_open=True)
-
-        cfg, notices = self, []
-        n_train = cfg.train_samples
-        if cfg.batch_size > n_train:
-            notices.append(f"Batch size {cfg.batch_size} is larger than the {n_train} training "
-                           f"samples; clamped to {n_train} (full-batch gradient descent).")
-            cfg = dataclasses.replace(cfg, batch_size=n_train)
-        if cfg.effective_batch_size > n_train:
-            k = math.ceil(n_train / cfg.batch_size)
-            notices.append(f"Effective batch {cfg.effective_batch_size} is larger than the "
-                           f"{n_train} training samples; accumulation steps clamped to {k}.")
-            cfg = dataclasses.replace(cfg, accumulation_steps=k)
-        if cfg.batch_norm_1d and cfg.batch_size < 2:
-            raise ConfigError("batch_size", cfg.batch_size, "at least 2 with BatchNorm (norm "
-                              "batch): it normalises each feature over the batch, and one sample "
-                              "has no spread")
-        if cfg.drops_lone_sample:
-            notices.append("With BatchNorm, the one sample left over at the end of each epoch "
-                           f"({n_train:,} training samples in batches of {cfg.batch_size}) is "
-                           "dropped: a batch of one sample has no spread to normalise by.")
-        return cfg, notices
+    def __eq__(self, other: object) -> bool:
+        """Equal settings are equal configs, checked or not."""
+        if not isinstance(other, RunConfig):
+            return NotImplemented
+        return all(getattr(self, f.name) == getattr(other, f.name)
+                   for f in dataclasses.fields(RunConfig))
 
     @property
     def batch_norm_1d(self) -> bool:
@@ -209,6 +161,98 @@ class RunConfig:
         if "max_steps" in values and "epochs" not in values:
             values["epochs"] = None  # a step budget alone replaces the default epoch budget
         return cls(**values)
+
+
+@dataclass(frozen=True, eq=False)
+class CheckedRunConfig(RunConfig):
+    """A RunConfig whose every field has been checked, with oversize batches clamped: made by
+    RunConfig.validated() alone, so code that takes one never checks it again. Made any other
+    way — dataclasses.replace on one, say — it is a plain RunConfig: a changed config is a new
+    one, checked where it enters."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "__class__", RunConfig)  # not made by validated(): unchecked
+
+    def validated(self) -> tuple[CheckedRunConfig, list[str]]:
+        return self, []
+
+    def with_time_limit(self, seconds: float | None) -> CheckedRunConfig:
+        """The same checked config under another time cap (None: none); only the cap is
+        checked."""
+        if seconds is not None:
+            real_number("time_limit_s", seconds, 0.0, 86_400.0, low_open=True)
+        out = object.__new__(CheckedRunConfig)
+        for f in dataclasses.fields(RunConfig):
+            object.__setattr__(out, f.name, getattr(self, f.name))
+        object.__setattr__(out, "time_limit_s", seconds)
+        return out
+
+
+def _checked(cfg: RunConfig) -> tuple[RunConfig, list[str]]:
+    """(cfg as a plain RunConfig with oversize batches clamped, a notice per clamp); raises
+    ConfigError for the first invalid field."""
+    cfg = RunConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(RunConfig)})
+    _choice("dataset", cfg.dataset, DATASETS)
+    _choice("model", cfg.model, MODELS)
+    _choice("norm", cfg.norm, NORMS)
+    _choice("optimizer", cfg.optimizer, OPTIMIZERS)
+    _choice("device", cfg.device, DEVICES)
+    if cfg.model == "cnn" and cfg.dataset not in IMAGE_DATASETS:
+        raise ConfigError("dataset", cfg.dataset,
+                          f"an image dataset for the CNN: {', '.join(IMAGE_DATASETS)}")
+    if cfg.model in ("transformer", "lstm") and cfg.dataset not in (*IMAGE_DATASETS,
+                                                                     *SEQUENCE_DATASETS):
+        raise ConfigError("dataset", cfg.dataset, "an image dataset (read row by row) or "
+                                                   f"arithmetic for the {cfg.model}: "
+                                                   + ", ".join((*IMAGE_DATASETS,
+                                                                *SEQUENCE_DATASETS)))
+    if cfg.model == "gan" and cfg.dataset not in GAN_DATASETS:
+        raise ConfigError("dataset", cfg.dataset,
+                          "a one-channel image dataset for the GAN: " + ", ".join(GAN_DATASETS))
+    if cfg.dataset in SEQUENCE_DATASETS and cfg.model not in ("transformer", "lstm"):
+        raise ConfigError("model", cfg.model, "transformer or lstm for the arithmetic task")
+    if cfg.model == "transformer" and cfg.width % TRANSFORMER_HEADS:
+        raise ConfigError("width", cfg.width,
+                          f"a multiple of {TRANSFORMER_HEADS} for the transformer's heads")
+    whole_number("width", cfg.width, 1, 4096)
+    whole_number("depth", cfg.depth, 1, 16)
+    whole_number("batch_size", cfg.batch_size, 1, MAX_BATCH_SIZE)
+    real_number("lr", cfg.lr, 0.0, 100.0, low_open=True)
+    whole_number("accumulation_steps", cfg.accumulation_steps, 1, MAX_ACCUMULATION_STEPS)
+    whole_number("warmup_steps", cfg.warmup_steps, 0, MAX_STEPS)
+    if cfg.epochs is None and cfg.max_steps is None:
+        raise ConfigError("epochs", None, "an epoch budget or max_steps (at least one)")
+    if cfg.epochs is not None:
+        whole_number("epochs", cfg.epochs, 1, MAX_EPOCHS)
+    if cfg.max_steps is not None:
+        whole_number("max_steps", cfg.max_steps, 1, MAX_STEPS)
+    whole_number("seed", cfg.seed, 0, MAX_SEED)
+    whole_number("eval_interval", cfg.eval_interval, 0, MAX_STEPS)
+    whole_number("samples", cfg.samples, 20, MAX_SAMPLES)
+    real_number("noise", cfg.noise, 0.0, 10.0)
+    if cfg.time_limit_s is not None:
+        real_number("time_limit_s", cfg.time_limit_s, 0.0, 86_400.0, low_open=True)
+
+    notices: list[str] = []
+    n_train = cfg.train_samples
+    if cfg.batch_size > n_train:
+        notices.append(f"Batch size {cfg.batch_size} is larger than the {n_train} training "
+                       f"samples; clamped to {n_train} (full-batch gradient descent).")
+        cfg = dataclasses.replace(cfg, batch_size=n_train)
+    if cfg.effective_batch_size > n_train:
+        k = math.ceil(n_train / cfg.batch_size)
+        notices.append(f"Effective batch {cfg.effective_batch_size} is larger than the "
+                       f"{n_train} training samples; accumulation steps clamped to {k}.")
+        cfg = dataclasses.replace(cfg, accumulation_steps=k)
+    if cfg.batch_norm_1d and cfg.batch_size < 2:
+        raise ConfigError("batch_size", cfg.batch_size, "at least 2 with BatchNorm (norm "
+                          "batch): it normalises each feature over the batch, and one sample "
+                          "has no spread")
+    if cfg.drops_lone_sample:
+        notices.append("With BatchNorm, the one sample left over at the end of each epoch "
+                       f"({n_train:,} training samples in batches of {cfg.batch_size}) is "
+                       "dropped: a batch of one sample has no spread to normalise by.")
+    return cfg, notices
 
 
 MAX_QUERY_PARAMS = 32  # a lab link names at most every setting once (and the run)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from bsdemo.config import ConfigError, RunConfig
+from bsdemo.config import CheckedRunConfig, ConfigError, RunConfig
 from bsdemo.engine.data import IGNORE, Dataset, load_dataset
 from bsdemo.engine.measure import (
     resolve_device,
@@ -77,7 +77,7 @@ def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[
 @dataclass
 class Prepared:
     """Everything a run trains: kept by callers (tests, lessons) that inspect the model after."""
-    cfg: RunConfig  # validated, with clamping applied
+    cfg: CheckedRunConfig  # oversize batches clamped
     notices: list[str]
     device: torch.device
     data: Dataset

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bsdemo.config import NORMS, ConfigError, RunConfig
+from bsdemo.config import NORMS, CheckedRunConfig, ConfigError, RunConfig
 from bsdemo.jobkinds.costs import (
     _accum_cost,
     _architectures_cost,
@@ -233,9 +233,9 @@ def planned_points(kind: str, options: Mapping[str, Any]) -> int | None:
 USER_CODE_OPTIONS = frozenset({"model_file", "workload", "model_factory"})  # never a job's
 
 
-def assess(kind: str, cfg: RunConfig, options: Mapping[str, Any] | None, limits: Limits,
+def assess(kind: str, cfg: CheckedRunConfig, options: Mapping[str, Any] | None, limits: Limits,
            wall_s: float) -> tuple[dict[str, Any], Cost]:
-    """(checked options, cost bound) of one job of `kind` on a validated cfg; raises ConfigError
+    """(checked options, cost bound) of one job of `kind` on a checked cfg; raises ConfigError
     for an unknown kind, an unknown or invalid option, or a cost over the limits."""
     spec = KINDS.get(kind)
     if spec is None:

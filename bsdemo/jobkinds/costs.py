@@ -12,7 +12,7 @@ from bsdemo.architectures import (
     run_config,
 )
 from bsdemo.config import (
-    RunConfig,
+    CheckedRunConfig,
 )
 from bsdemo.jobkinds.kind import (
     FIT_TECHNIQUES,
@@ -45,13 +45,13 @@ from bsdemo.tunables import (
 
 
 # ----- what each kind costs at most -----
-def _train_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+def _train_cost(cfg: CheckedRunConfig, options: dict, wall_s: float) -> Cost:
     return Cost(min(cfg.batch_size, cfg.train_samples), min(cfg.effective_batch_size,
                                                             cfg.train_samples),
                 cfg.planned_steps, wall_s, footprint.predict(cfg).device)
 
 
-def _sweep_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+def _sweep_cost(cfg: CheckedRunConfig, options: dict, wall_s: float) -> Cost:
     sizes, rounds = options["batch_sizes"], options["rounds"]
     timed = max(1, -(-options["timed_steps"] // rounds))  # per round, as the engine shares it
     # the first round's warm-up, then up to twice `rounds` rounds of one warm-up step and a block
@@ -64,7 +64,7 @@ def _sweep_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
                 footprint.predict(largest).device)
 
 
-def _profile_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+def _profile_cost(cfg: CheckedRunConfig, options: dict, wall_s: float) -> Cost:
     sizes = options["batch_sizes"]
     # per size: two unprofiled blocks and the profiled one (each warm-up + steps + 1), then the
     # cut's warm-up (both models), its first (compiling) step and its alternating blocks
@@ -78,7 +78,7 @@ def _profile_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
                 footprint.predict(largest).device)
 
 
-def _find_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+def _find_cost(cfg: CheckedRunConfig, options: dict, wall_s: float) -> Cost:
     largest = options["max_batch"]
     grown = sweep_config(cfg, [largest]) if largest > cfg.train_samples else cfg
     micro = min(largest, grown.train_samples)
@@ -92,7 +92,7 @@ def _find_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
                                                       accumulation_steps=1)).device)
 
 
-def _accum_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+def _accum_cost(cfg: CheckedRunConfig, options: dict, wall_s: float) -> Cost:
     big = options["micro_batch"] * options["accum"]  # one batch of k·b: its own forward pass
     base = dataclasses.replace(accumulation_config(cfg, options["variable_length"]),
                                batch_size=big, accumulation_steps=1)
@@ -100,14 +100,14 @@ def _accum_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     return Cost(big, big, passes, wall_s, footprint.predict(base).device)
 
 
-def _norms_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+def _norms_cost(cfg: CheckedRunConfig, options: dict, wall_s: float) -> Cost:
     runs = [c.validated()[0] for c in norms_configs(cfg, options)]
     largest = max(runs, key=lambda c: c.batch_size)
     return Cost(largest.batch_size, largest.batch_size, sum(c.planned_steps for c in runs),
                 wall_s, max(footprint.predict(c).device for c in runs))
 
 
-def _noise_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+def _noise_cost(cfg: CheckedRunConfig, options: dict, wall_s: float) -> Cost:
     chunk = min(cfg.train_samples, NOISE_CHUNK)
     passes = (options["after_steps"] * cfg.accumulation_steps + 1
               + options["draws"] * (len(options["batch_sizes"]) + 3))
@@ -116,7 +116,7 @@ def _noise_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     return Cost(big.batch_size, big.batch_size, passes, wall_s, footprint.predict(big).device)
 
 
-def _sharpness_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+def _sharpness_cost(cfg: CheckedRunConfig, options: dict, wall_s: float) -> Cost:
     runs = 2 + len(options["remedies"])
     longer = LONGER_FACTOR - 1 if "longer" in options["remedies"] else 0
     steps = options["max_steps"] * (runs + longer)
@@ -129,7 +129,7 @@ def _sharpness_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
                 2 * footprint.predict(dataclasses.replace(big, batch_size=chunk)).device)
 
 
-def _critical_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+def _critical_cost(cfg: CheckedRunConfig, options: dict, wall_s: float) -> Cost:
     sizes = [min(b, cfg.train_samples) for b in options["batch_sizes"]]
     passes = CRITICAL_DRAWS + 1 + 2 * sum(critical_steps(options["max_steps"], b,
                                                          cfg.train_samples) for b in sizes)
@@ -139,7 +139,7 @@ def _critical_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
     return Cost(big.batch_size, max(sizes), passes, wall_s, footprint.predict(big).device)
 
 
-def _fit_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+def _fit_cost(cfg: CheckedRunConfig, options: dict, wall_s: float) -> Cost:
     techniques = len(options["techniques"] or FIT_TECHNIQUES)
     largest = options["max_batch"]
     verify = max(1, math.ceil(math.log2(largest))) + 1
@@ -151,7 +151,7 @@ def _fit_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
                 min(options["memory_budget_bytes"], footprint.predict(big).device))
 
 
-def _ddp_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+def _ddp_cost(cfg: CheckedRunConfig, options: dict, wall_s: float) -> Cost:
     world = options["processes"]
     single = dataclasses.replace(cfg, batch_size=cfg.batch_size * world, accumulation_steps=1)
     # every member holds a model and its shard's activations; then one process the global batch
@@ -160,14 +160,14 @@ def _ddp_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
                                               ).device, footprint.predict(single).device))
 
 
-def _pipeline_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+def _pipeline_cost(cfg: CheckedRunConfig, options: dict, wall_s: float) -> Cost:
     whole = dataclasses.replace(cfg, accumulation_steps=1)
     # each stage holds half the model, and every micro-batch's activations until the backward
     return Cost(cfg.batch_size, cfg.batch_size, options["steps"] * (options["micro_batches"] + 1),
                 wall_s, 2 * footprint.predict(whole).device)
 
 
-def _architectures_cost(cfg: RunConfig, options: dict, wall_s: float) -> Cost:
+def _architectures_cost(cfg: CheckedRunConfig, options: dict, wall_s: float) -> Cost:
     runs = [run_config(cfg, a, b, options["seconds"]).validated()[0]
             for a in options["architectures"] for b in options["batch_sizes"]]
     return Cost(max(r.batch_size for r in runs), max(r.batch_size for r in runs),

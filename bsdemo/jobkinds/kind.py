@@ -15,6 +15,7 @@ from bsdemo.config import (
     MAX_SAMPLES,
     MODELS,
     TEST_FRACTION,
+    CheckedRunConfig,
     ConfigError,
     RunConfig,
 )
@@ -78,8 +79,8 @@ class Kind:
     name: str
     exclusive: bool  # a measurement: nothing else shares the device while it runs
     options: tuple[str, ...]  # the option names its engine function takes
-    cost: Callable[[RunConfig, dict[str, Any], float], Cost]  # (cfg, checked options, wall_s)
-    check: Callable[[RunConfig, dict[str, Any], Limits], dict[str, Any]]  # -> checked options
+    cost: Callable[[CheckedRunConfig, dict[str, Any], float], Cost]  # (cfg, options, wall_s)
+    check: Callable[[CheckedRunConfig, dict[str, Any], Limits], dict[str, Any]]  # -> options
     models: tuple[str, ...] = MODELS  # the models its engine function can take
     why: str = ""  # why only those
     # its engine function, "module:function", imported by the worker (torch lives there):

@@ -15,8 +15,8 @@ from bsdemo.architectures import (
 from bsdemo.config import (
     MAX_ACCUMULATION_STEPS,
     NORMS,
+    CheckedRunConfig,
     ConfigError,
-    RunConfig,
 )
 from bsdemo.jobkinds.kind import (
     FIT_TECHNIQUES,
@@ -88,11 +88,11 @@ def _budget(options: Mapping) -> int | None:
     return _whole(options, "memory_budget_bytes", 1, 2**50, optional=True)
 
 
-def _no_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+def _no_options(cfg: CheckedRunConfig, options: dict, limits: Limits) -> dict:
     return {}
 
 
-def _sweep_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+def _sweep_options(cfg: CheckedRunConfig, options: dict, limits: Limits) -> dict:
     sizes = options.get("batch_sizes")
     if (not isinstance(sizes, (list, tuple)) or not 1 <= len(sizes) <= MAX_SWEEP_POINTS
             or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in sizes)
@@ -108,7 +108,7 @@ def _sweep_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
             "continue_after_oom": _flag(options, "continue_after_oom")}
 
 
-def _profile_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+def _profile_options(cfg: CheckedRunConfig, options: dict, limits: Limits) -> dict:
     sizes = options.get("batch_sizes")
     if (not isinstance(sizes, (list, tuple)) or not 2 <= len(sizes) <= MAX_PROFILE_SIZES
             or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in sizes)
@@ -120,7 +120,7 @@ def _profile_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
             "cut": _flag(options, "cut", default=True)}
 
 
-def _find_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+def _find_options(cfg: CheckedRunConfig, options: dict, limits: Limits) -> dict:
     given = _whole(options, "max_batch", 1, 2**31, optional=True)
     lr = options.get("reference_lr")
     if lr is not None:
@@ -135,7 +135,7 @@ def _find_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
             "max_batch": min(given or limits.max_batch_size, limits.max_batch_size)}
 
 
-def _accum_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+def _accum_options(cfg: CheckedRunConfig, options: dict, limits: Limits) -> dict:
     checked = {"micro_batch": _whole(options, "micro_batch", 1, 2**31, default=32),
                "accum": _whole(options, "accum", 1, MAX_ACCUMULATION_STEPS, default=4),
                "steps": _whole(options, "steps", 1, 1000, default=5),
@@ -165,7 +165,7 @@ def _increasing_batches(options: Mapping, default: list[int], fewest: int, small
     return list(sizes)
 
 
-def _norms_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+def _norms_options(cfg: CheckedRunConfig, options: dict, limits: Limits) -> dict:
     sizes = _increasing_batches(options, [2, 4, 8, 32, 128], 1, 2, " (BatchNorm needs two)")
     norms = _names(options, "norms", NORMS, list(NORMS))
     if cfg.epochs is None:
@@ -173,13 +173,13 @@ def _norms_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
     return {"batch_sizes": sizes, "norms": norms}
 
 
-def _noise_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+def _noise_options(cfg: CheckedRunConfig, options: dict, limits: Limits) -> dict:
     return {"batch_sizes": _increasing_batches(options, [1, 4, 16, 64, 256], 2, 1),
             "draws": _whole(options, "draws", 2, MAX_NOISE_DRAWS, default=32),
             "after_steps": _whole(options, "after_steps", 0, 100_000, default=0)}
 
 
-def _sharpness_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+def _sharpness_options(cfg: CheckedRunConfig, options: dict, limits: Limits) -> dict:
     sizes = _increasing_batches(options, [16, 4096], 2, 1)
     if len(sizes) != 2:
         raise ConfigError("batch_sizes", sizes, "two increasing batch sizes: a small and a large")
@@ -196,7 +196,7 @@ def _sharpness_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
             "remedies": remedies}
 
 
-def _critical_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+def _critical_options(cfg: CheckedRunConfig, options: dict, limits: Limits) -> dict:
     rule = options.get("rule", "sqrt")
     if not isinstance(rule, str) or rule not in LR_RULES:
         raise ConfigError("rule", rule, "one of " + ", ".join(LR_RULES))
@@ -213,7 +213,7 @@ def _critical_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
             else _real(options, "lr_cap", 1e-6, 100.0, default=0.8)}
 
 
-def _fit_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+def _fit_options(cfg: CheckedRunConfig, options: dict, limits: Limits) -> dict:
     budget = _budget(options)
     if budget is None:
         raise ConfigError("memory_budget_bytes", None, "a memory budget in bytes")
@@ -223,19 +223,19 @@ def _fit_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
             "max_batch": limits.max_batch_size}
 
 
-def _ddp_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+def _ddp_options(cfg: CheckedRunConfig, options: dict, limits: Limits) -> dict:
     processes = _whole(options, "processes", 1, DDP_MAX_PROCESSES, default=2)
     check_global_batch(cfg, processes)
     return {"processes": processes, "steps": _whole(options, "steps", 1, DDP_MAX_STEPS, default=5)}
 
 
-def _pipeline_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+def _pipeline_options(cfg: CheckedRunConfig, options: dict, limits: Limits) -> dict:
     micro = _whole(options, "micro_batches", 1, PIPELINE_MAX_MICRO_BATCHES, default=4)
     check_pipeline(cfg, micro)
     return {"micro_batches": micro, "steps": _whole(options, "steps", 1, DDP_MAX_STEPS, default=5)}
 
 
-def _architectures_options(cfg: RunConfig, options: dict, limits: Limits) -> dict:
+def _architectures_options(cfg: CheckedRunConfig, options: dict, limits: Limits) -> dict:
     names = _names(options, "architectures", list(ARCHITECTURES), list(ARCHITECTURES))
     return {"architectures": names,
             "batch_sizes": _increasing_batches(options, list(DEFAULT_BATCHES), 2, 1),

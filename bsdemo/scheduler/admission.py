@@ -8,13 +8,12 @@ calls them under its lock. Nothing here starts or stops anything.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import time
 from collections.abc import Iterable
 from typing import Any
 
 from bsdemo import footprint, jobkinds
-from bsdemo.config import ConfigError, RunConfig
+from bsdemo.config import CheckedRunConfig, ConfigError, RunConfig
 from bsdemo.jobkinds import Cost
 from bsdemo.limits import Limits
 from bsdemo.runs import ACTIVE
@@ -42,8 +41,10 @@ class ActiveRunError(RuntimeError):
 
 # ----- what may be queued -----
 def checked(cfg: RunConfig, kind: str, options: dict[str, Any] | None,
-            limits: Limits, device: dict[str, Any] | None = None) -> tuple[RunConfig, dict, Cost]:
-    """(validated cfg with its time cap, checked options, cost bound), or ConfigError.
+            limits: Limits, device: dict[str, Any] | None = None
+            ) -> tuple[CheckedRunConfig, dict, Cost]:
+    """(checked cfg with its time cap, checked options, cost bound), or ConfigError. A config
+    the page already checked (a CheckedRunConfig) is not checked again.
 
     A training run's cap is its own, at most max_wall_s (its engine ends it there and says so);
     any other kind's cap is max_wall_s for the whole job, kept by its worker. With the workers'
@@ -52,10 +53,10 @@ def checked(cfg: RunConfig, kind: str, options: dict[str, Any] | None,
     cfg, _ = cfg.validated()
     limit = limits.max_wall_s
     if kind == "train":
-        cfg = dataclasses.replace(cfg, time_limit_s=min(cfg.time_limit_s or limit, limit))
+        cfg = cfg.with_time_limit(min(cfg.time_limit_s or limit, limit))
         wall = cfg.time_limit_s
     else:
-        cfg, wall = dataclasses.replace(cfg, time_limit_s=None), limit
+        cfg, wall = cfg.with_time_limit(None), limit
     options, cost = jobkinds.assess(kind, cfg, options, limits, wall)
     if not jobkinds.KINDS[kind].unbounded_steps:
         check_step_time(cfg, cost, device, options)
@@ -92,8 +93,8 @@ def check_step_time(cfg: RunConfig, cost: Cost, device: dict[str, Any] | None,
         f"so a step takes at least {fixed(least, 0)} s: lower {lower}, width or depth"))
 
 
-def comparison(cfgs: list[RunConfig], limits: Limits,
-               device: dict[str, Any] | None = None) -> list[tuple[RunConfig, dict, Cost]]:
+def comparison(cfgs: list[RunConfig], limits: Limits, device: dict[str, Any] | None = None
+               ) -> list[tuple[CheckedRunConfig, dict, Cost]]:
     """A comparison's runs, checked as one job: their steps add up, and so do their time caps
     (runs without one share what max_wall_s leaves). Raises ConfigError."""
     if not 1 <= len(cfgs) <= MAX_COMPARISON:
@@ -107,8 +108,8 @@ def comparison(cfgs: list[RunConfig], limits: Limits,
         raise ConfigError("time_limit_s", round(given, 3),
                           f"at most {setting(limit)} s for the whole comparison on this server (its "
                           "limit max_wall_s)")
-    valid = [dataclasses.replace(c, time_limit_s=min(c.time_limit_s, limit)
-                                 if c.time_limit_s else share) for c in valid]
+    valid = [c.with_time_limit(min(c.time_limit_s, limit) if c.time_limit_s else share)
+             for c in valid]
     runs = [checked(c, "train", None, limits, device) for c in valid]
     costs = [cost for *_, cost in runs]
     limits.check(Cost(max(c.micro_batch for c in costs), max(c.effective_batch for c in costs),

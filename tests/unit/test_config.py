@@ -279,3 +279,42 @@ def test_numbers_are_ascii_digits_not_whatever_python_would_read(text):
     with pytest.raises(ConfigError, match="batch_sizes"):
         parse_batch_sizes(text, "batch_sizes", 4096)
     assert whole_number("steps", " +12 ", 1, 100, exact=False) == 12  # as a person types it
+
+
+def test_a_checked_config_says_so_by_its_type_and_is_never_checked_again(monkeypatch):
+    """RunConfig.validated() returns a CheckedRunConfig (oversize batches clamped); validated()
+    on one returns it as it is, and the scheduler's admission takes it without a second check.
+    A config changed from one (dataclasses.replace) is a plain RunConfig again, checked where it
+    is used."""
+    import dataclasses
+    import pickle
+
+    import pytest
+
+    from bsdemo import config
+    from bsdemo.config import CheckedRunConfig, ConfigError, RunConfig
+    from bsdemo.limits import Limits
+    from bsdemo.scheduler import admission
+
+    checked, notices = RunConfig(batch_size=5000).validated()
+    assert type(checked) is CheckedRunConfig and checked.batch_size == checked.train_samples
+    assert notices and "clamped" in notices[0]
+    assert checked == RunConfig(batch_size=checked.train_samples)  # equal settings, equal configs
+    assert hash(checked) == hash(RunConfig(batch_size=checked.train_samples))
+    assert type(pickle.loads(pickle.dumps(checked))) is CheckedRunConfig  # to a Ray actor
+    changed = dataclasses.replace(checked, batch_size=9000)
+    assert type(changed) is RunConfig and changed.batch_size == 9000
+    assert type(CheckedRunConfig()) is RunConfig  # only validated() makes one
+    with pytest.raises(ConfigError, match="time_limit_s"):
+        checked.with_time_limit(-1.0)
+    capped = checked.with_time_limit(30.0)
+    assert type(capped) is CheckedRunConfig and capped.time_limit_s == 30.0
+
+    calls = []
+    real = config._checked
+    monkeypatch.setattr(config, "_checked", lambda cfg: calls.append(cfg) or real(cfg))
+    assert checked.validated() == (checked, [])
+    cfg, _, _ = admission.checked(checked, "train", None, Limits())
+    assert calls == [] and type(cfg) is CheckedRunConfig and cfg.time_limit_s is not None
+    admission.checked(RunConfig(), "train", None, Limits())
+    assert len(calls) == 1  # a plain config: checked once, where it enters
