@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import atexit
 import collections
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bsdemo.config import ConfigError, RunConfig
-from bsdemo.jobkinds import POINT_KINDS, RESULT_KINDS, START_KINDS, Cost
+from bsdemo.jobkinds import Cost
 from bsdemo.limits import MAX_WORKERS, Limits, default_threads
 from bsdemo.runs import (
     ACTIVE,
@@ -28,35 +27,26 @@ from bsdemo.runs import (
     STEP_FIELDS,
     JobSnapshot,
     Series,
-    add_point,
-    file_event,
-    stable_rate,
 )
-from bsdemo.scheduler import admission, devices
+from bsdemo.scheduler import admission
+from bsdemo.scheduler.dispatch import Dispatching
 from bsdemo.scheduler.estimates import WaitEstimator
 from bsdemo.scheduler.ids import JobIds
 from bsdemo.scheduler.job import Job
 from bsdemo.scheduler.joined import Joining
-from bsdemo.scheduler.pool import Worker, WorkerPool
+from bsdemo.scheduler.pool import WorkerPool
 from bsdemo.scheduler.reaper import Reaper
+from bsdemo.scheduler.serverview import ServerView
 from bsdemo.scheduler.stored import StoreLink, serve
-from bsdemo.scheduler.tally import Tally, batch_bucket
+from bsdemo.scheduler.tally import Tally
 from bsdemo.store import Store
-from bsdemo.units import setting
 
-MAX_POINTS = 256  # sweep points / finder probes kept per job (a sweep has at most 64 sizes)
 SEEN_OWNERS = 100_000  # browsers remembered as having queued a job (for first-job priority)
-DISPATCH_LOOKUP_S = 0.5  # the longest a lookup under the scheduler's lock waits for the store
 # an active job's copy for pages is remade at most this often (a page polls every 0.5 s): a room
 # watching one run draws one copy, and its figures once (bsdemo.ui.widgets.shared_figures)
 PUBLISH_S = 0.2
-# a run takes turns on a busy worker only after waiting this long for an idle one: a short run
-# (most lessons' defaults take well under a second alone) ends alone at full speed before the
-# next starts; a room's runs that would queue for longer share the worker in turns
-# (bsdemo.engine.worker) and all show their first points within about this wait
-TURN_AFTER_S = 1.0
 
-class Scheduler(Reaper, Joining):
+class Scheduler(Reaper, Joining, Dispatching, ServerView):
     """FIFO queue + worker processes + bounded per-job buffers. Thread-safe."""
 
     def __init__(self, workers: int | None = None, max_points: int = 1000, keep_finished: int = 200,
@@ -377,77 +367,6 @@ class Scheduler(Reaper, Joining):
             time.sleep(0.02)
         return self.snapshot(job_id)
 
-    # ----- the server's view -----
-    @property
-    def device_info(self) -> dict[str, Any] | None:
-        """The workers' device, once a worker has started (None before)."""
-        return self._device_info
-
-    @property
-    def store(self) -> Store | None:
-        return self._stored.store
-
-    @property
-    def store_error(self) -> str | None:
-        """The last failure to read or write the run store."""
-        return self._stored.error
-
-    @property
-    def store_notice(self) -> str | None:
-        """What the run store's state is, when it is not simply working (for the sidebar): the
-        store's own notice, and the finished runs still waiting for it."""
-        return self._stored.notice
-
-    @property
-    def store_waiting(self) -> int:
-        """Finished runs not yet written to the run store."""
-        return self._stored.waiting
-
-    def flush_store(self, timeout: float = 30.0) -> bool:
-        """Wait for the run store's pending writes (tests and shutdown)."""
-        return self._stored.flush(timeout)
-
-    @property
-    def restarts(self) -> int:
-        """Workers replaced after dying."""
-        return self._pool.restarts
-
-    def usable_memory(self) -> int | None:
-        """Device memory admission shares among concurrent runs (admission.usable_memory)."""
-        return admission.usable_memory(self.limits, self._device_info, len(self._pool))
-
-    def load(self) -> dict[str, Any]:
-        """What the server is doing now, for the sidebar: runs running and waiting, workers, and
-        the device memory admission shares out and has given (predicted, or measured if more)."""
-        with self._lock:
-            running = self._running()
-            return {"running": len(running), "queued": len(self._queue),
-                    "workers": len(self._pool), "usable_memory_bytes": self.usable_memory(),
-                    "held_memory_bytes": sum(j.claim() for j in running)}
-
-    def metrics(self) -> dict[str, Any]:
-        """What bsdemo.metrics exposes: the running totals (scheduler.tally), the queue, and
-        each running job's latest step (by worker: a bounded label, never a run id)."""
-        with self._lock:
-            running = []
-            for job in self._running():
-                steps = job.steps.columns
-                last = {f: (steps.get(f) or [None])[-1]
-                        for f in ("samples_per_sec", "peak_memory_bytes", "utilization_pct")}
-                running.append({"worker": job.worker, "kind": job.kind,
-                                "batch": batch_bucket(job.config.effective_batch_size), **last})
-            return {"tally": self._tally.snapshot(), "queued": len(self._queue),
-                    "running": running, "workers": len(self._pool),
-                    "device": self._device_info}
-
-    def workers_ready(self) -> int:
-        with self._lock:
-            return sum(w.ready for w in self._pool.workers)
-
-    def worker_pids(self) -> list[int]:
-        with self._lock:
-            return [w.process.pid for w in self._pool.workers]
-
     def close(self) -> None:
         with self._lock:
             if self._closed:
@@ -456,160 +375,3 @@ class Scheduler(Reaper, Joining):
         self._pool.close()
         if self.store is not None:
             self._stored.flush(timeout=10)  # the last finished runs are kept
-
-    # ----- dispatch -----
-    def _running(self) -> list[Job]:
-        return [j for j in self._jobs.values() if j.status == "running"]
-
-    def _blocked(self, job: Job, running: int, exclusive: int, held: int, free: int,
-                 usable: int | None) -> str | None:
-        return admission.blocker(job, running, exclusive, held, free, len(self._pool), usable)
-
-    def _dispatch(self) -> None:
-        """Start queued jobs, strictly FIFO, while the head fits. Caller holds the lock.
-
-        A sweep or finder starts only on an otherwise idle device and holds it alone; a training
-        run starts beside others only when its predicted memory and theirs fit the device
-        (memory admission) — device by device, where the workers sit on several
-        (scheduler.devices). The jobs behind a blocked head wait (head-of-line): nobody is
-        overtaken, and the head's reason is shown to its owner.
-        """
-        while self._queue:
-            head = self._jobs[self._queue[0]]
-            if head.check_store and self.store is not None:
-                # queued before any worker had said which device it is (just after a restart):
-                # the store is asked once it is known, so the run is served rather than trained
-                # and stored a second time
-                if not self._device_info:
-                    head.wait_reason = "the training worker is starting"
-                    return
-                head.check_store = False
-                # under the lock: the store is given little time (a run not found trains)
-                stored = self._stored.find(head.config, self._device_info, wait=DISPATCH_LOOKUP_S)
-                if stored is not None:
-                    self._queue.popleft()
-                    self._serve(head, stored)
-                    continue
-            running, free = self._running(), self._pool.free()
-            if time.time() - head.submitted_at < TURN_AFTER_S:  # an idle worker, or a moment
-                free = [w for w in free if not w.jobs]
-            spot = devices.place(head, free, running, self._pool.workers, self.limits)
-            head.wait_reason = spot.reason
-            if spot.worker is None:
-                if head.wait_reason == admission.EXCLUSIVE_WAIT:
-                    head.wait_reason = admission.exclusive_wait(spot.beside)
-                elif not free and not running and self._pool.starting():
-                    head.wait_reason = "the training worker is starting"
-                return
-            if not spot.beside:
-                head.notice = admission.alone_notice(head, spot.usable) or head.notice
-            self._start(self._jobs[self._queue.popleft()], spot.worker, spot.beside)
-
-    def _start(self, job: Job, worker: Worker, beside: list[Job]) -> None:
-        """Give job to a free worker, beside the running jobs. Caller holds the lock."""
-        job.worker, job.status, job.started_at = worker.index, "running", time.time()
-        self._tally.waited(job.kind, job.started_at - job.submitted_at)
-        job.node = worker.node
-        if job.wall_s:
-            job.kill_at_cap = time.monotonic() + job.wall_s + self.limits.stop_grace_s
-        # runs on other workers of the device run beside it; those its own worker holds take
-        # turns with it, a step at a time, never beside it (bsdemo.engine.worker)
-        others = [j for j in beside if j.worker != worker.index]
-        if others:
-            for j in [*others, job]:
-                j.shared_device = True
-        # a training run's engine keeps its own cap; any other kind's worker keeps the job's
-        wall = None if job.kind == "train" else job.wall_s
-        self._pool.give(worker, job.id,
-                        (job.id, job.kind, vars(job.config).copy(), dict(job.options), wall))
-        mates = len(worker.jobs) - 1
-        for held in worker.jobs:
-            mate = self._jobs.get(held)
-            if mate is not None:
-                mate.turns_with = max(mate.turns_with, mates)
-
-    def _waits(self, force: bool = False) -> dict[int, tuple[float, bool]]:
-        """Queued job id -> (predicted seconds until it starts, whether caps are in it). Lock
-        held."""
-        usable = self.usable_memory()
-        workers = self._pool.workers
-        slots = sum(self._pool.room(w) for w in workers if w.process.is_alive()) or 1
-        return self._estimator.waits(
-            self._running(), [self._jobs[i] for i in self._queue], slots,
-            lambda job, *state: self._blocked(job, *state, usable) is not None, force=force,
-            sharing=lambda job: max(len(workers[job.worker].jobs), 1)
-            if job.worker is not None else 1)
-
-    # ----- ending -----
-    def _finish(self, job: Job, end: dict[str, Any]) -> None:
-        """Caller holds the lock."""
-        if job.unattended:
-            end = dict(end, message=f"Cancelled: nobody watched this run for "
-                                    f"{setting(self.limits.unattended_grace_s)} s (was its tab closed?). "
-                                    + end.get("message", ""))
-        job.end = end
-        job.status = end["status"]
-        job.finished_at = time.time()
-        job.version += 1
-        self._published.pop(job.id, None)
-        if job.rode:  # the run it rode is counted, learned from and kept, once
-            self._finished.append(job.id)
-            return
-        self._tally.ended(job.kind, job.status)
-        if job.kind == "train" and job.status == "completed":
-            self._tally.run_speed(job.config.effective_batch_size,
-                                  stable_rate(end.get("summary") or {}))
-        if job.started_at is not None and job.status in ("completed", "cancelled"):
-            self._estimator.learn(job)
-        self._stored.keep(job)
-        self._end_followers(job)
-        if job.worker is not None:
-            self._pool.release(job.worker, job.id)
-        self._finished.append(job.id)
-        while len(self._finished) > self._keep_finished:
-            self._jobs.pop(self._finished.popleft(), None)
-
-    def _collect(self) -> None:
-        while not self._closed:
-            try:
-                message = self._pool.results.get(timeout=0.2)
-            except queue.Empty:
-                message = None
-            except (OSError, EOFError, ValueError):
-                return  # the queue was closed under us: shutting down
-            with self._lock:
-                if message is not None:
-                    self._handle(message)
-                self._reap_dead_workers()
-                self._reap_unattended()
-                self._end_overdue()
-                self._dispatch()
-
-    def _handle(self, message: tuple) -> None:
-        kind, index = message[0], message[1]
-        if kind == "hello":
-            worker = self._pool[index]
-            worker.ready, worker.info = True, message[2]
-            worker.device = devices.device_key(message[2])
-            self._device_info = message[2]
-            return
-        job_id, events = message[2], message[3]
-        self._progress(self._pool[index])
-        job = self._jobs.get(job_id)
-        if job is None or job.status not in ACTIVE:
-            return  # late events of a job already ended (e.g. its worker was declared dead)
-        job.version += 1
-        for event in events:
-            kind = event["kind"]
-            if file_event(job, event):  # start, step, eval: filed as the CLI files them
-                continue
-            if kind in POINT_KINDS:
-                add_point(job.points, event, MAX_POINTS)
-                if event.get("status") == "oom" and not event.get("replaces"):
-                    self._tally.oom_point(job.kind)
-            elif kind in START_KINDS:
-                job.start = event
-            elif kind in RESULT_KINDS:
-                job.result = event  # the worker's end record follows
-            elif kind == "end":
-                self._finish(job, event)

@@ -18,7 +18,7 @@ from bsdemo.engine.train import train
 from bsdemo.limits import Limits
 from bsdemo.runs import turns_note
 from bsdemo.scheduler import Scheduler
-from bsdemo.scheduler.core import TURN_AFTER_S
+from bsdemo.scheduler.dispatch import TURN_AFTER_S
 from tests.timeouts import scaled, wait_for
 
 LONG = RunConfig(batch_size=1, epochs=5)  # minutes at batch 1: stopped by the tests
