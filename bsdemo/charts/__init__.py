@@ -9,6 +9,7 @@ own marker and dash; every pair drawn together passes `vision`'s colour-vision c
     vision.py  colour differences under simulated protanopia, deuteranopia and tritanopia
     curves.py  a run's curves: loss, throughput, memory, utilisation; a comparison's loss
     sweeps.py  quantities against batch size (a sweep's points)
+    batchstats.py  the normalisation grid, the gradient noise and the critical batch
     tables.py  runs as rows
     grid.py    the batch x learning-rate heat map
     paths.py   SGD paths over a two-parameter loss surface (bsdemo.toy)
@@ -25,6 +26,7 @@ own marker and dash; every pair drawn together passes `vision`'s colour-vision c
 
 from bsdemo.charts.accumulation import accumulation_chart
 from bsdemo.charts.architectures import architecture_charts, architecture_table
+from bsdemo.charts.batchstats import critical_chart, noise_charts, norms_chart, norms_table
 from bsdemo.charts.curves import (
     has_utilization,
     labelled_loss_chart,
@@ -54,12 +56,8 @@ from bsdemo.charts.style import (
 )
 from bsdemo.charts.sweeps import (
     BREAKDOWN,
-    critical_chart,
     finder_chart,
     memory_breakdown_chart,
-    noise_charts,
-    norms_chart,
-    norms_table,
     sweep_epoch_time_chart,
     sweep_step_time_chart,
     sweep_throughput_chart,
