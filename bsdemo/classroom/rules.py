@@ -35,6 +35,10 @@ PASSWORD_ENV = "BSDEMO_CLASS_PASSWORD"
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}  # the class password's hashing (a word people choose)
 
 
+class ClassError(ValueError):
+    """What a class cannot do just now, in plain words for the page (never the traceback)."""
+
+
 def new_code(rng: random.Random | None = None) -> str:
     """A fresh join code (31^6, about 887 million: the store retries the rare one taken)."""
     pick = rng.choice if rng is not None else secrets.choice
