@@ -1,5 +1,5 @@
-"""The Training Lab's widgets and run controls (its live view and run history: bsdemo.ui.labview,
-handed on from here; its phone layout: lab_phone.css).
+"""The Training Lab's widgets and run controls (its live view: bsdemo.ui.labview; its run
+history and queueing a run: bsdemo.ui.labruns; its phone layout: lab_phone.css).
 
 Widgets hold their values in session state under `w_*` keys; `settings()` turns them into a
 RunConfig. A link's query parameters fill the widgets once per session, and Run writes the
@@ -21,7 +21,8 @@ from bsdemo.presets import LAB_SCENARIOS, PRESETS, preset_of
 
 # status-only polls before the first point: every poll costs each browser ~60 ms of main-thread
 # time even when nothing changed, so a waiting tab polls slowly and a starting one quickly
-from bsdemo.ui.labview import history, live_view, submit
+from bsdemo.ui.labruns import history, submit
+from bsdemo.ui.labview import live_view
 from bsdemo.ui.links import scenario_row, view_params
 from bsdemo.ui.state import owner, predictions, scheduler, session_runs
 from bsdemo.ui.widgets import (
