@@ -41,17 +41,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from room_bench import (  # noqa: E402 - the room benchmark's client and server parts
-    LOAD_TIMEOUT_S,
+from room_bench import pct  # noqa: E402 - the room benchmark's report
+from room_server import (  # noqa: E402 - the room benchmark's server side
     CpuSampler,
     HealthProber,
-    Result,
-    Tab,
     free_port,
-    pct,
     start_server,
     stop_group,
 )
+from room_tab import LOAD_TIMEOUT_S, Result, Tab  # noqa: E402 - its student's tab
 from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 

@@ -39,7 +39,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from class_bench import ClassTab, session, with_class  # noqa: E402
-from room_bench import CpuSampler, pct  # noqa: E402
+from room_bench import pct  # noqa: E402
+from room_server import CpuSampler  # noqa: E402
 
 PAGE = "lr_scaling"
 LINE = re.compile(r"Sweep (\d+): \*\*(\d+) of (\d+) cells\*\* have a run \((\d+) runs?\)")
