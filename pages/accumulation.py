@@ -5,7 +5,7 @@ import streamlit as st
 from bsdemo import charts, recipes
 from bsdemo.config import RunConfig
 from bsdemo.presets import SCENARIOS
-from bsdemo.ui import sweeps
+from bsdemo.ui import measurement
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
@@ -17,7 +17,7 @@ link = PageLink("accumulation")
 controls, results = link.areas()  # folded settings; projected: results first
 with controls:
     a, b, c = st.columns(3)
-    micro = link.number(a, "Micro-batch b", 1, min(1024, sweeps.scheduler().limits.max_batch_size),
+    micro = link.number(a, "Micro-batch b", 1, min(1024, measurement.scheduler().limits.max_batch_size),
                         32, key="acc_micro")
     k = link.number(b, "Accumulation steps k", 1, 64, 4, key="acc_k")
     steps = link.number(c, "Optimizer steps compared", 1, 50, 5, key="acc_steps")
@@ -31,7 +31,7 @@ with controls:
     link.scenarios(SCENARIOS["accumulation"])
 with results:
     predict("accumulation")  # above the run button, in either order of the areas
-    sweeps.run_button("acc", "Compare", "accum_check", cfg,
+    measurement.run_button("acc", "Compare", "accum_check", cfg,
                       {"micro_batch": int(micro), "accum": int(k), "steps": int(steps),
                        "unscaled_loss": unscaled, "variable_length": variable})
 
@@ -59,5 +59,5 @@ def draw(snap) -> None:
 
 
 with results:
-    sweeps.job_view("acc", draw)
+    measurement.job_view("acc", draw)
 link.finish()

@@ -7,7 +7,7 @@ from bsdemo import charts, recipes
 from bsdemo.architectures import ARCHITECTURES, DEFAULT_SECONDS
 from bsdemo.presets import SCENARIOS
 from bsdemo.recipes.measurements import FINDER_DEVICE_MARGIN
-from bsdemo.ui import sweeps
+from bsdemo.ui import measurement
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
@@ -22,22 +22,22 @@ link = PageLink("finder")
 
 controls, results = link.areas()  # folded settings; projected: results first
 with controls:
-    cfg = sweeps.workload("find", link)
-    cpu = (sweeps.scheduler().device_info or {}).get("type", "cpu") == "cpu"
+    cfg = measurement.workload("find", link)
+    cpu = (measurement.scheduler().device_info or {}).get("type", "cpu") == "cpu"
     device, about = recipes.simulated_device(cfg, FINDER_DEVICE_MARGIN)
-    budget = sweeps.budget_widget("find", link, default=device if cpu else None, allow_none=True)
+    budget = measurement.budget_widget("find", link, default=device if cpu else None, allow_none=True)
     if cpu:
         st.caption(lesson.text("budget_cpu", device=format_bytes(device), about=about))
     left, right = st.columns(2)
     margin = link.choice(left, "Safety margin (share of memory kept free)", MARGINS, 0.1,
                          key="find_margin", widget="select_slider", format_func=lambda m: f"{percent(m, 0)}")
     target = link.number(right, "Target effective batch (0 = none)", 0,
-                         sweeps.scheduler().limits.max_effective_batch_size, 0, key="find_target",
+                         measurement.scheduler().limits.max_effective_batch_size, 0, key="find_target",
                          help=lesson.text("help_target"))
     link.scenarios(SCENARIOS["finder"])
 with results:
     predict("finder")  # above the run button, in either order of the areas
-    sweeps.run_button("find", "Find my batch size", "find", cfg, {
+    measurement.run_button("find", "Find my batch size", "find", cfg, {
         "memory_budget_bytes": budget, "margin": margin, "target_effective_batch": target or None,
         "reference_batch": 32, "reference_lr": cfg.lr})
 
@@ -70,7 +70,7 @@ def draw(snap) -> None:
 
 
 with results:
-    sweeps.job_view("find", draw)
+    measurement.job_view("find", draw)
 
 st.header(lesson.text("architectures_title"))
 st.caption(lesson.text("architectures_caption"))
@@ -80,7 +80,7 @@ arch_batches = link.choice(a, "Batch sizes", ARCH_BATCH_SETS, ARCH_BATCH_SETS[0]
 seconds = link.choice(b, "Training seconds per run", ARCH_SECONDS, DEFAULT_SECONDS,
                       key="find_arch_seconds", format_func=lambda v: f"{setting(v)} s",
                       help=lesson.text("help_seconds", count=len(ARCHITECTURES)))
-sweeps.run_button("arch", "Measure each architecture", "architectures", cfg,
+measurement.run_button("arch", "Measure each architecture", "architectures", cfg,
                   {"architectures": list(ARCHITECTURES),
                    "batch_sizes": [int(b) for b in arch_batches.split(",")],
                    "seconds": float(seconds)})
@@ -105,5 +105,5 @@ def draw_architectures(snap) -> None:
         downloads("architectures", "arch_dl", points, figures["speed"])
 
 
-sweeps.job_view("arch", draw_architectures)
+measurement.job_view("arch", draw_architectures)
 link.finish()

@@ -6,7 +6,7 @@ import streamlit as st
 
 from bsdemo import charts, recipes
 from bsdemo.presets import SCENARIOS
-from bsdemo.ui import parallel, sweeps
+from bsdemo.ui import measurement, parallel
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, numbers_table, show_chart, takeaway
@@ -17,10 +17,10 @@ link = PageLink("fit_batch")
 
 controls, results = link.areas()  # folded settings; projected: results first
 with controls:
-    cfg = sweeps.workload("fit", link)
-    cpu = (sweeps.scheduler().device_info or {}).get("type", "cpu") == "cpu"
+    cfg = measurement.workload("fit", link)
+    cpu = (measurement.scheduler().device_info or {}).get("type", "cpu") == "cpu"
     device, about = recipes.simulated_device(cfg, 0.0)
-    budget = sweeps.budget_widget("fit", link, default=device if cpu else None, allow_none=False)
+    budget = measurement.budget_widget("fit", link, default=device if cpu else None, allow_none=False)
     if cpu:
         st.caption(lesson.text("budget_cpu", device=format_bytes(device), about=about))
     accum = link.choice(st, "Accumulation: micro-batches per step", (2, 4, 8), 4,
@@ -28,7 +28,7 @@ with controls:
     link.scenarios(SCENARIOS["fit_batch"])
 with results:
     predict("fit_batch")  # above the run button, in either order of the areas
-    sweeps.run_button("fit", "Fit the biggest batch", "fit_batch", cfg,
+    measurement.run_button("fit", "Fit the biggest batch", "fit_batch", cfg,
                       {"memory_budget_bytes": budget, "accumulation": int(accum)})
 
 
@@ -57,7 +57,7 @@ def draw(snap) -> None:
 
 
 with results:
-    sweeps.job_view("fit", draw)
+    measurement.job_view("fit", draw)
 
 parallel.data_parallel(link, cfg, lesson, cpu)
 parallel.pipeline(link, cfg, lesson)

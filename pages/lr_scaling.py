@@ -4,7 +4,7 @@ import streamlit as st
 
 from bsdemo import charts, lessonlinks, recipes
 from bsdemo.presets import SCENARIOS
-from bsdemo.ui import classroom, sweeps
+from bsdemo.ui import classroom, measurement
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
@@ -15,7 +15,7 @@ link = PageLink("lr_scaling")
 
 controls, results = link.areas()  # folded settings; projected: results first
 with controls:
-    cfg = sweeps.workload("lr", link)
+    cfg = measurement.workload("lr", link)
     a, b, c, d, e = st.columns(5)
     ref_batch, ref_lr, k, epochs, warmup = lessonlinks.LR_CONTROLS[3:]
     link.control(a, ref_batch)
@@ -33,7 +33,7 @@ with controls:
 with results:
     predict("lr_scaling")  # above the run button, in either order of the areas
     classroom.sweep_panel("lr_scaling", cfg)  # in a class: the room's sweep of this lesson
-    sweeps.group_button("lr", "Compare", [v for _, v in variants], [n for n, _ in variants])
+    measurement.group_button("lr", "Compare", [v for _, v in variants], [n for n, _ in variants])
 
 
 def draw(snaps) -> None:
@@ -51,12 +51,12 @@ def draw(snaps) -> None:
 
 
 with results:
-    sweeps.group_view("lr", draw)
+    measurement.group_view("lr", draw)
 
 st.header("Where the best learning rate sits, per batch size")
 grid_epochs = link.number(st, "Epochs per cell", 1, 50, 3, key="lr_grid_epochs")
 cells = recipes.lr_grid(cfg, int(grid_epochs))
-sweeps.group_button("grid", f"Train the {len(cells)}-run grid", [run for _, run in cells],
+measurement.group_button("grid", f"Train the {len(cells)}-run grid", [run for _, run in cells],
                     [n for n, _ in cells], key="grid_run")
 
 
@@ -74,5 +74,5 @@ def draw_grid(snaps) -> None:
     downloads("lr_scaling", "grid_dl", results, grid)
 
 
-sweeps.group_view("grid", draw_grid)
+measurement.group_view("grid", draw_grid)
 link.finish()

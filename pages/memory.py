@@ -4,7 +4,7 @@ import streamlit as st
 
 from bsdemo import charts, recipes
 from bsdemo.presets import SCENARIOS
-from bsdemo.ui import sweeps
+from bsdemo.ui import measurement
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
@@ -15,16 +15,16 @@ link = PageLink("memory")
 
 controls, results = link.areas()  # folded settings; projected: results first
 with controls:
-    cfg = sweeps.workload("mem", link)
-    budget = sweeps.budget_widget("mem", link, allow_none=False,
-                                  default=4 * MIB if sweeps.budget_options()[0] < GIB else 8 * GIB)
-    choices = sweeps.largest_batches()
+    cfg = measurement.workload("mem", link)
+    budget = measurement.budget_widget("mem", link, allow_none=False,
+                                  default=4 * MIB if measurement.budget_options()[0] < GIB else 8 * GIB)
+    choices = measurement.largest_batches()
     largest = link.choice(st, "Largest batch size in the sweep", choices, min(4096, choices[-1]),
                           key="mem_largest", widget="select_slider")
     link.scenarios(SCENARIOS["memory"])
 with results:
     predict("memory")  # above the run button, in either order of the areas
-    sweeps.run_button("mem", "Measure memory", "sweep", cfg,
+    measurement.run_button("mem", "Measure memory", "sweep", cfg,
                       {"batch_sizes": powers_of_two(largest), "memory_budget_bytes": budget,
                        "warmup_steps": 1, "timed_steps": 2, "min_timed_s": 0,
                        "rounds": 1})  # memory, not time
@@ -59,13 +59,13 @@ def draw(snap) -> None:
 
 
 with results:
-    sweeps.job_view("mem", draw)
+    measurement.job_view("mem", draw)
 
 over, safe = st.session_state.get("mem_over"), st.session_state.get("mem_safe")
 if over and safe:
     st.header(lesson.text("break_title"))
     st.markdown(lesson.text("break_it", over=over, safe=safe))
-    sweeps.run_button("memdemo", f"Run batch {over}, then {safe}", "sweep", cfg,
+    measurement.run_button("memdemo", f"Run batch {over}, then {safe}", "sweep", cfg,
                       {"batch_sizes": [over, safe], "memory_budget_bytes": budget,
                        "warmup_steps": 0, "timed_steps": 1, "min_timed_s": 0,
                        "rounds": 1, "continue_after_oom": True},
@@ -80,6 +80,6 @@ if over and safe:
                                        rate=fixed(p["samples_per_sec"], 0),
                                        peak=format_bytes(p["peak_memory_bytes"])))
 
-    sweeps.job_view("memdemo", draw_demo)
+    measurement.job_view("memdemo", draw_demo)
 
 link.finish()

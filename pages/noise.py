@@ -4,7 +4,7 @@ import streamlit as st
 
 from bsdemo import charts, recipes, toy
 from bsdemo.presets import SCENARIOS
-from bsdemo.ui import classroom, critical, sweeps
+from bsdemo.ui import classroom, critical, measurement
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
@@ -22,7 +22,7 @@ link = PageLink("noise")
 
 controls, results = link.areas()  # folded settings; projected: results first
 with controls:
-    cfg = sweeps.workload("noi", link)
+    cfg = measurement.workload("noi", link)
     a, b, c = st.columns(3)
     sizes = link.choice(a, "Batch sizes", BATCH_SETS, BATCH_SETS[0], key="noi_batches")
     draws = link.number(b, "Gradients drawn per batch size", 4, 128, 32, key="noi_draws",
@@ -34,7 +34,7 @@ with controls:
 with results:
     predict("noise")  # above the run button, in either order of the areas
     classroom.sweep_panel("noise", cfg)  # in a class: the room's sweep of this lesson
-    sweeps.run_button("noi", "Measure the noise", "noise", cfg,
+    measurement.run_button("noi", "Measure the noise", "noise", cfg,
                       {"batch_sizes": [int(s) for s in sizes.split(",")], "draws": int(draws),
                        "after_steps": int(after)})
 
@@ -65,7 +65,7 @@ def draw(snap) -> None:
 
 
 with results:
-    sweeps.job_view("noi", draw)
+    measurement.job_view("noi", draw)
 
 critical.study(link, cfg, lesson)
 

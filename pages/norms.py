@@ -6,7 +6,7 @@ import streamlit as st
 
 from bsdemo import charts, recipes
 from bsdemo.presets import SCENARIOS
-from bsdemo.ui import sweeps
+from bsdemo.ui import measurement
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
@@ -18,7 +18,7 @@ link = PageLink("norms")
 
 controls, results = link.areas()  # folded settings; projected: results first
 with controls:
-    cfg = sweeps.workload("nrm", link)
+    cfg = measurement.workload("nrm", link)
     left, right = st.columns(2)
     epochs = link.number(left, "Epochs (every run)", 1, 20, 2, key="nrm_epochs",
                          help=lesson.text("help_epochs"))
@@ -27,7 +27,7 @@ with controls:
     link.scenarios(SCENARIOS["norms"])
 with results:
     predict("norms")  # above the run button, in either order of the areas
-    sweeps.run_button("nrm", "Train the grid", "norms",
+    measurement.run_button("nrm", "Train the grid", "norms",
                       dataclasses.replace(cfg, epochs=int(epochs), accumulation_steps=1),
                       {"batch_sizes": [int(b) for b in sizes.split(",")]})
 
@@ -51,7 +51,7 @@ def draw(snap) -> None:
 
 
 with results:
-    sweeps.job_view("nrm", draw)
+    measurement.job_view("nrm", draw)
 
 st.markdown(lesson.text("accumulation"))
 st.page_link("pages/accumulation.py", label=lesson.text("accumulation_link"),

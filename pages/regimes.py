@@ -6,7 +6,7 @@ import streamlit as st
 
 from bsdemo import charts, lessonlinks, recipes
 from bsdemo.presets import SCENARIOS
-from bsdemo.ui import sweeps
+from bsdemo.ui import measurement
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
@@ -17,9 +17,9 @@ link = PageLink("regimes")
 
 controls, results = link.areas()  # folded settings; projected: results first
 with controls:
-    sweeps.workload("reg", link)
+    measurement.workload("reg", link)
     epochs, sgd, mini, cap = lessonlinks.REGIMES_CONTROLS[3:]
-    limits = sweeps.scheduler().limits
+    limits = measurement.scheduler().limits
     cap_high = max(1, int(limits.max_wall_s // 3))  # the three share this server's cap for one job
     a, b, c, d = st.columns(4)
     link.control(a, epochs)
@@ -27,12 +27,12 @@ with controls:
     link.control(c, dataclasses.replace(mini, high=min(mini.high, limits.max_batch_size)))
     link.control(d, dataclasses.replace(cap, high=cap_high, default=min(cap.default, cap_high)),
                  help=lesson.text("help_cap"))
-    budget = sweeps.budget_widget("reg", link, allow_none=True)
+    budget = measurement.budget_widget("reg", link, allow_none=True)
     runs = lessonlinks.regimes_runs(link.values())
     link.scenarios(SCENARIOS["regimes"])
 with results:
     predict("regimes")  # above the run button, in either order of the areas
-    sweeps.group_button("reg", "Train all three", [r for _, r in runs], [n for n, _ in runs])
+    measurement.group_button("reg", "Train all three", [r for _, r in runs], [n for n, _ in runs])
 
 
 AXES = {"epochs": "epochs", "steps": "weight updates (log)", "seconds": "seconds (log)"}
@@ -58,5 +58,5 @@ def draw(snaps) -> None:
 
 
 with results:
-    sweeps.group_view("reg", draw)
+    measurement.group_view("reg", draw)
 link.finish()

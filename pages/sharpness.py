@@ -15,7 +15,7 @@ from bsdemo.jobkinds import (
 )
 from bsdemo.lessonlinks import workload, workload_controls
 from bsdemo.presets import PRESETS, SCENARIOS
-from bsdemo.ui import sweeps
+from bsdemo.ui import measurement
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
@@ -59,7 +59,7 @@ with controls:
 cfg = dataclasses.replace(workload(name, chosen, "sgd"), lr=float(lr))
 with results:
     predict("sharpness")  # above the run button, in either order of the areas
-    sweeps.run_button("shp", "Train both to the target", "sharpness", cfg,
+    measurement.run_button("shp", "Train both to the target", "sharpness", cfg,
                       {"batch_sizes": [int(small), int(large)], "target_loss": float(target),
                        "remedies": list(picked)})
 
@@ -94,6 +94,6 @@ def draw(snap) -> None:
 
 
 with results:
-    sweeps.job_view("shp", draw)
+    measurement.job_view("shp", draw)
 
 link.finish()

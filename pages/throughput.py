@@ -5,7 +5,7 @@ import streamlit as st
 from bsdemo import charts, recipes
 from bsdemo.plaintext import plain
 from bsdemo.presets import SCENARIOS
-from bsdemo.ui import classroom, sweeps
+from bsdemo.ui import classroom, measurement
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
@@ -16,8 +16,8 @@ link = PageLink("throughput")
 
 controls, results = link.areas()  # folded settings; projected: results first
 with controls:
-    cfg = sweeps.workload("tp", link)
-    choices = sweeps.largest_batches()
+    cfg = measurement.workload("tp", link)
+    choices = measurement.largest_batches()
     largest = link.choice(st, "Largest batch size in the sweep", choices, min(1024, choices[-1]),
                           key="tp_largest", widget="select_slider")
     st.caption(f"Batch sizes 1, 2, 4, … {largest}, each measured in 3 rounds (a shuffled order "
@@ -29,7 +29,7 @@ with controls:
 with results:
     predict("throughput")  # above the run button, in either order of the areas
     classroom.sweep_panel("throughput", cfg)  # in a class: the room's sweep of this lesson
-    sweeps.run_button("tp", "Run sweep", "sweep", cfg,
+    measurement.run_button("tp", "Run sweep", "sweep", cfg,
                       {"batch_sizes": powers_of_two(largest)})
 
 
@@ -88,7 +88,7 @@ def draw_profile(snap) -> None:
     show_chart(charts.profile_timeline_chart(points), "tp_prof_timeline")
     end = snap.result
     # the sweep's fit only once the profile has its own split (not a second call every poll)
-    sweep_fit = sweeps.finished_result("tp", "fit") if end else None
+    sweep_fit = measurement.finished_result("tp", "fit") if end else None
     left, right = st.columns(2)
     with left:
         show_chart(charts.profile_split_chart(points, end, sweep_fit), "tp_prof_split")
@@ -104,14 +104,14 @@ def draw_profile(snap) -> None:
     cols = st.columns(len(traces) + 1 if traces else 1)
     for col, p in zip(cols, traces, strict=False):
         col.download_button(f"Trace, batch {p['batch_size']} (JSON)",
-                            lambda p=p: sweeps.trace_file(p), f"profile-batch{p['batch_size']}.json",
+                            lambda p=p: measurement.trace_file(p), f"profile-batch{p['batch_size']}.json",
                             "application/json", key=f"tp_prof_trace_{p['batch_size']}",
                             icon=":material/download:",
                             help="A Chrome trace: open it at ui.perfetto.dev or chrome://tracing.")
 
 
 with results:
-    sweeps.job_view("tp", draw)
+    measurement.job_view("tp", draw)
     st.header("Inside one step: a small batch against a large one")
     small, large = min(8, max(1, largest // 2)), min(512, largest)  # 8 and 512 by default
     st.caption(f"Batch {small} and batch {large}, a few of the same training steps each under "
@@ -119,7 +119,7 @@ with results:
                "operator: its steps are never counted as throughput). Then the same step "
                "eager against the step with its fixed cost cut (torch.compile on a CPU, CUDA "
                "graphs on a GPU), in alternating blocks; compiling is timed apart.")
-    sweeps.run_button("tp_prof", f"Profile batch {small} and {large}", "profile", cfg,
+    measurement.run_button("tp_prof", f"Profile batch {small} and {large}", "profile", cfg,
                       {"batch_sizes": [small, large]})
-    sweeps.job_view("tp_prof", draw_profile)
+    measurement.job_view("tp_prof", draw_profile)
 link.finish()

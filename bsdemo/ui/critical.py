@@ -12,7 +12,7 @@ from bsdemo.config import RunConfig
 from bsdemo.jobkinds import LR_RULES
 from bsdemo.lessons import Lesson
 from bsdemo.runs import JobSnapshot
-from bsdemo.ui import sweeps
+from bsdemo.ui import measurement
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, takeaway
 from bsdemo.units import fixed, setting
@@ -34,7 +34,7 @@ def study(link: PageLink, cfg: RunConfig, lesson: Lesson) -> None:
                       format_func=lambda v: f"{setting(v)}", help=lesson.text("help_cap"))
     target = link.choice(d, "Target training loss", (0.3, 0.1, 0.05), 0.1, key="noi_target",
                          format_func=lambda v: f"{setting(v)}")
-    sweeps.run_button("noc", "Train to the target at each batch", "critical",
+    measurement.run_button("noc", "Train to the target at each batch", "critical",
                       dataclasses.replace(cfg, optimizer="sgd", lr=float(ref_lr)),
                       {"batch_sizes": list(CRITICAL_BATCHES), "target_loss": float(target),
                        "rule": rule, "reference_batch": 32, "lr_cap": float(cap)})
@@ -47,8 +47,8 @@ def study(link: PageLink, cfg: RunConfig, lesson: Lesson) -> None:
                 st.caption("So far: " + "; ".join(
                     f"batch {p['batch_size']}: {p['reached_at'] or p['status']}" for p in done))
             return
-        noise_job = sweeps.shown().get("noi_job")
-        noise = sweeps.scheduler().snapshot(noise_job) if noise_job is not None else None
+        noise_job = measurement.shown().get("noi_job")
+        noise = measurement.scheduler().snapshot(noise_job) if noise_job is not None else None
         shared = noise and recipes.shared_b_simple(noise.config, noise.options, noise.result,
                                                    snap.config)
         if shared:  # the measurement above saw the same start: its value, not a second estimate
@@ -64,4 +64,4 @@ def study(link: PageLink, cfg: RunConfig, lesson: Lesson) -> None:
                        help=lesson.text("help_shared" if shared else "help_own"))
         downloads("critical", "noc_dl", chart.table, chart)
 
-    sweeps.job_view("noc", draw)
+    measurement.job_view("noc", draw)

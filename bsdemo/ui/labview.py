@@ -17,8 +17,8 @@ from bsdemo.plaintext import plain
 from bsdemo.runs import JobSnapshot, cpu_rates, stable_rate, turns_note
 from bsdemo.ui.labruns import compared_runs, submit
 from bsdemo.ui.links import X_AXIS_PARAM, presenting
-from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import lab_view, owner, scheduler, session_runs
+from bsdemo.ui.waiting import waiting_message
 from bsdemo.ui.widgets import (
     REFRESH_S,
     framed,

@@ -12,7 +12,7 @@ from bsdemo import charts, recipes
 from bsdemo.config import RunConfig
 from bsdemo.lessons import Lesson
 from bsdemo.runs import JobSnapshot
-from bsdemo.ui import sweeps
+from bsdemo.ui import measurement
 from bsdemo.ui.links import PageLink
 from bsdemo.ui.widgets import downloads, show_chart, show_table, takeaway
 from bsdemo.units import percent, sig
@@ -31,14 +31,14 @@ def data_parallel(link: PageLink, cfg: RunConfig, lesson: Lesson, cpu: bool) -> 
     steps = link.choice(c, "Steps compared", (3, 5, 10, 20), 5, key="fit_ddp_steps")
     if cfg.model not in ("mlp", "cnn"):
         st.caption(lesson.text("ddp_model"))
-    sweeps.run_button("ddp", "Run the process group", "ddp",
+    measurement.run_button("ddp", "Run the process group", "ddp",
                       dataclasses.replace(cfg, batch_size=int(per_process)),
                       {"processes": int(processes), "steps": int(steps)})
 
     def draw(snap: JobSnapshot) -> None:
         r = snap.result
         if r is None:
-            sweeps.group_progress(snap, "ddp_progress")
+            measurement.group_progress(snap, "ddp_progress")
             return
         show_chart(charts.ddp_chart(r), "ddp_chart")
         takeaway(recipes.ddp_verdict(r), key="takeaway_ddp")
@@ -54,7 +54,7 @@ def data_parallel(link: PageLink, cfg: RunConfig, lesson: Lesson, cpu: bool) -> 
             st.caption(lesson.text("ddp_one_gpu"))
         downloads("fit_ddp", "ddp_dl", [r], None)
 
-    sweeps.job_view("ddp", draw)
+    measurement.job_view("ddp", draw)
 
 
 def pipeline(link: PageLink, cfg: RunConfig, lesson: Lesson) -> None:
@@ -68,14 +68,14 @@ def pipeline(link: PageLink, cfg: RunConfig, lesson: Lesson) -> None:
                         widget="select_slider")
     if cfg.model != "mlp" or cfg.depth < 2:
         st.caption(lesson.text("pipeline_model"))
-    sweeps.run_button("pipe", "Run the pipeline", "pipeline",
+    measurement.run_button("pipe", "Run the pipeline", "pipeline",
                       dataclasses.replace(cfg, batch_size=int(batch)),
                       {"micro_batches": int(micro), "steps": 5})
 
     def draw(snap: JobSnapshot) -> None:
         r = snap.result
         if r is None:
-            sweeps.group_progress(snap, "pipeline_progress")
+            measurement.group_progress(snap, "pipeline_progress")
             return
         left, right = st.columns([3, 2])
         with left:
@@ -86,4 +86,4 @@ def pipeline(link: PageLink, cfg: RunConfig, lesson: Lesson) -> None:
         downloads("fit_pipeline", "pipe_dl", [{k: v for k, v in r.items() if k != "schedule"}],
                   None)
 
-    sweeps.job_view("pipe", draw)
+    measurement.job_view("pipe", draw)

@@ -24,8 +24,8 @@ from bsdemo.presets import PRESETS
 from bsdemo.runs import JobSnapshot
 from bsdemo.scheduler import ActiveRunError
 from bsdemo.ui.links import PageLink
-from bsdemo.ui.queue import waiting_message
 from bsdemo.ui.state import client_address, owner, remembered, scheduler, session_runs
+from bsdemo.ui.waiting import waiting_message
 from bsdemo.ui.widgets import OPTIMIZER_LABELS, REFRESH_S, measured_on, polled, stored_time
 from bsdemo.units import GIB, MIB, fixed, format_bytes, powers_of_two
 
