@@ -37,6 +37,10 @@ PHONE_CSS = (Path(__file__).with_name("lab_phone.css")).read_text(encoding="utf-
 
 
 BATCH_POWERS = [2**i for i in range(13)]  # 1 … 4096 on the slider; any value via "exact"
+# the settings whose widget (w_<name>) holds the field's value as it is; the others: the preset
+# (dataset, model), the batch (a power of two, or exact), budgets where 0 means none
+AS_IS = ("norm", "width", "depth", "lr", "accumulation_steps", "optimizer", "warmup_steps",
+         "seed", "device", "eval_interval", "samples", "noise")
 
 
 # ----- settings <-> widgets -----
@@ -46,9 +50,7 @@ def _to_widgets(cfg: RunConfig) -> None:
     s["w_batch_exact"] = cfg.batch_size not in BATCH_POWERS
     s["w_batch_pow"] = cfg.batch_size if cfg.batch_size in BATCH_POWERS else 32
     s["w_batch_value"] = cfg.batch_size
-    s["w_lr"] = cfg.lr
-    for name in ("accumulation_steps", "optimizer", "seed", "norm", "width", "depth",
-                 "warmup_steps", "eval_interval", "samples", "noise", "device"):
+    for name in AS_IS:
         s[f"w_{name}"] = getattr(cfg, name)
     s["w_epochs"] = cfg.epochs or 0
     s["w_max_steps"] = cfg.max_steps or 0
@@ -157,14 +159,13 @@ def settings_form(narrow: bool = False) -> RunConfig:
         b.number_input(f"Time cap in seconds (0 = this server's {setting(limit)})", 0.0, limit,
                        key="w_time_limit_s", step=5.0)
     preset = PRESETS[s["w_preset"]].settings
+    as_is = {name: s[f"w_{name}"] for name in AS_IS} | {"lr": float(s["w_lr"]),
+                                                          "noise": float(s["w_noise"])}
     return RunConfig(
-        dataset=preset["dataset"], model=preset["model"], norm=s["w_norm"], width=s["w_width"],
-        depth=s["w_depth"], batch_size=s["w_batch_value"] if s["w_batch_exact"] else s["w_batch_pow"],
-        lr=float(s["w_lr"]), accumulation_steps=s["w_accumulation_steps"],
-        optimizer=s["w_optimizer"], warmup_steps=s["w_warmup_steps"],
-        epochs=s["w_epochs"] or None, max_steps=s["w_max_steps"] or None, seed=s["w_seed"],
-        device=s["w_device"], eval_interval=s["w_eval_interval"], samples=s["w_samples"],
-        noise=float(s["w_noise"]), time_limit_s=float(s["w_time_limit_s"]) or None)
+        dataset=preset["dataset"], model=preset["model"],
+        batch_size=s["w_batch_value"] if s["w_batch_exact"] else s["w_batch_pow"],
+        epochs=s["w_epochs"] or None, max_steps=s["w_max_steps"] or None,
+        time_limit_s=float(s["w_time_limit_s"]) or None, **as_is)
 
 
 # ----- run controls -----

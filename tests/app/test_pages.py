@@ -334,3 +334,17 @@ def test_a_link_to_a_run_this_server_no_longer_has_says_so():
     assert "Run 123456789 from this link is no longer on this server" in text
     assert at.session_state["w_batch_value" if at.session_state["w_batch_exact"]
                             else "w_batch_pow"] == 64
+
+
+def test_every_setting_of_a_run_has_one_place_in_the_labs_widgets():
+    """The Lab reads and writes a RunConfig through one list of the settings its widgets hold as
+    they are (bsdemo.ui.lab.AS_IS); the rest have widgets of their own shape. A new setting
+    that is in neither fails here, not silently in a student's link."""
+    import dataclasses
+
+    from bsdemo.config import RunConfig
+    from bsdemo.ui.lab import AS_IS
+
+    shaped = {"dataset", "model", "batch_size", "epochs", "max_steps", "time_limit_s"}
+    assert {f.name for f in dataclasses.fields(RunConfig)} == set(AS_IS) | shaped
+    assert not set(AS_IS) & shaped
