@@ -272,8 +272,8 @@ def pipeline_check(cfg: RunConfig, args: argparse.Namespace, **options) -> int:
         f"{format_bytes(r['single_activation_bytes'])}; transfer of one micro-batch's "
         f"activations ({format_bytes(r['transfer_bytes'])}) {fixed(r['transfer_s'] * 1e3, 3)} ms; "
         f"step {fixed(r['step_s'] * 1e3, 1)} ms in the pipeline, "
-        f"{fixed(r['single_process_step_s'] * 1e3, 1)} ms in one process; bubble {percent(r['bubble'], 0)} "
-        f"(GPipe's ideal {percent(r['ideal_bubble'], 0)})"])
+        f"{fixed(r['single_process_step_s'] * 1e3, 1)} ms in one process; "
+        f"bubble {percent(r['bubble'], 0)} (GPipe's ideal {percent(r['ideal_bubble'], 0)})"])
     return 0
 
 
