@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scripts.chromium import CHROMIUM, CHROMIUM_ARGS, free_port  # noqa: E402
+from scripts.chromium import CHROMIUM, CHROMIUM_ARGS, free_port, healthy, stop_group  # noqa: E402
 
 ONE_CHART = '''import plotly.graph_objects as go
 import streamlit as st
@@ -43,24 +41,10 @@ def serve(argv: list[str], port: int, env: dict) -> subprocess.Popen:
     proc = subprocess.Popen([*argv, "--server.port", str(port), "--server.address", "127.0.0.1"],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
-                return proc
-        except OSError:
-            time.sleep(0.1)
-    stop(proc)
-    raise RuntimeError(f"{argv} did not answer on port {port} in 120 s")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    if not healthy(proc, port, 120):
+        stop_group(proc)
+        raise RuntimeError(f"{argv} did not answer on port {port} in 120 s")
+    return proc
 
 
 def visit(browser, url: str) -> float:
@@ -103,8 +87,8 @@ def main() -> None:
                     times[name].append(visit(browser, urls[name]))
             browser.close()
     finally:
-        stop(lab)
-        stop(base)
+        stop_group(lab)
+        stop_group(base)
     ratios = sorted(a / b for a, b in zip(times["lab"], times["one chart"], strict=True))
     print(f"lab started by: {'streamlit run' if args.plain else 'python -m bsdemo.ui.launch'}; "
           f"{args.visits} visits each, alternating; load average {os.getloadavg()[0]:.2f}")

@@ -5,8 +5,6 @@ Shared by bench/room_bench.py, bench/class_bench.py and bench/class_sweep_bench.
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -17,18 +15,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from scripts.chromium import free_port, healthy, stop_group  # noqa: E402,F401 - free_port, stop_group: the room benchmarks'
 
 HEALTH_EVERY_S = 0.5
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 # ----- the server -----
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(port: int, data_dir: str, flags: list[tuple[str, str]],
                  log: Path) -> subprocess.Popen:
     """`streamlit run app.py` in its own process group; returns once /_stcore/health answers."""
@@ -40,29 +33,10 @@ def start_server(port: int, data_dir: str, flags: list[tuple[str, str]],
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            break
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
-                return proc
-        except OSError:
-            time.sleep(0.1)
+    if healthy(proc, port, 60):
+        return proc
     stop_group(proc)
     raise RuntimeError(f"the server did not start; its log:\n{log.read_text()[-2000:]}")
-
-
-def stop_group(proc: subprocess.Popen) -> None:
-    """End a process we started, and its process group (the server's workers with it)."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
-    except ProcessLookupError:
-        return
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
 
 
 # ----- what the server costs: CPU and health, sampled in threads -----

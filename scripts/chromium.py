@@ -4,6 +4,7 @@ headless Chromium that opens it (the machine's own, never a downloaded one)."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -23,20 +24,41 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def healthy(proc: subprocess.Popen, port: int, seconds: float) -> bool:
+    """Whether the Streamlit server `proc` answers its health check on 127.0.0.1:port within
+    `seconds` (False as soon as it has exited)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """End a server we started, and its process group (its workers with it)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
 def start_server(port: int) -> subprocess.Popen:
     """The lab (streamlit run app.py) on 127.0.0.1:port, once its health check answers."""
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
                              "--server.port", str(port), "--server.address", "127.0.0.1"],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
-                return proc
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("server did not start")
+    if not healthy(proc, port, 60):
+        stop_group(proc)
+        raise RuntimeError("server did not start")
+    return proc
 
 
 def settled(page) -> None:
