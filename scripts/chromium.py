@@ -62,9 +62,11 @@ def start_server(port: int) -> subprocess.Popen:
 
 
 def settled(page) -> None:
-    """Wait until no script run is in flight and no element is a loading skeleton (a rerun that
-    ends a job redraws the page once)."""
+    """Wait until no script run is in flight, no element is a loading skeleton (a rerun that
+    ends a job redraws the page once) and none is stale (Streamlit dims an element while a
+    fragment's rerun redraws it: the sidebar's polls while the worker starts)."""
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-                           " && !document.querySelector('[data-testid=\"stSkeleton\"]')",
+                           " && !document.querySelector('[data-testid=\"stSkeleton\"]')"
+                           " && !document.querySelector('[data-stale=\"true\"]')",
                            timeout=60_000)
     page.wait_for_timeout(500)
