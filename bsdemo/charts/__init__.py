@@ -6,9 +6,12 @@ the same on every page; a run whose colour another already holds takes a spare o
 own marker and dash; every pair drawn together passes `vision`'s colour-vision check.
 
     style.py   the chart language: colours, run styles, smoothing, robust y-range, end marks
+    draft.py   a figure drawn as plain dicts (style's Draft)
     vision.py  colour differences under simulated protanopia, deuteranopia and tritanopia
-    curves.py  a run's curves: loss, throughput, memory, utilisation; a comparison's loss
-    sweeps.py  quantities against batch size (a sweep's points)
+    curves.py  a run's curves: loss; a comparison's loss (runtraces.py: what every curve shares)
+    measures.py  a run's per-step throughput, memory and utilisation
+    sweeps.py  quantities against batch size (a sweep's points; batchaxis.py their shared axis)
+    sweepmemory.py  a memory sweep's breakdown, and the finder's probes
     batchstats.py  the normalisation grid, the gradient noise and the critical batch
     tables.py  runs as rows
     grid.py    the batch x learning-rate heat map

@@ -1,12 +1,14 @@
-"""A run's curves against steps, samples, epochs or seconds: loss, throughput, memory,
-utilisation, and the labelled loss of a comparison, all in the chart language of `style`."""
+"""A run's curves against steps, samples, epochs or seconds: loss, and the labelled loss of a
+comparison, in the chart language of `style`; throughput, memory and utilisation (`measures`)
+are imported from here too."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 
+from bsdemo.charts.measures import has_utilization, memory_chart, throughput_chart, utilization_chart
+from bsdemo.charts.runtraces import _fade, _xy, run_label
 from bsdemo.charts.style import (
     X_AXES,
     Chart,
@@ -22,37 +24,13 @@ from bsdemo.charts.style import (
     robust_top,
     styles,
 )
-from bsdemo.runs import JobSnapshot, cpu_rates
-from bsdemo.units import MIB, setting, sig
+from bsdemo.runs import JobSnapshot
+from bsdemo.units import sig
 
 # one line over a half-width chart (a longer key wraps, and pushes the plot down the screen)
 LOSS_KEY = "thick: train loss · open markers: test loss · faint: steps"
 EMPTY_LOSS = "Press Run: each step's loss appears here as it is measured."
 LOSS_TITLE = "Cross-entropy loss (nats)"
-
-
-def run_label(snap: JobSnapshot) -> str:
-    cfg = snap.config
-    b, k = cfg["batch_size"], cfg["accumulation_steps"]
-    batch = f"batch {b * k}" + (f" ({b}×{k})" if k > 1 else "")
-    return (f"#{snap.run_number} {batch}, lr {setting(cfg['lr'])}, {cfg['optimizer']}"
-            + (" · superseded" if snap.superseded_by is not None else ""))
-
-
-SUPERSEDED_OPACITY = 0.35  # a run Live mode replaced: drawn faint behind the one that replaced it
-
-
-def _fade(snap: JobSnapshot, opacity: float = 1.0) -> dict:
-    """The opacity of one of the run's traces, as a trace property: fainter for a superseded
-    run; nothing where it is drawn at full strength (plotly's own default)."""
-    value = opacity * (SUPERSEDED_OPACITY if snap.superseded_by is not None else 1.0)
-    return {} if value == 1.0 else {"opacity": value}
-
-
-def _xy(xs: Sequence, ys: Sequence, log: bool) -> tuple[list, list]:
-    """The points to draw: on a log x-axis only x > 0 (step 0 has no place there)."""
-    pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if not log or (x is not None and x > 0)]
-    return [x for x, _ in pairs], [y for _, y in pairs]
 
 
 def _last(xs: list, ys: list) -> tuple:
@@ -184,104 +162,6 @@ def _loss_alt(runs: Sequence[JobSnapshot], x_title: str) -> str:
         if snap.status in ("diverged", "oom", "cancelled", "failed"):
             parts[-1] += f" ({snap.status})"
     return f"Loss against {x_title.lower()}. " + "; ".join(parts) + "."
-
-
-def _per_step_chart(runs: Sequence[JobSnapshot], x_axis: str, y_field: str, title: str,
-                    y_title: str, scale: float = 1.0, unit: str = "", smoothing: float = 0.0,
-                    log: bool = False, subtitle: str | None = None,
-                    y_range: list[float] | None = None) -> Chart:
-    x_field, x_title = X_AXES[x_axis]
-    fig = Draft()
-    table, parts, drawn = [], [], []
-    for snap, style in zip(runs, styles(runs), strict=True):
-        pts = [(x, y / scale) for x, y in zip(*_xy(snap.steps[x_field], snap.steps[y_field], log),
-                                              strict=True) if y is not None]
-        if not pts:
-            continue
-        label = run_label(snap)
-        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        fig.add_trace(dict(type="scatter", x=xs, y=ys, mode="lines", name=label,
-                           legendgroup=str(snap.run_number),
-                           **_fade(snap, 0.3 if smoothing > 0 else 1.0),
-                           showlegend=smoothing <= 0,
-                           line=dict(color=style.colour, dash=style.dash,
-                           width=1 if smoothing > 0 else 2)))
-        main = ys
-        if smoothing > 0:
-            main = ema(ys, smoothing)
-            fig.add_trace(dict(type="scatter", x=xs, y=main, mode="lines", name=label,
-                               legendgroup=str(snap.run_number), **_fade(snap),
-                               line=dict(color=style.colour, dash=style.dash, width=2)))
-        drawn.append((xs, main))
-        values = sorted(ys)
-        parts.append(f"{label}: median {sig(values[len(values) // 2])}{unit}")
-        table += [{"run": label, x_title: x, title: y} for x, y in pts]
-    layout(fig, title, x_title, y_title, rangemode="tozero")
-    if subtitle:  # short, one line: the title's room is left as it is
-        fig.update_layout(title=dict(subtitle=dict(text=subtitle)))
-    if y_range:
-        fig.update_yaxes(range=y_range)
-    if log:
-        log_x(fig)
-    else:
-        fig.update_xaxes(rangemode="nonnegative")
-    if not drawn:
-        empty(fig, "Appears here once a run measures it.")
-    alt = (f"{title} against {x_title.lower()}. " + "; ".join(parts) + ".") if parts else \
-        f"{title}: no data for these runs."
-    return Chart(fig.figure(), alt, table)
-
-
-def throughput_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: float = 0.0,
-                     log: bool = False) -> Chart:
-    """Each run's samples/s per step. Where every run drawn has its steps' thread CPU time (a
-    one-thread CPU), by that clock, so runs measured under different loads (a stored run from a
-    quiet hour, a live one in class) are drawn alike; otherwise by the wall clock, and with more
-    than one run the subtitle says their speeds are each their own conditions'."""
-    # no robust clipping here: a fast step is as real as a slow one (loss spikes are the noise
-    # a robust range is for)
-    timed = [s for s in runs if any(s.steps.get("samples_per_sec") or ())]
-    if timed and all(any(c for c in s.steps.get("cpu_time_s") or ()) for s in timed):
-        # short: a subtitle does not wrap, and a half-width chart at projector size cuts it
-        return _per_step_chart([_by_cpu_time(s) for s in runs], x_axis, "cpu_samples_per_sec",
-                               "Throughput", "Samples per second (measured)",
-                               unit=" samples/s", smoothing=smoothing, log=log,
-                               subtitle="by the training thread's CPU time")
-    return _per_step_chart(runs, x_axis, "samples_per_sec", "Throughput",
-                           "Samples per second (measured)", unit=" samples/s",
-                           smoothing=smoothing, log=log,
-                           subtitle="wall clock: each run under its own load and device — "
-                                    "compare runs measured alike" if len(timed) > 1 else None)
-
-
-def _by_cpu_time(snap: JobSnapshot) -> JobSnapshot:
-    """The snapshot with its steps' samples/s by thread CPU time beside the wall clock's."""
-    return dataclasses.replace(snap, steps={**snap.steps, "cpu_samples_per_sec": cpu_rates(
-        snap.steps)})
-
-
-def memory_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", log: bool = False) -> Chart:
-    sources = {(s.start or {}).get("memory_source", "") for s in runs} - {""}
-    source = ", ".join(sorted(sources)) or "measured"
-    y_title = f"Peak memory in step (MiB, {source})"
-    chart = _per_step_chart(runs, x_axis, "peak_memory_bytes", "Memory", y_title, scale=MIB,
-                            unit=" MiB", log=log)
-    if "accounted" in sources:
-        chart.alt += (" On the CPU this is accounted memory: parameters, gradients, optimizer "
-                      "state and saved activations — exact for what it counts, a lower bound on "
-                      "what the process holds.")
-    return chart
-
-
-def utilization_chart(runs: Sequence[JobSnapshot], x_axis: str = "steps", smoothing: float = 0.0,
-                      log: bool = False) -> Chart:
-    return _per_step_chart(runs, x_axis, "utilization_pct", "GPU utilisation (NVML)",
-                           "Time a kernel ran (%)", unit="%", smoothing=smoothing, log=log,
-                           y_range=[0, 100])
-
-
-def has_utilization(runs: Sequence[JobSnapshot]) -> bool:
-    return any(v is not None for s in runs for v in s.steps["utilization_pct"])
 
 
 def labelled_loss_chart(runs: Sequence[tuple[str, JobSnapshot]], x_axis: str,

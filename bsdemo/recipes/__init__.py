@@ -1,7 +1,7 @@
 """Torch-free recipes for the lessons: which runs a lesson trains, and what its results say.
 Pages and the CLI build their runs here, so a page never re-creates one, and every closing text
 is computed here from the runs (unit-tested on built results). comparisons.py: the regimes, the
-lr rules and grid; measurements.py: throughput, memory, accumulation, the finder; lab.py: the
+lr rules; lrgrid.py: the lr grid; measurements.py: throughput, memory, accumulation, the finder; lab.py: the
 Training Lab.
 
     regime_configs       SGD, full batch, mini-batch on one model, data, seed and epoch budget
