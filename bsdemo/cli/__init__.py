@@ -47,7 +47,7 @@ def _main(parser, args) -> int:
     try:  # every flag, and the thread setting, before torch is imported
         cfg, notices = config_from_args(args)
         checked = CHECKS[args.command](args)
-        check_command_config(args.command, cfg, checked, args)
+        check_command_config(args.command, cfg, checked)
         threads = default_threads(1) if args.command != "datasets" else None
         model_file = ownmodel.check_flag(args)
     except ConfigError as exc:
@@ -78,9 +78,9 @@ def _own_model(args, cfg, checked: dict, model_file) -> int:
     if args.probe_timeout is not None:  # the flag over the file's own Workload setting
         own.timeout = args.probe_timeout
     cfg = ownmodel.config(own, args.command, cfg.seed, cfg.device, checked)
-    if args.command == "find" and own.device.type == "cpu" and checked["budget"] in (None,
-                                                                                    "device"):
-        raise ConfigError("memory_budget", checked["budget"], "a size such as 2GiB with "
+    if args.command == "find" and own.device.type == "cpu" and checked["memory_budget_bytes"] in (
+            None, "device"):
+        raise ConfigError("memory_budget", checked["memory_budget_bytes"], "a size such as 2GiB with "
                           "--model-file on a CPU: it has no memory limit of its own to find")
     run = commands.MEASURING[args.command]  # sweep, find, noise or fit-batch: checked by ownmodel
     try:

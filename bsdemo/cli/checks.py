@@ -1,5 +1,6 @@
-"""Each command's own flags, checked before torch is imported: bounded numbers, sizes,
-batch lists and folders, each error naming the flag."""
+"""Each command's own flags, checked before torch is imported, each error naming the flag: a
+measuring command's by its job kind's declared options (bsdemo.jobkinds.options, the rules the
+server checks a job by), the others' (regimes, warm, datasets) here."""
 
 from __future__ import annotations
 
@@ -8,76 +9,23 @@ import functools
 import os
 from pathlib import Path
 
-from bsdemo.architectures import ARCHITECTURES, MAX_SECONDS
 from bsdemo.cli.parser import given
-from bsdemo.config import MAX_BATCH_SIZE, NORMS, ConfigError, RunConfig
+from bsdemo.config import MAX_BATCH_SIZE, ConfigError, RunConfig
 from bsdemo.devices import check_device
-from bsdemo.jobkinds import (
-    FIT_TECHNIQUES,
-    KINDS,
-    LR_RULES,
-    MAX_NOISE_DRAWS,
-    MAX_PROFILE_SIZES,
-    MAX_PROFILE_STEPS,
-    MAX_SWEEP_ROUNDS,
-    MAX_TIMED_STEPS,
-    PIPELINE_MAX_MICRO_BATCHES,
-    SHARPNESS_REMEDIES,
-    accumulation_config,
-    check_global_batch,
-    check_model,
-    check_pipeline,
-)
+from bsdemo.jobkinds import KINDS, check_model
+from bsdemo.jobkinds.schema import flag_options
 from bsdemo.lecture import lesson_plan, load_plan
 from bsdemo.presets import PRESETS
 from bsdemo.store import DATABASE_URL_ENV, database_url
-from bsdemo.units import parse_batch_sizes, parse_bytes, real_number, whole_number
+from bsdemo.units import parse_batch_sizes, real_number, whole_number
 
 _count = functools.partial(whole_number, exact=False)  # (flag, its text, low, high)
 _real = functools.partial(real_number, exact=False)
 
 
-def _check_sweep(args: argparse.Namespace) -> dict:
-    budget = given(args.memory_budget, "--memory-budget")
-    return {"sizes": parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE),
-            "budget": parse_bytes(budget, "--memory-budget") if budget is not None else None,
-            "warmup": _count("--warmup-steps", args.warmup_steps, 0, 100),
-            "timed": _count("--timed-steps", args.timed_steps, 1, MAX_TIMED_STEPS),
-            "min_time": _real("--min-time", args.min_time, 0.0, 60.0),
-            "rounds": _count("--rounds", args.rounds, 1, MAX_SWEEP_ROUNDS)}
-
-
-def _check_profile(args: argparse.Namespace) -> dict:
-    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
-    if not 2 <= len(sizes) <= MAX_PROFILE_SIZES or sizes != sorted(set(sizes)):
-        raise ConfigError("--batch-sizes", args.batch_sizes,
-                          f"2 to {MAX_PROFILE_SIZES} increasing batch sizes, e.g. 8,512")
+def _check_trace_dir(args: argparse.Namespace) -> dict:
     folder = given(args.trace_dir, "--trace-dir")
-    return {"batch_sizes": sizes,
-            "steps": _count("--steps", args.steps, 2, MAX_PROFILE_STEPS),
-            "cut": not args.no_cut,
-            "trace_dir": str(_writable_folder(folder, "--trace-dir")) if folder else None}
-
-
-def _check_find(args: argparse.Namespace) -> dict:
-    budget = given(args.memory_budget, "--memory-budget")
-    target = given(args.target_effective_batch, "--target-effective-batch")
-    largest = given(args.max_batch, "--max-batch")
-    own = budget is not None and budget.strip().lower() == "device"  # the device's own memory
-    return {"budget": "device" if own else parse_bytes(budget, "--memory-budget")
-            if budget is not None else None,
-            "margin": _real("--margin", args.margin, 0.0, 0.9),
-            "target": _count("--target-effective-batch", target, 1, 10**6)
-            if target is not None else None,
-            "reference": _count("--reference-batch", args.reference_batch, 1, 10**6),
-            "max_batch": _count("--max-batch", largest, 1, MAX_BATCH_SIZE)
-            if largest is not None else None}
-
-
-def _check_accum(args: argparse.Namespace) -> dict:
-    return {"micro": _count("--micro-batch", args.micro_batch, 1, MAX_BATCH_SIZE),
-            "k": _count("--accum", args.accum, 1, 1024),
-            "steps": _count("--steps", args.steps, 1, 1000)}
+    return {"trace_dir": str(_writable_folder(folder, "--trace-dir")) if folder else None}
 
 
 def _check_regimes(args: argparse.Namespace) -> dict:
@@ -86,95 +34,6 @@ def _check_regimes(args: argparse.Namespace) -> dict:
             "mini": _count("--mini-batch", args.mini_batch, 1, MAX_BATCH_SIZE),
             "limit": None if limit is None else _real("--time-limit", limit, 0.0, 86_400,
                                               low_open=True)}
-
-
-def _check_norms(args: argparse.Namespace) -> dict:
-    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
-    if sizes[0] < 2:
-        raise ConfigError("--batch-sizes", args.batch_sizes, "batch sizes of at least 2 "
-                          "(BatchNorm needs two samples)")
-    names = [n.strip() for n in str(args.norms).split(",") if n.strip()]
-    if not names or len(set(names)) != len(names) or any(n not in NORMS for n in names):
-        raise ConfigError("--norms", args.norms, "different names from " + ", ".join(NORMS))
-    _count("--epochs", args.epochs, 1, 100)
-    return {"batch_sizes": sizes, "norms": names}
-
-
-def _check_noise(args: argparse.Namespace) -> dict:
-    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
-    if len(sizes) < 2:
-        raise ConfigError("--batch-sizes", args.batch_sizes, "at least two batch sizes (a slope "
-                          "needs two points)")
-    return {"batch_sizes": sizes, "draws": _count("--draws", args.draws, 2, MAX_NOISE_DRAWS),
-            "after_steps": _count("--after-steps", args.after_steps, 0, 100_000)}
-
-
-def _check_critical(args: argparse.Namespace) -> dict:
-    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
-    if len(sizes) < 2:
-        raise ConfigError("--batch-sizes", args.batch_sizes, "at least two batch sizes")
-    if args.rule not in LR_RULES:
-        raise ConfigError("--rule", args.rule, "one of " + ", ".join(LR_RULES))
-    cap = given(args.lr_cap, "--lr-cap")
-    return {"batch_sizes": sizes,
-            "target_loss": _real("--target-loss", args.target_loss, 1e-4, 5.0),
-            "rule": args.rule,
-            "reference_batch": _count("--reference-batch", args.reference_batch, 1, 2**16),
-            "max_steps": _count("--max-steps", args.max_steps, 10, 100_000),
-            "lr_cap": None if cap.strip().lower() == "none"
-            else _real("--lr-cap", cap, 1e-6, 100.0)}
-
-
-def _check_fit_batch(args: argparse.Namespace) -> dict:
-    budget = given(args.memory_budget, "--memory-budget")
-    raw = given(args.techniques, "--techniques")
-    names = None if raw is None else [t.strip() for t in raw.split(",")]
-    if names is not None and (len(set(names)) != len(names)
-                              or any(t not in FIT_TECHNIQUES for t in names)):
-        raise ConfigError("--techniques", raw, "different names from "
-                          + ", ".join(FIT_TECHNIQUES))
-    return {"memory_budget_bytes": parse_bytes(budget, "--memory-budget"),
-            "techniques": names,
-            "accumulation": _count("--accum", args.accum, 2, 64)}
-
-
-def _check_ddp(args: argparse.Namespace) -> dict:
-    return {"processes": _count("--processes", args.processes, 1, 8),
-            "steps": _count("--steps", args.steps, 1, 1000)}
-
-
-def _check_pipeline(args: argparse.Namespace) -> dict:
-    return {"micro_batches": _count("--micro-batches", args.micro_batches, 1,
-                                    PIPELINE_MAX_MICRO_BATCHES),
-            "steps": _count("--steps", args.steps, 1, 1000)}
-
-
-def _check_architectures(args: argparse.Namespace) -> dict:
-    names = [n.strip() for n in given(args.architectures, "--architectures").split(",")]
-    if len(set(names)) != len(names) or any(n not in ARCHITECTURES for n in names):
-        raise ConfigError("--architectures", args.architectures,
-                          "different names from " + ", ".join(ARCHITECTURES))
-    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
-    if len(sizes) < 2 or sizes != sorted(set(sizes)):
-        raise ConfigError("--batch-sizes", args.batch_sizes, "at least two increasing batch sizes")
-    return {"architectures": names, "batch_sizes": sizes,
-            "seconds": _real("--seconds", args.seconds, 0.5, MAX_SECONDS)}
-
-
-def _check_sharpness(args: argparse.Namespace) -> dict:
-    sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
-    if len(sizes) != 2:
-        raise ConfigError("--batch-sizes", args.batch_sizes, "two increasing batch sizes: a "
-                          "small and a large")
-    raw = given(args.remedies, "--remedies")
-    remedies = [] if raw is None else [r.strip() for r in raw.split(",")]
-    if len(set(remedies)) != len(remedies) or any(r not in SHARPNESS_REMEDIES for r in remedies):
-        raise ConfigError("--remedies", args.remedies, "different names from "
-                          + ", ".join(SHARPNESS_REMEDIES))
-    return {"batch_sizes": sizes,
-            "target_loss": _real("--target-loss", args.target_loss, 1e-4, 2.0),
-            "max_steps": _count("--max-steps", args.max_steps, 10, 20_000),
-            "remedies": remedies}
 
 
 def _check_warm(args: argparse.Namespace) -> dict:
@@ -226,35 +85,28 @@ def _writable_folder(raw: str, flag: str) -> Path:
 COMMAND_KINDS = {k.command: k.name for k in KINDS.values() if k.command}  # command -> its kind
 
 
-def check_command_config(command: str, cfg: RunConfig, checked: dict,
-                         args: argparse.Namespace | None = None) -> None:
-    """The checks that need the config beside the flags (a ConfigError names the field; the
-    CLI prints its flag): the job kind's models, and a process group's batch."""
+def check_command_config(command: str, cfg: RunConfig, checked: dict) -> None:
+    """The checks that need the config beside the flags, as the server makes them (a
+    ConfigError names the field or the option; the CLI prints its flag): the job kind's
+    models, and what relates its options to the workload."""
     check_device(cfg.device)
     if command in COMMAND_KINDS:
-        check_model(COMMAND_KINDS[command], cfg)
-    if command == "accum-check":
-        big = accumulation_config(cfg, bool(getattr(args, "variable_length", False)))
-        if checked["micro"] * checked["k"] > big.train_samples:
-            raise ConfigError("--micro-batch", checked["micro"],
-                              f"--micro-batch × --accum at most the {big.train_samples:,} training "
-                              f"samples (got {checked['micro']} × {checked['k']})")
-        if cfg.batch_norm_1d and checked["micro"] < 2:
-            raise ConfigError("--micro-batch", checked["micro"], "at least 2 with --norm batch: "
-                              "BatchNorm normalises over the micro-batch")
-    if command == "ddp-check":
-        check_global_batch(cfg, checked["processes"])
-    elif command == "pipeline-check":
-        check_pipeline(cfg, checked["micro_batches"])
+        kind = KINDS[COMMAND_KINDS[command]]
+        check_model(kind.name, cfg)
+        try:
+            kind.relate(cfg, checked, None)
+        except ConfigError as exc:
+            flags = {o.name: o.cli for o in kind.options}
+            raise ConfigError(flags.get(exc.field) or exc.field, exc.value, exc.allowed) from None
 
 
-CHECKS = {"train": lambda args: {}, "sweep": _check_sweep, "profile": _check_profile, "find": _check_find,
-          "accum-check": _check_accum, "regimes": _check_regimes, "norms": _check_norms,
-          "noise": _check_noise, "sharpness": _check_sharpness,
-          "critical-batch": _check_critical, "fit-batch": _check_fit_batch,
-          "ddp-check": _check_ddp, "pipeline-check": _check_pipeline,
-          "architectures": _check_architectures,
-          "warm": _check_warm,
-          "datasets": _check_datasets}
+def _kind_check(command: str, extra=None):
+    """A measuring command's check: its kind's options from their flags (and its own extra)."""
+    kind = KINDS[COMMAND_KINDS[command]]
+    return lambda args: (flag_options(kind.options, args) | (extra(args) if extra else {}))
 
 
+CHECKS = {"train": lambda args: {}, "regimes": _check_regimes, "warm": _check_warm,
+          "datasets": _check_datasets,
+          **{command: _kind_check(command, _check_trace_dir if command == "profile" else None)
+             for command in COMMAND_KINDS}}

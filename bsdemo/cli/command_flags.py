@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import argparse
 
-from bsdemo.architectures import ARCHITECTURES, DEFAULT_BATCHES, DEFAULT_SECONDS
+from bsdemo.jobkinds import KINDS
+from bsdemo.jobkinds.schema import add_flag
 from bsdemo.presets import PRESETS
-from bsdemo.tunables import SWEEP_MIN_TIMED_S, SWEEP_ROUNDS, SWEEP_TIMED_STEPS, SWEEP_WARMUP_STEPS
-from bsdemo.units import setting
 
 WORKLOAD_FLAGS = ("dataset", "model", "norm", "width", "depth", "lr", "optimizer", "seed",
                   "device", "samples")
@@ -27,6 +26,13 @@ def _model_file_flag(parser: argparse.ArgumentParser) -> None:
                              "take before the command stops it as hung (default 600)")
 
 
+def _kind_flags(parser: argparse.ArgumentParser, kind: str) -> None:
+    """The flags of a job kind's options, from its declaration (bsdemo.jobkinds.options)."""
+    for option in KINDS[kind].options:
+        if option.cli is not None:
+            add_flag(parser, option)
+
+
 def _workload_flags(parser: argparse.ArgumentParser, train: argparse.ArgumentParser,
                     size: bool = True, leave_out: tuple[str, ...] = ()) -> None:
     """The workload flags of `train`, with its help, for a measuring command (less those the
@@ -41,22 +47,7 @@ def _add_sweep(sub, train: argparse.ArgumentParser) -> None:
                            description="Per batch size: warm-up, then timed full training steps; "
                                        "a table, or --json lines (sweep_point ..., sweep_end; a point "
                                        "measured again repeats with \"replaces\": true).")
-    sweep.add_argument("--batch-sizes", default="1,2,4,8,16,32,64,128,256,512,1024",
-                       help="comma-separated, increasing (default powers of two 1…1024)")
-    sweep.add_argument("--memory-budget", help="pretend the device has this much memory, e.g. "
-                                               "512MiB, 8GiB, 0.5GB (on the CPU: simulated)")
-    sweep.add_argument("--warmup-steps", default=str(SWEEP_WARMUP_STEPS), help="untimed steps per batch size")
-    sweep.add_argument("--timed-steps", default=str(SWEEP_TIMED_STEPS),
-                       help="at least this many timed steps per batch size, over all its rounds "
-                            "(their median counts)")
-    sweep.add_argument("--min-time", default=str(SWEEP_MIN_TIMED_S),
-                       help="... lasting at least this many seconds in all (0: exactly "
-                            "--timed-steps)")
-    sweep.add_argument("--rounds", default=str(SWEEP_ROUNDS),
-                       help="measure every batch size this many times, in a shuffled order each "
-                            "round (a noisy one up to twice as often)")
-    sweep.add_argument("--continue-after-oom", action="store_true",
-                       help="try the larger batch sizes after the first out-of-memory")
+    _kind_flags(sweep, "sweep")
     _model_file_flag(sweep)
     _workload_flags(sweep, train)
     sweep.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -71,12 +62,7 @@ def _add_profile(sub, train: argparse.ArgumentParser) -> None:
                                       "as the batch grows and time that grows with it; then the "
                                       "same step eager against torch.compile (CPU) or CUDA "
                                       "graphs (GPU), alternated.")
-    prof.add_argument("--batch-sizes", default="8,512",
-                      help="2 to 4 increasing batch sizes (default 8,512)")
-    prof.add_argument("--steps", default="10",
-                      help="profiled steps per batch size (2 to 20; the faster half is read)")
-    prof.add_argument("--no-cut", action="store_true",
-                      help="skip the overhead cut (torch.compile compiles for seconds)")
+    _kind_flags(prof, "profile")
     prof.add_argument("--trace-dir", help="write each batch's Chrome/Perfetto trace here "
                                           "(trace_batch<B>.json)")
     _workload_flags(prof, train)
@@ -88,16 +74,7 @@ def _add_find(sub, train: argparse.ArgumentParser) -> None:
     find = sub.add_parser("find", help="find the largest batch that fits, measured",
                           description="Probe, fit memory, predict the largest batch under the "
                                       "budget minus a margin, verify it with a real step.")
-    find.add_argument("--memory-budget", help="pretend the device has this much memory (on a CPU "
-                      "the default is a simulated device sized to the model, as the page's; "
-                      "'device': the machine's own)")
-    find.add_argument("--margin", default="0.1", help="share of the budget kept free (default 0.1)")
-    find.add_argument("--target-effective-batch",
-                      help="an effective batch to reach with micro-batch × accumulation steps")
-    find.add_argument("--reference-batch", default="32",
-                      help="the batch your --lr was tuned for (default 32), for lr scaling")
-    find.add_argument("--max-batch", help="the largest batch to consider (default: the whole "
-                                          "training set)")
+    _kind_flags(find, "find")
     _model_file_flag(find)
     _workload_flags(find, train)
     find.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -107,14 +84,7 @@ def _add_accum_check(sub, train: argparse.ArgumentParser) -> None:
     accum = sub.add_parser("accum-check", help="one batch of k·b vs k accumulated micro-batches",
                            description="Same seed, same samples: compare gradients and "
                                        "parameters of one big batch against accumulation.")
-    accum.add_argument("--micro-batch", default="32", help="micro-batch size b (default 32)")
-    accum.add_argument("--accum", default="4", help="accumulation steps k (default 4)")
-    accum.add_argument("--steps", default="5", help="optimizer steps compared (default 5)")
-    accum.add_argument("--unscaled-loss", action="store_true",
-                       help="forget to divide the micro-batch losses by k (the classic bug)")
-    accum.add_argument("--variable-length", action="store_true",
-                       help="per-token loss over sequences of unequal length, averaged per "
-                            "micro-batch (switches to the arithmetic task)")
+    _kind_flags(accum, "accum_check")
     _workload_flags(accum, train, size=False)
     accum.add_argument("--json", action="store_true", help="the result as one JSON object")
 
@@ -137,10 +107,7 @@ def _add_norms(sub, train: argparse.ArgumentParser) -> None:
                                        "size for the same epochs: test accuracy, BatchNorm's "
                                        "train-vs-eval gap, and how many predictions change "
                                        "with the batch-mates alone.")
-    norms.add_argument("--batch-sizes", default="2,4,8,32,128",
-                       help="comma-separated, increasing, at least 2 (default 2,4,8,32,128)")
-    norms.add_argument("--norms", default="none,batch,group,layer",
-                       help="comma-separated from none, batch, group, layer (default all four)")
+    _kind_flags(norms, "norms")
     norms.add_argument("--epochs", default="2", help="epoch budget of every run (default 2)")
     _workload_flags(norms, train, size=False, leave_out=("norm",))
     norms.add_argument("--json", action="store_true", help="one norms_result line per run")
@@ -153,11 +120,7 @@ def _add_noise(sub, train: argparse.ArgumentParser) -> None:
                                        "against the batch, its log-log slope, and the simple "
                                        "noise scale B_simple, directly and by the two-batch "
                                        "estimator.")
-    noise.add_argument("--batch-sizes", default="1,4,16,64,256",
-                       help="comma-separated, increasing (default 1,4,16,64,256)")
-    noise.add_argument("--draws", default="32", help="gradients drawn per batch size (default 32)")
-    noise.add_argument("--after-steps", default="0",
-                       help="train this many optimizer steps first (default 0: at initialisation)")
+    _kind_flags(noise, "noise")
     _model_file_flag(noise)
     _workload_flags(noise, train, size=True)
     noise.add_argument("--json", action="store_true",
@@ -176,18 +139,7 @@ def _add_critical(sub, train: argparse.ArgumentParser) -> None:
                                       "the training loss reaches --target-loss; the critical "
                                       "batch, where the steps are twice the fewest, beside "
                                       "B_simple at initialisation.")
-    crit.add_argument("--batch-sizes", default="1,4,16,64,256,4096",
-                      help="comma-separated, increasing (default 1,4,16,64,256,4096; a batch "
-                           "past the training set is the full batch)")
-    crit.add_argument("--target-loss", default="0.1", help="training loss to reach (default 0.1)")
-    crit.add_argument("--rule", default="sqrt", help="lr scaling: constant, sqrt or linear "
-                                                     "(default sqrt)")
-    crit.add_argument("--reference-batch", default="32",
-                      help="the batch --lr is for (default 32)")
-    crit.add_argument("--lr-cap", default="0.8", help="no run's lr above this (default 0.8; "
-                                                      "'none' for no cap)")
-    crit.add_argument("--max-steps", default="20000",
-                      help="step cap of each run (default 20000; at most 250 epochs)")
+    _kind_flags(crit, "critical")
     _workload_flags(crit, train, size=True, leave_out=("optimizer",))
     crit.set_defaults(lr=CRITICAL_LR)
     crit.add_argument("--json", action="store_true",
@@ -203,16 +155,7 @@ def _add_sharpness(sub, train: argparse.ArgumentParser) -> None:
                                        "the top Hessian eigenvalue, the loss rise in a random "
                                        "neighbourhood, and the loss along the line between the "
                                        "two solutions.")
-    study.add_argument("--batch-sizes", default="16,4096",
-                       help="the small and the large batch (default 16,4096; a batch past the "
-                            "training set is the full batch)")
-    study.add_argument("--target-loss", default="0.01",
-                       help="train each run until its training loss reaches this (default 0.01)")
-    study.add_argument("--max-steps", default="3000", help="step cap of each run (default 3000)")
-    study.add_argument("--remedies",
-                       help="comma-separated, each one more large-batch run: scale_lr (lr × "
-                            "√k, at most 0.8), warmup (that lr after a ramp), longer (4× the "
-                            "steps), noise (small-batch gradient noise added); default none")
+    _kind_flags(study, "sharpness")
     _workload_flags(study, train, size=True, leave_out=("optimizer",))
     study.set_defaults(lr=SHARPNESS_LR)
     study.add_argument("--json", action="store_true",
@@ -230,14 +173,7 @@ def _add_fit_batch(sub, train: argparse.ArgumentParser) -> None:
                                      "under --memory-budget, verified by a real step, its "
                                      "samples/s, and the training loss after a fixed budget "
                                      "against fp32's.")
-    fit.add_argument("--memory-budget", default="8MiB",
-                     help="pretend the device has this much memory (default 8MiB; on the CPU "
-                          "the budget applies to accounted memory)")
-    fit.add_argument("--techniques", help="comma-separated from fp32, bf16, fp16 (CUDA), "
-                                          "checkpointing, bf16+checkpointing, accumulation "
-                                          "(default: all this device runs)")
-    fit.add_argument("--accum", default="4", help="accumulation's micro-batches per step "
-                                                  "(default 4)")
+    _kind_flags(fit, "fit_batch")
     _model_file_flag(fit)
     _workload_flags(fit, train, size=True)
     fit.add_argument("--json", action="store_true",
@@ -253,8 +189,7 @@ def _add_ddp(sub, train: argparse.ArgumentParser) -> None:
                                      "one process with the whole batch: the parameter "
                                      "difference, compute against all-reduce time, and the "
                                      "scaling efficiency.")
-    ddp.add_argument("--processes", default="2", help="processes in the group (default 2)")
-    ddp.add_argument("--steps", default="5", help="optimizer steps compared (default 5)")
+    _kind_flags(ddp, "ddp")
     ddp.add_argument("--batch-size", default="32", help="each process's batch (default 32)")
     _workload_flags(ddp, train, size=True, leave_out=("device", "optimizer"))
     ddp.add_argument("--json", action="store_true", help="the ddp_check record as JSON")
@@ -268,13 +203,7 @@ def _add_architectures(sub, train: argparse.ArgumentParser) -> None:
                                       "seconds, the lr scaled by the square root of B/32: "
                                       "samples/s, peak memory and quality per run, then each "
                                       "architecture's measured range beside the rule of thumb.")
-    arch.add_argument("--architectures", default=",".join(ARCHITECTURES),
-                      help=f"comma-separated from {', '.join(ARCHITECTURES)} (default all)")
-    arch.add_argument("--batch-sizes", default=",".join(map(str, DEFAULT_BATCHES)),
-                      help="increasing batch sizes (default "
-                           f"{','.join(map(str, DEFAULT_BATCHES))})")
-    arch.add_argument("--seconds", default=f"{DEFAULT_SECONDS:g}",  # machine-read
-                      help=f"training seconds per run (default {setting(DEFAULT_SECONDS)})")
+    _kind_flags(arch, "architectures")
     arch.add_argument("--seed", default="0", help="model init and shuffling (default 0)")
     arch.add_argument("--device", help=train._option_string_actions["--device"].help)
     arch.add_argument("--json", action="store_true", help="one architecture_point line per run, "
@@ -292,8 +221,7 @@ def _add_pipeline(sub, train: argparse.ArgumentParser) -> None:
                                       "Reports each stage's memory, forward/backward times, "
                                       "the activation transfer, the idle bubble, and the "
                                       "parameter difference against one process.")
-    pipe.add_argument("--micro-batches", default="4", help="micro-batches per step (default 4)")
-    pipe.add_argument("--steps", default="5", help="optimizer steps compared (default 5)")
+    _kind_flags(pipe, "pipeline")
     pipe.add_argument("--batch-size", default="64", help="the batch of a step (default 64)")
     _workload_flags(pipe, train, size=True, leave_out=("device", "optimizer", "model"))
     pipe.add_argument("--json", action="store_true", help="the pipeline_check record as JSON")

@@ -19,6 +19,7 @@ from bsdemo.config import (
     ConfigError,
     RunConfig,
 )
+from bsdemo.jobkinds.schema import Option
 from bsdemo.limits import Limits
 from bsdemo.tunables import CRITICAL_MAX_EPOCHS, MAX_TIMED_STEPS, PIPELINE_STAGES, REMEDY_LR_CAP
 
@@ -72,15 +73,22 @@ class Cost:
 class Kind:
     """One job kind, declared once: everything the server, the worker and the CLI need of it.
 
-    Adding a kind is one Kind in bsdemo.jobkinds.KINDS, its option check and cost bound, its
-    engine function and its page: the worker imports `entry`, the scheduler's admission reads
-    `exclusive`, `label` and `unbounded_steps`, a page's progress reads `points`, the CLI maps
-    `command` to the kind."""
+    Adding a kind is one Kind in bsdemo.jobkinds.KINDS (its option schema in
+    bsdemo.jobkinds.options), its cost bound, its engine function and its page: the worker
+    imports `entry`; the scheduler's admission checks `options` and `relate`, bounds `cost` and
+    reads `exclusive`, `label` and `unbounded_steps`; the scheduler reads `stored`, `joins` and
+    `live` (Live mode); a class sweep runs its cells as the `room` kind; a page's progress
+    reads `points`; the CLI maps `command` to the kind and builds its flags, and their checks,
+    from `options`."""
     name: str
     exclusive: bool  # a measurement: nothing else shares the device while it runs
-    options: tuple[str, ...]  # the option names its engine function takes
     cost: Callable[[CheckedRunConfig, dict[str, Any], float], Cost]  # (cfg, options, wall_s)
-    check: Callable[[CheckedRunConfig, dict[str, Any], Limits], dict[str, Any]]  # -> options
+    # the options its engine function takes: type, range, default, help (bsdemo.jobkinds.schema)
+    options: tuple[Option, ...] = ()
+    # what relates the checked options to the config, (cfg, options, the server's limits or None
+    # on the CLI) -> the options to run with; a ConfigError names the option or the field
+    relate: Callable[[CheckedRunConfig, dict[str, Any], Limits | None], dict[str, Any]] = (
+        lambda cfg, options, limits: options)
     models: tuple[str, ...] = MODELS  # the models its engine function can take
     why: str = ""  # why only those
     # its engine function, "module:function", imported by the worker (torch lives there):
@@ -98,6 +106,19 @@ class Kind:
     # where known in advance: by default one per batch size
     points: Callable[[Mapping[str, Any]], int | None] = (
         lambda options: len(options.get("batch_sizes", [])) or None)
+    # a run of its config: a finished one is served from the run store, one going with the same
+    # settings is joined (a second browser rides it), and Live mode's changed setting replaces
+    # the owner's running one (bsdemo.scheduler)
+    stored: bool = False
+    joins: bool = False
+    live: bool = False
+    # a class sweep's cell runs as a job of this kind: its records make the cell's report to the
+    # room (bsdemo.classroom.sweep.cell_report); one kind says so
+    room: bool = False
+
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.options)
 
 
 GRADIENT_MODELS = tuple(m for m in MODELS if m != "gan")  # one loss, one labelled sample each

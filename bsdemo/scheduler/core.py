@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bsdemo.config import ConfigError, RunConfig
-from bsdemo.jobkinds import Cost
+from bsdemo.jobkinds import KINDS, Cost
 from bsdemo.limits import MAX_WORKERS, Limits, default_threads
 from bsdemo.runs import (
     ACTIVE,
@@ -38,6 +38,7 @@ from bsdemo.scheduler.pool import WorkerPool
 from bsdemo.scheduler.reaper import Reaper
 from bsdemo.scheduler.serverview import ServerView
 from bsdemo.scheduler.stored import StoreLink, serve
+from bsdemo.scheduler.superseding import Superseding
 from bsdemo.scheduler.tally import Tally
 from bsdemo.store import Store
 
@@ -46,7 +47,7 @@ SEEN_OWNERS = 100_000  # browsers remembered as having queued a job (for first-j
 # watching one run draws one copy, and its figures once (bsdemo.ui.widgets.shared_figures)
 PUBLISH_S = 0.2
 
-class Scheduler(Reaper, Joining, Dispatching, ServerView):
+class Scheduler(Reaper, Joining, Superseding, Dispatching, ServerView):
     """FIFO queue + worker processes + bounded per-job buffers. Thread-safe."""
 
     def __init__(self, workers: int | None = None, max_points: int = 1000, keep_finished: int = 200,
@@ -101,8 +102,12 @@ class Scheduler(Reaper, Joining, Dispatching, ServerView):
         """
         cfg, options, cost = admission.checked(cfg, kind, options, self.limits,
                                                self._device_info)
+        spec = KINDS[kind]  # what its declaration allows: a stored result, a join, Live mode
+        if supersede and not spec.live:
+            raise ConfigError("supersede", kind, "a kind Live mode may replace: "
+                              + ", ".join(k.name for k in KINDS.values() if k.live))
         stored = None
-        if kind == "train" and not fresh:
+        if spec.stored and not fresh:
             stored = self._stored.find(cfg, self._device_info)
         with self._lock:
             if self._closed:
@@ -111,7 +116,7 @@ class Scheduler(Reaper, Joining, Dispatching, ServerView):
             going = self._going_of(owner, kind, stale) if supersede else []
             dropped = [j for j in (stale, *going) if j is not None]
             # the same settings as a run already going: ride it (bsdemo.scheduler.joined)
-            lead = (self._joinable(cfg, skip=dropped) if kind == "train" and not fresh
+            lead = (self._joinable(cfg, kind, skip=dropped) if spec.joins and not fresh
                     and not stored else None)
             if stored is None:
                 # a follower costs no device time: only its browser's own limits apply; the
@@ -121,7 +126,7 @@ class Scheduler(Reaper, Joining, Dispatching, ServerView):
                                     None if lead else address, 0 if lead else 1,
                                     replaces=bool(gone))
             job = self._new_job(cfg, owner, cost, kind=kind, options=options, address=address,
-                                check_store=kind == "train" and not fresh)
+                                check_store=spec.stored and not fresh)
             place = self._supersede(stale, job) if stale is not None else None
             for old in going:
                 self._supersede_going(old, job)
@@ -200,51 +205,6 @@ class Scheduler(Reaper, Joining, Dispatching, ServerView):
         for offset, job in enumerate(jobs):
             job.repeat = not first
             self._queue.insert(at + offset, job.id)
-
-    def _waiting_of(self, owner: str, kind: str) -> Job | None:
-        """The owner's job of this kind that has not started: queued, or riding a run that is
-        itself still queued (never one of a comparison). Caller holds the lock."""
-        for job in self._jobs.values():
-            if (job.owner == owner and job.kind == kind and job.group is None
-                    and job.status == "queued" and job.worker is None
-                    and not job.cancel_requested):
-                lead = self._lead_of(job)
-                if lead is None or (lead.status == "queued" and lead.worker is None):
-                    return job
-        return None
-
-    def _going_of(self, owner: str, kind: str, skip: Job | None) -> list[Job]:
-        """The owner's started jobs of this kind (never one of a comparison), riders of a started
-        run included, that no Stop has reached yet. Caller holds the lock."""
-        return [job for job in self._jobs.values()
-                if job is not skip and job.owner == owner and job.kind == kind
-                and job.group is None and job.status in ACTIVE and not job.cancel_requested
-                and (job.worker is not None or self._lead_of(job) is not None)]
-
-    def _supersede_going(self, old: Job, by: Job) -> None:
-        """Stop the owner's started job for its newer one (Live mode): between two steps, its
-        curve kept and marked superseded. Caller holds the lock."""
-        old.superseded_by = by.id
-        if self._lead_of(old) is not None:
-            self._detach(old, f"Superseded: run {by.id} with newer settings replaced it.")
-        elif not self._hand_over(old):  # others ride it: it goes on for them
-            self._stop(old)
-
-    def _supersede(self, stale: Job, by: Job) -> tuple[int, bool] | None:
-        """Drop the owner's waiting job for its newer one; returns the queue place the newer one
-        takes over (None when the stale job was not in the queue itself: it rode another's run,
-        or others ride it and it goes on for them). Caller holds the lock."""
-        stale.superseded_by = by.id
-        message = (f"Superseded before it started: a newer Run from this browser (run {by.id}) "
-                   "took its place in the queue.")
-        if self._lead_of(stale) is not None:
-            self._detach(stale, message)
-            return None
-        if self._hand_over(stale):
-            return None
-        place = self._queue.index(stale.id), stale.repeat
-        self._stop(stale, message)
-        return place
 
     def _serve(self, job: Job, stored) -> None:
         """Finish job from the run store. Caller holds the lock."""

@@ -20,6 +20,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from bsdemo.config import RunConfig
+from bsdemo.jobkinds import KINDS
 from bsdemo.runs import ACTIVE, JobSnapshot
 from bsdemo.scheduler.job import Job
 
@@ -32,12 +33,14 @@ DETACHED = ("Cancelled: you stopped watching the run you had joined (it goes on 
 class Joining:
     """Mixed into Scheduler: uses its jobs and `_finish`."""
 
-    def _joinable(self, cfg: RunConfig, skip: Sequence[Job] = ()) -> Job | None:
-        """A queued or running training run with exactly these settings that may be joined
-        (never one in `skip`: jobs about to be superseded)."""
+    def _joinable(self, cfg: RunConfig, kind: str, skip: Sequence[Job] = ()) -> Job | None:
+        """A queued or running job of `kind` (one its declaration lets a second browser join: a
+        training run) with exactly these settings (never one in `skip`: jobs about to be
+        superseded)."""
         settings, skipped = vars(cfg), {job.id for job in skip}
         for job in self._jobs.values():
-            if (job.id not in skipped and job.kind == "train" and job.status in ACTIVE
+            if (job.id not in skipped and job.kind == kind and KINDS[kind].joins
+                    and job.status in ACTIVE
                     and job.follows is None
                     and job.group is None and not job.cancel_requested
                     and vars(job.config) == settings):

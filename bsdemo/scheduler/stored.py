@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from bsdemo.config import RunConfig
+from bsdemo.jobkinds import KINDS
 from bsdemo.runs import EVAL_FIELDS, STEP_FIELDS
 from bsdemo.scheduler.job import Job
 from bsdemo.scheduler.spool import PendingRun, Spool
@@ -100,7 +101,7 @@ class StoreLink:
     def keep(self, job: Job) -> None:
         """Keep a completed training run, if it was measured alone: a stored result must be an
         honest one."""
-        if (self.store is None or job.kind != "train" or job.status != "completed"
+        if (self.store is None or not KINDS[job.kind].stored or job.status != "completed"
                 or job.start is None or job.shared_device):
             return
         # copies, taken under the scheduler's lock; the write itself happens on the writer thread

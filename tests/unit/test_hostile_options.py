@@ -51,7 +51,7 @@ def test_admission_refuses_every_hostile_option_cleanly(kind, data):
     if data is None:
         _admitted_or_refused(kind, {})
         return
-    names = list(KINDS[kind].options) + ["not_an_option"]
+    names = list(KINDS[kind].option_names) + ["not_an_option"]
     chosen = data.draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
     _admitted_or_refused(kind, {name: data.draw(HOSTILE, label=name) for name in chosen})
 

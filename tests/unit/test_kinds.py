@@ -19,7 +19,7 @@ def test_every_kind_names_an_engine_function_that_takes_its_options():
         function = engine_function(kind.name)
         params = inspect.signature(function).parameters
         takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
-        for name in ("should_stop", *kind.options):
+        for name in ("should_stop", *kind.option_names):
             assert takes_any or name in params, (kind.name, name)
         # a kind that returns its one record is a plain function; the others yield records
         assert inspect.isgeneratorfunction(function) != kind.one_record, kind.name
@@ -59,3 +59,67 @@ def test_planned_points_follow_each_kinds_declaration():
     assert planned_points("fit_batch", {"techniques": ["fp32", "bf16"]}) == 2
     assert planned_points("architectures", {"architectures": ["cnn", "gan"], **sizes}) == 8
     assert planned_points("find", {}) is None and planned_points("train", sizes) is None
+
+
+def _command_args(command: str, *flags: str):
+    from bsdemo.cli.parser import build_parser
+
+    return build_parser().parse_args([command, *flags])
+
+
+def test_the_cli_and_the_server_read_one_schema_to_the_same_defaults():
+    from bsdemo.jobkinds.schema import check_options, flag_options
+
+    for kind in KINDS.values():
+        if kind.command is None:
+            continue
+        server = check_options(kind.options, {})  # a job that gives no options
+        assert flag_options(kind.options, _command_args(kind.command)) == server, kind.name
+        namespace = vars(_command_args(kind.command))
+        for option in kind.options:  # each option has its flag on its command (and in --help)
+            assert option.cli is None or option.dest in namespace, (kind.name, option.cli)
+
+
+def _too_big(option):
+    from bsdemo.jobkinds.schema import BATCHES, CHOICE, NAMES, REAL, SWITCH, WHOLE
+
+    if option.type == WHOLE:
+        return int(option.high) + 1, str(int(option.high) + 1)
+    if option.type == REAL:
+        return option.high * 2 + 1, f"{option.high * 2 + 1:g}"
+    if option.type in (NAMES, CHOICE):
+        return (["nonsense"] if option.type == NAMES else "nonsense"), "nonsense"
+    if option.type == BATCHES:
+        return [0], "0"
+    assert option.type != SWITCH
+    return 0, "0B"  # BYTES
+
+
+def test_a_value_the_server_refuses_the_cli_refuses_naming_the_flag():
+    import pytest
+
+    from bsdemo.config import ConfigError
+    from bsdemo.jobkinds.schema import SWITCH, check_options, flag_options
+
+    seen = 0
+    for kind in KINDS.values():
+        for option in kind.options:
+            if option.type == SWITCH or option.cli is None:
+                continue
+            value, text = _too_big(option)
+            with pytest.raises(ConfigError) as server:
+                check_options(kind.options, {option.name: value})
+            assert server.value.field == option.name
+            with pytest.raises(ConfigError) as cli:
+                flag_options(kind.options, _command_args(kind.command, option.cli, text))
+            assert cli.value.field == option.cli, (kind.name, option.name)
+            seen += 1
+    assert seen >= 30  # every kind's options, not a few
+
+
+def test_one_kind_runs_a_class_sweeps_cells_and_live_mode_replaces_only_its_own():
+    from bsdemo.jobkinds import ROOM_KIND
+
+    assert [k.name for k in KINDS.values() if k.room] == [ROOM_KIND]
+    live = [k for k in KINDS.values() if k.live]
+    assert live and all(k.stored and not k.exclusive for k in live)  # a run, not a measurement

@@ -135,6 +135,14 @@ def test_unknown_job_kind_is_rejected(scheduler):
         scheduler.submit(RunConfig(), owner="judy", kind="dance")
 
 
+def test_live_mode_replaces_only_a_kind_declared_live(scheduler):
+    # a noise measurement is not a run Live mode may stop for a changed setting
+    with pytest.raises(ConfigError, match="Live mode"):
+        scheduler.submit(RunConfig(), owner="judy", kind="noise", supersede=True,
+                         options={"batch_sizes": [1, 4], "draws": 2})
+    assert scheduler.waiting_job("judy", "noise") is None  # refused: nothing was queued
+
+
 def test_sweeps_run_alone_on_the_device():
     from bsdemo.scheduler import Scheduler
 

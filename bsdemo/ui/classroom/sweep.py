@@ -7,6 +7,7 @@ import streamlit as st
 
 from bsdemo.classroom.store import ClassError
 from bsdemo.errors import ConfigError, clip
+from bsdemo.jobkinds import ROOM_KIND
 from bsdemo.plaintext import plain
 from bsdemo.store import StoreUnavailable
 from bsdemo.ui.classroom.seat import Seat, class_store, seat
@@ -33,7 +34,8 @@ def _run_cell(page: str, number: int, cells: list[tuple[int, dict]]) -> None:
     try:
         configs = [RunConfig(**config) for _, config in cells]
         if len(configs) == 1:
-            ids = [scheduler().submit(configs[0], owner(), fresh=True, address=client_address())]
+            ids = [scheduler().submit(configs[0], owner(), kind=ROOM_KIND, fresh=True,
+                                      address=client_address())]
         else:
             ids = scheduler().submit_group(configs, owner(), address=client_address(), fresh=True)
     except (ConfigError, ActiveRunError, SchedulerLost) as exc:
@@ -56,8 +58,8 @@ def report_finished() -> None:
     left = []
     for job in jobs:
         snap = scheduler().snapshot(job["job"])
-        if snap is None:
-            continue  # the server forgot it (a restart): nothing to report
+        if snap is None or snap.kind != ROOM_KIND:
+            continue  # the server forgot it (a restart), or not a cell's run: nothing to report
         if not snap.done:
             left.append(job)
             continue
