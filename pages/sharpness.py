@@ -5,16 +5,10 @@ import dataclasses
 import streamlit as st
 
 from bsdemo import charts, recipes
-from bsdemo.jobkinds import (
-    HESSIAN_ITERS,
-    LONGER_FACTOR,
-    REMEDY_LR_CAP,
-    SHARPNESS_MAX_STEPS,
-    SHARPNESS_REMEDIES,
-    WARMUP_SHARE,
-)
+from bsdemo.jobkinds import SHARPNESS_REMEDIES
 from bsdemo.lessonlinks import workload, workload_controls
 from bsdemo.presets import PRESETS, SCENARIOS
+from bsdemo.tunables import HESSIAN_ITERS, LONGER_FACTOR, REMEDY_LR_CAP, SHARPNESS_MAX_STEPS, WARMUP_SHARE
 from bsdemo.ui import measurement
 from bsdemo.ui.header import lesson_header, predict, prediction_check
 from bsdemo.ui.links import PageLink

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from bsdemo.charts import vision
 from bsdemo.charts.style import DASHES, OKABE_ITO, Chart, batch_colour, layout
-from bsdemo.jobkinds import LONGER_FACTOR
+from bsdemo.tunables import LONGER_FACTOR
 from bsdemo.units import fixed, setting, sig
 
 REMEDY_LABELS = {None: "", "scale_lr": " + scaled lr", "warmup": " + warm-up, scaled lr",

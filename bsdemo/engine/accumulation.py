@@ -24,7 +24,8 @@ import torch.nn.functional as F
 from bsdemo.config import ConfigError, RunConfig
 from bsdemo.engine.data import IGNORE, epoch_batches
 from bsdemo.engine.train import prepare, train
-from bsdemo.jobkinds import ACCUM_MEASURE_STEPS, JobStopped, accumulation_config
+from bsdemo.jobkinds import JobStopped, accumulation_config
+from bsdemo.tunables import ACCUM_MEASURE_STEPS
 
 EQUIVALENT_REL = 1e-4  # float32 summation-order differences stay far below this
 # after the steps, a parameter further apart than this is rounding that grew (seen with

@@ -24,7 +24,8 @@ from bsdemo.config import RunConfig
 from bsdemo.engine.descent import descend
 from bsdemo.engine.noise import flat_grad
 from bsdemo.engine.train import prepare
-from bsdemo.jobkinds import CRITICAL_DRAWS, JobStopped, critical_steps, rule_lr
+from bsdemo.jobkinds import JobStopped, critical_steps, rule_lr
+from bsdemo.tunables import CRITICAL_DRAWS
 from bsdemo.units import setting
 
 

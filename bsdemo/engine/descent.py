@@ -18,7 +18,8 @@ import torch
 import torch.nn.functional as F
 
 from bsdemo.engine.train import DIVERGENCE_FACTOR, evaluate
-from bsdemo.jobkinds import CHECKS_PER_EPOCH, JobStopped
+from bsdemo.jobkinds import JobStopped
+from bsdemo.tunables import CHECKS_PER_EPOCH
 
 Vector = list[torch.Tensor]  # one tensor per parameter
 CURVE_POINTS = 200  # a run's loss curve is thinned to about this many points

@@ -33,7 +33,8 @@ import torch.nn.functional as F
 
 from bsdemo.config import RunConfig
 from bsdemo.engine.train import prepare, train
-from bsdemo.jobkinds import NOISE_CHUNK, NOISE_TWO_BATCH, JobStopped
+from bsdemo.jobkinds import JobStopped
+from bsdemo.tunables import NOISE_CHUNK, NOISE_TWO_BATCH
 from bsdemo.units import fixed
 
 BOOTSTRAP = 400

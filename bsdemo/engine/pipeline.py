@@ -42,8 +42,8 @@ from bsdemo.engine.group import member_threads, run_group
 from bsdemo.engine.measure import HostLoad
 from bsdemo.engine.memory import SavedActivations, tensor_bytes
 from bsdemo.engine.train import prepare
-from bsdemo.jobkinds import PIPELINE_STAGES as STAGES
 from bsdemo.jobkinds import check_pipeline
+from bsdemo.tunables import PIPELINE_STAGES as STAGES
 from bsdemo.units import fixed, percent, sig
 
 PING_ROUNDS = 30

@@ -41,17 +41,16 @@ from bsdemo.engine.models import make_optimizer
 from bsdemo.engine.own import active
 from bsdemo.engine.steps import micro_loss
 from bsdemo.engine.train import prepare, train
-from bsdemo.jobkinds import (
+from bsdemo.jobkinds import JobStopped, sweep_config
+from bsdemo.profiling import technique_name
+from bsdemo.timing import spread
+from bsdemo.tunables import (
     PROFILE_CUT_BLOCKS,
     PROFILE_CUT_STEPS,
     PROFILE_PLAIN_STEPS,
     PROFILE_STEPS,
     PROFILE_WARMUP,
-    JobStopped,
-    sweep_config,
 )
-from bsdemo.profiling import technique_name
-from bsdemo.timing import spread
 
 MAX_TRACE_BYTES = 4 * 2**20  # a gzipped trace carried in a record (larger: --trace-dir only)
 

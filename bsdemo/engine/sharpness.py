@@ -37,7 +37,8 @@ from bsdemo.config import RunConfig
 from bsdemo.engine.data import IGNORE
 from bsdemo.engine.descent import Vector, descending, summed_loss
 from bsdemo.engine.train import evaluate, prepare
-from bsdemo.jobkinds import (
+from bsdemo.jobkinds import check_stop, remedy_lr
+from bsdemo.tunables import (
     HESSIAN_ITERS,
     HESSIAN_SAMPLES,
     LONGER_FACTOR,
@@ -48,8 +49,6 @@ from bsdemo.jobkinds import (
     TRACE_POINTS,
     TRACE_SAMPLES,
     WARMUP_SHARE,
-    check_stop,
-    remedy_lr,
 )
 from bsdemo.units import setting, sig
 
