@@ -86,13 +86,9 @@ from bsdemo.jobkinds.relate import (
 from bsdemo.jobkinds.schema import Option, check_options
 from bsdemo.limits import Limits
 
-# the engine's numbers are bsdemo.tunables'; these four stay importable here for engine/fitbatch
-from bsdemo.tunables import FIT_BUDGET_BATCH, FIT_BUDGET_STEPS, FIT_PROBES, FIT_TIMED_STEPS
-
 # the kinds' shared names, for `from bsdemo.jobkinds import ...` anywhere (the engine's numbers:
 # bsdemo.tunables)
-__all__ = ["FIT_BUDGET_BATCH", "FIT_BUDGET_STEPS", "FIT_PROBES", "FIT_TECHNIQUES",
-           "FIT_TIMED_STEPS", "GRADIENT_MODELS", "KINDS", "LR_RULES", "NORMS", "PLAIN_MODELS",
+__all__ = ["FIT_TECHNIQUES", "GRADIENT_MODELS", "KINDS", "LR_RULES", "NORMS", "PLAIN_MODELS",
            "POINT_KINDS", "PROGRESS_KINDS", "RESULT_KINDS", "ROOM_KIND", "SHARPNESS_REMEDIES",
            "START_KINDS", "Cost", "JobStopped", "Kind", "Option", "accumulation_config", "assess",
            "check_global_batch", "check_model", "check_pipeline", "check_stop", "critical_steps",

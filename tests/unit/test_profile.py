@@ -11,7 +11,7 @@ import pytest
 
 from bsdemo import profiling
 from bsdemo.config import ConfigError, RunConfig
-from bsdemo.jobkinds import KINDS
+from bsdemo.jobkinds import KINDS, assess
 from bsdemo.limits import Limits
 from bsdemo.recipes.profile import profile_lines, profile_verdict
 from tests.timeouts import scaled
@@ -96,18 +96,22 @@ def test_the_typical_step_is_the_median_and_a_bad_trace_is_named():
 
 
 def test_the_profile_job_checks_its_options():
-    cfg = RunConfig(dataset="digits", model="mlp")
+    cfg = RunConfig(dataset="digits", model="mlp").validated()[0]
+
+    def check(cfg, options):  # admission's check of a profile job's options (and its cost)
+        return assess("profile", cfg, options, Limits(), 60.0)[0]
+
     kind = KINDS["profile"]
     assert kind.exclusive
-    checked = kind.check(cfg, {"batch_sizes": [8, 512]}, Limits())
+    checked = check(cfg, {"batch_sizes": [8, 512]})
     assert checked == {"batch_sizes": [8, 512], "steps": 10, "cut": True}
     for bad in ([8], [512, 8], [8, 8], [1, 2, 4, 8, 16], [0, 8], ["8", 512], [True, 8], None):
         with pytest.raises(ConfigError, match="batch_sizes"):
-            kind.check(cfg, {"batch_sizes": bad}, Limits())
+            check(cfg, {"batch_sizes": bad})
     with pytest.raises(ConfigError, match="steps"):
-        kind.check(cfg, {"batch_sizes": [8, 512], "steps": 500}, Limits())
+        check(cfg, {"batch_sizes": [8, 512], "steps": 500})
     with pytest.raises(ConfigError, match="cut"):
-        kind.check(cfg, {"batch_sizes": [8, 512], "cut": "yes"}, Limits())
+        check(cfg, {"batch_sizes": [8, 512], "cut": "yes"})
 
 
 @pytest.fixture(scope="module")

@@ -165,7 +165,7 @@ def test_cli_sweep_table():
 
 
 @pytest.mark.parametrize("args,flag", [
-    (["--batch-sizes", ""], "--batch-sizes"), (["--batch-sizes", "8,4"], "--batch-sizes"),
+    (["--batch-sizes", ""], "--batch-sizes"), (["--batch-sizes", "8,8"], "--batch-sizes"),
     (["--batch-sizes", "0,1"], "--batch-sizes"), (["--batch-sizes", "1,1000000000"], "--batch-sizes"),
     (["--batch-sizes", "-2"], "--batch-sizes"), (["--memory-budget", "lots"], "--memory-budget"),
     (["--memory-budget", "1KiB"], "--memory-budget"), (["--timed-steps", "0"], "--timed-steps"),
