@@ -10,14 +10,22 @@ from bsdemo.ui.links import page_base, presenting
 from bsdemo.ui.sidebar import device_badge
 
 # a presentation link opens with the sidebar (the presenter's controls) folded away
-st.set_page_config(page_title="Batch Size Lab", page_icon=":material/science:", layout="wide",
-                   initial_sidebar_state="collapsed" if presenting() else "auto")
+st.set_page_config(
+    page_title="Batch Size Lab",
+    page_icon=":material/science:",
+    layout="wide",
+    initial_sidebar_state="collapsed" if presenting() else "auto",
+)
 
 page = st.navigation(
     [st.Page("pages/home.py", title="Home", icon=":material/home:", default=True)]
-    + [st.Page(lesson.page, title=lesson.title, icon=lesson.icon, url_path=lesson.slug,
-               help=lesson.question) for lesson in LESSONS if lesson.page],
-    expanded=True)  # every lesson listed, none behind "View more"
+    + [
+        st.Page(lesson.page, title=lesson.title, icon=lesson.icon, url_path=lesson.slug, help=lesson.question)
+        for lesson in LESSONS
+        if lesson.page
+    ],
+    expanded=True,
+)  # every lesson listed, none behind "View more"
 page_base()  # styles and the skip link, before anything else on the page
 try:
     device_badge()

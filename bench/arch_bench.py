@@ -43,33 +43,41 @@ def main() -> None:
 
 def study(args: argparse.Namespace) -> None:
     seen: dict[str, list] = collections.defaultdict(list)
-    print(f"{os.cpu_count()} cores, {args.threads} torch thread(s), {args.hogs} hog(s); batches "
-          f"{DEFAULT_BATCHES}; {args.seconds:g} s per run")
+    print(
+        f"{os.cpu_count()} cores, {args.threads} torch thread(s), {args.hogs} hog(s); batches "
+        f"{DEFAULT_BATCHES}; {args.seconds:g} s per run"
+    )
     for seed in (int(s) for s in args.seeds.split(",")):
         t = time.perf_counter()
         load = os.getloadavg()[0]
-        records = list(architecture_sweep(RunConfig(seed=seed), list(ARCHITECTURES),
-                                          list(DEFAULT_BATCHES), args.seconds))
+        records = list(
+            architecture_sweep(RunConfig(seed=seed), list(ARCHITECTURES), list(DEFAULT_BATCHES), args.seconds)
+        )
         took = time.perf_counter() - t
         print(f"\nseed {seed}: {took:.1f} s (load average at start {load:.1f})")
-        print(f"{'architecture':<15} {'quality by batch':<44} {'samples/s by batch':<34} "
-              f"{'range':>9} {'agreement':>10}")
+        print(
+            f"{'architecture':<15} {'quality by batch':<44} {'samples/s by batch':<34} "
+            f"{'range':>9} {'agreement':>10}"
+        )
         points = [r for r in records if r["kind"] == "architecture_point"]
         for s in (r for r in records if r["kind"] == "architecture_summary"):
             mine = [p for p in points if p["architecture"] == s["architecture"]]
             quality = " ".join(f"{p['quality']:.3g}" for p in mine)
             speed = " ".join(f"{p['samples_per_sec']:,.0f}" for p in mine)
             span = f"{s['range'][0]}–{s['range'][1]}" if s["range"] else "–"
-            print(f"{s['label']:<15} {quality:<44} {speed:<34} {span:>9} "
-                  f"{s['agreement'] or '–':>10}")
+            print(f"{s['label']:<15} {quality:<44} {speed:<34} {span:>9} {s['agreement'] or '–':>10}")
             seen[s["label"]].append((span, s["agreement"]))
         clocks = {p["budget_clock"] for p in points}
-        print(f"budget clock: {', '.join(sorted(clocks))}; steps per run "
-              f"{min(p['steps'] for p in points)}–{max(p['steps'] for p in points)}")
+        print(
+            f"budget clock: {', '.join(sorted(clocks))}; steps per run "
+            f"{min(p['steps'] for p in points)}–{max(p['steps'] for p in points)}"
+        )
     print("\nover the seeds:")
     for label, runs in seen.items():
-        print(f"  {label:<15} ranges {', '.join(r for r, _ in runs)}; "
-              + ", ".join(f"{a} {n}×" for a, n in collections.Counter(a for _, a in runs).items()))
+        print(
+            f"  {label:<15} ranges {', '.join(r for r, _ in runs)}; "
+            + ", ".join(f"{a} {n}×" for a, n in collections.Counter(a for _, a in runs).items())
+        )
 
 
 if __name__ == "__main__":

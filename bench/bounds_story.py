@@ -27,8 +27,7 @@ FIT = ["fit-batch", "--memory-budget", "2MiB", "--json"]
 
 
 def records(args: list[str]) -> list[dict]:
-    out = subprocess.run([sys.executable, "-m", "bsdemo", *args], capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run([sys.executable, "-m", "bsdemo", *args], capture_output=True, text=True, timeout=600)
     if out.returncode:
         raise SystemExit(out.stderr)
     return [json.loads(line) for line in out.stdout.strip().splitlines()]
@@ -40,8 +39,11 @@ def check(args: list[str]) -> dict:
 
 def fit_ratios(args: list[str]) -> dict[str, float]:
     """Each technique's samples/s over fp32's."""
-    by = {r["technique"]: r["samples_per_sec"] for r in records(args)
-          if r["kind"] == "fit_batch_result" and r["samples_per_sec"]}
+    by = {
+        r["technique"]: r["samples_per_sec"]
+        for r in records(args)
+        if r["kind"] == "fit_batch_result" and r["samples_per_sec"]
+    }
     return {t: v / by["fp32"] for t, v in by.items() if t != "fp32"}
 
 
@@ -59,8 +61,7 @@ def main() -> None:
     rows = []
     for rerun in range(opts.reruns):
         for busy in (False, True):
-            hogs = [subprocess.Popen([sys.executable, "-c", HOG])
-                    for _ in range(opts.hogs if busy else 0)]
+            hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(opts.hogs if busy else 0)]
             try:
                 d, p, f = check(DDP), check(PIPE), fit_ratios(FIT)
             finally:
@@ -70,26 +71,34 @@ def main() -> None:
             speedup = d["single_process_step_s"] / d["step_s"]
             rows.append((rerun, "busy" if busy else "quiet", d, p, speedup, f))
             print(f"{rerun} {'busy' if busy else 'quiet'} done", file=sys.stderr, flush=True)
-    print("run    load   | ddp speed-up (≤2) | efficiency | band | all-reduce | remeasured | "
-          "too noisy | clock           | pipe bubble | pipe ÷ one | too noisy")
+    print(
+        "run    load   | ddp speed-up (≤2) | efficiency | band | all-reduce | remeasured | "
+        "too noisy | clock           | pipe bubble | pipe ÷ one | too noisy"
+    )
     for rerun, load, d, p, speedup, _ in rows:
-        print(f"{rerun:<6} {load:<6} | {speedup:>17.2f} | {d['scaling_efficiency']:>10.0%} | "
-              f"{band(d['scaling_efficiency'], (0.5, 0.9)):>4} | "
-              f"{d['allreduce_s'] / d['step_s']:>10.0%} | {str(d['remeasured']):>10} | "
-              f"{str(bool(d['too_noisy'])):>9} | {d.get('clock', '?'):<15} | "
-              f"{p['bubble']:>11.0%} | {p['step_s'] / p['single_process_step_s']:>10.2f} | "
-              f"{bool(p['too_noisy'])}")
+        print(
+            f"{rerun:<6} {load:<6} | {speedup:>17.2f} | {d['scaling_efficiency']:>10.0%} | "
+            f"{band(d['scaling_efficiency'], (0.5, 0.9)):>4} | "
+            f"{d['allreduce_s'] / d['step_s']:>10.0%} | {str(d['remeasured']):>10} | "
+            f"{str(bool(d['too_noisy'])):>9} | {d.get('clock', '?'):<15} | "
+            f"{p['bubble']:>11.0%} | {p['step_s'] / p['single_process_step_s']:>10.2f} | "
+            f"{bool(p['too_noisy'])}"
+        )
     print("\nfit-batch: each technique's samples/s ÷ fp32's (below 0.8 the page says slower)")
     for rerun, load, *_, f in rows:
         print(f"{rerun:<6} {load:<6} | " + "  ".join(f"{t} {v:.2f}" for t, v in f.items()))
     fast_ckpt = [r for r in rows if r[5].get("checkpointing", 0) > 1.1]
     words = {tuple(sorted(t for t, v in r[5].items() if v < 0.8)) for r in rows if r[1] == "busy"}
-    print(f"checkpointing faster than fp32 beyond the noise: {len(fast_ckpt)} of {len(rows)}; "
-          f"busy runs' 'slower' sets: {sorted(words)}")
+    print(
+        f"checkpointing faster than fp32 beyond the noise: {len(fast_ckpt)} of {len(rows)}; "
+        f"busy runs' 'slower' sets: {sorted(words)}"
+    )
     broken = [r for r in rows if r[4] > 2 * 1.1 or r[2]["too_noisy"] or r[3]["too_noisy"]]
     bands = {band(r[2]["scaling_efficiency"], (0.5, 0.9)) for r in rows if r[1] == "busy"}
-    print(f"\nbounds broken or too noisy: {len(broken)} of {len(rows)} runs; busy runs' "
-          f"efficiency bands: {sorted(bands)}")
+    print(
+        f"\nbounds broken or too noisy: {len(broken)} of {len(rows)} runs; busy runs' "
+        f"efficiency bands: {sorted(bands)}"
+    )
 
 
 if __name__ == "__main__":

@@ -22,17 +22,27 @@ from bsdemo.scheduler import Scheduler
 
 WIDE = {"dataset": "synthetic", "model": "mlp", "width": 2048, "depth": 8, "samples": 20000}
 JOBS = [
-    ("train (the repro link)", "train", dict(WIDE, batch_size=64, accumulation_steps=250,
-                                             epochs=None, max_steps=3, seed=21), {}),
-    ("train, 24 micro-batches", "train", dict(WIDE, batch_size=64, accumulation_steps=24,
-                                              epochs=None, max_steps=50), {}),
+    (
+        "train (the repro link)",
+        "train",
+        dict(WIDE, batch_size=64, accumulation_steps=250, epochs=None, max_steps=3, seed=21),
+        {},
+    ),
+    (
+        "train, 24 micro-batches",
+        "train",
+        dict(WIDE, batch_size=64, accumulation_steps=24, epochs=None, max_steps=50),
+        {},
+    ),
     ("fit_batch", "fit_batch", dict(WIDE, epochs=1), {"memory_budget_bytes": 2**33}),
-    ("sharpness", "sharpness", dict(WIDE, width=1024, epochs=1, lr=0.01),
-     {"batch_sizes": [16, 4000]}),
-    ("ddp", "ddp", dict(WIDE, width=1024, batch_size=2048, epochs=1), {"processes": 2,
-                                                                       "steps": 200}),
-    ("pipeline", "pipeline", dict(WIDE, width=1024, batch_size=4096, epochs=1),
-     {"micro_batches": 4, "steps": 200}),
+    ("sharpness", "sharpness", dict(WIDE, width=1024, epochs=1, lr=0.01), {"batch_sizes": [16, 4000]}),
+    ("ddp", "ddp", dict(WIDE, width=1024, batch_size=2048, epochs=1), {"processes": 2, "steps": 200}),
+    (
+        "pipeline",
+        "pipeline",
+        dict(WIDE, width=1024, batch_size=4096, epochs=1),
+        {"micro_batches": 4, "steps": 200},
+    ),
 ]
 
 
@@ -50,29 +60,36 @@ def main() -> None:
     hogs = [mp.Process(target=_hog, daemon=True) for _ in range(args.hogs)]
     for h in hogs:
         h.start()
-    sched = Scheduler(workers=1, limits=Limits(max_wall_s=args.cap, stop_grace_s=args.grace,
-                                               submits_per_minute=1000))
+    sched = Scheduler(
+        workers=1, limits=Limits(max_wall_s=args.cap, stop_grace_s=args.grace, submits_per_minute=1000)
+    )
     try:
         while not sched.workers_ready():
             time.sleep(0.05)
-        print(f"cap {args.cap:g} s, grace {args.grace:g} s, {args.hogs} CPU hog(s); peak "
-              f"{sched.device_info['peak_flops'] / 1e9:.0f} GFLOP/s")
+        print(
+            f"cap {args.cap:g} s, grace {args.grace:g} s, {args.hogs} CPU hog(s); peak "
+            f"{sched.device_info['peak_flops'] / 1e9:.0f} GFLOP/s"
+        )
         print("| job | ran (s) | ended | small run queued behind it waited (s) |")
         print("|---|---|---|---|")
         for name, kind, settings, options in JOBS:
             try:
-                job = sched.submit(RunConfig(**settings), owner="heavy", kind=kind,
-                                   options=options)
+                job = sched.submit(RunConfig(**settings), owner="heavy", kind=kind, options=options)
             except ConfigError as exc:
                 print(f"| {name} | — | refused before queueing: {exc.field} | — |")
                 continue
             small = sched.submit(RunConfig(epochs=None, max_steps=3), owner="small")
             snap = sched.wait(job, timeout=600)
-            how = ("worker killed at cap + grace" if "worker was ended" in snap.end["message"]
-                   else "stopped on its own at the cap")
+            how = (
+                "worker killed at cap + grace"
+                if "worker was ended" in snap.end["message"]
+                else "stopped on its own at the cap"
+            )
             waited = sched.wait(small, timeout=600)
-            print(f"| {name} | {snap.finished_at - snap.started_at:.1f} | {how} | "
-                  f"{waited.started_at - waited.submitted_at:.1f} |")
+            print(
+                f"| {name} | {snap.finished_at - snap.started_at:.1f} | {how} | "
+                f"{waited.started_at - waited.submitted_at:.1f} |"
+            )
     finally:
         sched.close()
         for h in hogs:

@@ -91,12 +91,19 @@ class ClassTab(Tab):
 
 
 async def session(tab: ClassTab, work) -> None:
-    headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in tab.cookies.items()),
-               "X-Forwarded-For": tab.address}
+    headers = {
+        "Cookie": "; ".join(f"{k}={v}" for k, v in tab.cookies.items()),
+        "X-Forwarded-For": tab.address,
+    }
     try:
-        async with connect(f"ws://127.0.0.1:{tab.port}/_stcore/stream", subprotocols=["streamlit"],
-                           origin=f"http://127.0.0.1:{tab.port}", additional_headers=headers,
-                           max_size=None, open_timeout=LOAD_TIMEOUT_S) as ws:
+        async with connect(
+            f"ws://127.0.0.1:{tab.port}/_stcore/stream",
+            subprotocols=["streamlit"],
+            origin=f"http://127.0.0.1:{tab.port}",
+            additional_headers=headers,
+            max_size=None,
+            open_timeout=LOAD_TIMEOUT_S,
+        ) as ws:
             tab.ws = ws
             reader = asyncio.create_task(tab.read())
             try:
@@ -107,12 +114,16 @@ async def session(tab: ClassTab, work) -> None:
         tab.result.errors.append(f"{type(exc).__name__}: {str(exc)[:120]}")
 
 
-async def class_async(port: int, code: str, key: str, n: int, within: float, seed: int,
-                      sampler: CpuSampler) -> dict:
-    projector = ClassTab(port, -1, "10.255.0.1", {"bsdemo_browser": os.urandom(16).hex(),
-                                                  "bsdemo_teach": f"{code}.{key}"})
-    members = [ClassTab(port, i, f"10.0.{i // 250}.{i % 250 + 1}",
-                        {"bsdemo_browser": os.urandom(16).hex()}) for i in range(n)]
+async def class_async(
+    port: int, code: str, key: str, n: int, within: float, seed: int, sampler: CpuSampler
+) -> dict:
+    projector = ClassTab(
+        port, -1, "10.255.0.1", {"bsdemo_browser": os.urandom(16).hex(), "bsdemo_teach": f"{code}.{key}"}
+    )
+    members = [
+        ClassTab(port, i, f"10.0.{i // 250}.{i % 250 + 1}", {"bsdemo_browser": os.urandom(16).hex()})
+        for i in range(n)
+    ]
     rng = random.Random(seed)
     offsets = sorted(rng.uniform(0, within) for _ in range(n))
     ready, start = asyncio.Event(), {"left": n, "t0": 0.0}
@@ -146,11 +157,11 @@ async def class_async(port: int, code: str, key: str, n: int, within: float, see
         await tab.full_run(LOAD_TIMEOUT_S)
 
     async def members_then_wait() -> None:
-        await asyncio.gather(*(session(t, lambda t=t, o=o: member(t, o))
-                               for t, o in zip(members, offsets, strict=True)))
+        await asyncio.gather(
+            *(session(t, lambda t=t, o=o: member(t, o)) for t, o in zip(members, offsets, strict=True))
+        )
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (not projector.counts
-                                               or projector.counts[-1][1] < len(sent)):
+        while time.monotonic() < deadline and (not projector.counts or projector.counts[-1][1] < len(sent)):
             await asyncio.sleep(0.1)
         finished.set()
 
@@ -163,10 +174,14 @@ async def class_async(port: int, code: str, key: str, n: int, within: float, see
         if shown is not None:
             seen.append(shown - at)
     last = max((when for when, _ in projector.counts), default=time.monotonic())
-    return {"sent": len(sent), "seen": seen, "shown": projector.counts[-1][1] if projector.counts
-            else 0, "errors": [e for t in [projector, *members] for e in t.result.errors],
-            "web_s": sampler.totals()[0] - start.get("web0", 0.0),
-            "window_s": last - (sent[0] if sent else last)}
+    return {
+        "sent": len(sent),
+        "seen": seen,
+        "shown": projector.counts[-1][1] if projector.counts else 0,
+        "errors": [e for t in [projector, *members] for e in t.result.errors],
+        "web_s": sampler.totals()[0] - start.get("web0", 0.0),
+        "window_s": last - (sent[0] if sent else last),
+    }
 
 
 def with_class(work) -> tuple[dict, HealthProber, int]:
@@ -193,7 +208,7 @@ def with_class(work) -> tuple[dict, HealthProber, int]:
         text = log.read_text(errors="replace")
         tracebacks = text.count("Traceback")
         if tracebacks:
-            print(text[text.index("Traceback"):][:3000])
+            print(text[text.index("Traceback") :][:3000])
     return out, prober, tracebacks
 
 
@@ -207,22 +222,27 @@ def main() -> None:
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hogs)]
     try:
         out, prober, tracebacks = with_class(
-            lambda port, code, key, sampler: class_async(port, code, key, args.members,
-                                                         args.within, args.seed, sampler))
+            lambda port, code, key, sampler: class_async(
+                port, code, key, args.members, args.within, args.seed, sampler
+            )
+        )
     finally:
         for hog in hogs:
             hog.kill()
             hog.wait()
     seen, health = out["seen"], prober.latencies_ms
-    print("| members | hogs | votes sent / on the projector | vote → projector p50 / p95 / max s "
-          "| web CPU s per member | health p50 / max ms | errors |")
+    print(
+        "| members | hogs | votes sent / on the projector | vote → projector p50 / p95 / max s "
+        "| web CPU s per member | health p50 / max ms | errors |"
+    )
     print("|---|---|---|---|---|---|---|")
-    print(f"| {args.members} | {args.hogs} | {out['sent']} / {out['shown']} | "
-          + (f"{statistics.median(seen):.2f} / {pct(seen, 95):.2f} / {max(seen):.2f}" if seen
-             else "—")
-          + f" | {out['web_s'] / max(1, args.members):.3f} | "
-          + (f"{statistics.median(health):.0f} / {max(health):.0f}" if health else "—")
-          + f" | {len(out['errors']) + tracebacks} |")
+    print(
+        f"| {args.members} | {args.hogs} | {out['sent']} / {out['shown']} | "
+        + (f"{statistics.median(seen):.2f} / {pct(seen, 95):.2f} / {max(seen):.2f}" if seen else "—")
+        + f" | {out['web_s'] / max(1, args.members):.3f} | "
+        + (f"{statistics.median(health):.0f} / {max(health):.0f}" if health else "—")
+        + f" | {len(out['errors']) + tracebacks} |"
+    )
     for error in out["errors"][:5]:
         print("  error:", error)
 

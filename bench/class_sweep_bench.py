@@ -59,8 +59,7 @@ class SweepTab(ClassTab):
     def element(self, element) -> None:
         kind = element.WhichOneof("type")
         if kind == "button":
-            for key in (f"class_sweep_open_{PAGE}", f"class_cell_run_{PAGE}",
-                        f"class_sweep_fill_{PAGE}"):
+            for key in (f"class_sweep_open_{PAGE}", f"class_cell_run_{PAGE}", f"class_sweep_fill_{PAGE}"):
                 if element.button.id.endswith(key):
                     self.buttons[key] = element.button.id
         elif kind == "alert":  # a member's "Sent to the room", or a refusal
@@ -68,8 +67,9 @@ class SweepTab(ClassTab):
         elif kind == "markdown":
             found = LINE.search(element.markdown.body)
             if found:
-                self.lines.append((time.monotonic(), int(found.group(2)), int(found.group(3)),
-                                   int(found.group(4))))
+                self.lines.append(
+                    (time.monotonic(), int(found.group(2)), int(found.group(3)), int(found.group(4)))
+                )
         super().element(element)
 
     async def press(self, key: str, timeout: float = 60.0) -> float:
@@ -95,12 +95,24 @@ class SweepTab(ClassTab):
         return None
 
 
-async def room(port: int, code: str, key: str, n: int, within: float, seed: int, alone: bool,
-               sampler: CpuSampler, timeout: float) -> dict:
-    projector = SweepTab(port, -1, "10.255.0.1", {"bsdemo_browser": os.urandom(16).hex(),
-                                                   "bsdemo_teach": f"{code}.{key}"})
-    members = [SweepTab(port, i, f"10.0.{i // 250}.{i % 250 + 1}",
-                        {"bsdemo_browser": os.urandom(16).hex()}) for i in range(n)]
+async def room(
+    port: int,
+    code: str,
+    key: str,
+    n: int,
+    within: float,
+    seed: int,
+    alone: bool,
+    sampler: CpuSampler,
+    timeout: float,
+) -> dict:
+    projector = SweepTab(
+        port, -1, "10.255.0.1", {"bsdemo_browser": os.urandom(16).hex(), "bsdemo_teach": f"{code}.{key}"}
+    )
+    members = [
+        SweepTab(port, i, f"10.0.{i // 250}.{i % 250 + 1}", {"bsdemo_browser": os.urandom(16).hex()})
+        for i in range(n)
+    ]
     rng = random.Random(seed)
     offsets = sorted(rng.uniform(0, within) for _ in range(n))
     joined, handed = asyncio.Event(), asyncio.Event()
@@ -142,22 +154,34 @@ async def room(port: int, code: str, key: str, n: int, within: float, seed: int,
         await tab.press(f"class_cell_run_{PAGE}")
         await done.wait()  # the page stays open: its poll reports the run when it ends
 
-    await asyncio.gather(session(projector, teach),
-                         *(session(t, lambda t=t, o=o: member(t, o))
-                           for t, o in zip(members, offsets, strict=True)))
+    await asyncio.gather(
+        session(projector, teach),
+        *(session(t, lambda t=t, o=o: member(t, o)) for t, o in zip(members, offsets, strict=True)),
+    )
     out["errors"] = [e for t in [projector, *members] for e in t.result.errors]
     if out.get("full_s") is None:  # what each member's page said last: where the room stopped
-        out["errors"] += [f"member {t.result.index}: {t.said[-1] if t.said else 'said nothing'}"
-                          for t in members if not any(x.startswith("Sent to the room")
-                                                      for x in t.said)]
+        out["errors"] += [
+            f"member {t.result.index}: {t.said[-1] if t.said else 'said nothing'}"
+            for t in members
+            if not any(x.startswith("Sent to the room") for x in t.said)
+        ]
     return out
 
 
 def one(args, alone: bool) -> tuple[dict, list[float], int]:
     out, prober, tracebacks = with_class(
-        lambda port, code, key, sampler: room(port, code, key, 0 if alone else args.members,
-                                              args.within, args.seed, alone, sampler,
-                                              args.timeout))
+        lambda port, code, key, sampler: room(
+            port,
+            code,
+            key,
+            0 if alone else args.members,
+            args.within,
+            args.seed,
+            alone,
+            sampler,
+            args.timeout,
+        )
+    )
     return out, prober.latencies_ms, tracebacks
 
 
@@ -179,18 +203,25 @@ def main() -> None:
         for hog in hogs:
             hog.kill()
             hog.wait()
-    print("| who runs the 24 cells | hogs | hand-out → every cell on the projector s | runs shown "
-          "| web CPU s | health p50 / p95 / max ms | errors |")
+    print(
+        "| who runs the 24 cells | hogs | hand-out → every cell on the projector s | runs shown "
+        "| web CPU s | health p50 / p95 / max ms | errors |"
+    )
     print("|---|---|---|---|---|---|---|")
     for alone, out, health, tracebacks in rows:
         last = out.get("last")
-        print(f"| {'the instructor alone (Fill)' if alone else f'{args.members} members'} | "
-              f"{args.hogs} | " + (f"{out['full_s']:.1f}" if out.get("full_s") else "not within "
-                                   f"{args.timeout:.0f}")
-              + f" | {last[3] if last else 0} | {out.get('web_s', 0):.1f} | "
-              + (f"{statistics.median(health):.0f} / {pct(health, 95):.0f} / {max(health):.0f}"
-                 if health else "—")
-              + f" | {len(out['errors']) + tracebacks} |")
+        print(
+            f"| {'the instructor alone (Fill)' if alone else f'{args.members} members'} | "
+            f"{args.hogs} | "
+            + (f"{out['full_s']:.1f}" if out.get("full_s") else f"not within {args.timeout:.0f}")
+            + f" | {last[3] if last else 0} | {out.get('web_s', 0):.1f} | "
+            + (
+                f"{statistics.median(health):.0f} / {pct(health, 95):.0f} / {max(health):.0f}"
+                if health
+                else "—"
+            )
+            + f" | {len(out['errors']) + tracebacks} |"
+        )
         for error in out["errors"][:5]:
             print("  error:", error)
 

@@ -53,15 +53,17 @@ def first_point(sched, cfg: RunConfig, owner: str) -> tuple[float, float | None,
             break
         time.sleep(0.01)
     speed = (snap.end or {}).get("summary", {}).get("samples_per_sec")
-    return (first if first is not None else float("nan"), speed, snap.status,
-            time.perf_counter() - started)
+    return (first if first is not None else float("nan"), speed, snap.status, time.perf_counter() - started)
 
 
 def calls(sched, job: int, n: int = 200) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"snapshot": [], "load": [], "can_submit": []}
     for _ in range(n):
-        for name, call in (("snapshot", lambda: sched.snapshot(job)), ("load", sched.load),
-                           ("can_submit", lambda: sched.can_submit("bench"))):
+        for name, call in (
+            ("snapshot", lambda: sched.snapshot(job)),
+            ("load", sched.load),
+            ("can_submit", lambda: sched.can_submit("bench")),
+        ):
             t = time.perf_counter()
             call()
             out[name].append((time.perf_counter() - t) * 1e3)
@@ -84,23 +86,30 @@ def ab(rounds: int, cluster) -> None:
         first_point(s, RunConfig(epochs=None, max_steps=3), "warm")  # both warm
     rows = []
     for r in range(rounds):
-        for name, s in (("local", local), ("ray", remote)) if r % 2 == 0 else (
-                ("ray", remote), ("local", local)):
+        for name, s in (
+            (("local", local), ("ray", remote)) if r % 2 == 0 else (("ray", remote), ("local", local))
+        ):
             rows.append((name, r, *first_point(s, LAB_RUN, f"{name}-{r}")))
     print("\n1. Run -> first point and steady samples/s, the lab's default run, alternated")
-    print(f"{'round':>5} {'backend':>8} {'first point s':>14} {'samples/s':>10} {'status':>10} "
-          f"{'run s':>6}")
+    print(f"{'round':>5} {'backend':>8} {'first point s':>14} {'samples/s':>10} {'status':>10} {'run s':>6}")
     for name, r, fp, speed, status, wall in rows:
-        print(f"{r:>5} {name:>8} {fp:>14.3f} {speed or float('nan'):>10,.0f} {status:>10} "
-              f"{wall:>6.2f}")
-    med = {n: [statistics.median(row[k] for row in rows if row[0] == n) for k in (2, 3, 5)]
-           for n in ("local", "ray")}
-    print(f"median first point: local {med['local'][0]:.3f} s, ray {med['ray'][0]:.3f} s -> "
-          f"local/ray {med['local'][0] / med['ray'][0]:.2f} (speed ratio; target >= 0.9)")
-    print(f"median samples/s: local {med['local'][1]:,.0f}, ray {med['ray'][1]:,.0f} -> "
-          f"ray/local {med['ray'][1] / med['local'][1]:.2f} (target >= 0.9)")
-    print(f"median run, submit to done: local {med['local'][2]:.2f} s, ray {med['ray'][2]:.2f} s "
-          f"-> {60 / med['ray'][2]:.0f} default runs per minute per worker on the cluster")
+        print(f"{r:>5} {name:>8} {fp:>14.3f} {speed or float('nan'):>10,.0f} {status:>10} {wall:>6.2f}")
+    med = {
+        n: [statistics.median(row[k] for row in rows if row[0] == n) for k in (2, 3, 5)]
+        for n in ("local", "ray")
+    }
+    print(
+        f"median first point: local {med['local'][0]:.3f} s, ray {med['ray'][0]:.3f} s -> "
+        f"local/ray {med['local'][0] / med['ray'][0]:.2f} (speed ratio; target >= 0.9)"
+    )
+    print(
+        f"median samples/s: local {med['local'][1]:,.0f}, ray {med['ray'][1]:,.0f} -> "
+        f"ray/local {med['ray'][1] / med['local'][1]:.2f} (target >= 0.9)"
+    )
+    print(
+        f"median run, submit to done: local {med['local'][2]:.2f} s, ray {med['ray'][2]:.2f} s "
+        f"-> {60 / med['ray'][2]:.0f} default runs per minute per worker on the cluster"
+    )
     job = remote.submit(RunConfig(epochs=None, max_steps=200), owner="calls", fresh=True)
     remote.wait(job, 120)
     ljob = local.submit(RunConfig(epochs=None, max_steps=200), owner="calls", fresh=True)
@@ -109,8 +118,10 @@ def ab(rounds: int, cluster) -> None:
     print(f"{'call':>11} {'local p50':>10} {'local p95':>10} {'ray p50':>8} {'ray p95':>8}")
     lc, rc = calls(local, ljob), calls(remote, job)
     for name in lc:
-        print(f"{name:>11} {pct(lc[name], .5):>10.3f} {pct(lc[name], .95):>10.3f} "
-              f"{pct(rc[name], .5):>8.3f} {pct(rc[name], .95):>8.3f}")
+        print(
+            f"{name:>11} {pct(lc[name], 0.5):>10.3f} {pct(lc[name], 0.95):>10.3f} "
+            f"{pct(rc[name], 0.5):>8.3f} {pct(rc[name], 0.95):>8.3f}"
+        )
     local.close()
 
 
@@ -154,11 +165,23 @@ print(json.dumps(out))
 
 
 def sessions(total: int, cluster) -> None:
-    env = {**os.environ, **cluster.env, "BSDEMO_WORKERS": "2", "BSDEMO_MAX_QUEUED": "1000",
-           "BSDEMO_SUBMITS_PER_MINUTE": "1000"}
+    env = {
+        **os.environ,
+        **cluster.env,
+        "BSDEMO_WORKERS": "2",
+        "BSDEMO_MAX_QUEUED": "1000",
+        "BSDEMO_SUBMITS_PER_MINUTE": "1000",
+    }
     started = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-c", SESSIONS, str(total // 2), f"r{k}"],
-                              stdout=subprocess.PIPE, text=True, env=env) for k in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SESSIONS, str(total // 2), f"r{k}"],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for k in range(2)
+    ]
     outs = [json.loads(p.communicate(timeout=1800)[0].strip().splitlines()[-1]) for p in procs]
     wall = time.perf_counter() - started
     waits = [w for o in outs for w in o["waits"]]
@@ -167,14 +190,18 @@ def sessions(total: int, cluster) -> None:
     errors = [e for o in outs for e in o["errors"]]
     print(f"\n3. {total} sessions over 2 replicas, 2 nodes, 2 workers (20-step runs, polled at 4 Hz)")
     print(f"completed {done}/{total}, errors {len(errors)} {errors[:3]}")
-    print(f"queue wait s: p50 {pct(waits, .5):.1f}, p95 {pct(waits, .95):.1f}, max {max(waits):.1f}")
-    print(f"per-call latency ms while they ran: p50 {pct(lat, .5):.2f}, p95 {pct(lat, .95):.2f} "
-          f"({len(lat):,} calls)")
+    print(f"queue wait s: p50 {pct(waits, 0.5):.1f}, p95 {pct(waits, 0.95):.1f}, max {max(waits):.1f}")
+    print(
+        f"per-call latency ms while they ran: p50 {pct(lat, 0.5):.2f}, p95 {pct(lat, 0.95):.2f} "
+        f"({len(lat):,} calls)"
+    )
     print(f"wall {wall:.0f} s: {done / wall * 60 / 2:.0f} runs per minute per worker")
 
 
-LOSS_POINTS = ("() => { const p = document.querySelector('.js-plotly-plot');"
-               " return p && p.data && p.data.length ? p.data[0].x.length : 0 }")
+LOSS_POINTS = (
+    "() => { const p = document.querySelector('.js-plotly-plot');"
+    " return p && p.data && p.data.length ? p.data[0].x.length : 0 }"
+)
 
 
 def pages(rounds: int, cluster) -> None:
@@ -186,9 +213,11 @@ def pages(rounds: int, cluster) -> None:
     folder = Path(tempfile.mkdtemp(prefix="bsdemo-bench-"))
     (folder / "local").mkdir()
     (folder / "ray").mkdir()
-    with serving(folder / "local", env=env) as local_port, \
-            serving(folder / "ray", env={**env, **cluster.env}) as ray_port, \
-            sync_playwright() as p:
+    with (
+        serving(folder / "local", env=env) as local_port,
+        serving(folder / "ray", env={**env, **cluster.env}) as ray_port,
+        sync_playwright() as p,
+    ):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
         def press_run(port: int) -> tuple[float, float]:
@@ -212,18 +241,23 @@ def pages(rounds: int, cluster) -> None:
             for name, port in order if r % 2 == 0 else order[::-1]:
                 rows.append((name, *press_run(port)))
         browser.close()
-    print("\n4. In Chromium: the Training Lab's default run, Run pressed -> first loss point drawn"
-          " and -> Completed (s), alternated")
+    print(
+        "\n4. In Chromium: the Training Lab's default run, Run pressed -> first loss point drawn"
+        " and -> Completed (s), alternated"
+    )
     print(f"{'backend':>8} {'first point p50':>16} {'min':>6} {'max':>6} {'completed p50':>14}")
     med = {}
     for name in ("local", "ray"):
         firsts = [row[1] for row in rows if row[0] == name]
         dones = [row[2] for row in rows if row[0] == name]
         med[name] = (statistics.median(firsts), statistics.median(dones))
-        print(f"{name:>8} {med[name][0]:>16.3f} {min(firsts):>6.3f} {max(firsts):>6.3f} "
-              f"{med[name][1]:>14.2f}")
-    print(f"first point drawn local/ray {med['local'][0] / med['ray'][0]:.2f}, completed "
-          f"local/ray {med['local'][1] / med['ray'][1]:.2f} (speed ratios; target >= 0.9)")
+        print(
+            f"{name:>8} {med[name][0]:>16.3f} {min(firsts):>6.3f} {max(firsts):>6.3f} {med[name][1]:>14.2f}"
+        )
+    print(
+        f"first point drawn local/ray {med['local'][0] / med['ray'][0]:.2f}, completed "
+        f"local/ray {med['local'][1] / med['ray'][1]:.2f} (speed ratios; target >= 0.9)"
+    )
 
 
 def main() -> None:

@@ -25,8 +25,10 @@ sys.path.insert(0, str(ROOT))
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS, free_port, start_server  # noqa: E402
 from scripts.screenshots import PAGES, SECOND, VARIANTS  # noqa: E402
 
-SHOWN = ("() => document.querySelectorAll('.js-plotly-plot, [data-testid=\"stDataFrame\"], "
-         "[data-testid=\"stMetric\"]').length")
+SHOWN = (
+    '() => document.querySelectorAll(\'.js-plotly-plot, [data-testid="stDataFrame"], '
+    '[data-testid="stMetric"]\').length'
+)
 
 
 def experiments() -> list[tuple[str, str, str | None, str, str]]:
@@ -49,8 +51,9 @@ def finished(page, done: str) -> bool:
     return page.get_by_text(re.compile(done)).count() > 0
 
 
-def time_one(browser, url: str, route: str, preset: str | None, button: str, done: str,
-             limit_s: float) -> tuple[float | None, float | None]:
+def time_one(
+    browser, url: str, route: str, preset: str | None, button: str, done: str, limit_s: float
+) -> tuple[float | None, float | None]:
     """(seconds to the first new chart or table, seconds to the end; None when not seen)."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
@@ -59,8 +62,9 @@ def time_one(browser, url: str, route: str, preset: str | None, button: str, don
     if preset:
         page.get_by_role("button", name=preset, exact=True).click()
         page.wait_for_timeout(3000)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                           timeout=90_000)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=90_000
+    )
     before = page.evaluate(SHOWN)
     start = time.monotonic()
     page.get_by_role("button", name=button, exact=True).first.click()
@@ -106,11 +110,15 @@ def main() -> None:
                 with sync_playwright() as p:
                     browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                     for name, route, preset, button, done in chosen:
-                        first, end = time_one(browser, f"http://127.0.0.1:{port}", route, preset,
-                                              button, done, opts.limit)
+                        first, end = time_one(
+                            browser, f"http://127.0.0.1:{port}", route, preset, button, done, opts.limit
+                        )
                         rows.setdefault(name, {})[hogs] = (first, end)
-                        print(f"{hogs} hogs  {name:<48} first {_s(first):>7}  end {_s(end):>7}",
-                              file=sys.stderr, flush=True)
+                        print(
+                            f"{hogs} hogs  {name:<48} first {_s(first):>7}  end {_s(end):>7}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                     browser.close()
             finally:
                 for proc in procs:
@@ -121,11 +129,13 @@ def main() -> None:
     head = "".join(f" | {h} hogs: first, end" for h in counts)
     print(f"{'default experiment':<48}{head}")
     for name, by in rows.items():
-        cells = "".join(f" | {_s(by.get(h, (None,))[0]):>8}, {_s(by.get(h, (None, None))[1]):>7}"
-                        for h in counts)
+        cells = "".join(
+            f" | {_s(by.get(h, (None,))[0]):>8}, {_s(by.get(h, (None, None))[1]):>7}" for h in counts
+        )
         print(f"{name:<48}{cells}")
-    print(f"\n{os.cpu_count()} CPUs; times in seconds from the press; '-' = not seen within "
-          f"{opts.limit:.0f} s")
+    print(
+        f"\n{os.cpu_count()} CPUs; times in seconds from the press; '-' = not seen within {opts.limit:.0f} s"
+    )
 
 
 def _s(value: float | None) -> str:

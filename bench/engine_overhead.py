@@ -117,8 +117,7 @@ def interleaved(cfg: RunConfig, chunks: int, chunk: int) -> tuple[float, float, 
             totals[name][0] += samples
             totals[name][1] += took
         ratios.append(rate["engine"] / rate["bare"])
-    return (totals["bare"][0] / totals["bare"][1], totals["engine"][0] / totals["engine"][1],
-            sorted(ratios))
+    return (totals["bare"][0] / totals["bare"][1], totals["engine"][0] / totals["engine"][1], sorted(ratios))
 
 
 def main() -> None:
@@ -127,24 +126,36 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batch-sizes", default="1,8,64,512")
-    ap.add_argument("--clock", choices=("wall", "thread"), default="wall",
-                    help="wall: seconds waited; thread: this thread's CPU time (one torch "
-                         "thread each side; what load cannot change)")
+    ap.add_argument(
+        "--clock",
+        choices=("wall", "thread"),
+        default="wall",
+        help="wall: seconds waited; thread: this thread's CPU time (one torch "
+        "thread each side; what load cannot change)",
+    )
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
-    ap.add_argument("--chunk", type=int, default=0,
-                    help="> 0: both loops in one process, taking turns this many steps at a "
-                         "time, --repeats turns each (the figure least moved by load)")
+    ap.add_argument(
+        "--chunk",
+        type=int,
+        default=0,
+        help="> 0: both loops in one process, taking turns this many steps at a "
+        "time, --repeats turns each (the figure least moved by load)",
+    )
     args = ap.parse_args()
     global CLOCK
     if args.clock == "thread":
         CLOCK = time.thread_time
         torch.set_num_threads(1)  # CPU time of other threads would not be counted
     device = resolve_device(args.device)
-    print(f"device: {device}  torch {torch.__version__}  threads {torch.get_num_threads()}  "
-          f"steps <= {args.steps} (first {SKIP} untimed)  repeats {args.repeats} (median, "
-          f"alternating order)")
-    print(f"{'workload':<15} {'batch':>6} {'steps':>6} {'bare samples/s':>15} {'engine samples/s':>17} "
-          f"{'ratio':>6} {'range':>11}")
+    print(
+        f"device: {device}  torch {torch.__version__}  threads {torch.get_num_threads()}  "
+        f"steps <= {args.steps} (first {SKIP} untimed)  repeats {args.repeats} (median, "
+        f"alternating order)"
+    )
+    print(
+        f"{'workload':<15} {'batch':>6} {'steps':>6} {'bare samples/s':>15} {'engine samples/s':>17} "
+        f"{'ratio':>6} {'range':>11}"
+    )
     print(f"clock: {args.clock}")
     for name, settings in ((n, WORKLOADS[n]) for n in args.workloads.split(",")):
         for b in map(int, args.batch_sizes.split(",")):
@@ -154,8 +165,10 @@ def main() -> None:
                 chunk = max(1, min(args.chunk, steps // 10))
                 rb, re, pairs = interleaved(cfg, args.repeats, chunk)
                 q = len(pairs) // 4
-                print(f"{name:<15} {b:>6} {chunk * args.repeats:>6} {rb:>15,.0f} {re:>17,.0f} "
-                      f"{statistics.median(pairs):>6.3f} {pairs[q]:>5.3f}–{pairs[-1 - q]:.3f}")
+                print(
+                    f"{name:<15} {b:>6} {chunk * args.repeats:>6} {rb:>15,.0f} {re:>17,.0f} "
+                    f"{statistics.median(pairs):>6.3f} {pairs[q]:>5.3f}–{pairs[-1 - q]:.3f}"
+                )
                 continue
             bare, eng = [], []
             for r in range(args.repeats):  # interleaved, alternating who goes first
@@ -169,8 +182,10 @@ def main() -> None:
             # each repeat's pair ran back to back under the same load: the median of the
             # paired ratios, and their range, say more than a ratio of two medians
             pairs = sorted(e / b_ for e, b_ in zip(eng, bare, strict=True))
-            print(f"{name:<15} {b:>6} {steps:>6} {rb:>15,.0f} {re:>17,.0f} "
-                  f"{statistics.median(pairs):>6.3f} {pairs[0]:>5.3f}–{pairs[-1]:.3f}")
+            print(
+                f"{name:<15} {b:>6} {steps:>6} {rb:>15,.0f} {re:>17,.0f} "
+                f"{statistics.median(pairs):>6.3f} {pairs[0]:>5.3f}–{pairs[-1]:.3f}"
+            )
 
 
 if __name__ == "__main__":

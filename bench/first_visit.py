@@ -28,19 +28,24 @@ sys.path.insert(0, str(ROOT))
 
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS, free_port, healthy, stop_group  # noqa: E402
 
-ONE_CHART = '''import plotly.graph_objects as go
+ONE_CHART = """import plotly.graph_objects as go
 import streamlit as st
 
 st.title("One chart")
 st.plotly_chart(go.Figure(go.Scatter(x=list(range(100)), y=[i * i for i in range(100)])))
-'''
+"""
 DRAWN = "() => document.querySelectorAll('.js-plotly-plot').length >= 1"
 
 
 def serve(argv: list[str], port: int, env: dict) -> subprocess.Popen:
-    proc = subprocess.Popen([*argv, "--server.port", str(port), "--server.address", "127.0.0.1"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [*argv, "--server.port", str(port), "--server.address", "127.0.0.1"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     if not healthy(proc, port, 120):
         stop_group(proc)
         raise RuntimeError(f"{argv} did not answer on port {port} in 120 s")
@@ -69,13 +74,15 @@ def main() -> None:
     one_chart = Path(folder) / "one_chart.py"
     one_chart.write_text(ONE_CHART)
     env = {**os.environ, "BSDEMO_DATA_DIR": folder}
-    lab_cmd = ([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py")] if args.plain
-               else [sys.executable, "-m", "bsdemo.ui.launch", str(ROOT / "app.py")])
+    lab_cmd = (
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py")]
+        if args.plain
+        else [sys.executable, "-m", "bsdemo.ui.launch", str(ROOT / "app.py")]
+    )
     lab_port, base_port = free_port(), free_port()
     lab = serve(lab_cmd, lab_port, env)
     base = serve([sys.executable, "-m", "streamlit", "run", str(one_chart)], base_port, env)
-    urls = {"lab": f"http://127.0.0.1:{lab_port}/training_lab",
-            "one chart": f"http://127.0.0.1:{base_port}/"}
+    urls = {"lab": f"http://127.0.0.1:{lab_port}/training_lab", "one chart": f"http://127.0.0.1:{base_port}/"}
     times: dict[str, list[float]] = {name: [] for name in urls}
     try:
         with sync_playwright() as p:
@@ -90,17 +97,19 @@ def main() -> None:
         stop_group(lab)
         stop_group(base)
     ratios = sorted(a / b for a, b in zip(times["lab"], times["one chart"], strict=True))
-    print(f"lab started by: {'streamlit run' if args.plain else 'python -m bsdemo.ui.launch'}; "
-          f"{args.visits} visits each, alternating; load average {os.getloadavg()[0]:.2f}")
-    print(f"{'visit -> first chart drawn (s)':<34} {'first':>7} {'median':>7} {'min':>7} "
-          f"{'max':>7}")
+    print(
+        f"lab started by: {'streamlit run' if args.plain else 'python -m bsdemo.ui.launch'}; "
+        f"{args.visits} visits each, alternating; load average {os.getloadavg()[0]:.2f}"
+    )
+    print(f"{'visit -> first chart drawn (s)':<34} {'first':>7} {'median':>7} {'min':>7} {'max':>7}")
     for name in urls:
         v = times[name]
-        print(f"{name:<34} {cold[name]:>7.2f} {statistics.median(v):>7.2f} {min(v):>7.2f} "
-              f"{max(v):>7.2f}")
-    print(f"{'lab / one chart, pair by pair':<34} {cold['lab'] / cold['one chart']:>7.2f} "
-          f"{statistics.median(ratios):>7.2f} {ratios[0]:>7.2f} {ratios[-1]:>7.2f}"
-          "   target <= 1.2, lab <= 2 s quiet")
+        print(f"{name:<34} {cold[name]:>7.2f} {statistics.median(v):>7.2f} {min(v):>7.2f} {max(v):>7.2f}")
+    print(
+        f"{'lab / one chart, pair by pair':<34} {cold['lab'] / cold['one chart']:>7.2f} "
+        f"{statistics.median(ratios):>7.2f} {ratios[0]:>7.2f} {ratios[-1]:>7.2f}"
+        "   target <= 1.2, lab <= 2 s quiet"
+    )
 
 
 if __name__ == "__main__":

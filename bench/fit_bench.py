@@ -25,8 +25,9 @@ from bsdemo.units import format_bytes
 WORKLOADS = {  # the deepest CPU-sized presets of each model
     "mlp L (2048 x 4)": sized(RunConfig(), "L"),
     "cnn M (digits)": sized(RunConfig(model="cnn"), "M"),
-    "transformer M": sized(RunConfig(dataset="arithmetic", model="transformer",
-                                     optimizer="adamw", lr=0.003), "M"),
+    "transformer M": sized(
+        RunConfig(dataset="arithmetic", model="transformer", optimizer="adamw", lr=0.003), "M"
+    ),
 }
 
 
@@ -36,10 +37,11 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--only", help="comma-separated workload names (a prefix each)")
     args = ap.parse_args()
-    print(f"batch {args.batch}; torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"{'CUDA' if torch.cuda.is_available() else 'CPU'}")
-    print(f"{'workload':<18} {'technique':<19} {'activations':>12} {'saving':>7} "
-          f"{'step s':>8} {'time':>6}")
+    print(
+        f"batch {args.batch}; torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"{'CUDA' if torch.cuda.is_available() else 'CPU'}"
+    )
+    print(f"{'workload':<18} {'technique':<19} {'activations':>12} {'saving':>7} {'step s':>8} {'time':>6}")
     for name, cfg in WORKLOADS.items():
         if args.only and not any(name.startswith(o) for o in args.only.split(",")):
             continue
@@ -54,9 +56,11 @@ def main() -> None:
             seconds = statistics.median(r[1] for r in runs)
             if technique == "fp32":
                 base_bytes, base_time = held, seconds
-            print(f"{name:<18} {technique:<19} {format_bytes(held):>12} "
-                  f"{1 - held / base_bytes:>7.0%} {seconds:>8.3f} {seconds / base_time:>5.2f}x",
-                  flush=True)
+            print(
+                f"{name:<18} {technique:<19} {format_bytes(held):>12} "
+                f"{1 - held / base_bytes:>7.0%} {seconds:>8.3f} {seconds / base_time:>5.2f}x",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

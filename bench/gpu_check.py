@@ -70,20 +70,26 @@ def run_sweep(cfg: RunConfig, sizes: list[int], budget: int | None) -> dict:
     points = list({p["batch_size"]: p for p in events[1:-1]}.values())  # each size's last round
     elapsed = time.perf_counter() - t
     print(f"\nsweep, budget {format_bytes(budget) if budget else 'none'} ({elapsed:.1f} s):")
-    print(f"{'batch':>7} {'status':>9} {'samples/s':>12} {'step ms':>9} {'peak':>11} "
-          f"{'%peak FLOP/s':>12} {'NVML %':>7}")
+    print(
+        f"{'batch':>7} {'status':>9} {'samples/s':>12} {'step ms':>9} {'peak':>11} "
+        f"{'%peak FLOP/s':>12} {'NVML %':>7}"
+    )
     for p in points:
-        print(f"{p['batch_size']:>7} {p['status']:>9} {p['samples_per_sec'] or 0:>12,.0f} "
-              f"{(p['step_time_s'] or 0) * 1e3:>9.3f} "
-              f"{format_bytes(p['peak_memory_bytes']) if p['peak_memory_bytes'] else '-':>11} "
-              f"{(p['share_of_peak'] or 0) * 100:>11.1f}% {p['utilization_pct'] or 0:>7.0f}")
+        print(
+            f"{p['batch_size']:>7} {p['status']:>9} {p['samples_per_sec'] or 0:>12,.0f} "
+            f"{(p['step_time_s'] or 0) * 1e3:>9.3f} "
+            f"{format_bytes(p['peak_memory_bytes']) if p['peak_memory_bytes'] else '-':>11} "
+            f"{(p['share_of_peak'] or 0) * 100:>11.1f}% {p['utilization_pct'] or 0:>7.0f}"
+        )
     end = events[-1] | {"points": points}
     fit = end["fit"]
-    print(f"fit: t0 {fit['t0_s'] or 0:.3g} s, t1 {fit['t1_s_per_sample'] or 0:.3g} s/sample; "
-          f"M0 {format_bytes(fit['m0_bytes'] or 0)}, m {format_bytes(fit['m_bytes_per_sample'] or 0)}"
-          f"/sample, R² {fit['r2_memory'] or 0:.4f}; largest that ran {end['max_batch_size_fits']}, "
-          f"predicted {end['predicted_max_batch_size']}, first OOM {end['first_oom_batch_size']}; "
-          f"peak source: {end['peak_source']}")
+    print(
+        f"fit: t0 {fit['t0_s'] or 0:.3g} s, t1 {fit['t1_s_per_sample'] or 0:.3g} s/sample; "
+        f"M0 {format_bytes(fit['m0_bytes'] or 0)}, m {format_bytes(fit['m_bytes_per_sample'] or 0)}"
+        f"/sample, R² {fit['r2_memory'] or 0:.4f}; largest that ran {end['max_batch_size_fits']}, "
+        f"predicted {end['predicted_max_batch_size']}, first OOM {end['first_oom_batch_size']}; "
+        f"peak source: {end['peak_source']}"
+    )
     return end
 
 
@@ -92,8 +98,11 @@ def main() -> int:
     ap.add_argument("--budget", default="8GiB")
     ap.add_argument("--model", default="mlp")
     ap.add_argument("--size", default="XL")
-    ap.add_argument("--cpu-dry-run", action="store_true",
-                    help="run the script's code paths on the CPU, small (no CUDA checks)")
+    ap.add_argument(
+        "--cpu-dry-run",
+        action="store_true",
+        help="run the script's code paths on the CPU, small (no CUDA checks)",
+    )
     args = ap.parse_args()
     dry = args.cpu_dry_run
     if not dry and not torch.cuda.is_available():
@@ -102,12 +111,13 @@ def main() -> int:
     device = "cpu" if dry else "cuda"
     if not dry:
         props = torch.cuda.get_device_properties(0)
-        print(f"device: {props.name}, {format_bytes(props.total_memory)}, torch "
-              f"{torch.__version__}, CUDA {torch.version.cuda}")
+        print(
+            f"device: {props.name}, {format_bytes(props.total_memory)}, torch "
+            f"{torch.__version__}, CUDA {torch.version.cuda}"
+        )
     budget = parse_bytes("3MiB" if dry else args.budget)
     dataset = {"mlp": "synthetic", "cnn": "synthetic", "transformer": "arithmetic"}[args.model]
-    cfg = RunConfig(dataset="digits" if dry else dataset, model=args.model, device=device,
-                    samples=40_000)
+    cfg = RunConfig(dataset="digits" if dry else dataset, model=args.model, device=device, samples=40_000)
     cfg = cfg if dry else sized(cfg, args.size)
     sizes = powers_of_two(1024 if dry else 32768)
     allocated = (lambda: 0) if dry else torch.cuda.memory_allocated
@@ -115,37 +125,61 @@ def main() -> int:
     plain = run_sweep(cfg, sizes, None)
     # CUDA events time each step on the GPU's timeline: never longer than the synchronised
     # wall-clock step around them (a 5 % allowance for the two clocks' own resolution)
-    print(f"sweep timed by {plain['clock']}: "
-          f"{check(plain['clock'] == 'CUDA event time' or dry, 'device clock')}")
+    print(
+        f"sweep timed by {plain['clock']}: "
+        f"{check(plain['clock'] == 'CUDA event time' or dry, 'device clock')}"
+    )
     own = [p for p in plain["points"] if p["status"] == "ok"]
-    print("CUDA event step <= wall step at every batch: " + check(all(
-        p["timing"]["step_time_s"]["median"] <= 1.05 * p["timing"]["wall_step_time_s"]["median"]
-        for p in own), "event time within the wall clock"))
+    print(
+        "CUDA event step <= wall step at every batch: "
+        + check(
+            all(
+                p["timing"]["step_time_s"]["median"] <= 1.05 * p["timing"]["wall_step_time_s"]["median"]
+                for p in own
+            ),
+            "event time within the wall clock",
+        )
+    )
     budgeted = run_sweep(cfg, sizes, budget)
-    print(f"budgeted sweep reached a real OOM: "
-          f"{check(budgeted['first_oom_batch_size'] is not None, 'budget OOM')}")
+    print(
+        f"budgeted sweep reached a real OOM: "
+        f"{check(budgeted['first_oom_batch_size'] is not None, 'budget OOM')}"
+    )
 
     # ten forced OOMs: memory back to baseline each time, then a normal run
     over = budgeted["first_oom_batch_size"] or sizes[-1]
     if not dry:
         torch.cuda.synchronize()
     baseline = allocated()
-    print(f"\nten forced OOMs at batch {over} under {format_bytes(budget)} "
-          f"(baseline allocated {format_bytes(baseline)}):")
+    print(
+        f"\nten forced OOMs at batch {over} under {format_bytes(budget)} "
+        f"(baseline allocated {format_bytes(baseline)}):"
+    )
     t = time.perf_counter()
     for i in range(10):
-        end = list(train(RunConfig(**{**vars(cfg), "batch_size": over, "epochs": None,
-                                      "max_steps": 1}), evaluations=False,
-                         memory_budget_bytes=budget))[-1]
+        end = list(
+            train(
+                RunConfig(**{**vars(cfg), "batch_size": over, "epochs": None, "max_steps": 1}),
+                evaluations=False,
+                memory_budget_bytes=budget,
+            )
+        )[-1]
         back = allocated()
-        print(f"  {i + 1:>2}: status {end.status}, simulated {end.summary.get('simulated')}, "
-              f"allocated after {format_bytes(back)} "
-              f"{check(end.status == 'oom' and back <= baseline + 2**20, f'oom {i}')}")
-    after = list(train(RunConfig(**{**vars(cfg), "batch_size": 64, "epochs": None,
-                                    "max_steps": 20}), evaluations=False))[-1]
-    print(f"  then a normal run: {after.status}, {after.summary['samples_per_sec']:,.0f} samples/s "
-          f"{check(after.status == 'completed', 'run after OOMs')} "
-          f"({time.perf_counter() - t:.1f} s)")
+        print(
+            f"  {i + 1:>2}: status {end.status}, simulated {end.summary.get('simulated')}, "
+            f"allocated after {format_bytes(back)} "
+            f"{check(end.status == 'oom' and back <= baseline + 2**20, f'oom {i}')}"
+        )
+    after = list(
+        train(
+            RunConfig(**{**vars(cfg), "batch_size": 64, "epochs": None, "max_steps": 20}), evaluations=False
+        )
+    )[-1]
+    print(
+        f"  then a normal run: {after.status}, {after.summary['samples_per_sec']:,.0f} samples/s "
+        f"{check(after.status == 'completed', 'run after OOMs')} "
+        f"({time.perf_counter() - t:.1f} s)"
+    )
 
     # finder: predicted vs measured
     t = time.perf_counter()
@@ -156,15 +190,21 @@ def main() -> int:
     # the advice (the throughput knee, or the largest that fits) comes from the probes or from
     # the throughput measured in rounds after them
     measured = {t["batch_size"] for t in result.get("throughput") or ()}
-    print(f"\nfinder under {format_bytes(budget)} ({time.perf_counter() - t:.1f} s): batch "
-          f"{result['batch_size']}, largest {result['max_batch_size']}, predicted "
-          f"{result['predicted_max']}, {result['probes']} probes {result['tested_batch_sizes']}")
+    print(
+        f"\nfinder under {format_bytes(budget)} ({time.perf_counter() - t:.1f} s): batch "
+        f"{result['batch_size']}, largest {result['max_batch_size']}, predicted "
+        f"{result['predicted_max']}, {result['probes']} probes {result['tested_batch_sizes']}"
+    )
     if chosen and chosen["peak_memory_bytes"]:
-        print(f"  measured peak at {result['max_batch_size']}: "
-              f"{format_bytes(chosen['peak_memory_bytes'])} of {format_bytes(budget)} "
-              f"{check(chosen['peak_memory_bytes'] <= 0.9 * budget, 'finder margin')}")
-    print(f"  returned a tested size: "
-          f"{check(result['batch_size'] in probes.keys() | measured, 'finder returned untested size')}")
+        print(
+            f"  measured peak at {result['max_batch_size']}: "
+            f"{format_bytes(chosen['peak_memory_bytes'])} of {format_bytes(budget)} "
+            f"{check(chosen['peak_memory_bytes'] <= 0.9 * budget, 'finder margin')}"
+        )
+    print(
+        f"  returned a tested size: "
+        f"{check(result['batch_size'] in probes.keys() | measured, 'finder returned untested size')}"
+    )
 
     # engine overhead on the GPU
     import engine_overhead as eo
@@ -174,8 +214,7 @@ def main() -> int:
         small = RunConfig(dataset="digits", model="mlp", batch_size=b, device=device)
         bare = sorted(eo.bare_loop(small, 300) for _ in range(3))[1]
         eng = sorted(eo.engine_loop(small, 300) for _ in range(3))[1]
-        print(f"  mlp/digits batch {b:>4}: bare {bare:>12,.0f}  engine {eng:>12,.0f}  "
-              f"ratio {eng / bare:.3f}")
+        print(f"  mlp/digits batch {b:>4}: bare {bare:>12,.0f}  engine {eng:>12,.0f}  ratio {eng / bare:.3f}")
 
     profile_part(device)
     own_model_part(device, dry)

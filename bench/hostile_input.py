@@ -46,12 +46,22 @@ def random_query(rng: random.Random) -> dict[str, str]:
 def cli() -> tuple[int, int]:
     from tests.unit.test_cli import HOSTILE, PATHS, WALK
 
-    out = subprocess.run([sys.executable, "-c", WALK, json.dumps([HOSTILE, PATHS])],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", WALK, json.dumps([HOSTILE, PATHS])],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     results = json.loads(out.stdout)
-    clean = sum(r["code"] == 2 and r["stdout"] == "" and not r["torch"]
-                and "Traceback" not in r["stderr"] and r["stderr"].count("\n") == 1
-                and len(r["stderr"]) <= 201 for r in results)
+    clean = sum(
+        r["code"] == 2
+        and r["stdout"] == ""
+        and not r["torch"]
+        and "Traceback" not in r["stderr"]
+        and r["stderr"].count("\n") == 1
+        and len(r["stderr"]) <= 201
+        for r in results
+    )
     return len(results), clean
 
 
@@ -105,9 +115,11 @@ def main() -> None:
     args.add_argument("--seed", type=int, default=0)
     opts = args.parse_args()
     rng = random.Random(opts.seed)
-    rows = [("CLI flags (every flag x hostile values)", *cli()),
-            ("link parser (random queries)", *parser(opts.queries, rng)),
-            ("Training Lab page, AppTest (attacks + random)", *pages(opts.pages, rng))]
+    rows = [
+        ("CLI flags (every flag x hostile values)", *cli()),
+        ("link parser (random queries)", *parser(opts.queries, rng)),
+        ("Training Lab page, AppTest (attacks + random)", *pages(opts.pages, rng)),
+    ]
     print(f"{'surface':<48} {'tried':>7} {'clean':>7}")
     for name, tried, clean in rows:
         print(f"{name:<48} {tried:>7} {clean:>7}")

@@ -25,10 +25,19 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-POINTS = "() => { const p = document.querySelector('.js-plotly-plot');" \
-         " return p && p.data && p.data.length ? p.data[0].x.length : 0 }"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+POINTS = (
+    "() => { const p = document.querySelector('.js-plotly-plot');"
+    " return p && p.data && p.data.length ? p.data[0].x.length : 0 }"
+)
 COMPARE = {"batch_size": "64", "epochs": "40"}  # ~900 steps: long enough for a stable median
 
 
@@ -40,10 +49,23 @@ def free_port() -> int:
 
 def start_server(port: int) -> tuple[subprocess.Popen, float]:
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-                             "--server.port", str(port), "--server.address", "127.0.0.1"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app.py"),
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     while True:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1) as r:
@@ -60,7 +82,8 @@ def page_run(browser, url: str, query: str = "") -> tuple[float, str]:
     page = browser.new_page(viewport={"width": 1400, "height": 1200})
     page.goto(f"{url}/training_lab{query}")
     page.get_by_text("No GPU: runs train on the CPU").or_(page.get_by_text("GPU ·")).first.wait_for(
-        timeout=60_000)
+        timeout=60_000
+    )
     run = page.get_by_role("button", name="Run")
     run.wait_for()
     # "pressed on a loaded page": the (empty) charts are drawn, the page has settled
@@ -103,8 +126,12 @@ def visit_and_reload(browser, url: str) -> tuple[float, float]:
 def cli_first_step() -> float:
     """Seconds from starting `bsdemo train --json` to its first step event."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "bsdemo", "train", "--json", "--steps", "3"],
-                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bsdemo", "train", "--json", "--steps", "3"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     first = None
     for line in proc.stdout:
         if first is None and '"kind": "step"' in line:
@@ -117,8 +144,9 @@ def cli_rate() -> float:
     args = [f"--{k.replace('_', '-')}={v}" for k, v in COMPARE.items()]
     # the default output (a summary), not --json: printing every step's JSON line would put
     # the reading process on the same 2 cores as the training threads
-    out = subprocess.run([sys.executable, "-m", "bsdemo", "train", *args],
-                         capture_output=True, text=True, check=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "bsdemo", "train", *args], capture_output=True, text=True, check=True, cwd=ROOT
+    )
     return float(re.search(r"samples/s \(median\)\s+([\d,]+)", out.stdout).group(1).replace(",", ""))
 
 
@@ -146,8 +174,9 @@ def main() -> None:
             page_rates, cli_rates = [], []
             for _ in range(3):  # interleaved, so drift hits both alike
                 message = page_run(browser, url, query)[1]
-                page_rates.append(float(re.search(r"median ([\d,]+) samples/s", message)
-                                        .group(1).replace(",", "")))
+                page_rates.append(
+                    float(re.search(r"median ([\d,]+) samples/s", message).group(1).replace(",", ""))
+                )
                 cli_rates.append(cli_rate())
             visits = [visit_and_reload(browser, url) for _ in range(args.repeats)]
             browser.close()
@@ -155,23 +184,30 @@ def main() -> None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait()
     print(f"{'measure':<44} {'median':>10} {'min':>10} {'max':>10}  target")
-    print(f"{'server start -> health ok (s)':<44} {statistics.median(starts):>10.2f} "
-          f"{min(starts):>10.2f} {max(starts):>10.2f}  <= 3 s")
-    print(f"{'Run pressed -> first loss point (s)':<44} {statistics.median(firsts):>10.2f} "
-          f"{min(firsts):>10.2f} {max(firsts):>10.2f}  <= 1.5 s")
+    print(
+        f"{'server start -> health ok (s)':<44} {statistics.median(starts):>10.2f} "
+        f"{min(starts):>10.2f} {max(starts):>10.2f}  <= 3 s"
+    )
+    print(
+        f"{'Run pressed -> first loss point (s)':<44} {statistics.median(firsts):>10.2f} "
+        f"{min(firsts):>10.2f} {max(firsts):>10.2f}  <= 1.5 s"
+    )
     pm, cm = statistics.median(page_rates), statistics.median(cli_rates)
-    print(f"{'page run, median samples/s':<44} {pm:>10,.0f} {min(page_rates):>10,.0f} "
-          f"{max(page_rates):>10,.0f}")
-    print(f"{'CLI run, median samples/s':<44} {cm:>10,.0f} {min(cli_rates):>10,.0f} "
-          f"{max(cli_rates):>10,.0f}")
+    print(
+        f"{'page run, median samples/s':<44} {pm:>10,.0f} {min(page_rates):>10,.0f} {max(page_rates):>10,.0f}"
+    )
+    print(f"{'CLI run, median samples/s':<44} {cm:>10,.0f} {min(cli_rates):>10,.0f} {max(cli_rates):>10,.0f}")
     print(f"{'page / CLI':<44} {pm / cm:>10.3f} {'':>10} {'':>10}  within 5% (0.95-1.05)")
     firsts_cli = [cli_first_step() for _ in range(args.repeats)]
     for label, values, target in (
-            ("first visit -> lab charts drawn (s)", [v for v, _ in visits], "<= 2 s idle"),
-            ("reload after a run -> tiles back (s)", [r for _, r in visits], "<= 2 s idle"),
-            ("bsdemo train -> first step (s)", firsts_cli, "<= 2.5 s idle")):
-        print(f"{label:<44} {statistics.median(values):>10.2f} {min(values):>10.2f} "
-              f"{max(values):>10.2f}  {target}")
+        ("first visit -> lab charts drawn (s)", [v for v, _ in visits], "<= 2 s idle"),
+        ("reload after a run -> tiles back (s)", [r for _, r in visits], "<= 2 s idle"),
+        ("bsdemo train -> first step (s)", firsts_cli, "<= 2.5 s idle"),
+    ):
+        print(
+            f"{label:<44} {statistics.median(values):>10.2f} {min(values):>10.2f} "
+            f"{max(values):>10.2f}  {target}"
+        )
     print(f"(settings compared: {COMPARE}; repeats: {args.repeats} first-point, 3 throughput)")
 
 

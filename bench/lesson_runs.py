@@ -30,7 +30,7 @@ def run(cfg: RunConfig) -> dict:
 def lr_runs(seed: int, preset: str) -> list[dict]:
     """The lr page's comparison for one of its presets: reference, lr kept, linear, sqrt, warm."""
     p = recipes.LR_PRESETS[preset]
-    base = dataclasses.replace(RunConfig(seed=seed), epochs=p["epochs"], time_limit_s=30.0,
-                               optimizer=p["optimizer"])
-    return [run(c) for _, c in recipes.lr_variants(base, p["ref_batch"], p["ref_lr"], p["k"],
-                                                   p["warmup"])]
+    base = dataclasses.replace(
+        RunConfig(seed=seed), epochs=p["epochs"], time_limit_s=30.0, optimizer=p["optimizer"]
+    )
+    return [run(c) for _, c in recipes.lr_variants(base, p["ref_batch"], p["ref_lr"], p["k"], p["warmup"])]

@@ -72,16 +72,14 @@ def main() -> None:
     os.environ.setdefault("BSDEMO_SUBMITS_PER_MINUTE", "1000")
     port = free_port()
     server = start_server(port)
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-            for _ in range(opts.hogs)]
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(opts.hogs)]
     times: list[float] = []
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 720})
             page.goto(f"http://127.0.0.1:{port}/training_lab")
-            page.get_by_text(re.compile("No GPU: runs train on the CPU|GPU")).first.wait_for(
-                timeout=60_000)
+            page.get_by_text(re.compile("No GPU: runs train on the CPU|GPU")).first.wait_for(timeout=60_000)
             settled(page)
             slider = page.get_by_role("slider", name=re.compile("^Batch size"))
             before = ""
@@ -93,8 +91,11 @@ def main() -> None:
                 run, seen = page.evaluate(FIRST_POINT, [before, RUN_POINTS])
                 elapsed = (seen - start) / 1000
                 times.append(elapsed)
-                print(f"trial {trial + 1:>2}: batch {slider.get_attribute('aria-valuetext'):>4}"
-                      f"  run {run}  first point after {elapsed:.3f} s", flush=True)
+                print(
+                    f"trial {trial + 1:>2}: batch {slider.get_attribute('aria-valuetext'):>4}"
+                    f"  run {run}  first point after {elapsed:.3f} s",
+                    flush=True,
+                )
                 before = run
                 time.sleep(opts.gap)
             browser.close()
@@ -106,8 +107,7 @@ def main() -> None:
     print(f"\n{os.cpu_count()} cores, {opts.hogs} hog(s), {len(times)} releases\n")
     print("| release → first point | p50 | p95 | max |")
     print("|---|---|---|---|")
-    print(f"| seconds | {statistics.median(times):.2f} | {percentile(times, 0.95):.2f} | "
-          f"{max(times):.2f} |")
+    print(f"| seconds | {statistics.median(times):.2f} | {percentile(times, 0.95):.2f} | {max(times):.2f} |")
 
 
 if __name__ == "__main__":

@@ -31,8 +31,9 @@ def run_sweep(extra: list[str]) -> dict:
     began = time.perf_counter()
     first = None
     points: dict[int, dict] = {}
-    proc = subprocess.Popen([sys.executable, "-m", "bsdemo", "sweep", "--json", *extra],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bsdemo", "sweep", "--json", *extra], stdout=subprocess.PIPE, text=True
+    )
     for line in proc.stdout:
         event = json.loads(line)
         if event["kind"] == "sweep_point":
@@ -41,14 +42,16 @@ def run_sweep(extra: list[str]) -> dict:
         elif event["kind"] == "sweep_end":
             end = event
     proc.wait()
-    return {"points": points, "end": end, "wall_s": time.perf_counter() - began,
-            "first_s": first}
+    return {"points": points, "end": end, "wall_s": time.perf_counter() - began, "first_s": first}
 
 
 def curve(points: dict[int, dict], clock: str) -> dict[int, float]:
     """samples/s per batch over the largest batch's: by the stable clock or the wall clock."""
-    rate = {b: (p["samples_per_sec"] if clock == "stable" else p["timing"]["wall_samples_per_sec"])
-            for b, p in points.items() if p["status"] == "ok"}
+    rate = {
+        b: (p["samples_per_sec"] if clock == "stable" else p["timing"]["wall_samples_per_sec"])
+        for b, p in points.items()
+        if p["status"] == "ok"
+    }
     top = rate[max(rate)]
     return {b: r / top for b, r in rate.items()}
 
@@ -88,43 +91,56 @@ def main() -> None:
                 h.wait()
     quiet = [r for c, r in runs if c == "quiet"]
     sizes = sorted(quiet[0]["points"])
-    reference = {clock: {b: statistics.median(curve(r["points"], clock)[b] for r in quiet)
-                         for b in sizes} for clock in ("stable", "wall")}
+    reference = {
+        clock: {b: statistics.median(curve(r["points"], clock)[b] for r in quiet) for b in sizes}
+        for clock in ("stable", "wall")
+    }
     ref_knee = {clock: knee(reference[clock]) for clock in reference}
-    print(f"quiet median curve's knee: {ref_knee['stable']} (stable clock), "
-          f"{ref_knee['wall']} (wall clock); clock: {quiet[0]['end']['clock']}")
-    print(f"{'run':<6} {'others':>6} {'wall s':>6} {'1st s':>5} {'t0 ms':>6} {'t1 µs':>6} "
-          f"{'cross':>9} {'knee':>5} {'knee 68%':>10} {'verdict':>7} {'line in':>7} "
-          f"{'max dev':>7} {'| wall: max dev':>15} {'knee':>5} {'verdict':>7}")
+    print(
+        f"quiet median curve's knee: {ref_knee['stable']} (stable clock), "
+        f"{ref_knee['wall']} (wall clock); clock: {quiet[0]['end']['clock']}"
+    )
+    print(
+        f"{'run':<6} {'others':>6} {'wall s':>6} {'1st s':>5} {'t0 ms':>6} {'t1 µs':>6} "
+        f"{'cross':>9} {'knee':>5} {'knee 68%':>10} {'verdict':>7} {'line in':>7} "
+        f"{'max dev':>7} {'| wall: max dev':>15} {'knee':>5} {'verdict':>7}"
+    )
     for condition, r in runs:
         end, pts = r["end"], list(r["points"].values())
         busy = statistics.fmean(p["others_cpu_share"] or 0 for p in pts if p["status"] == "ok")
-        dev = {clock: max(abs(curve(r["points"], clock)[b] / reference[clock][b] - 1)
-                          for b in sizes) for clock in reference}
+        dev = {
+            clock: max(abs(curve(r["points"], clock)[b] / reference[clock][b] - 1) for b in sizes)
+            for clock in reference
+        }
         verdict = throughput_prediction(pts)
-        wall_pts = [p | {"step_time_s": p["batch_size"] / p["timing"]["wall_samples_per_sec"]}
-                    for p in pts]
+        wall_pts = [p | {"step_time_s": p["batch_size"] / p["timing"]["wall_samples_per_sec"]} for p in pts]
         wall_verdict = throughput_prediction(wall_pts)
         fit = end["fit"]
         kr = end.get("knee_range")
         cross = end["crossover_batch_size"]
-        print(f"{condition:<6} {busy:>6.0%} {r['wall_s']:>6.1f} {r['first_s']:>5.1f} "
-              f"{fit['t0_s'] * 1e3:>6.3f} {fit['t1_s_per_sample'] * 1e6:>6.2f} "
-              f"{(f'{cross:.0f}' if cross else 'unnamed'):>9} "
-              f"{str(end['knee_batch_size'] or '–'):>5} "
-              f"{(f'{kr[0]:.0f}–{kr[1]:.0f}' if kr else '–'):>10} "
-              f"{verdict[0] if verdict else '–':>7} {line_in_spread(r):>7.0%} "
-              f"{dev['stable']:>7.0%} {dev['wall']:>15.0%} "
-              f"{knee(curve(r['points'], 'wall')):>5} "
-              f"{wall_verdict[0] if wall_verdict else '–':>7}")
+        print(
+            f"{condition:<6} {busy:>6.0%} {r['wall_s']:>6.1f} {r['first_s']:>5.1f} "
+            f"{fit['t0_s'] * 1e3:>6.3f} {fit['t1_s_per_sample'] * 1e6:>6.2f} "
+            f"{(f'{cross:.0f}' if cross else 'unnamed'):>9} "
+            f"{str(end['knee_batch_size'] or '–'):>5} "
+            f"{(f'{kr[0]:.0f}–{kr[1]:.0f}' if kr else '–'):>10} "
+            f"{verdict[0] if verdict else '–':>7} {line_in_spread(r):>7.0%} "
+            f"{dev['stable']:>7.0%} {dev['wall']:>15.0%} "
+            f"{knee(curve(r['points'], 'wall')):>5} "
+            f"{wall_verdict[0] if wall_verdict else '–':>7}"
+        )
     busy_runs = [r for c, r in runs if c == "busy"]
-    ok = all(max(abs(curve(r["points"], "stable")[b] / reference["stable"][b] - 1)
-                 for b in sizes) <= 0.20 for r in busy_runs)
+    ok = all(
+        max(abs(curve(r["points"], "stable")[b] / reference["stable"][b] - 1) for b in sizes) <= 0.20
+        for r in busy_runs
+    )
     knees = [r["end"]["knee_batch_size"] or knee(curve(r["points"], "stable")) for r in busy_runs]
     same_knee = all(abs(math.log2(k / ref_knee["stable"])) <= 1 for k in knees)
     verdicts = {throughput_prediction(list(r["points"].values()))[0] for _, r in runs}
-    print(f"busy curves within 20 % of quiet at every batch: {ok}; busy knees within one power "
-          f"of two of quiet's: {same_knee}; one verdict over every run: {len(verdicts) == 1}")
+    print(
+        f"busy curves within 20 % of quiet at every batch: {ok}; busy knees within one power "
+        f"of two of quiet's: {same_knee}; one verdict over every run: {len(verdicts) == 1}"
+    )
 
 
 if __name__ == "__main__":

@@ -32,8 +32,10 @@ sys.path.insert(0, str(ROOT))
 
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS, free_port, start_server  # noqa: E402
 
-POINTS = ("() => { const p = document.querySelector('.js-plotly-plot');"
-          " return p && p.data && p.data.length ? p.data[0].x.length : 0 }")
+POINTS = (
+    "() => { const p = document.querySelector('.js-plotly-plot');"
+    " return p && p.data && p.data.length ? p.data[0].x.length : 0 }"
+)
 
 
 def rss_mb(pid: int) -> float:
@@ -53,8 +55,9 @@ async def student(browser, url: str, index: int, seed: int | None = None) -> dic
         own = f"&seed={seed}" if seed is not None else ""
         await page.goto(f"{url}/training_lab?epochs=3&batch_size=64{own}", timeout=60_000)
         await page.get_by_role("button", name="Run").wait_for(timeout=60_000)
-        await page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot')"
-                                     ".length >= 3", timeout=60_000)
+        await page.wait_for_function(
+            "() => document.querySelectorAll('.js-plotly-plot').length >= 3", timeout=60_000
+        )
         t0 = time.perf_counter()
         await page.get_by_role("button", name="Run").click()
         while time.perf_counter() - t0 < 120:
@@ -95,29 +98,37 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] if ordered else float("nan")
 
 
-async def browsers_part(url: str, n_browsers: int, n_sessions: int, pid: int,
-                        repeats: int, varied: bool = False) -> None:
+async def browsers_part(
+    url: str, n_browsers: int, n_sessions: int, pid: int, repeats: int, varied: bool = False
+) -> None:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        print(f"1. {n_browsers} browser sessions at once, each opening the lab and pressing Run "
-              f"({repeats} rounds, one server):")
+        print(
+            f"1. {n_browsers} browser sessions at once, each opening the lab and pressing Run "
+            f"({repeats} rounds, one server):"
+        )
         every: list[float] = []
         errors: list[dict] = []
         for round_ in range(1, repeats + 1):
-            results = await asyncio.gather(*(student(
-                browser, url, i, round_ * 1000 + i if varied else None) for i in range(n_browsers)))
+            results = await asyncio.gather(
+                *(student(browser, url, i, round_ * 1000 + i if varied else None) for i in range(n_browsers))
+            )
             firsts = [r["first_point_s"] for r in results if r["first_point_s"] is not None]
             every += firsts
             errors += [r for r in results if r["error"]]
             seen = sorted({q for r in results for q in r["positions"]})
-            print(f"   round {round_}: time to first loss point p50 {statistics.median(firsts):.2f} s, "
-                  f"p95 {p95(firsts):.2f} s; queue positions seen {seen or 'none'}; errors "
-                  f"{sum(1 for r in results if r['error'])}")
-        print(f"   all {len(every)} sessions: p50 {statistics.median(every):.2f} s, p95 "
-              f"{p95(every):.2f} s, max {max(every):.2f} s (target p95 <= 10 s); errors: "
-              f"{len(errors)} (target 0)")
+            print(
+                f"   round {round_}: time to first loss point p50 {statistics.median(firsts):.2f} s, "
+                f"p95 {p95(firsts):.2f} s; queue positions seen {seen or 'none'}; errors "
+                f"{sum(1 for r in results if r['error'])}"
+            )
+        print(
+            f"   all {len(every)} sessions: p50 {statistics.median(every):.2f} s, p95 "
+            f"{p95(every):.2f} s, max {max(every):.2f} s (target p95 <= 10 s); errors: "
+            f"{len(errors)} (target 0)"
+        )
         for r in errors:
             print(f"     session {r['index']}: {r['error'].splitlines()[0]}")
         if not n_sessions:
@@ -128,9 +139,11 @@ async def browsers_part(url: str, n_browsers: int, n_sessions: int, pid: int,
         await open_and_close(browser, url, n_sessions)
         await asyncio.sleep(5)  # let the server drop the closed sessions
         after = rss_mb(pid)
-        print(f"3. server memory: {before:.0f} MB before, {after:.0f} MB after {n_sessions} "
-              f"sessions opened and closed ({time.perf_counter() - t:.0f} s): growth "
-              f"{after - before:+.1f} MB (target <= 50 MB)")
+        print(
+            f"3. server memory: {before:.0f} MB before, {after:.0f} MB after {n_sessions} "
+            f"sessions opened and closed ({time.perf_counter() - t:.0f} s): growth "
+            f"{after - before:+.1f} MB (target <= 50 MB)"
+        )
         await browser.close()
 
 
@@ -144,14 +157,15 @@ def scheduler_part(n: int = 200) -> None:
         while not sched.workers_ready():
             time.sleep(0.05)
         t = time.perf_counter()
-        ids = [sched.submit(RunConfig(epochs=None, max_steps=5), owner=f"student-{i}")
-               for i in range(n)]
+        ids = [sched.submit(RunConfig(epochs=None, max_steps=5), owner=f"student-{i}") for i in range(n)]
         positions = [sched.snapshot(j).queue_position for j in ids]
         snaps = [sched.wait(j, timeout=300) for j in ids]
         bad = [s for s in snaps if s.status != "completed"]
-        print(f"2. {n} simulated sessions submitting at once (scheduler, no browser): all done in "
-              f"{time.perf_counter() - t:.1f} s; queue positions 1…{max(p or 0 for p in positions)};"
-              f" errors {len(bad)} (target 0)")
+        print(
+            f"2. {n} simulated sessions submitting at once (scheduler, no browser): all done in "
+            f"{time.perf_counter() - t:.1f} s; queue positions 1…{max(p or 0 for p in positions)};"
+            f" errors {len(bad)} (target 0)"
+        )
     finally:
         sched.close()
 
@@ -165,15 +179,18 @@ def store_part() -> None:
         series = {"step": list(range(1000)), "loss": [1.0] * 1000}
         device = {"type": "cpu", "name": "bench"}
         for seed in range(1000):
-            store.put(vars(RunConfig(seed=seed)), device, {}, series, series,
-                      {"status": "completed", "summary": {}})
+            store.put(
+                vars(RunConfig(seed=seed)), device, {}, series, series, {"status": "completed", "summary": {}}
+            )
         times = []
         for seed in range(0, 1000, 20):
             t = time.perf_counter()
             assert store.find(vars(RunConfig(seed=seed)), device) is not None
             times.append(time.perf_counter() - t)
-        print(f"4. stored-result lookup among 1,000 runs: median {statistics.median(times) * 1e3:.2f}"
-              f" ms, max {max(times) * 1e3:.2f} ms (target <= 50 ms)")
+        print(
+            f"4. stored-result lookup among 1,000 runs: median {statistics.median(times) * 1e3:.2f}"
+            f" ms, max {max(times) * 1e3:.2f} ms (target <= 50 ms)"
+        )
 
 
 def main() -> None:
@@ -181,15 +198,19 @@ def main() -> None:
     ap.add_argument("--browsers", type=int, default=10)
     ap.add_argument("--sessions", type=int, default=100, help="0 skips the memory part")
     ap.add_argument("--repeats", type=int, default=3, help="rounds of the browser part")
-    ap.add_argument("--varied", action="store_true",
-                    help="each student a run of its own (its own seed, new each round)")
+    ap.add_argument(
+        "--varied", action="store_true", help="each student a run of its own (its own seed, new each round)"
+    )
     ap.add_argument("--browsers-only", action="store_true", help="only the browser part")
     args = ap.parse_args()
     port = free_port()
     proc = start_server(port)
     try:
-        asyncio.run(browsers_part(f"http://127.0.0.1:{port}", args.browsers, args.sessions,
-                                  proc.pid, args.repeats, args.varied))
+        asyncio.run(
+            browsers_part(
+                f"http://127.0.0.1:{port}", args.browsers, args.sessions, proc.pid, args.repeats, args.varied
+            )
+        )
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)

@@ -64,12 +64,18 @@ def one_seed(candidate: tuple, seed: int) -> dict:
     base = RunConfig(seed=seed, optimizer=optimizer, epochs=epochs, time_limit_s=120.0)
     runs = recipes.lr_variants(base, ref_batch, ref_lr, k)
     label, warm_cfg = runs[4]
-    runs[4] = (label, dataclasses.replace(warm_cfg, warmup_steps=warm_cfg.warmup_steps
-                                          * warm_epochs))
+    runs[4] = (label, dataclasses.replace(warm_cfg, warmup_steps=warm_cfg.warmup_steps * warm_epochs))
     ref, same, linear, root, warm = (summary(c) for _, c in runs)
-    return {"ref": acc(ref), "same": acc(same), "linear": acc(linear), "root": acc(root),
-            "warm": acc(warm), "spike": spike(linear), "warm_spike": spike(warm),
-            "warm_steps": runs[4][1].warmup_steps}
+    return {
+        "ref": acc(ref),
+        "same": acc(same),
+        "linear": acc(linear),
+        "root": acc(root),
+        "warm": acc(warm),
+        "spike": spike(linear),
+        "warm_spike": spike(warm),
+        "warm_steps": runs[4][1].warmup_steps,
+    }
 
 
 def main() -> None:
@@ -81,8 +87,10 @@ def main() -> None:
     seeds = [int(s) for s in args.seed_list.split(",")]
     names = args.only.split(",") if args.only else list(CANDIDATES)
     print(f"seeds {args.seed_list}; torch {torch.__version__}, 1 thread")
-    print(f"{'candidate':<30} {'same<ref-1':>10} {'lin>=ref-2':>10} {'sqrt>=ref-2':>11} "
-          f"{'lin spikes':>10} {'warm ok':>8} {'s':>5}")
+    print(
+        f"{'candidate':<30} {'same<ref-1':>10} {'lin>=ref-2':>10} {'sqrt>=ref-2':>11} "
+        f"{'lin spikes':>10} {'warm ok':>8} {'s':>5}"
+    )
     for name in names:
         t = time.perf_counter()
         rows = [one_seed(CANDIDATES[name], s) for s in seeds]
@@ -91,16 +99,22 @@ def main() -> None:
         def count(test, rows=rows, n=n) -> str:
             return f"{sum(map(test, rows))}/{n}"
 
-        print(f"{name:<30} {count(lambda r: r['same'] < r['ref'] - 0.01):>10} "
-              f"{count(lambda r: r['linear'] >= r['ref'] - 0.02):>10} "
-              f"{count(lambda r: r['root'] >= r['ref'] - 0.02):>11} "
-              f"{count(lambda r: r['spike'] >= recipes.SPIKE):>10} "
-              f"{count(lambda r: r['warm_spike'] < recipes.SPIKE and r['warm'] >= r['ref'] - 0.02):>8} "
-              f"{time.perf_counter() - t:>5.0f}", flush=True)
+        print(
+            f"{name:<30} {count(lambda r: r['same'] < r['ref'] - 0.01):>10} "
+            f"{count(lambda r: r['linear'] >= r['ref'] - 0.02):>10} "
+            f"{count(lambda r: r['root'] >= r['ref'] - 0.02):>11} "
+            f"{count(lambda r: r['spike'] >= recipes.SPIKE):>10} "
+            f"{count(lambda r: r['warm_spike'] < recipes.SPIKE and r['warm'] >= r['ref'] - 0.02):>8} "
+            f"{time.perf_counter() - t:>5.0f}",
+            flush=True,
+        )
         for s, r in zip(seeds, rows, strict=True):
-            print(f"    seed {s}: ref {r['ref']:.1%} same {r['same']:.1%} linear {r['linear']:.1%}"
-                  f" sqrt {r['root']:.1%} warm {r['warm']:.1%} (over {r['warm_steps']} steps);"
-                  f" spike {r['spike']:.1f}x, with warm-up {r['warm_spike']:.1f}x", flush=True)
+            print(
+                f"    seed {s}: ref {r['ref']:.1%} same {r['same']:.1%} linear {r['linear']:.1%}"
+                f" sqrt {r['root']:.1%} warm {r['warm']:.1%} (over {r['warm_steps']} steps);"
+                f" spike {r['spike']:.1f}x, with warm-up {r['warm_spike']:.1f}x",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

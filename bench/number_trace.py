@@ -18,9 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bsdemo.units import MINUS
 
 # a number as a page writes it: 1,234 · 0.812 · −5.3, then its unit, if any
-NUMBER = re.compile(r"(?<![\w#.])([−-]?\d(?:[\d,]*\d)?(?:\.\d+)?(?:e-?\d+)?)"
-                    r"(\s?%| ?×| ms| s\b| µs| MiB| KiB| GiB| B\b"
-                    r"| points| samples/s)?")
+NUMBER = re.compile(
+    r"(?<![\w#.])([−-]?\d(?:[\d,]*\d)?(?:\.\d+)?(?:e-?\d+)?)"
+    r"(\s?%| ?×| ms| s\b| µs| MiB| KiB| GiB| B\b"
+    r"| points| samples/s)?"
+)
 QUANTITY = {"%", "ms", "µs", "MiB", "KiB", "GiB", "samples/s"}
 SCALES = (1.0, 100.0, 1e3, 1e6, 1 / 2**10, 1 / 2**20, 1 / 2**30)
 
@@ -86,7 +88,8 @@ def derived(fields: Iterable[tuple[str, float]]) -> dict[str, list[float]]:
         "µs": scaled(raw | diffs, 1e6, 1),
         "s": scaled(raw | diffs | sums, 1, 1e-6),
         "B": scaled(raw | diffs, 1),
-        "KiB": scaled(raw | diffs, 2**-10), "MiB": scaled(raw | diffs, 2**-20),
+        "KiB": scaled(raw | diffs, 2**-10),
+        "MiB": scaled(raw | diffs, 2**-20),
         "GiB": scaled(raw | diffs, 2**-30),
         "×": scaled(ratios | raw, 1),
         "samples/s": scaled(raw | ratios, 1),
@@ -103,11 +106,10 @@ def chart_numbers(chart) -> set[float]:
     values: set[float] = set()
     for trace in chart.figure.data:
         for name in ("x", "y", "z", "base"):
-            values |= {v for _, v in numbers_in(list(getattr(trace, name, None) or []),
-                                                series=True)}
+            values |= {v for _, v in numbers_in(list(getattr(trace, name, None) or []), series=True)}
         texts = getattr(trace, "text", None)
-        for t in (texts if isinstance(texts, list | tuple) else [texts] if texts else []):
-            for row in (t if isinstance(t, list | tuple) else [t]):
+        for t in texts if isinstance(texts, list | tuple) else [texts] if texts else []:
+            for row in t if isinstance(t, list | tuple) else [t]:
                 values |= {parse(m.group(1)) for m in NUMBER.finditer(str(row))}
     values |= {v for _, v in numbers_in(chart.table or [], series=True)}
     return {v * s for v in values for s in SCALES}
@@ -127,8 +129,9 @@ def plain(text: str) -> str:
     """A text's powers of ten ("7.45 × 10⁻⁹", as bsdemo.units writes them) as Python reads
     them ("7.45e-9"), so that each is one number; a citation's year ("et al. 2018") left out."""
     text = CITATION.sub(lambda m: m.group(1), text)
-    return POWER.sub(lambda m: m.group(1) + "e" + m.group(2).translate(
-        str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")), text)
+    return POWER.sub(
+        lambda m: m.group(1) + "e" + m.group(2).translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")), text
+    )
 
 
 def same(quoted: str, candidates: list[float]) -> bool:
@@ -160,16 +163,25 @@ def audit(text: str, record: Any, chart=None) -> dict[str, Any]:
             decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
             if len(mantissa.replace(",", "").replace(".", "").lstrip("−-0")) >= 3:
                 precise += 1
-                control += same(f"{abs(parse(mantissa)) * 1.37:.{decimals}f}"
-                                + (f"e{power}" if power else ""), candidates[unit])
+                control += same(
+                    f"{abs(parse(mantissa)) * 1.37:.{decimals}f}" + (f"e{power}" if power else ""),
+                    candidates[unit],
+                )
             if not same(number, candidates[unit]):
                 untraced += 1
                 missing.append(f"{number}{unit}: “{sentence.strip()[:110]}”")
             if unit in QUANTITY and chart is not None:
                 quantities += 1
                 on_chart += same(number, drawn)
-    return {"quoted": quoted, "untraced": untraced, "quantities": quantities,
-            "on_chart": on_chart, "control": control, "precise": precise, "missing": missing}
+    return {
+        "quoted": quoted,
+        "untraced": untraced,
+        "quantities": quantities,
+        "on_chart": on_chart,
+        "control": control,
+        "precise": precise,
+        "missing": missing,
+    }
 
 
 # ----- the lessons: (text, record, chart) from one seed's default experiment -----

@@ -43,8 +43,10 @@ MAX_BATCH = 2048
 STEPS_PER_TRIAL = 3
 TARGET = 512  # the effective batch a recipe asks for
 SCENARIOS = "resnet:48MiB,resnet:96MiB,gpt:32MiB,gpt:64MiB"
-OOM = "DefaultCPUAllocator: can't allocate memory: simulated: a step of batch {b} needs {need} " \
-      "bytes, over the budget of {budget}"
+OOM = (
+    "DefaultCPUAllocator: can't allocate memory: simulated: a step of batch {b} needs {need} "
+    "bytes, over the budget of {budget}"
+)
 
 
 def workload(name: str):
@@ -147,19 +149,28 @@ def run_lab(name: str, budget: int, target: int | None) -> dict:
     own = OwnWorkload.checked(workload(name), "cpu")
     began, stamps = time.perf_counter(), []
     with using(own):
-        for r in find_batch_size(own.config(MAX_BATCH, 0, "cpu"), memory_budget_bytes=budget,
-                                 margin=0.0, max_batch=MAX_BATCH, target_effective_batch=target):
+        for r in find_batch_size(
+            own.config(MAX_BATCH, 0, "cpu"),
+            memory_budget_bytes=budget,
+            margin=0.0,
+            max_batch=MAX_BATCH,
+            target_effective_batch=target,
+        ):
             stamps.append((time.perf_counter() - began, r))
     probes = [r for _, r in stamps if r["kind"] == "find_probe"]
     r = stamps[-1][1]
     # 1 warm-up + 3 timed steps a probe
-    return {"tool": "bsdemo finder", "found": r["batch_size"] if target else r["max_batch_size"],
-            "trials": len(probes), "steps": 4 * len(probes),
-            "ran": [p["batch_size"] for p in probes if p["status"] == "ok"],
-            "effective": r["effective_batch_size"] if target else None,
-            "accumulation": r["accumulation_steps"],
-            "wall_s": max(t for t, rec in stamps if rec["kind"] == "find_probe"),
-            "all_s": stamps[-1][0]}
+    return {
+        "tool": "bsdemo finder",
+        "found": r["batch_size"] if target else r["max_batch_size"],
+        "trials": len(probes),
+        "steps": 4 * len(probes),
+        "ran": [p["batch_size"] for p in probes if p["status"] == "ok"],
+        "effective": r["effective_batch_size"] if target else None,
+        "accumulation": r["accumulation_steps"],
+        "wall_s": max(t for t, rec in stamps if rec["kind"] == "find_probe"),
+        "all_s": stamps[-1][0],
+    }
 
 
 def run_lightning(name: str, budget: int, mode: str) -> dict:
@@ -184,17 +195,29 @@ def run_lightning(name: str, budget: int, mode: str) -> dict:
             return work.optimizer(self.parameters())
 
         def train_dataloader(self):
-            return DataLoader(TensorDataset(x, y), batch_size=self.batch_size, shuffle=True,
-                              drop_last=True)
+            return DataLoader(TensorDataset(x, y), batch_size=self.batch_size, shuffle=True, drop_last=True)
 
-    trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=1, logger=False,
-                        enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False, default_root_dir=str(PEERS / "runs"))
+    trainer = L.Trainer(
+        accelerator="cpu",
+        devices=1,
+        max_epochs=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=str(PEERS / "runs"),
+    )
     torch.manual_seed(0)
     began = time.perf_counter()
-    found = Tuner(trainer).scale_batch_size(Lit(), mode=mode, steps_per_trial=STEPS_PER_TRIAL,
-                                            init_val=2, max_trials=25, max_val=MAX_BATCH,
-                                            margin=0.0)
+    found = Tuner(trainer).scale_batch_size(
+        Lit(),
+        mode=mode,
+        steps_per_trial=STEPS_PER_TRIAL,
+        init_val=2,
+        max_trials=25,
+        max_val=MAX_BATCH,
+        margin=0.0,
+    )
     return _peer(f"Lightning {mode}", found, rule, time.perf_counter() - began)
 
 
@@ -221,9 +244,16 @@ def run_accelerate(name: str, budget: int) -> dict:
 
 def _peer(tool: str, found: int, rule: Rule, wall: float) -> dict:
     tried = list(dict.fromkeys(b for b, _ in rule.steps))  # each size once, in the order tried
-    return {"tool": tool, "found": found, "trials": len(tried), "steps": len(rule.steps),
-            "ran": sorted({b for b, ok in rule.steps if ok}), "effective": found,
-            "accumulation": 1, "wall_s": wall}
+    return {
+        "tool": tool,
+        "found": found,
+        "trials": len(tried),
+        "steps": len(rule.steps),
+        "ran": sorted({b for b, ok in rule.steps if ok}),
+        "effective": found,
+        "accumulation": 1,
+        "wall_s": wall,
+    }
 
 
 def ensure_peers() -> Path:
@@ -234,23 +264,31 @@ def ensure_peers() -> Path:
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(PEERS / "venv")], check=True)
         torch_req = os.environ.get("TORCH", f"torch=={torch.__version__.split('+')[0]}")
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", torch_req, "lightning",
-                        "accelerate"], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", torch_req, "lightning", "accelerate"], check=True
+        )
     return python
 
 
 def versions(python: Path) -> str:
-    code = ("import torch, lightning, accelerate; print(f'torch {torch.__version__}, lightning "
-            "{lightning.__version__}, accelerate {accelerate.__version__}')")
-    return subprocess.run([str(python), "-c", code], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    code = (
+        "import torch, lightning, accelerate; print(f'torch {torch.__version__}, lightning "
+        "{lightning.__version__}, accelerate {accelerate.__version__}')"
+    )
+    return subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def peer(python: Path, tool: str, name: str, budget: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([str(python), __file__, "--peer", tool, "--model", name,
-                          "--budget", str(budget)], capture_output=True, text=True, env=env,
-                         cwd=ROOT)
+    out = subprocess.run(
+        [str(python), __file__, "--peer", tool, "--model", name, "--budget", str(budget)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     if out.returncode != 0:
         raise SystemExit(f"{tool} on {name} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -271,10 +309,11 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(1)
-        run = {"lightning-power": lambda: run_lightning(args.model, args.budget, "power"),
-               "lightning-binsearch": lambda: run_lightning(args.model, args.budget,
-                                                            "binsearch"),
-               "accelerate": lambda: run_accelerate(args.model, args.budget)}[args.peer]
+        run = {
+            "lightning-power": lambda: run_lightning(args.model, args.budget, "power"),
+            "lightning-binsearch": lambda: run_lightning(args.model, args.budget, "binsearch"),
+            "accelerate": lambda: run_accelerate(args.model, args.budget),
+        }[args.peer]
         print(json.dumps(run()))
         return
     import torch
@@ -283,25 +322,36 @@ def main() -> None:
 
     torch.set_num_threads(1)  # as a lab worker on a 2-core server; the peers likewise
     python = ensure_peers()
-    print(f"# {versions(python)}; ceiling {MAX_BATCH}, {STEPS_PER_TRIAL} steps a trial, "
-          "no margin, the same OOM rule")
-    print(f"{'model':<7} {'budget':>9} {'largest':>7} {'tool':<20} {'found':>6} {'trials':>6} "
-          f"{'steps':>6} {'ran it':>6} {'eff. 512':>10} {'wall s':>7} {'+knee s':>7}")
+    print(
+        f"# {versions(python)}; ceiling {MAX_BATCH}, {STEPS_PER_TRIAL} steps a trial, "
+        "no margin, the same OOM rule"
+    )
+    print(
+        f"{'model':<7} {'budget':>9} {'largest':>7} {'tool':<20} {'found':>6} {'trials':>6} "
+        f"{'steps':>6} {'ran it':>6} {'eff. 512':>10} {'wall s':>7} {'+knee s':>7}"
+    )
     for scenario in args.scenarios.split(","):
         name, size = scenario.split(":")
         budget = parse_bytes(size)
         largest = true_largest(name, budget)
         rows = [run_lab(name, budget, None)]
-        rows += [peer(python, tool, name, budget)
-                 for tool in ("lightning-power", "lightning-binsearch", "accelerate")]
+        rows += [
+            peer(python, tool, name, budget)
+            for tool in ("lightning-power", "lightning-binsearch", "accelerate")
+        ]
         target = run_lab(name, budget, TARGET)
         for r in rows:
             ran = "yes" if r["found"] in r["ran"] else "NO"
-            eff = (f"{target['found']}×{target['accumulation']}" if r["tool"] == "bsdemo finder"
-                   else f"{r['found']}×1")
-            print(f"{name:<7} {format_bytes(budget):>9} {largest:>7} {r['tool']:<20} "
-                  f"{r['found']:>6} {r['trials']:>6} {r['steps']:>6} {ran:>6} {eff:>10} "
-                  f"{r['wall_s']:>7.2f} {fmt(r.get('all_s'), r['wall_s']):>7}")
+            eff = (
+                f"{target['found']}×{target['accumulation']}"
+                if r["tool"] == "bsdemo finder"
+                else f"{r['found']}×1"
+            )
+            print(
+                f"{name:<7} {format_bytes(budget):>9} {largest:>7} {r['tool']:<20} "
+                f"{r['found']:>6} {r['trials']:>6} {r['steps']:>6} {ran:>6} {eff:>10} "
+                f"{r['wall_s']:>7.2f} {fmt(r.get('all_s'), r['wall_s']):>7}"
+            )
 
 
 if __name__ == "__main__":

@@ -32,9 +32,13 @@ HOG = "while True: pass"
 
 def run(seed: int) -> dict:
     began = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "bsdemo", "profile", "--json", "--seed", str(seed)],
-                         capture_output=True, text=True, check=True,
-                         env={**os.environ, "BSDEMO_TORCH_THREADS": "1"})
+    out = subprocess.run(
+        [sys.executable, "-m", "bsdemo", "profile", "--json", "--seed", str(seed)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "BSDEMO_TORCH_THREADS": "1"},
+    )
     records = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     points = [r for r in records if r["kind"] == "profile_point"]
     cuts = [r for r in records if r["kind"] == "cut_point"]
@@ -50,21 +54,43 @@ def row(label: str, result: dict) -> dict:
     overhead = {b: p["profiled_own_s"]["median"] / p["plain_own_s"]["median"] for b, p in by.items()}
     good = {c["batch_size"]: c for c in cuts if c["status"] == "ok"}
     speed = {b: c["speedup"] for b, c in good.items()}
-    t0 = (two_point_fit({b: c["eager_step_s"]["median"] * 1e6 for b, c in good.items()})[0],
-          two_point_fit({b: c["cut_step_s"]["median"] * 1e6 for b, c in good.items()})[0]) \
-        if len(good) >= 2 else (None, None)
+    t0 = (
+        (
+            two_point_fit({b: c["eager_step_s"]["median"] * 1e6 for b, c in good.items()})[0],
+            two_point_fit({b: c["cut_step_s"]["median"] * 1e6 for b, c in good.items()})[0],
+        )
+        if len(good) >= 2
+        else (None, None)
+    )
     verdict = profile_verdict(points, cuts, end)
-    reading = ("slower" if "slower, not faster" in verdict else "largest where" if
-               "largest where" in verdict else "same" if "about the same" in verdict else "?")
-    return {"run": label, "share8": shares.get(8), "share512": shares.get(512),
-            "overhead8": overhead.get(8), "overhead512": overhead.get(512),
-            "agreement": end.get("t0_agreement"), "t1_agreement": end.get("t1_agreement"),
-            "t0_us": plain["t0_us"], "cut8": speed.get(8), "cut512": speed.get(512),
-            "t0_eager_us": t0[0], "t0_cut_us": t0[1],
-            "compile_s": max((c.get("prepare_s") or 0) for c in cuts) if cuts else None,
-            "reading": reading, "wall_s": result["wall_s"],
-            "others": max(p.get("others_cpu_share") or 0 for p in points),
-            "lead": verdict.split("\n\n")[0]}
+    reading = (
+        "slower"
+        if "slower, not faster" in verdict
+        else "largest where"
+        if "largest where" in verdict
+        else "same"
+        if "about the same" in verdict
+        else "?"
+    )
+    return {
+        "run": label,
+        "share8": shares.get(8),
+        "share512": shares.get(512),
+        "overhead8": overhead.get(8),
+        "overhead512": overhead.get(512),
+        "agreement": end.get("t0_agreement"),
+        "t1_agreement": end.get("t1_agreement"),
+        "t0_us": plain["t0_us"],
+        "cut8": speed.get(8),
+        "cut512": speed.get(512),
+        "t0_eager_us": t0[0],
+        "t0_cut_us": t0[1],
+        "compile_s": max((c.get("prepare_s") or 0) for c in cuts) if cuts else None,
+        "reading": reading,
+        "wall_s": result["wall_s"],
+        "others": max(p.get("others_cpu_share") or 0 for p in points),
+        "lead": verdict.split("\n\n")[0],
+    }
 
 
 def main() -> None:
@@ -84,19 +110,25 @@ def main() -> None:
                     h.kill()
                     h.wait()
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    print(f"{os.cpu_count()} cores, 1 torch thread, {opts.hogs} hog(s) in the busy runs; "
-          "default workload (digits MLP), batch 8 and 512\n")
-    head = (f"{'run':<14} {'fixed@8':>8} {'fixed@512':>9} {'prof.@8':>8} {'prof.@512':>9} "
-            f"{'t0':>6} {'trace/t0':>8} {'trace/t1':>8} {'cut@8':>6} {'cut@512':>7} "
-            f"{'t0 eager':>9} {'t0 cut':>7} "
-            f"{'compile':>8} {'others':>6} {'wall':>6}  reading")
+    print(
+        f"{os.cpu_count()} cores, 1 torch thread, {opts.hogs} hog(s) in the busy runs; "
+        "default workload (digits MLP), batch 8 and 512\n"
+    )
+    head = (
+        f"{'run':<14} {'fixed@8':>8} {'fixed@512':>9} {'prof.@8':>8} {'prof.@512':>9} "
+        f"{'t0':>6} {'trace/t0':>8} {'trace/t1':>8} {'cut@8':>6} {'cut@512':>7} "
+        f"{'t0 eager':>9} {'t0 cut':>7} "
+        f"{'compile':>8} {'others':>6} {'wall':>6}  reading"
+    )
     print(head)
     for r in rows:
-        print(f"{r['run']:<14} {r['share8']:>8.0%} {r['share512']:>9.0%} {r['overhead8']:>7.2f}× "
-              f"{r['overhead512']:>8.2f}× {r['t0_us']:>4.0f}µs {r['agreement']:>8.2f} "
-              f"{r['t1_agreement']:>8.2f} {r['cut8']:>5.2f}× "
-              f"{r['cut512']:>6.2f}× {r['t0_eager_us']:>7.0f}µs {r['t0_cut_us']:>5.0f}µs "
-              f"{r['compile_s']:>7.1f}s {r['others']:>6.0%} {r['wall_s']:>5.1f}s  {r['reading']}")
+        print(
+            f"{r['run']:<14} {r['share8']:>8.0%} {r['share512']:>9.0%} {r['overhead8']:>7.2f}× "
+            f"{r['overhead512']:>8.2f}× {r['t0_us']:>4.0f}µs {r['agreement']:>8.2f} "
+            f"{r['t1_agreement']:>8.2f} {r['cut8']:>5.2f}× "
+            f"{r['cut512']:>6.2f}× {r['t0_eager_us']:>7.0f}µs {r['t0_cut_us']:>5.0f}µs "
+            f"{r['compile_s']:>7.1f}s {r['others']:>6.0%} {r['wall_s']:>5.1f}s  {r['reading']}"
+        )
     ok_share = all(r["share8"] > r["share512"] for r in rows)
     ok_grow = all(abs(r["t1_agreement"] - 1) <= 0.25 for r in rows)
     ok_fixed = all(0.75 <= r["agreement"] <= 3.0 for r in rows)
@@ -105,17 +137,25 @@ def main() -> None:
     for kind in ("quiet", "busy"):
         some = [r["t1_agreement"] for r in rows if r["run"].endswith(kind)]
         if some:
-            print(f"trace's growing part ÷ the unprofiled t1, {kind} runs: "
-                  f"{min(some):.2f}–{max(some):.2f} (a trace is timed by the wall clock)")
+            print(
+                f"trace's growing part ÷ the unprofiled t1, {kind} runs: "
+                f"{min(some):.2f}–{max(some):.2f} (a trace is timed by the wall clock)"
+            )
     print(f"... within ±25 % in every run: {ok_grow}")
-    print(f"trace's fixed part 0.75–3× the unprofiled t0 in every run: {ok_fixed} "
-          f"(range {min(r['agreement'] for r in rows):.2f}–{max(r['agreement'] for r in rows):.2f})")
-    print(f"unprofiled t0: {min(r['t0_us'] for r in rows):.0f}–{max(r['t0_us'] for r in rows):.0f} µs; "
-          f"fixed share at 8: {min(r['share8'] for r in rows):.0%}–{max(r['share8'] for r in rows):.0%}, "
-          f"at 512: {min(r['share512'] for r in rows):.0%}–{max(r['share512'] for r in rows):.0%}")
+    print(
+        f"trace's fixed part 0.75–3× the unprofiled t0 in every run: {ok_fixed} "
+        f"(range {min(r['agreement'] for r in rows):.2f}–{max(r['agreement'] for r in rows):.2f})"
+    )
+    print(
+        f"unprofiled t0: {min(r['t0_us'] for r in rows):.0f}–{max(r['t0_us'] for r in rows):.0f} µs; "
+        f"fixed share at 8: {min(r['share8'] for r in rows):.0%}–{max(r['share8'] for r in rows):.0%}, "
+        f"at 512: {min(r['share512'] for r in rows):.0%}–{max(r['share512'] for r in rows):.0%}"
+    )
     print(f"one reading of the overhead cut in every run: {len(readings) == 1} ({', '.join(readings)})")
-    print(f"profiler overhead, median: {statistics.median(r['overhead8'] for r in rows):.2f}× at 8, "
-          f"{statistics.median(r['overhead512'] for r in rows):.2f}× at 512")
+    print(
+        f"profiler overhead, median: {statistics.median(r['overhead8'] for r in rows):.2f}× at 8, "
+        f"{statistics.median(r['overhead512'] for r in rows):.2f}× at 512"
+    )
     print("leads:")
     for r in rows:
         print(f"  {r['run']}: {r['lead']}")

@@ -121,9 +121,16 @@ def batch_choices(n: int, mix: str, seed: int) -> list[random.Random | None]:
     return [None if i in keep else random.Random(seed * 1000 + i) for i in range(n)]
 
 
-async def room_async(port: int, n: int, mix: str, within: float, timeout: float, seed: int,
-                     sampler: CpuSampler, prober: HealthProber
-                     ) -> tuple[list[Result], float, float, float, float]:
+async def room_async(
+    port: int,
+    n: int,
+    mix: str,
+    within: float,
+    timeout: float,
+    seed: int,
+    sampler: CpuSampler,
+    prober: HealthProber,
+) -> tuple[list[Result], float, float, float, float]:
     warm = Tab(port, Result(-1, None), "10.255.255.254")
     await warm.visit(None, 0.0, None, timeout)
     if warm.result.errors:
@@ -145,17 +152,22 @@ async def room_async(port: int, n: int, mix: str, within: float, timeout: float,
 
     marker = asyncio.create_task(mark())
     tabs = [Tab(port, Result(i, None), f"10.0.{i // 250}.{i % 250 + 1}") for i in range(n)]
-    await asyncio.gather(*(tab.visit(room, offsets[i], picks[i], timeout)
-                           for i, tab in enumerate(tabs)))
+    await asyncio.gather(*(tab.visit(room, offsets[i], picks[i], timeout) for i, tab in enumerate(tabs)))
     marker.cancel()
     sampler.sample()
     web1, workers1 = sampler.totals()
-    return ([tab.result for tab in tabs], web1 - web0, workers1 - workers0,
-            time.process_time() - client0, loaded[0] if loaded else float("nan"))
+    return (
+        [tab.result for tab in tabs],
+        web1 - web0,
+        workers1 - workers0,
+        time.process_time() - client0,
+        loaded[0] if loaded else float("nan"),
+    )
 
 
-def one_room(n: int, mix: str, within: float, timeout: float, seed: int,
-             flags: list[tuple[str, str]]) -> RoomRun:
+def one_room(
+    n: int, mix: str, within: float, timeout: float, seed: int, flags: list[tuple[str, str]]
+) -> RoomRun:
     with tempfile.TemporaryDirectory(prefix="room-bench-") as data_dir:
         port, log = free_port(), Path(data_dir) / "server.log"
         proc = start_server(port, data_dir, flags, log)
@@ -164,7 +176,8 @@ def one_room(n: int, mix: str, within: float, timeout: float, seed: int,
             sampler.start()
             prober.start()
             results, web, workers, client, load_web = asyncio.run(
-                room_async(port, n, mix, within, timeout, seed, sampler, prober))
+                room_async(port, n, mix, within, timeout, seed, sampler, prober)
+            )
         finally:
             prober.stop.set()
             sampler.stop.set()
@@ -174,8 +187,9 @@ def one_room(n: int, mix: str, within: float, timeout: float, seed: int,
     pressed = [r.pressed_at for r in results if r.pressed_at is not None]
     ends = [r.done_at for r in results if r.done_at is not None]
     span = max(ends) - min(pressed) if ends and pressed else None
-    return RoomRun(n, results, prober.latencies_ms, prober.failures, web, workers, client, span,
-                   server_errors, load_web)
+    return RoomRun(
+        n, results, prober.latencies_ms, prober.failures, web, workers, client, span, server_errors, load_web
+    )
 
 
 # ----- the same runs without the web -----
@@ -219,14 +233,15 @@ def trio(values: list[float], scale: float = 1.0, digits: int = 1) -> str:
     if not values:
         return "–"
     values = [v * scale for v in values]
-    return (f"{statistics.median(values):.{digits}f}/{pct(values, 0.95):.{digits}f}/"
-            f"{max(values):.{digits}f}")
+    return f"{statistics.median(values):.{digits}f}/{pct(values, 0.95):.{digits}f}/{max(values):.{digits}f}"
 
 
-HEADER = (f"{'sessions':>9} {'seen':>6} {'first pt p50/p95/max s':>23} "
-          f"{'done p50/p95/max s':>20} {'errors':>6} {'health p50/p95/max ms':>22} "
-          f"{'runs/min':>8} {'web CPU s/sess':>14} {'worker CPU s':>12} {'trained/stored':>14} "
-          f"{'span s':>7}")
+HEADER = (
+    f"{'sessions':>9} {'seen':>6} {'first pt p50/p95/max s':>23} "
+    f"{'done p50/p95/max s':>20} {'errors':>6} {'health p50/p95/max ms':>22} "
+    f"{'runs/min':>8} {'web CPU s/sess':>14} {'worker CPU s':>12} {'trained/stored':>14} "
+    f"{'span s':>7}"
+)
 
 
 def row(run: RoomRun) -> str:
@@ -237,33 +252,44 @@ def row(run: RoomRun) -> str:
     rate = len(completed) / run.span_s * 60 if run.span_s else float("nan")
     errors = sum(1 for r in rs if r.errors)
     outcome = f"{sum(r.outcome == 'trained' for r in rs)}/{sum(r.outcome == 'stored' for r in rs)}"
-    return (f"{run.n:>9} {f'{len(firsts)}/{run.n}':>6} {trio(firsts, digits=2):>23} "
-            f"{trio(dones, digits=2):>20} "
-            f"{errors:>6} {trio(run.health_ms, digits=0):>22} {rate:>8.1f} "
-            f"{run.web_cpu_s / run.n:>14.2f} {run.worker_cpu_s:>12.1f} {outcome:>14} "
-            f"{run.span_s if run.span_s is not None else float('nan'):>7.1f}")
+    return (
+        f"{run.n:>9} {f'{len(firsts)}/{run.n}':>6} {trio(firsts, digits=2):>23} "
+        f"{trio(dones, digits=2):>20} "
+        f"{errors:>6} {trio(run.health_ms, digits=0):>22} {rate:>8.1f} "
+        f"{run.web_cpu_s / run.n:>14.2f} {run.worker_cpu_s:>12.1f} {outcome:>14} "
+        f"{run.span_s if run.span_s is not None else float('nan'):>7.1f}"
+    )
 
 
 def bare_row(n: int, total: float, trained: int, stored: int, errors: int) -> str:
     rate = (trained + stored) / total * 60 if total else float("nan")
-    return (f"{f'bare {n}':>9} {'–':>6} {'–':>23} {'–':>20} {errors:>6} {'–':>22} {rate:>8.1f} "
-            f"{'–':>14} {'–':>12} {f'{trained}/{stored}':>14} {total:>7.1f}")
+    return (
+        f"{f'bare {n}':>9} {'–':>6} {'–':>23} {'–':>20} {errors:>6} {'–':>22} {rate:>8.1f} "
+        f"{'–':>14} {'–':>12} {f'{trained}/{stored}':>14} {total:>7.1f}"
+    )
 
 
 def details(run: RoomRun) -> list[str]:
-    lines = [f"  {run.n} sessions: web CPU {run.web_cpu_s:.1f} s, of it {run.load_web_cpu_s:.1f} s "
-             f"while the pages loaded; bench client CPU {run.client_cpu_s:.1f} s; health probe "
-             f"failures {run.health_failures}; tracebacks in the server log {run.server_errors}; "
-             f"fragment reruns sent {sum(r.fragment_reruns for r in run.results)}"]
+    lines = [
+        f"  {run.n} sessions: web CPU {run.web_cpu_s:.1f} s, of it {run.load_web_cpu_s:.1f} s "
+        f"while the pages loaded; bench client CPU {run.client_cpu_s:.1f} s; health probe "
+        f"failures {run.health_failures}; tracebacks in the server log {run.server_errors}; "
+        f"fragment reruns sent {sum(r.fragment_reruns for r in run.results)}"
+    ]
     if any(r.batch is not None for r in run.results):
-        lines.append("    batch sizes picked: " + ", ".join(str(r.batch or "default")
-                                                        for r in run.results))
-    late = sorted((r for r in run.results if (r.first_point_s or 0) > TARGET_S),
-                  key=lambda r: -r.first_point_s)
+        lines.append("    batch sizes picked: " + ", ".join(str(r.batch or "default") for r in run.results))
+    late = sorted(
+        (r for r in run.results if (r.first_point_s or 0) > TARGET_S), key=lambda r: -r.first_point_s
+    )
     if late:  # who waited past the target, and for what
-        lines.append(f"    first point after {TARGET_S:g} s: " + ", ".join(
-            f"session {r.index} (batch {r.batch or 'default'}, {r.outcome or 'not done'}) "
-            f"{r.first_point_s:.1f} s" for r in late))
+        lines.append(
+            f"    first point after {TARGET_S:g} s: "
+            + ", ".join(
+                f"session {r.index} (batch {r.batch or 'default'}, {r.outcome or 'not done'}) "
+                f"{r.first_point_s:.1f} s"
+                for r in late
+            )
+        )
     for r in run.results:
         for error in r.errors:
             lines.append(f"    session {r.index} (batch {r.batch or 'default'}): {error}")
@@ -279,11 +305,20 @@ def main() -> None:
     ap.add_argument("--within", type=float, default=5.0, help="the presses' window (s)")
     ap.add_argument("--hogs", type=int, default=0, help="busy-loop CPU hog processes")
     ap.add_argument("--mix", choices=("defaults", "varied"), default="defaults")
-    ap.add_argument("--timeout", type=float, default=240.0,
-                    help="bound (s from a press) on its first point and on its completion")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=240.0,
+        help="bound (s from a press) on its first point and on its completion",
+    )
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--config-flag", action="append", default=[], metavar="KEY=VALUE",
-                    help="passed to streamlit run as --KEY VALUE (repeatable)")
+    ap.add_argument(
+        "--config-flag",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="passed to streamlit run as --KEY VALUE (repeatable)",
+    )
     ap.add_argument("--no-bare", action="store_true", help="skip the scheduler-only rows")
     args = ap.parse_args()
     counts = [int(c) for c in args.sessions.split(",") if c.strip()]
@@ -291,11 +326,15 @@ def main() -> None:
     if any(len(f) != 2 for f in flags):
         ap.error("--config-flag takes KEY=VALUE")
     assert PAGE in BY_SLUG, f"no lesson page {PAGE!r} in bsdemo.lessons"
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-            for _ in range(args.hogs)]
-    label = (f"mix={args.mix}, within={args.within:g} s, hogs={args.hogs}, timeout="
-             f"{args.timeout:g} s, config flags: "
-             f"{' '.join(f'--{k} {v}' for k, v in flags) or 'none (.streamlit/config.toml)'}")
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(args.hogs)
+    ]
+    label = (
+        f"mix={args.mix}, within={args.within:g} s, hogs={args.hogs}, timeout="
+        f"{args.timeout:g} s, config flags: "
+        f"{' '.join(f'--{k} {v}' for k, v in flags) or 'none (.streamlit/config.toml)'}"
+    )
     rows, notes = [], []
     try:
         for n in counts:

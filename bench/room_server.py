@@ -22,17 +22,26 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 # ----- the server -----
-def start_server(port: int, data_dir: str, flags: list[tuple[str, str]],
-                 log: Path) -> subprocess.Popen:
+def start_server(port: int, data_dir: str, flags: list[tuple[str, str]], log: Path) -> subprocess.Popen:
     """`streamlit run app.py` in its own process group; returns once /_stcore/health answers."""
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-           "--server.port", str(port), "--server.address", "127.0.0.1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(ROOT / "app.py"),
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+    ]
     for key, value in flags:
         cmd += [f"--{key}", value]
     env = dict(os.environ, BSDEMO_DATA_DIR=data_dir, BSDEMO_TRUSTED_PROXIES="127.0.0.1")
     with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     if healthy(proc, port, 60):
         return proc
     stop_group(proc)
@@ -47,8 +56,11 @@ def _stat(pid: int) -> tuple[int, float, float] | None:
     except OSError:
         return None
     rest = text.rpartition(")")[2].split()
-    return (int(rest[1]), (int(rest[11]) + int(rest[12])) / CLK_TCK,
-            (int(rest[13]) + int(rest[14])) / CLK_TCK)
+    return (
+        int(rest[1]),
+        (int(rest[11]) + int(rest[12])) / CLK_TCK,
+        (int(rest[13]) + int(rest[14])) / CLK_TCK,
+    )
 
 
 class CpuSampler(threading.Thread):

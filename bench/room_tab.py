@@ -119,8 +119,7 @@ class Tab:
         self.ends_at_done = 0
 
     # --- sending ---
-    async def rerun(self, fragment: str = "", auto: bool = False,
-                    trigger: str | None = None) -> None:
+    async def rerun(self, fragment: str = "", auto: bool = False, trigger: str | None = None) -> None:
         msg = BackMsg()
         state = msg.rerun_script
         state.query_string = self.query
@@ -137,8 +136,7 @@ class Tab:
         state.cached_message_hashes.extend(self.cache)
         info = state.context_info
         info.timezone, info.timezone_offset, info.locale = "UTC", 0, "en-US"
-        info.url = f"http://127.0.0.1:{self.port}/{self.page}" + (f"?{self.query}" if self.query
-                                                                   else "")
+        info.url = f"http://127.0.0.1:{self.port}/{self.page}" + (f"?{self.query}" if self.query else "")
         info.is_embedded, info.color_scheme = False, "light"
         self.got_new_session = False
         await self.ws.send(msg.SerializeToString())
@@ -230,15 +228,24 @@ class Tab:
             fmt, body = ALERT_FORMATS.get(element.alert.format, "?"), element.alert.body
             if not self.run_fragments:
                 self.alerts.append((fmt, body))
-            if (self.press_seen and not self.done.is_set() and fmt == "success"
-                    and (body.startswith("Stored result") or body.startswith("Completed"))):
+            if (
+                self.press_seen
+                and not self.done.is_set()
+                and fmt == "success"
+                and (body.startswith("Stored result") or body.startswith("Completed"))
+            ):
                 self.complete("stored" if body.startswith("Stored result") else "trained")
         elif kind == "exception":
-            self.result.errors.append(f"exception on the page: {element.exception.type}: "
-                                      f"{element.exception.message[:120]}")
-        elif (kind == "plotly_chart" and self.press_seen and self.result.first_point_s is None
-              and element.plotly_chart.id.endswith(LOSS_CHART)
-              and loss_points(element.plotly_chart.spec) > 0):
+            self.result.errors.append(
+                f"exception on the page: {element.exception.type}: {element.exception.message[:120]}"
+            )
+        elif (
+            kind == "plotly_chart"
+            and self.press_seen
+            and self.result.first_point_s is None
+            and element.plotly_chart.id.endswith(LOSS_CHART)
+            and loss_points(element.plotly_chart.spec) > 0
+        ):
             self.result.first_point_s = time.monotonic() - self.result.pressed_at
 
     def finished(self, status: int) -> None:
@@ -261,7 +268,8 @@ class Tab:
             # is still coming (a queued fragment rerun can draw it just after this full run)
             quiet_at = time.monotonic()
             asyncio.get_running_loop().call_later(
-                QUIET_S, lambda: self.done.is_set() or self.complete(None, quiet_at))
+                QUIET_S, lambda: self.done.is_set() or self.complete(None, quiet_at)
+            )
 
     def complete(self, outcome: str | None, at: float | None = None) -> None:
         """The run's end as the student sees it: its success status ("trained" or "stored"), or
@@ -274,8 +282,7 @@ class Tab:
         if outcome is not None:
             result.outcome = outcome
         else:
-            said = [f"{fmt}: {body[:100]}" for fmt, body in self.alerts
-                    if fmt in ("error", "warning")]
+            said = [f"{fmt}: {body[:100]}" for fmt, body in self.alerts if fmt in ("error", "warning")]
             result.errors.append("run did not complete: " + ("; ".join(said) or "no status"))
         self.done.set()
 
@@ -291,18 +298,23 @@ class Tab:
             await asyncio.wait_for(self.full_run_done.wait(), left)
 
     # --- the student ---
-    async def visit(self, room: Room | None, offset: float, pick: random.Random | None,
-                    timeout: float) -> None:
+    async def visit(
+        self, room: Room | None, offset: float, pick: random.Random | None, timeout: float
+    ) -> None:
         """Open the page, maybe pick a batch size, wait for the room, press Run, watch the run
         to its end (bounded by timeout from the press); room None: open the page and wait
         until nothing polls any more (the server's warm-up)."""
         headers = {"Cookie": f"bsdemo_browser={self.secret}", "X-Forwarded-For": self.address}
         arrived = False
         try:
-            async with connect(f"ws://127.0.0.1:{self.port}/_stcore/stream",
-                               subprotocols=["streamlit"], origin=f"http://127.0.0.1:{self.port}",
-                               additional_headers=headers, max_size=None,
-                               open_timeout=LOAD_TIMEOUT_S) as ws:
+            async with connect(
+                f"ws://127.0.0.1:{self.port}/_stcore/stream",
+                subprotocols=["streamlit"],
+                origin=f"http://127.0.0.1:{self.port}",
+                additional_headers=headers,
+                max_size=None,
+                open_timeout=LOAD_TIMEOUT_S,
+            ) as ws:
                 self.ws = ws
                 reader = asyncio.create_task(self.read())
                 try:

@@ -70,8 +70,9 @@ def spooled(folder: Path) -> int:
 def frozen(n: int, folder: Path) -> dict:
     server = PostgresServer()
     try:
-        sched = ready(Scheduler(workers=1, store=open_store(None, server.new_database()),
-                                spool=folder / "spool"))
+        sched = ready(
+            Scheduler(workers=1, store=open_store(None, server.new_database()), spool=folder / "spool")
+        )
         sched.wait(sched.submit(RunConfig(epochs=None, max_steps=5), owner="first"), 120)
         sched.flush_store(30)
         pids = server.processes()
@@ -90,8 +91,16 @@ def frozen(n: int, folder: Path) -> dict:
         sched.close()
     finally:
         server.close()
-    return dict(fault="PostgreSQL frozen (SIGSTOP)", returns=returns, ends=ends, done=done,
-                waiting=waiting, files=files, written=written, kept=kept)
+    return dict(
+        fault="PostgreSQL frozen (SIGSTOP)",
+        returns=returns,
+        ends=ends,
+        done=done,
+        waiting=waiting,
+        files=files,
+        written=written,
+        kept=kept,
+    )
 
 
 def stopped(n: int, folder: Path) -> dict:
@@ -111,8 +120,16 @@ def stopped(n: int, folder: Path) -> dict:
         b.close()
     finally:
         server.close()
-    return dict(fault="PostgreSQL stopped, lab restarted", returns=returns, ends=ends, done=done,
-                waiting=waiting, files=files, written=written, kept=kept)
+    return dict(
+        fault="PostgreSQL stopped, lab restarted",
+        returns=returns,
+        ends=ends,
+        done=done,
+        waiting=waiting,
+        files=files,
+        written=written,
+        kept=kept,
+    )
 
 
 def locked(n: int, folder: Path) -> dict:
@@ -128,8 +145,16 @@ def locked(n: int, folder: Path) -> dict:
     written = until_written(sched)
     kept = sched.store.count()
     sched.close()
-    return dict(fault="SQLite write lock held", returns=returns, ends=ends, done=done,
-                waiting=waiting, files=files, written=written, kept=kept)
+    return dict(
+        fault="SQLite write lock held",
+        returns=returns,
+        ends=ends,
+        done=done,
+        waiting=waiting,
+        files=files,
+        written=written,
+        kept=kept,
+    )
 
 
 def main() -> None:
@@ -140,12 +165,16 @@ def main() -> None:
     for fault in (frozen, stopped, locked):
         with tempfile.TemporaryDirectory(prefix="bsdemo-faults-") as folder:
             rows.append(fault(args.presses, Path(folder)))
-    print(f"{'fault':<34} {'press returns s (max)':>22} {'run ends s (med)':>17} "
-          f"{'completed':>9} {'waiting':>8} {'spooled':>8} {'written s':>10} {'kept':>5}")
+    print(
+        f"{'fault':<34} {'press returns s (max)':>22} {'run ends s (med)':>17} "
+        f"{'completed':>9} {'waiting':>8} {'spooled':>8} {'written s':>10} {'kept':>5}"
+    )
     for r in rows:
-        print(f"{r['fault']:<34} {max(r['returns']):>22.2f} {statistics.median(r['ends']):>17.2f} "
-              f"{r['done']:>6}/{args.presses} {r['waiting']:>8} {r['files']:>8} "
-              f"{r['written']:>10.2f} {r['kept']:>5}")
+        print(
+            f"{r['fault']:<34} {max(r['returns']):>22.2f} {statistics.median(r['ends']):>17.2f} "
+            f"{r['done']:>6}/{args.presses} {r['waiting']:>8} {r['files']:>8} "
+            f"{r['written']:>10.2f} {r['kept']:>5}"
+        )
 
 
 if __name__ == "__main__":

@@ -86,10 +86,11 @@ def main() -> None:
     others = load.others_share()
     steady = machine_steadiness()
     walls = [w for w, _ in runs]
-    print(f"1. default CPU sweep (MLP/digits, batch 1…1024; 3 warm-up, then at least 8 full-batch "
-          f"steps and 0.1 s timed per size), {args.repeats} repeats")
-    print(f"   wall time: median {statistics.median(walls):.2f} s, max {max(walls):.2f} s "
-          "(target <= 20 s)")
+    print(
+        f"1. default CPU sweep (MLP/digits, batch 1…1024; 3 warm-up, then at least 8 full-batch "
+        f"steps and 0.1 s timed per size), {args.repeats} repeats"
+    )
+    print(f"   wall time: median {statistics.median(walls):.2f} s, max {max(walls):.2f} s (target <= 20 s)")
     print(f"   {'batch':>6} {'median samples/s':>17} {'max deviation':>14}")
     worst = 0.0
     for b in sizes:
@@ -99,9 +100,12 @@ def main() -> None:
         worst = max(worst, dev)
         print(f"   {b:>6} {med:>17,.0f} {dev:>13.1%}")
     print(f"   worst per-point deviation from the median: {worst:.1%} (target <= 10%)")
-    print(f"   other processes kept {others:.0%} of the CPU busy meanwhile; the machine itself: a "
-          f"fixed matmul strayed {steady:.1%} from its median rate over 8 blocks of 0.5 s"
-          if others is not None else "")
+    print(
+        f"   other processes kept {others:.0%} of the CPU busy meanwhile; the machine itself: a "
+        f"fixed matmul strayed {steady:.1%} from its median rate over 8 blocks of 0.5 s"
+        if others is not None
+        else ""
+    )
 
     print("\n2. finder probes vs a doubling finder (real steps, 10% margin)")
     print(f"   {'budget':>10} {'finder probes':>14} {'found':>6} {'doubling probes':>16} {'found':>6}")
@@ -112,10 +116,14 @@ def main() -> None:
         probes, found = doubling_probes(cfg, budget)
         ours.append(result["probes"])
         theirs.append(probes)
-        print(f"   {format_bytes(budget):>10} {result['probes']:>14} {result['max_batch_size']:>6} "
-              f"{probes:>16} {found:>6}")
-    print(f"   average probes: finder {statistics.fmean(ours):.1f}, doubling "
-          f"{statistics.fmean(theirs):.1f} (target <= 5)")
+        print(
+            f"   {format_bytes(budget):>10} {result['probes']:>14} {result['max_batch_size']:>6} "
+            f"{probes:>16} {found:>6}"
+        )
+    print(
+        f"   average probes: finder {statistics.fmean(ours):.1f}, doubling "
+        f"{statistics.fmean(theirs):.1f} (target <= 5)"
+    )
 
     print("\n3. sweep point vs Training Lab run, same settings (median samples/s)")
     print(f"   {'batch':>6} {'sweep':>10} {'lab':>10} {'ratio':>6}")
@@ -123,8 +131,7 @@ def main() -> None:
         sweep_rates, lab_rates = [], []
         for _ in range(args.repeats):
             sweep_rates.append(probe(cfg, b, 3, 30, None)[0]["samples_per_sec"])
-            end = list(train(RunConfig(batch_size=b, epochs=None, max_steps=33,
-                                       eval_interval=10**6)))[-1]
+            end = list(train(RunConfig(batch_size=b, epochs=None, max_steps=33, eval_interval=10**6)))[-1]
             # by the same clock as the sweep's (thread CPU time on a one-thread CPU)
             lab_rates.append(end.summary["cpu_samples_per_sec"] or end.summary["samples_per_sec"])
         s, lab = statistics.median(sweep_rates), statistics.median(lab_rates)

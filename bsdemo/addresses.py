@@ -39,11 +39,16 @@ def parse_trusted(raw: str | None) -> list[Network]:
         try:
             network = ipaddress.ip_network(item, strict=False)
         except ValueError:
-            raise ConfigError("BSDEMO_TRUSTED_PROXIES", clip(item),
-                              "IP addresses or networks (e.g. 127.0.0.1, 10.0.0.0/8), "
-                              "comma-separated") from None
-        if isinstance(network, ipaddress.IPv6Network) and network.prefixlen >= 96 \
-                and (mapped := network.network_address.ipv4_mapped):
+            raise ConfigError(
+                "BSDEMO_TRUSTED_PROXIES",
+                clip(item),
+                "IP addresses or networks (e.g. 127.0.0.1, 10.0.0.0/8), comma-separated",
+            ) from None
+        if (
+            isinstance(network, ipaddress.IPv6Network)
+            and network.prefixlen >= 96
+            and (mapped := network.network_address.ipv4_mapped)
+        ):
             network = ipaddress.ip_network(f"{mapped}/{network.prefixlen - 96}")
         networks.append(network)
     return networks
@@ -78,12 +83,12 @@ def _bucket(address: ipaddress.IPv4Address | ipaddress.IPv6Address | None) -> st
 
 
 def _trusted(address, trusted: Iterable[Network]) -> bool:
-    return address is not None and any(address.version == n.version and address in n
-                                       for n in trusted)
+    return address is not None and any(address.version == n.version and address in n for n in trusted)
 
 
-def client_address(peer: str | None, forwarded_for: Iterable[str] | str | None,
-                   trusted: Iterable[Network] = ()) -> str:
+def client_address(
+    peer: str | None, forwarded_for: Iterable[str] | str | None, trusted: Iterable[Network] = ()
+) -> str:
     """The per-address limit's key for one connection.
 
     peer: the address the web server reports (Streamlit's None for a loopback peer);
@@ -91,8 +96,7 @@ def client_address(peer: str | None, forwarded_for: Iterable[str] | str | None,
     """
     if isinstance(forwarded_for, str):
         forwarded_for = [forwarded_for]
-    hops = [part for value in (forwarded_for or ()) for part in str(value).split(",")
-            if part.strip()]
+    hops = [part for value in (forwarded_for or ()) for part in str(value).split(",") if part.strip()]
     hop_addresses = [_address(h) for h in hops]
     seen = _address(peer) if peer is not None else ipaddress.ip_address(LOOPBACK)
     if peer is not None and seen is not None and seen in hop_addresses:

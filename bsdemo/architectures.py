@@ -53,38 +53,60 @@ class Architecture:
         return "frechet_distance" if self.name == "gan" else "test_accuracy"
 
 
-ARCHITECTURES = {a.name: a for a in (
-    Architecture("cnn", "CNN", "digits-cnn", (32, 256), "32–256"),
-    # the digits read row by row: a task the tiny Transformer learns in the budget (on the
-    # characters' 3-digit sums it stays near a third of the digits right at every batch)
-    Architecture("transformer", "Transformer", "digits-transformer", (256, 4096),
-                 "into the thousands, with warm-up", warmup=True),
-    Architecture("lstm", "LSTM (an RNN)", "digits-lstm", (16, 64), "16–64"),
-    Architecture("gan", "GAN", "digits-gan", (32, 128), "32–128"),
-)}
+ARCHITECTURES = {
+    a.name: a
+    for a in (
+        Architecture("cnn", "CNN", "digits-cnn", (32, 256), "32–256"),
+        # the digits read row by row: a task the tiny Transformer learns in the budget (on the
+        # characters' 3-digit sums it stays near a third of the digits right at every batch)
+        Architecture(
+            "transformer",
+            "Transformer",
+            "digits-transformer",
+            (256, 4096),
+            "into the thousands, with warm-up",
+            warmup=True,
+        ),
+        Architecture("lstm", "LSTM (an RNN)", "digits-lstm", (16, 64), "16–64"),
+        Architecture("gan", "GAN", "digits-gan", (32, 128), "32–128"),
+    )
+}
 
 
-def run_config(cfg: RunConfig, architecture: str, batch: int,
-               seconds: float = DEFAULT_SECONDS) -> RunConfig:
+def run_config(cfg: RunConfig, architecture: str, batch: int, seconds: float = DEFAULT_SECONDS) -> RunConfig:
     """The run of `architecture` at `batch`: its preset, `seconds` of training, the √-scaled lr,
     warm-up. The device and seed come from cfg."""
     arch = ARCHITECTURES[architecture]
     settings = {k: v for k, v in PRESETS[arch.preset].settings.items() if k != "epochs"}
-    run = RunConfig(**settings, epochs=MAX_EPOCHS, time_limit_s=seconds,
-                    eval_interval=NO_EVALUATIONS, seed=cfg.seed, device=cfg.device,
-                    warmup_steps=WARMUP_STEPS if arch.warmup else 0)
-    return dataclasses.replace(run, batch_size=min(batch, run.train_samples),
-                               lr=run.lr * math.sqrt(batch / REFERENCE_BATCH))
+    run = RunConfig(
+        **settings,
+        epochs=MAX_EPOCHS,
+        time_limit_s=seconds,
+        eval_interval=NO_EVALUATIONS,
+        seed=cfg.seed,
+        device=cfg.device,
+        warmup_steps=WARMUP_STEPS if arch.warmup else 0,
+    )
+    return dataclasses.replace(
+        run, batch_size=min(batch, run.train_samples), lr=run.lr * math.sqrt(batch / REFERENCE_BATCH)
+    )
 
 
 def analyse(architecture: str, points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """An architecture's measured range from its runs (completed ones), against the rule."""
     arch = ARCHITECTURES[architecture]
-    done = sorted((p for p in points if p["status"] == "completed" and p["quality"] is not None),
-                  key=lambda p: p["batch_size"])
-    out: dict[str, Any] = {"kind": "architecture_summary", "architecture": architecture,
-                           "label": arch.label, "rule": list(arch.rule),
-                           "rule_text": arch.rule_text, "quality": arch.quality}
+    done = sorted(
+        (p for p in points if p["status"] == "completed" and p["quality"] is not None),
+        key=lambda p: p["batch_size"],
+    )
+    out: dict[str, Any] = {
+        "kind": "architecture_summary",
+        "architecture": architecture,
+        "label": arch.label,
+        "rule": list(arch.rule),
+        "rule_text": arch.rule_text,
+        "quality": arch.quality,
+    }
     if not done:
         return out | {"range": None, "agreement": None, "why": "No run completed."}
     lower = arch.quality == "frechet_distance"
@@ -92,41 +114,58 @@ def analyse(architecture: str, points: Sequence[Mapping[str, Any]]) -> dict[str,
     learned = [p for p in done if learned_in_budget(p)]
     if not learned:  # no range from models that did not learn: nothing comparable to read
         top = next(p for p in done if p["quality"] == best)
-        start = f" from {_quality(arch, top['initial_quality'])} at its start" \
-            if top.get("initial_quality") is not None else ""
+        start = (
+            f" from {_quality(arch, top['initial_quality'])} at its start"
+            if top.get("initial_quality") is not None
+            else ""
+        )
         # speed and memory do not depend on learning: still measured
         peak = max(p["samples_per_sec"] for p in done)
-        memory = linear_fit([p["batch_size"] for p in done],
-                            [p["peak_memory_bytes"] for p in done])
-        return out | {"range": None, "agreement": None, "not_learned": True,
-                      "best_quality": best, "best_batch": top["batch_size"],
-                      "knee": next(p["batch_size"] for p in done
-                                   if p["samples_per_sec"] >= KNEE_SHARE * peak),
-                      "memory_per_sample_bytes": memory.slope if memory else None,
-                      "peak_samples_per_sec": peak,
-                      "why": f"no run learned in its budget: the best, batch "
-                             f"{top['batch_size']}, reached {_quality(arch, best)}{start}, less "
-                             f"than half the way to {_perfect(arch, top)}, so no range is read. "
-                             "Give it more seconds."}
+        memory = linear_fit([p["batch_size"] for p in done], [p["peak_memory_bytes"] for p in done])
+        return out | {
+            "range": None,
+            "agreement": None,
+            "not_learned": True,
+            "best_quality": best,
+            "best_batch": top["batch_size"],
+            "knee": next(p["batch_size"] for p in done if p["samples_per_sec"] >= KNEE_SHARE * peak),
+            "memory_per_sample_bytes": memory.slope if memory else None,
+            "peak_samples_per_sec": peak,
+            "why": f"no run learned in its budget: the best, batch "
+            f"{top['batch_size']}, reached {_quality(arch, best)}{start}, less "
+            f"than half the way to {_perfect(arch, top)}, so no range is read. "
+            "Give it more seconds.",
+        }
     # a run that ended at least as well as one that learned counts as learned too (its own
     # start may have been better): the range is never read from runs worse than one left out
     worst = (max if lower else min)(p["quality"] for p in learned)
-    done = [p for p in done if p in learned
-            or (p["quality"] <= worst if lower else p["quality"] >= worst)]
+    done = [p for p in done if p in learned or (p["quality"] <= worst if lower else p["quality"] >= worst)]
     best = (min if lower else max)(p["quality"] for p in done)
-    good = [p for p in done if (p["quality"] <= best * (1 + FRECHET_TOLERANCE) if lower
-                                else p["quality"] >= best - ACCURACY_TOLERANCE)]
+    good = [
+        p
+        for p in done
+        if (
+            p["quality"] <= best * (1 + FRECHET_TOLERANCE)
+            if lower
+            else p["quality"] >= best - ACCURACY_TOLERANCE
+        )
+    ]
     peak = max(p["samples_per_sec"] for p in done)
     knee = next(p["batch_size"] for p in done if p["samples_per_sec"] >= KNEE_SHARE * peak)
     fast = [p for p in good if p["samples_per_sec"] >= FAST_SHARE * peak] or [
-        next(p for p in done if p["quality"] == best)]
+        next(p for p in done if p["quality"] == best)
+    ]
     lo, hi = fast[0]["batch_size"], fast[-1]["batch_size"]
     memory = linear_fit([p["batch_size"] for p in done], [p["peak_memory_bytes"] for p in done])
-    out |= {"range": [lo, hi], "knee": knee, "best_quality": best,
-            "best_batch": next(p["batch_size"] for p in done if p["quality"] == best),
-            "good_batches": [p["batch_size"] for p in good],
-            "memory_per_sample_bytes": memory.slope if memory else None,
-            "peak_samples_per_sec": peak}
+    out |= {
+        "range": [lo, hi],
+        "knee": knee,
+        "best_quality": best,
+        "best_batch": next(p["batch_size"] for p in done if p["quality"] == best),
+        "good_batches": [p["batch_size"] for p in good],
+        "memory_per_sample_bytes": memory.slope if memory else None,
+        "peak_samples_per_sec": peak,
+    }
     return out | _agreement(arch, done, out)
 
 
@@ -146,25 +185,37 @@ def _agreement(arch: Architecture, done: list, summary: dict) -> dict[str, Any]:
     worse_small = [p for p in bad if p["batch_size"] < summary["best_batch"]]
     if worse_large:
         p = worse_large[0]
-        reasons.append(f"at batch {p['batch_size']} the same seconds bought only {p['steps']:,} "
-                       f"updates and quality fell ({_quality(arch, p['quality'])}, against "
-                       f"{_quality(arch, summary['best_quality'])} at batch "
-                       f"{summary['best_batch']})")
+        reasons.append(
+            f"at batch {p['batch_size']} the same seconds bought only {p['steps']:,} "
+            f"updates and quality fell ({_quality(arch, p['quality'])}, against "
+            f"{_quality(arch, summary['best_quality'])} at batch "
+            f"{summary['best_batch']})"
+        )
     if worse_small:
         p = worse_small[-1]
-        reasons.append(f"at batch {p['batch_size']} the {p['steps']:,} updates were smaller and "
-                       f"noisier steps, at {fixed(p['samples_per_sec'], 0)} samples/s, and quality was "
-                       f"lower ({_quality(arch, p['quality'])})")
-    slow = [p for p in done if p["samples_per_sec"] < FAST_SHARE * summary["peak_samples_per_sec"]
-            and p["batch_size"] in summary["good_batches"]]
+        reasons.append(
+            f"at batch {p['batch_size']} the {p['steps']:,} updates were smaller and "
+            f"noisier steps, at {fixed(p['samples_per_sec'], 0)} samples/s, and quality was "
+            f"lower ({_quality(arch, p['quality'])})"
+        )
+    slow = [
+        p
+        for p in done
+        if p["samples_per_sec"] < FAST_SHARE * summary["peak_samples_per_sec"]
+        and p["batch_size"] in summary["good_batches"]
+    ]
     if slow:
         p = slow[-1]
-        reasons.append(f"batch {p['batch_size']} trained as well but at "
-                       f"{percent(p['samples_per_sec'] / summary['peak_samples_per_sec'], 0)} of the best "
-                       "samples/s")
+        reasons.append(
+            f"batch {p['batch_size']} trained as well but at "
+            f"{percent(p['samples_per_sec'] / summary['peak_samples_per_sec'], 0)} of the best "
+            "samples/s"
+        )
     if summary["knee"] < arch.rule[0]:
-        reasons.append(f"this device already reaches {percent(KNEE_SHARE, 0)} of its best samples/s at "
-                       f"batch {summary['knee']} (a GPU needs larger batches to fill)")
+        reasons.append(
+            f"this device already reaches {percent(KNEE_SHARE, 0)} of its best samples/s at "
+            f"batch {summary['knee']} (a GPU needs larger batches to fill)"
+        )
     elif summary["knee"] == max(tested):
         reasons.append(f"samples/s still rose up to batch {max(tested)}, the largest tried")
     if hi == max(tested) and hi < arch.rule[1]:

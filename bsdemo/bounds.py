@@ -26,14 +26,18 @@ def speedup_breach(speedup: float, processes: int, what: str) -> str | None:
     sharing the cores one process had, or None."""
     if speedup <= processes * (1 + NOISE):
         return None
-    return (f"{what} came out {fixed(speedup, 1)}× as fast as one process on the same cores, more than "
-            f"the {processes}× that {processes} processes can be")
+    return (
+        f"{what} came out {fixed(speedup, 1)}× as fast as one process on the same cores, more than "
+        f"the {processes}× that {processes} processes can be"
+    )
 
 
-def in_turn(first: Callable[[], A], second: Callable[[], B],
-            breach: Callable[[A, B], str | None],
-            progress: Callable[[A], dict[str, Any]] | None = None
-            ) -> Generator[dict[str, Any], None, tuple[A, B, str | None, bool]]:
+def in_turn(
+    first: Callable[[], A],
+    second: Callable[[], B],
+    breach: Callable[[A, B], str | None],
+    progress: Callable[[A], dict[str, Any]] | None = None,
+) -> Generator[dict[str, Any], None, tuple[A, B, str | None, bool]]:
     """Measure two things to set against each other: first(), then second(); where the pair
     breaks a bound, once more the other way round (second() first), so that each side of the
     re-measurement sees the load the other saw before. Yields progress(first's result) as soon
@@ -56,8 +60,11 @@ def too_noisy(problem: str | None, others_busy: float | None) -> str | None:
     """The record's `too_noisy` text (None when the figure kept its bound)."""
     if problem is None:
         return None
-    busy = (f"; other processes kept this machine's CPUs {percent(others_busy, 0)} busy meanwhile"
-            if others_busy is not None else "")
+    busy = (
+        f"; other processes kept this machine's CPUs {percent(others_busy, 0)} busy meanwhile"
+        if others_busy is not None
+        else ""
+    )
     return f"{problem}, in two measurements{busy}"
 
 
@@ -66,5 +73,7 @@ def noisy_line(record: dict[str, Any]) -> str | None:
     reason = record.get("too_noisy")
     if not reason:
         return None
-    return (f"Its timing was too noisy to read: {reason}. This page draws no conclusion about "
-            "speed from it; run it again when the machine is quieter.")
+    return (
+        f"Its timing was too noisy to read: {reason}. This page draws no conclusion about "
+        "speed from it; run it again when the machine is quieter."
+    )

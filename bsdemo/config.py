@@ -15,10 +15,12 @@ from typing import Any
 from bsdemo.errors import QUOTE_CHARS, ConfigError, clip  # noqa: F401 - re-exported
 from bsdemo.units import number_text, real_number, whole_number
 
-REAL_SPLITS = {"mnist": (60_000, 10_000), "fashion": (60_000, 10_000),  # official train/test
-               "cifar10": (50_000, 10_000)}  # downloaded once into the cache (bsdemo.datasets)
-DATASETS = ("digits", "synthetic", "spirals", "moons", "circles", "xor", "blobs", "arithmetic",
-            *REAL_SPLITS)
+REAL_SPLITS = {
+    "mnist": (60_000, 10_000),
+    "fashion": (60_000, 10_000),  # official train/test
+    "cifar10": (50_000, 10_000),
+}  # downloaded once into the cache (bsdemo.datasets)
+DATASETS = ("digits", "synthetic", "spirals", "moons", "circles", "xor", "blobs", "arithmetic", *REAL_SPLITS)
 IMAGE_DATASETS = ("digits", "synthetic", *REAL_SPLITS)  # the ones a CNN can take
 TOY_DATASETS = ("spirals", "moons", "circles", "xor", "blobs")
 SEQUENCE_DATASETS = ("arithmetic",)  # character-level: the Transformer's, and only its
@@ -47,6 +49,8 @@ MAX_STEPS = 10_000_000
 MAX_SEED = 2**31 - 1
 VIEW_PARAMS = ("present", "hide")  # a link's view switches, not settings (bsdemo.links)
 LAB_VIEW_PARAMS = ("x_axis",)  # the Training Lab's own view of its runs (its charts' x-axis)
+
+
 @dataclass(frozen=True)
 class RunConfig:
     dataset: str = "digits"  # one of DATASETS; the 2-D toy sets and synthetic images are generated
@@ -121,8 +125,7 @@ class RunConfig:
         """Equal settings are equal configs, checked or not."""
         if not isinstance(other, RunConfig):
             return NotImplemented
-        return all(getattr(self, f.name) == getattr(other, f.name)
-                   for f in dataclasses.fields(RunConfig))
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in dataclasses.fields(RunConfig))
 
     @property
     def batch_norm_1d(self) -> bool:
@@ -143,8 +146,11 @@ class RunConfig:
     def to_params(self) -> dict[str, str]:
         """The fields that differ from the defaults, as strings (a shareable URL query)."""
         default = RunConfig()
-        params = {f.name: _format(getattr(self, f.name)) for f in dataclasses.fields(self)
-                  if getattr(self, f.name) != getattr(default, f.name)}
+        params = {
+            f.name: _format(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != getattr(default, f.name)
+        }
         if "max_steps" in params:  # from_params reads a lone step budget as "no epoch budget"
             params["epochs"] = _format(self.epochs)
         return params
@@ -198,22 +204,26 @@ def _checked(cfg: RunConfig) -> tuple[RunConfig, list[str]]:
     _choice("optimizer", cfg.optimizer, OPTIMIZERS)
     _choice("device", cfg.device, DEVICES)
     if cfg.model == "cnn" and cfg.dataset not in IMAGE_DATASETS:
-        raise ConfigError("dataset", cfg.dataset,
-                          f"an image dataset for the CNN: {', '.join(IMAGE_DATASETS)}")
-    if cfg.model in ("transformer", "lstm") and cfg.dataset not in (*IMAGE_DATASETS,
-                                                                     *SEQUENCE_DATASETS):
-        raise ConfigError("dataset", cfg.dataset, "an image dataset (read row by row) or "
-                                                   f"arithmetic for the {cfg.model}: "
-                                                   + ", ".join((*IMAGE_DATASETS,
-                                                                *SEQUENCE_DATASETS)))
+        raise ConfigError(
+            "dataset", cfg.dataset, f"an image dataset for the CNN: {', '.join(IMAGE_DATASETS)}"
+        )
+    if cfg.model in ("transformer", "lstm") and cfg.dataset not in (*IMAGE_DATASETS, *SEQUENCE_DATASETS):
+        raise ConfigError(
+            "dataset",
+            cfg.dataset,
+            "an image dataset (read row by row) or "
+            f"arithmetic for the {cfg.model}: " + ", ".join((*IMAGE_DATASETS, *SEQUENCE_DATASETS)),
+        )
     if cfg.model == "gan" and cfg.dataset not in GAN_DATASETS:
-        raise ConfigError("dataset", cfg.dataset,
-                          "a one-channel image dataset for the GAN: " + ", ".join(GAN_DATASETS))
+        raise ConfigError(
+            "dataset", cfg.dataset, "a one-channel image dataset for the GAN: " + ", ".join(GAN_DATASETS)
+        )
     if cfg.dataset in SEQUENCE_DATASETS and cfg.model not in ("transformer", "lstm"):
         raise ConfigError("model", cfg.model, "transformer or lstm for the arithmetic task")
     if cfg.model == "transformer" and cfg.width % TRANSFORMER_HEADS:
-        raise ConfigError("width", cfg.width,
-                          f"a multiple of {TRANSFORMER_HEADS} for the transformer's heads")
+        raise ConfigError(
+            "width", cfg.width, f"a multiple of {TRANSFORMER_HEADS} for the transformer's heads"
+        )
     whole_number("width", cfg.width, 1, 4096)
     whole_number("depth", cfg.depth, 1, 16)
     whole_number("batch_size", cfg.batch_size, 1, MAX_BATCH_SIZE)
@@ -236,22 +246,32 @@ def _checked(cfg: RunConfig) -> tuple[RunConfig, list[str]]:
     notices: list[str] = []
     n_train = cfg.train_samples
     if cfg.batch_size > n_train:
-        notices.append(f"Batch size {cfg.batch_size} is larger than the {n_train} training "
-                       f"samples; clamped to {n_train} (full-batch gradient descent).")
+        notices.append(
+            f"Batch size {cfg.batch_size} is larger than the {n_train} training "
+            f"samples; clamped to {n_train} (full-batch gradient descent)."
+        )
         cfg = dataclasses.replace(cfg, batch_size=n_train)
     if cfg.effective_batch_size > n_train:
         k = math.ceil(n_train / cfg.batch_size)
-        notices.append(f"Effective batch {cfg.effective_batch_size} is larger than the "
-                       f"{n_train} training samples; accumulation steps clamped to {k}.")
+        notices.append(
+            f"Effective batch {cfg.effective_batch_size} is larger than the "
+            f"{n_train} training samples; accumulation steps clamped to {k}."
+        )
         cfg = dataclasses.replace(cfg, accumulation_steps=k)
     if cfg.batch_norm_1d and cfg.batch_size < 2:
-        raise ConfigError("batch_size", cfg.batch_size, "at least 2 with BatchNorm (norm "
-                          "batch): it normalises each feature over the batch, and one sample "
-                          "has no spread")
+        raise ConfigError(
+            "batch_size",
+            cfg.batch_size,
+            "at least 2 with BatchNorm (norm "
+            "batch): it normalises each feature over the batch, and one sample "
+            "has no spread",
+        )
     if cfg.drops_lone_sample:
-        notices.append("With BatchNorm, the one sample left over at the end of each epoch "
-                       f"({n_train:,} training samples in batches of {cfg.batch_size}) is "
-                       "dropped: a batch of one sample has no spread to normalise by.")
+        notices.append(
+            "With BatchNorm, the one sample left over at the end of each epoch "
+            f"({n_train:,} training samples in batches of {cfg.batch_size}) is "
+            "dropped: a batch of one sample has no spread to normalise by."
+        )
     return cfg, notices
 
 
@@ -266,13 +286,16 @@ def config_from_query(params: Mapping[str, Any]) -> tuple[RunConfig, str | None]
     """
     extra = {k: v for k, v in params.items() if k not in ("run", *VIEW_PARAMS, *LAB_VIEW_PARAMS)}
     if len(extra) > MAX_QUERY_PARAMS:
-        return RunConfig(), (f"This link has {len(extra):,} settings; a lab link has at most "
-                             f"{MAX_QUERY_PARAMS}. The defaults are shown instead.")
+        return RunConfig(), (
+            f"This link has {len(extra):,} settings; a lab link has at most "
+            f"{MAX_QUERY_PARAMS}. The defaults are shown instead."
+        )
     try:
         cfg, _ = RunConfig.from_params(extra).validated()
     except ConfigError as exc:
-        return RunConfig(), (f"This link's settings could not be used — {exc}. The defaults "
-                             "are shown instead.")
+        return RunConfig(), (
+            f"This link's settings could not be used — {exc}. The defaults are shown instead."
+        )
     return cfg, None
 
 
@@ -300,8 +323,7 @@ def _parse(name: str, kind: str, raw: Any) -> Any:
     if "None" in kind and text.lower() == "none":
         return None
     if not text:
-        raise ConfigError(name, text, "a value, or none to leave it unset" if "None" in kind
-                          else "a value")
+        raise ConfigError(name, text, "a value, or none to leave it unset" if "None" in kind else "a value")
     if (kind.startswith("int") or kind.startswith("float")) and not number_text(text):
         raise ConfigError(name, text, "a number in ASCII digits")
     if kind.startswith("int"):

@@ -25,14 +25,18 @@ import numpy as np
 
 from bsdemo.config import ConfigError
 
-MNIST_FILES = {"train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
-               "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
-               "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
-               "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c"}
-FASHION_FILES = {"train-images-idx3-ubyte.gz": "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
-                 "train-labels-idx1-ubyte.gz": "25c81989df183df01b3e8a0aad5dffbe",
-                 "t10k-images-idx3-ubyte.gz": "bef4ecab320f06d8554ea6380940ec79",
-                 "t10k-labels-idx1-ubyte.gz": "bb300cfdad3c16e7a12a480ee83cd310"}
+MNIST_FILES = {
+    "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
+    "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
+    "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
+    "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
+}
+FASHION_FILES = {
+    "train-images-idx3-ubyte.gz": "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
+    "train-labels-idx1-ubyte.gz": "25c81989df183df01b3e8a0aad5dffbe",
+    "t10k-images-idx3-ubyte.gz": "bef4ecab320f06d8554ea6380940ec79",
+    "t10k-labels-idx1-ubyte.gz": "bb300cfdad3c16e7a12a480ee83cd310",
+}
 CIFAR_FILES = {"cifar-10-binary.tar.gz": "c32a1d4ab5d03f1284b67883e8d87530"}
 
 
@@ -44,8 +48,7 @@ class Source:
 
 SOURCES = {
     "mnist": Source("https://ossci-datasets.s3.amazonaws.com/mnist/", MNIST_FILES),
-    "fashion": Source("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
-                      FASHION_FILES),
+    "fashion": Source("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/", FASHION_FILES),
     "cifar10": Source("https://www.cs.toronto.edu/~kriz/", CIFAR_FILES),
 }
 CIFAR_MEMBERS = [f"cifar-10-batches-bin/data_batch_{i}.bin" for i in range(1, 6)]
@@ -73,8 +76,13 @@ def md5(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fetch(name: str, cache: Path | None = None, base_url: str | None = None,
-          checksums: dict[str, str] | None = None, timeout: float = 30.0) -> Path:
+def fetch(
+    name: str,
+    cache: Path | None = None,
+    base_url: str | None = None,
+    checksums: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> Path:
     """Download `name`'s files into cache/name (skipping verified ones); returns that folder.
 
     Raises DatasetUnavailable with what to do when a file cannot be had, and ConfigError when a
@@ -99,13 +107,19 @@ def fetch(name: str, cache: Path | None = None, base_url: str | None = None,
             except (urllib.error.URLError, OSError) as exc:
                 Path(tmp.name).unlink(missing_ok=True)
                 raise DatasetUnavailable(
-                    "dataset", name, f"a download that works: {url} failed ({exc}). Offline? "
-                    f"Put the published files in {folder} and run again") from None
+                    "dataset",
+                    name,
+                    f"a download that works: {url} failed ({exc}). Offline? "
+                    f"Put the published files in {folder} and run again",
+                ) from None
         got = md5(Path(tmp.name))
         if got != want:
             Path(tmp.name).unlink(missing_ok=True)
-            raise ConfigError("dataset", name, f"files matching their published checksums: "
-                              f"{file} has MD5 {got}, expected {want}")
+            raise ConfigError(
+                "dataset",
+                name,
+                f"files matching their published checksums: {file} has MD5 {got}, expected {want}",
+            )
         os.replace(tmp.name, target)
     return folder
 
@@ -122,7 +136,7 @@ def read_idx(path: Path) -> np.ndarray:
     zero, kind, ndim = struct.unpack(">HBB", data[:4])
     if zero != 0 or kind != 0x08:  # 0x08 = unsigned byte, the only type these sets use
         raise ValueError(f"{path.name}: not an unsigned-byte IDX file")
-    dims = struct.unpack(f">{ndim}I", data[4:4 + 4 * ndim])
+    dims = struct.unpack(f">{ndim}I", data[4 : 4 + 4 * ndim])
     body = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
     if body.size != int(np.prod(dims)):
         raise ValueError(f"{path.name}: {body.size} bytes for dimensions {dims}")
@@ -131,6 +145,7 @@ def read_idx(path: Path) -> np.ndarray:
 
 def read_cifar_binary(path: Path) -> tuple[np.ndarray, ...]:
     """CIFAR-10's binary archive, read member by member from the tar (nothing extracted)."""
+
     def records(tar: tarfile.TarFile, member: str) -> tuple[np.ndarray, np.ndarray]:
         raw = np.frombuffer(tar.extractfile(member).read(), dtype=np.uint8)
         if raw.size % CIFAR_RECORD:
@@ -141,8 +156,7 @@ def read_cifar_binary(path: Path) -> tuple[np.ndarray, ...]:
     with tarfile.open(path, "r:gz") as tar:
         train = [records(tar, m) for m in CIFAR_MEMBERS]
         x_test, y_test = records(tar, CIFAR_TEST)
-    return (np.concatenate([x for x, _ in train]), np.concatenate([y for _, y in train]),
-            x_test, y_test)
+    return (np.concatenate([x for x, _ in train]), np.concatenate([y for _, y in train]), x_test, y_test)
 
 
 def load(name: str, cache: Path | None = None, fetch_missing: bool = True):
@@ -161,8 +175,7 @@ def load(name: str, cache: Path | None = None, fetch_missing: bool = True):
 
 def write_idx_gz(array: np.ndarray) -> bytes:
     """The IDX encoding of a uint8 array, gzipped (tests and mirrors use it)."""
-    header = struct.pack(">HBB", 0, 0x08, array.ndim) + struct.pack(f">{array.ndim}I",
-                                                                     *array.shape)
+    header = struct.pack(">HBB", 0, 0x08, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
     return gzip.compress(header + np.ascontiguousarray(array, dtype=np.uint8).tobytes())
 
 

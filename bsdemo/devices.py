@@ -16,10 +16,11 @@ NVIDIA_MARKERS = ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/nvidia0
 
 def check_device(name: str) -> None:
     """A ConfigError when `name` (cuda or mps) certainly is not on this machine."""
-    if name == "cuda" and sys.platform.startswith("linux") \
-            and not any(os.path.exists(p) for p in NVIDIA_MARKERS):
-        raise ConfigError("device", name, "auto or cpu (no NVIDIA driver on this machine, so no "
-                                          "CUDA device)")
+    if (
+        name == "cuda"
+        and sys.platform.startswith("linux")
+        and not any(os.path.exists(p) for p in NVIDIA_MARKERS)
+    ):
+        raise ConfigError("device", name, "auto or cpu (no NVIDIA driver on this machine, so no CUDA device)")
     if name == "mps" and not (sys.platform == "darwin" and platform.machine() == "arm64"):
-        raise ConfigError("device", name, "auto or cpu (Apple MPS needs a Mac with Apple "
-                                          "silicon)")
+        raise ConfigError("device", name, "auto or cpu (Apple MPS needs a Mac with Apple silicon)")

@@ -14,7 +14,7 @@ ERROR_CHARS = 200  # a command line's error is one line of at most this many cha
 
 def clip(text: str, limit: int = QUOTE_CHARS) -> str:
     """text cut to `limit` characters, with an ellipsis when it was longer."""
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def one_line(text: str) -> str:

@@ -88,4 +88,3 @@ class EndEvent(_Event):
     status: str  # one of END_STATUSES
     message: str  # for a person: what happened and, on failure, what to try
     summary: dict[str, Any] = field(default_factory=dict)
-

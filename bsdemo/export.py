@@ -17,11 +17,23 @@ from bsdemo.runs import STEP_FIELDS, JobSnapshot
 
 
 def runs_json(runs: Sequence[JobSnapshot]) -> str:
-    return json.dumps([{"run": s.id, "status": s.status, "config": s.config,
-                        "device": (s.start or {}).get("device"),
-                        "summary": (s.end or {}).get("summary"), "steps": s.steps,
-                        "evals": s.evals, "stored_at": s.stored_at,
-                        "shared_device": s.shared_device} for s in runs], indent=1)
+    return json.dumps(
+        [
+            {
+                "run": s.id,
+                "status": s.status,
+                "config": s.config,
+                "device": (s.start or {}).get("device"),
+                "summary": (s.end or {}).get("summary"),
+                "steps": s.steps,
+                "evals": s.evals,
+                "stored_at": s.stored_at,
+                "shared_device": s.shared_device,
+            }
+            for s in runs
+        ],
+        indent=1,
+    )
 
 
 def runs_csv(runs: Sequence[JobSnapshot]) -> str:
@@ -32,8 +44,16 @@ def runs_csv(runs: Sequence[JobSnapshot]) -> str:
     for s in runs:
         c = s.config
         for i in range(len(s.steps["step"])):
-            writer.writerow([s.id, c["batch_size"], c["accumulation_steps"], c["lr"],
-                             c["optimizer"], *(s.steps[f][i] for f in STEP_FIELDS)])
+            writer.writerow(
+                [
+                    s.id,
+                    c["batch_size"],
+                    c["accumulation_steps"],
+                    c["lr"],
+                    c["optimizer"],
+                    *(s.steps[f][i] for f in STEP_FIELDS),
+                ]
+            )
     return out.getvalue()
 
 
@@ -45,14 +65,17 @@ def results_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     writer = csv.DictWriter(out, columns)
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v
-                         for k, v in row.items()})
+        writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()})
     return out.getvalue()
 
 
-def results_json(page: str, settings: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
-                 prediction: str | None = None) -> str:
+def results_json(
+    page: str, settings: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], prediction: str | None = None
+) -> str:
     """A page's results with what produced them: the page, its settings (as its link writes
     them), the student's prediction, and the rows."""
-    return json.dumps({"page": page, "settings": dict(settings), "prediction": prediction,
-                       "results": list(rows)}, indent=1, default=str)
+    return json.dumps(
+        {"page": page, "settings": dict(settings), "prediction": prediction, "results": list(rows)},
+        indent=1,
+        default=str,
+    )

@@ -17,6 +17,7 @@ from bsdemo.timing import bootstrap, interval
 @dataclass(frozen=True)
 class LinearFit:
     """y = intercept + slope·x, least squares, with the coefficient of determination R²."""
+
     intercept: float
     slope: float
     r2: float
@@ -51,8 +52,7 @@ def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> LinearFit | None:
     return LinearFit(intercept, slope, r2, n)
 
 
-def step_time_fit(xs: Sequence[float], ys: Sequence[float], iterations: int = 20
-                  ) -> LinearFit | None:
+def step_time_fit(xs: Sequence[float], ys: Sequence[float], iterations: int = 20) -> LinearFit | None:
     """t(B) = t0 + t1·B through measured step times, with t0 >= 0 and t1 >= 0, robust and in
     relative terms; None with fewer than two distinct batch sizes.
 
@@ -85,12 +85,12 @@ def step_time_fit(xs: Sequence[float], ys: Sequence[float], iterations: int = 20
     my = sum(ys) / len(ys)
     ss_res = sum((y - t0 - t1 * x) ** 2 for x, y in zip(xs, ys, strict=True))
     ss_tot = sum((y - my) ** 2 for y in ys)
-    return LinearFit(t0, t1, 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0, len(xs),
-                     constrained=constrained)
+    return LinearFit(t0, t1, 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0, len(xs), constrained=constrained)
 
 
-def _weighted_nonnegative(xs: Sequence[float], ys: Sequence[float], w: Sequence[float]
-                          ) -> tuple[float, float, bool]:
+def _weighted_nonnegative(
+    xs: Sequence[float], ys: Sequence[float], w: Sequence[float]
+) -> tuple[float, float, bool]:
     """(intercept, slope, whether a bound held) of weighted least squares with both >= 0."""
     s = sum(w)
     sx = sum(wi * x for wi, x in zip(w, xs, strict=True))
@@ -124,11 +124,15 @@ def crossover_batch(step_time: LinearFit) -> float | None:
     return step_time.intercept / step_time.slope
 
 
-def knee_batch(batch_sizes: Sequence[int], samples_per_sec: Sequence[float],
-               within: float = 0.10) -> int | None:
+def knee_batch(
+    batch_sizes: Sequence[int], samples_per_sec: Sequence[float], within: float = 0.10
+) -> int | None:
     """The smallest batch whose throughput is within `within` of the best measured one."""
-    points = [(b, r) for b, r in zip(batch_sizes, samples_per_sec, strict=True)
-              if r is not None and math.isfinite(r)]
+    points = [
+        (b, r)
+        for b, r in zip(batch_sizes, samples_per_sec, strict=True)
+        if r is not None and math.isfinite(r)
+    ]
     if not points:
         return None
     best = max(r for _, r in points)
@@ -140,6 +144,7 @@ class StepTimeReading:
     """What a sweep's step times say, each figure with its uncertainty: the middle 68 % of
     bootstrap estimates (bsdemo.timing). The crossover and the knee are named (not None) only
     where that range spans at most one doubling of the batch; otherwise only the range is."""
+
     fit: LinearFit | None
     t0_range: tuple[float, float] | None
     t1_range: tuple[float, float] | None
@@ -149,8 +154,7 @@ class StepTimeReading:
     knee_range: tuple[float, float] | None
 
 
-def step_time_reading(rounds: Mapping[int, Sequence[float]], within: float = 0.10
-                      ) -> StepTimeReading:
+def step_time_reading(rounds: Mapping[int, Sequence[float]], within: float = 0.10) -> StepTimeReading:
     """The fit t(B), the crossover t0/t1 and the throughput knee from each batch size's
     per-round median step times, and how far resampling the rounds moves each."""
     sizes = sorted(rounds)
@@ -173,5 +177,12 @@ def step_time_reading(rounds: Mapping[int, Sequence[float]], within: float = 0.1
     def narrow(value, span):
         return value if value and span and span[0] > 0 and span[1] <= 2 * span[0] else None
 
-    return StepTimeReading(fit, t0_range, t1_range, narrow(crossover, crossover_range),
-                           crossover_range, narrow(knee, knee_range), knee_range)
+    return StepTimeReading(
+        fit,
+        t0_range,
+        t1_range,
+        narrow(crossover, crossover_range),
+        crossover_range,
+        narrow(knee, knee_range),
+        knee_range,
+    )

@@ -20,14 +20,20 @@ from bsdemo.config import GAN_LATENT, IMAGE_DATASETS, TRANSFORMER_HEADS, RunConf
 F32, I64 = 4, 8
 EVAL_CHUNK = 1024  # samples per no-grad forward when evaluating (the engine evaluates in these)
 SEQUENCE_LENGTH, VOCAB_SIZE = 11, 12  # the arithmetic task: '123+456=057' -> next characters
-IMAGE_SHAPES = {"digits": (1, 8, 8), "synthetic": (1, 28, 28), "mnist": (1, 28, 28),
-                "fashion": (1, 28, 28), "cifar10": (3, 32, 32)}
+IMAGE_SHAPES = {
+    "digits": (1, 8, 8),
+    "synthetic": (1, 28, 28),
+    "mnist": (1, 28, 28),
+    "fashion": (1, 28, 28),
+    "cifar10": (3, 32, 32),
+}
 
 
 @dataclass(frozen=True)
 class Footprint:
     """Bytes one run needs, by part. `peak` is what the engine's accounted memory will read;
     `device` adds the dataset and the evaluation transient (what a GPU must also hold)."""
+
     parameters: int
     gradients: int
     optimizer_state: int
@@ -73,9 +79,16 @@ def predict(cfg: RunConfig) -> Footprint:
     chunk = min(EVAL_CHUNK, max(cfg.train_samples, cfg.test_samples))
     param_bytes = F32 * params
     state = expected_optimizer_state_bytes(cfg.optimizer, param_bytes)
-    return Footprint(parameters=param_bytes, gradients=param_bytes, optimizer_state=state,
-                     activations=activations, workspace=workspace, data=_data_bytes(cfg),
-                     evaluation=chunk * sum(largest_two), micro_batch=micro)
+    return Footprint(
+        parameters=param_bytes,
+        gradients=param_bytes,
+        optimizer_state=state,
+        activations=activations,
+        workspace=workspace,
+        data=_data_bytes(cfg),
+        evaluation=chunk * sum(largest_two),
+        micro_batch=micro,
+    )
 
 
 def step_flops_bound(cfg: RunConfig, effective_batch: int | None = None) -> float:
@@ -163,8 +176,9 @@ def _mlp(cfg: RunConfig, shape: tuple[int, ...], classes: int) -> tuple[int, lis
     per_batch = LOSS_PER_BATCH
     for i in range(cfg.depth):
         params += (features if i == 0 else width) * width + width
-        norm_params, norm_saved, norm_batch = _norm(cfg.norm, width, width,
-                                                    1 if cfg.norm == "layer" else norm_groups(width))
+        norm_params, norm_saved, norm_batch = _norm(
+            cfg.norm, width, width, 1 if cfg.norm == "layer" else norm_groups(width)
+        )
         params += norm_params
         per_batch += norm_batch
         saved += norm_saved + [F32 * width]  # ReLU's output (the next Linear's input)
@@ -179,8 +193,9 @@ def _cnn(cfg: RunConfig, shape: tuple[int, ...], classes: int) -> tuple[int, lis
     for i in range(cfg.depth):
         out = cfg.width * 2**i
         params += channels * out * 9 + (out if cfg.norm == "none" else 0)
-        norm_params, norm_saved, norm_batch = _norm(cfg.norm, out, out * side * side,
-                                                    1 if cfg.norm == "layer" else norm_groups(out))
+        norm_params, norm_saved, norm_batch = _norm(
+            cfg.norm, out, out * side * side, 1 if cfg.norm == "layer" else norm_groups(out)
+        )
         params += norm_params
         per_batch += norm_batch
         saved += norm_saved + [F32 * out * side * side]  # ReLU's output
@@ -192,8 +207,7 @@ def _cnn(cfg: RunConfig, shape: tuple[int, ...], classes: int) -> tuple[int, lis
     return params, saved + _loss(classes), per_batch
 
 
-def _transformer(width: int, depth: int, shape: tuple[int, ...], classes: int
-                 ) -> tuple[int, list[int], int]:
+def _transformer(width: int, depth: int, shape: tuple[int, ...], classes: int) -> tuple[int, list[int], int]:
     """bsdemo.engine.models.TinyTransformer: on token ids the embedding table and a prediction
     at every position; on images a projection of each row and one prediction (from the last
     position, read from the final LayerNorm's output, which stays saved whole)."""
@@ -207,13 +221,17 @@ def _transformer(width: int, depth: int, shape: tuple[int, ...], classes: int
     saved = [I64 * t] if tokens else [F32 * t * features]
     for _ in range(depth):
         saved += [
-            F32 * t * c, F32 * 2 * t,  # block input (saved by ln1) and ln1's mean/rstd
+            F32 * t * c,
+            F32 * 2 * t,  # block input (saved by ln1) and ln1's mean/rstd
             F32 * t * c,  # ln1 output (qkv's input)
             F32 * 3 * t * c,  # q, k, v: views of the qkv output
-            F32 * t * c, F32 * heads * t,  # attention output (proj's input) and log-sum-exp
-            F32 * t * c, F32 * 2 * t,  # residual sum (ln2's input) and ln2's mean/rstd
+            F32 * t * c,
+            F32 * heads * t,  # attention output (proj's input) and log-sum-exp
+            F32 * t * c,
+            F32 * 2 * t,  # residual sum (ln2's input) and ln2's mean/rstd
             F32 * t * c,  # ln2 output (fc1's input)
-            F32 * 4 * t * c, F32 * 4 * t * c,  # fc1 output (GELU's input), GELU output (fc2's)
+            F32 * 4 * t * c,
+            F32 * 4 * t * c,  # fc1 output (GELU's input), GELU output (fc2's)
         ]
     saved += [F32 * t * c, F32 * 2 * t, F32 * t * c]  # final LayerNorm's input, stats, output
     return params, saved + _loss(classes, t if tokens else 1), I64 * t + LOSS_PER_BATCH  # + positions
@@ -234,8 +252,7 @@ def _lstm(width: int, depth: int, shape: tuple[int, ...], classes: int) -> tuple
     for i in range(depth):
         params += (features if i == 0 else width) * 4 * width + 4 * width + width * 4 * width
         last = i == depth - 1
-        saved += steps * [3 * h, h, h] + (steps - 1) * [h] + (steps - (0 if last and not tokens
-                                                                       else 1)) * [h]
+        saved += steps * [3 * h, h, h] + (steps - 1) * [h] + (steps - (0 if last and not tokens else 1)) * [h]
         if tokens or not last:
             saved.append(steps * h)  # the stacked outputs: the next layer's (or head's) input
     return params, saved + _loss(classes, steps if tokens else 1), LOSS_PER_BATCH

@@ -49,8 +49,9 @@ def _read_plan(path: Path) -> dict:
     except OSError as exc:
         raise ConfigError(where, clip(str(exc)), "a readable TOML file") from None
     if len(raw) > MAX_PLAN_BYTES:
-        raise ConfigError(where, f"more than {MAX_PLAN_BYTES:,} bytes",
-                          f"a plan file of at most {MAX_PLAN_BYTES:,} bytes")
+        raise ConfigError(
+            where, f"more than {MAX_PLAN_BYTES:,} bytes", f"a plan file of at most {MAX_PLAN_BYTES:,} bytes"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -63,8 +64,9 @@ def _read_plan(path: Path) -> dict:
         elif ch in "]}":
             depth = max(depth - 1, 0)
     if deepest > MAX_PLAN_DEPTH:
-        raise ConfigError(where, f"{deepest} levels of nesting",
-                          f"a TOML file nested at most {MAX_PLAN_DEPTH} deep")
+        raise ConfigError(
+            where, f"{deepest} levels of nesting", f"a TOML file nested at most {MAX_PLAN_DEPTH} deep"
+        )
     try:
         return tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError) as exc:
@@ -76,14 +78,18 @@ def load_plan(path: Path) -> list[tuple[str, RunConfig]]:
     data = _read_plan(path)
     runs = data.get("run")
     if not isinstance(runs, list) or not runs or len(runs) > MAX_RUNS:
-        raise ConfigError(f"plan {path.name}", f"{len(runs) if isinstance(runs, list) else 0} "
-                          "[[run]] tables", f"1 to {MAX_RUNS} [[run]] tables")
+        raise ConfigError(
+            f"plan {path.name}",
+            f"{len(runs) if isinstance(runs, list) else 0} [[run]] tables",
+            f"1 to {MAX_RUNS} [[run]] tables",
+        )
     plan = []
     for number, run in enumerate(runs, 1):
         where = f"run {number}"
         if not isinstance(run, dict) or set(run) - {"title", "link"}:
-            raise ConfigError(where, sorted(run) if isinstance(run, dict) else run,
-                              "a table with title and link")
+            raise ConfigError(
+                where, sorted(run) if isinstance(run, dict) else run, "a table with title and link"
+            )
         title, link = run.get("title", f"run {number}"), run.get("link")
         if not isinstance(title, str) or not title.strip():
             raise ConfigError(f"{where} title", title, "a non-empty text")
@@ -101,16 +107,19 @@ def page_runs(title: str, link: str, where: str) -> list[tuple[str, RunConfig]]:
     if slug not in lessonlinks.LESSONS:
         return [(title, lab_config(link, where))]
     params = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-    return [(f"{title}: {label}", cfg) for label, cfg in lessonlinks.lesson_runs(slug, params,
-                                                                                 where)]
+    return [(f"{title}: {label}", cfg) for label, cfg in lessonlinks.lesson_runs(slug, params, where)]
 
 
 def lesson_plan(slug: str) -> list[tuple[str, RunConfig]]:
     """(title, config) of every training run of a lesson's scenarios, each once, in order."""
     stored = ("training_lab", *lessonlinks.LESSONS)
     if slug not in stored:
-        raise ConfigError("--lesson", clip(slug), "one of " + ", ".join(stored) + " (the other "
-                          "lessons measure this device live, so there is nothing to store)")
+        raise ConfigError(
+            "--lesson",
+            clip(slug),
+            "one of " + ", ".join(stored) + " (the other "
+            "lessons measure this device live, so there is nothing to store)",
+        )
     runs, seen = [], set()
     for name, query in SCENARIOS[slug].items():
         for title, cfg in page_runs(name, f"/{slug}?{query}", f"scenario {name!r}"):
@@ -126,11 +135,18 @@ def lab_config(link: str, where: str) -> RunConfig:
     bare = "?" not in link and "=" in link  # just the query: the lab's own
     parts = urlsplit("?" + link if bare else link)
     if not bare and parts.path.rstrip("/").rsplit("/", 1)[-1] != "training_lab":
-        raise ConfigError(where, clip(link), "a link to the Training Lab (/training_lab?…) or "
-                          "to " + " or ".join(lessonlinks.LESSONS) + ": the other pages' "
-                          "experiments are measured live")
-    params = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()
-              if k not in (*VIEW_PARAMS, *LAB_VIEW_PARAMS, "run")}
+        raise ConfigError(
+            where,
+            clip(link),
+            "a link to the Training Lab (/training_lab?…) or "
+            "to " + " or ".join(lessonlinks.LESSONS) + ": the other pages' "
+            "experiments are measured live",
+        )
+    params = {
+        k: v[-1]
+        for k, v in parse_qs(parts.query, keep_blank_values=True).items()
+        if k not in (*VIEW_PARAMS, *LAB_VIEW_PARAMS, "run")
+    }
     try:
         return RunConfig.from_params(params).validated()[0]
     except ConfigError as exc:

@@ -39,12 +39,18 @@ def default_optimizer(prefix: str, preset: str) -> str:
 def workload_controls(prefix: str) -> tuple[Control, Control, Control]:
     """Preset (dataset + model), size and optimizer; the optimizer's default (None) is the
     preset's own."""
-    return (Control("preset", f"{prefix}_preset", "Dataset and model", "choice",
-                    options=tuple(PRESETS), default="digits-mlp"),
-            Control("size", f"{prefix}_size", "Size", "choice", options=SIZE_OPTIONS,
-                    default="preset"),
-            Control("optimizer", f"{prefix}_optimizer", "Optimizer", "choice",
-                    options=OPTIMIZERS, default=None))
+    return (
+        Control(
+            "preset",
+            f"{prefix}_preset",
+            "Dataset and model",
+            "choice",
+            options=tuple(PRESETS),
+            default="digits-mlp",
+        ),
+        Control("size", f"{prefix}_size", "Size", "choice", options=SIZE_OPTIONS, default="preset"),
+        Control("optimizer", f"{prefix}_optimizer", "Optimizer", "choice", options=OPTIMIZERS, default=None),
+    )
 
 
 def workload(preset: str, size: str = "preset", optimizer: str | None = None) -> RunConfig:
@@ -58,10 +64,8 @@ def workload(preset: str, size: str = "preset", optimizer: str | None = None) ->
 _LINEAR = next(iter(recipes.LR_PRESETS.values()))  # the page's default is the first preset
 LR_CONTROLS = (
     *workload_controls("lr"),
-    Control("ref_batch", "lr_ref_batch", "Reference batch", "int", 1, 4096,
-            default=_LINEAR["ref_batch"]),
-    Control("ref_lr", "lr_ref_lr", "Reference lr", "choice", options=LR_STEPS,
-            default=_LINEAR["ref_lr"]),
+    Control("ref_batch", "lr_ref_batch", "Reference batch", "int", 1, 4096, default=_LINEAR["ref_batch"]),
+    Control("ref_lr", "lr_ref_lr", "Reference lr", "choice", options=LR_STEPS, default=_LINEAR["ref_lr"]),
     Control("k", "lr_k", "Batch multiplier k", "int", 1, 256, default=_LINEAR["k"]),
     Control("epochs", "lr_epochs", "Epochs", "int", 1, 100, default=_LINEAR["epochs"]),
     Control("warmup", "lr_warmup", "Warm-up epochs", "int", 1, 20, default=_LINEAR["warmup"]),
@@ -72,10 +76,14 @@ LR_TIME_CAP_S = 30.0  # each of the five runs
 def lr_runs(values: Mapping[str, Any]) -> list[tuple[str, RunConfig]]:
     """(label, config) of the five runs, from the controls' values by parameter."""
     optimizer = values["optimizer"] or default_optimizer("lr", values["preset"])
-    base = dataclasses.replace(workload(values["preset"], values["size"], optimizer),
-                               epochs=int(values["epochs"]), time_limit_s=LR_TIME_CAP_S)
-    return recipes.lr_variants(base, int(values["ref_batch"]), values["ref_lr"],
-                               int(values["k"]), int(values["warmup"]))
+    base = dataclasses.replace(
+        workload(values["preset"], values["size"], optimizer),
+        epochs=int(values["epochs"]),
+        time_limit_s=LR_TIME_CAP_S,
+    )
+    return recipes.lr_variants(
+        base, int(values["ref_batch"]), values["ref_lr"], int(values["k"]), int(values["warmup"])
+    )
 
 
 # ----- SGD, full batch, mini-batch -----
@@ -91,9 +99,16 @@ REGIMES_CONTROLS = (
 def regimes_runs(values: Mapping[str, Any]) -> list[tuple[str, RunConfig]]:
     """(label, config) of SGD, full batch and mini-batch, from the controls' values."""
     cfg = workload(values["preset"], values["size"], values["optimizer"])
-    return [(recipes.regime_label(name, run), run) for name, run in recipes.regime_configs(
-        cfg, int(values["epochs"]), int(values["mini"]), float(values["cap"]),
-        sgd_batch=int(values["sgd"]))]
+    return [
+        (recipes.regime_label(name, run), run)
+        for name, run in recipes.regime_configs(
+            cfg,
+            int(values["epochs"]),
+            int(values["mini"]),
+            float(values["cap"]),
+            sgd_batch=int(values["sgd"]),
+        )
+    ]
 
 
 # slug -> (its linked controls that shape the runs, the runs, its other linked parameters)
@@ -103,14 +118,16 @@ LESSONS = {
 }
 
 
-def lesson_runs(slug: str, params: Mapping[str, Any], where: str = "link"
-                ) -> list[tuple[str, RunConfig]]:
+def lesson_runs(slug: str, params: Mapping[str, Any], where: str = "link") -> list[tuple[str, RunConfig]]:
     """A comparison lesson's link parameters -> the (label, validated config) of its runs, as
     its page submits them; a parameter it does not set is the page's default. Raises
     ConfigError naming `where`, the parameter and what is allowed."""
     if slug not in LESSONS:
-        raise ConfigError(where, clip(slug), "a link to " + " or ".join(
-            ["training_lab", *LESSONS]) + " (the other pages measure live)")
+        raise ConfigError(
+            where,
+            clip(slug),
+            "a link to " + " or ".join(["training_lab", *LESSONS]) + " (the other pages measure live)",
+        )
     controls, runs, others = LESSONS[slug]
     by_param = {c.param: c for c in controls}
     values = {c.param: c.default for c in controls}
@@ -119,9 +136,11 @@ def lesson_runs(slug: str, params: Mapping[str, Any], where: str = "link"
             try:
                 values[name] = by_param[name].parse(raw)
             except ConfigError as exc:
-                raise ConfigError(where, clip(f"{name}={raw}"), f"valid {slug} settings ({exc})"
-                                  ) from None
+                raise ConfigError(where, clip(f"{name}={raw}"), f"valid {slug} settings ({exc})") from None
         elif name not in (*VIEW_PARAMS, *others):
-            raise ConfigError(where, clip(str(name)), f"a parameter of {slug}: " + ", ".join(
-                [*by_param, *others, *VIEW_PARAMS]))
+            raise ConfigError(
+                where,
+                clip(str(name)),
+                f"a parameter of {slug}: " + ", ".join([*by_param, *others, *VIEW_PARAMS]),
+            )
     return [(label, cfg.validated()[0]) for label, cfg in runs(values)]

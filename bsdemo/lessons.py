@@ -53,11 +53,18 @@ def load(path: Path) -> Lesson:
     """A lesson from its content file: [lesson] for the registry, [text] for the page's words."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     meta = data["lesson"]
-    return Lesson(number=meta["number"], title=meta["title"], goal=meta["goal"], slug=path.stem,
-                  icon=meta.get("icon", ":material/school:"), intro=meta.get("intro", ""),
-                  ask=meta.get("ask", ""),
-                  predict=meta.get("predict", ""), answers=tuple(meta.get("answers", ())),
-                  texts=dict(data.get("text", {})))
+    return Lesson(
+        number=meta["number"],
+        title=meta["title"],
+        goal=meta["goal"],
+        slug=path.stem,
+        icon=meta.get("icon", ":material/school:"),
+        intro=meta.get("intro", ""),
+        ask=meta.get("ask", ""),
+        predict=meta.get("predict", ""),
+        answers=tuple(meta.get("answers", ())),
+        texts=dict(data.get("text", {})),
+    )
 
 
 LESSONS = tuple(sorted((load(p) for p in CONTENT.glob("*.toml")), key=lambda lesson: lesson.number))

@@ -51,7 +51,7 @@ def remove_orphan_folders(root: str | None = None) -> list[Path]:
     """Remove the group folders whose launcher is gone; returns what was removed."""
     removed = []
     for folder in Path(root or tempfile.gettempdir()).glob(f"{GROUP_PREFIX}*-*"):
-        pid = folder.name[len(GROUP_PREFIX):].split("-", 1)[0]
+        pid = folder.name[len(GROUP_PREFIX) :].split("-", 1)[0]
         if pid.isdigit() and folder.is_dir() and not _alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)

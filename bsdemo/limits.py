@@ -54,21 +54,32 @@ class Limits:
     def check(self, cost) -> None:
         """Raise ConfigError naming the limit a job's cost bound (bsdemo.jobkinds.Cost) is over."""
         if cost.micro_batch > self.max_batch_size:
-            raise ConfigError("batch_size", cost.micro_batch,
-                              f"at most {self.max_batch_size} on this server (its limit "
-                              "max_batch_size)")
+            raise ConfigError(
+                "batch_size",
+                cost.micro_batch,
+                f"at most {self.max_batch_size} on this server (its limit max_batch_size)",
+            )
         if cost.effective_batch > self.max_effective_batch_size:
-            raise ConfigError("effective batch", cost.effective_batch,
-                              f"at most {self.max_effective_batch_size:,} samples per optimizer "
-                              "step on this server (its limit max_effective_batch_size)")
+            raise ConfigError(
+                "effective batch",
+                cost.effective_batch,
+                f"at most {self.max_effective_batch_size:,} samples per optimizer "
+                "step on this server (its limit max_effective_batch_size)",
+            )
         if cost.steps > self.max_steps:
-            raise ConfigError("steps", cost.steps,
-                              f"at most {self.max_steps:,} optimizer steps on this server (this "
-                              f"job plans up to {cost.steps:,}; limit max_steps)")
+            raise ConfigError(
+                "steps",
+                cost.steps,
+                f"at most {self.max_steps:,} optimizer steps on this server (this "
+                f"job plans up to {cost.steps:,}; limit max_steps)",
+            )
         if cost.wall_s > self.max_wall_s + 1e-9:
-            raise ConfigError("time_limit_s", round(cost.wall_s, 3),
-                              f"at most {setting(self.max_wall_s)} s for the whole job on this server "
-                              "(its limit max_wall_s)")
+            raise ConfigError(
+                "time_limit_s",
+                round(cost.wall_s, 3),
+                f"at most {setting(self.max_wall_s)} s for the whole job on this server "
+                "(its limit max_wall_s)",
+            )
 
     @classmethod
     def load(cls, environ: dict[str, str] | None = None) -> Limits:
@@ -88,10 +99,10 @@ class Limits:
                 values[f.name] = raw
         unknown = set(values) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
-            raise ConfigError("limits", sorted(unknown)[0],
-                              "one of " + ", ".join(f.name for f in dataclasses.fields(cls)))
-        return cls(**{name: _number(name, value, getattr(cls, name))
-                      for name, value in values.items()})
+            raise ConfigError(
+                "limits", sorted(unknown)[0], "one of " + ", ".join(f.name for f in dataclasses.fields(cls))
+            )
+        return cls(**{name: _number(name, value, getattr(cls, name)) for name, value in values.items()})
 
 
 def _number(name: str, value: object, default: float | None) -> float | int:

@@ -24,6 +24,7 @@ class Control:
     """One linked control: its URL parameter, the widget's key, its label, and what it takes:
     a whole number from `low` to `high` (kind "int"), one of `options` ("choice") or on/off
     ("bool")."""
+
     param: str
     key: str
     label: str
@@ -57,8 +58,9 @@ class Control:
         for option in self.options:
             if option_text(option) == text:
                 return option
-        raise ConfigError(self.param, clip(text), "one of " + clip(
-            ", ".join(option_text(o) for o in self.options), 200))
+        raise ConfigError(
+            self.param, clip(text), "one of " + clip(", ".join(option_text(o) for o in self.options), 200)
+        )
 
 
 def option_text(value: Any) -> str:
@@ -74,32 +76,40 @@ def option_text(value: Any) -> str:
 class View:
     """What a link asks of the page around its settings: presentation mode, and which linked
     controls to hide (by parameter)."""
+
     present: bool = False
     hidden: tuple[str, ...] = ()
 
 
-def read(controls: Sequence[Control], params: Mapping[str, Any]
-         ) -> tuple[dict[str, Any], View, str | None]:
+def read(controls: Sequence[Control], params: Mapping[str, Any]) -> tuple[dict[str, Any], View, str | None]:
     """A link's parameters -> (widget key -> value for each control it sets, the view, None),
     or with the message of the first thing it could not use (plain text; the page escapes it).
     A bad link sets nothing: the page shows its defaults and says why."""
     by_param = {c.param: c for c in controls}
     if len(params) > MAX_PARAMS:
-        return {}, View(), (f"This link has {len(params):,} parameters; a page link has at most "
-                            f"{MAX_PARAMS}. The defaults are shown instead.")
+        return (
+            {},
+            View(),
+            (
+                f"This link has {len(params):,} parameters; a page link has at most "
+                f"{MAX_PARAMS}. The defaults are shown instead."
+            ),
+        )
     try:
         unknown = [p for p in params if p not in by_param and p not in VIEW_PARAMS]
         if unknown:
-            raise ConfigError("parameter", clip(str(unknown[0])),
-                              ", ".join([*by_param, *VIEW_PARAMS]))
-        values = {by_param[p].key: by_param[p].parse(raw) for p, raw in params.items()
-                  if p in by_param}
-        present = (Control("present", "", "", "bool").parse(params["present"])
-                   if "present" in params else False)
+            raise ConfigError("parameter", clip(str(unknown[0])), ", ".join([*by_param, *VIEW_PARAMS]))
+        values = {by_param[p].key: by_param[p].parse(raw) for p, raw in params.items() if p in by_param}
+        present = (
+            Control("present", "", "", "bool").parse(params["present"]) if "present" in params else False
+        )
         hidden = hidden_params(params.get("hide"), by_param)
     except ConfigError as exc:
-        return {}, View(), (f"This link's settings could not be used — {exc}. The defaults are "
-                            "shown instead.")
+        return (
+            {},
+            View(),
+            (f"This link's settings could not be used — {exc}. The defaults are shown instead."),
+        )
     return values, View(present, hidden), None
 
 
@@ -112,8 +122,7 @@ def hidden_params(raw: Any, by_param: Mapping[str, Control]) -> tuple[str, ...]:
     names = [n.strip() for n in str(raw).split(",") if n.strip()]
     for name in names:
         if name not in by_param:
-            raise ConfigError("hide", clip(name), "a comma-separated list of " + ", ".join(
-                by_param))
+            raise ConfigError("hide", clip(name), "a comma-separated list of " + ", ".join(by_param))
     return tuple(dict.fromkeys(names))
 
 

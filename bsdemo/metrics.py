@@ -69,9 +69,12 @@ def metrics_address(raw: str | None) -> str:
     try:
         return str(ipaddress.ip_address(raw.strip()))
     except ValueError:
-        raise ConfigError(ADDRESS_ENV, raw, "an IP address to listen on: 127.0.0.1 (this "
-                          "machine only, the default), the course network's, or 0.0.0.0 (all)"
-                          ) from None
+        raise ConfigError(
+            ADDRESS_ENV,
+            raw,
+            "an IP address to listen on: 127.0.0.1 (this "
+            "machine only, the default), the course network's, or 0.0.0.0 (all)",
+        ) from None
 
 
 class LabCollector:
@@ -86,8 +89,9 @@ class LabCollector:
 
     def collect(self):
         if self._replica:
-            info = GaugeMetricFamily("bsdemo_replica_info", "The lab server that answered",
-                                     labels=["replica"])
+            info = GaugeMetricFamily(
+                "bsdemo_replica_info", "The lab server that answered", labels=["replica"]
+            )
             info.add_metric([self._replica], 1)
             yield info
         try:
@@ -101,22 +105,25 @@ class LabCollector:
         up.add_metric([], 1)
         yield up
         tally = m["tally"]
-        runs = CounterMetricFamily("bsdemo_runs", "Jobs ended, by kind and how they ended",
-                                   labels=["kind", "status"])
+        runs = CounterMetricFamily(
+            "bsdemo_runs", "Jobs ended, by kind and how they ended", labels=["kind", "status"]
+        )
         for kind, status, n in tally["ended"]:
             runs.add_metric([kind, status], n)
         yield runs
-        oom = CounterMetricFamily("bsdemo_oom_events", "Out-of-memory results: a run that "
-                                  "ended out of memory, or a measurement's point", labels=["kind"])
+        oom = CounterMetricFamily(
+            "bsdemo_oom_events",
+            "Out-of-memory results: a run that ended out of memory, or a measurement's point",
+            labels=["kind"],
+        )
         for kind, n in sorted(tally["oom"].items()):
             oom.add_metric([kind], n)
         yield oom
-        waits = HistogramMetricFamily("bsdemo_queue_wait_seconds",
-                                      "Seconds jobs waited in the queue before starting",
-                                      labels=["kind"])
+        waits = HistogramMetricFamily(
+            "bsdemo_queue_wait_seconds", "Seconds jobs waited in the queue before starting", labels=["kind"]
+        )
         for kind, w in sorted(tally["waits"].items()):
-            buckets = [("+Inf" if le == float("inf") else repr(float(le)), n)
-                       for le, n in w["buckets"]]
+            buckets = [("+Inf" if le == float("inf") else repr(float(le)), n) for le, n in w["buckets"]]
             waits.add_metric([kind], buckets, w["sum"])
         yield waits
         queue = GaugeMetricFamily("bsdemo_queue_length", "Jobs waiting to start")
@@ -132,22 +139,41 @@ class LabCollector:
         for kind, n in sorted(by_kind.items()):
             running.add_metric([kind], n)
         yield running
-        per_job = (("bsdemo_job_samples_per_second", "samples_per_sec", 1.0,
-                    "Samples per second of each running job's latest recorded step"),
-                   ("bsdemo_job_peak_memory_bytes", "peak_memory_bytes", 1.0,
-                    "Peak device memory in each running job's latest recorded step"),
-                   ("bsdemo_job_gpu_utilization_ratio", "utilization_pct", 0.01,
-                    "NVML: share of time a kernel ran, each running job's latest step"))
+        per_job = (
+            (
+                "bsdemo_job_samples_per_second",
+                "samples_per_sec",
+                1.0,
+                "Samples per second of each running job's latest recorded step",
+            ),
+            (
+                "bsdemo_job_peak_memory_bytes",
+                "peak_memory_bytes",
+                1.0,
+                "Peak device memory in each running job's latest recorded step",
+            ),
+            (
+                "bsdemo_job_gpu_utilization_ratio",
+                "utilization_pct",
+                0.01,
+                "NVML: share of time a kernel ran, each running job's latest step",
+            ),
+        )
         for name, field, scale, text in per_job:
             family = GaugeMetricFamily(name, text, labels=["worker", "kind", "batch"])
             for job in m["running"]:
                 if job.get(field) is not None and job.get("worker") is not None:
-                    family.add_metric([str(job["worker"]), job["kind"], str(job["batch"])],
-                                      job[field] * scale)
+                    family.add_metric(
+                        [str(job["worker"]), job["kind"], str(job["batch"])], job[field] * scale
+                    )
             yield family
-        speed = GaugeMetricFamily("bsdemo_run_samples_per_second", "Samples per second of the "
-                                  "latest completed training run, by effective batch (a "
-                                  "power-of-two bucket)", labels=["batch"])
+        speed = GaugeMetricFamily(
+            "bsdemo_run_samples_per_second",
+            "Samples per second of the "
+            "latest completed training run, by effective batch (a "
+            "power-of-two bucket)",
+            labels=["batch"],
+        )
         for batch, rate in tally.get("speed", []):
             speed.add_metric([str(batch)], rate)
         yield speed
@@ -164,8 +190,9 @@ def registry_for(source: Callable[[], Any], replica: str | None = None) -> Colle
     return registry
 
 
-def serve(source: Callable[[], Any], port: int | None = None, address: str | None = None,
-          replica: str | None = None) -> int | None:
+def serve(
+    source: Callable[[], Any], port: int | None = None, address: str | None = None, replica: str | None = None
+) -> int | None:
     """Serve the metrics on `port` at `address` (defaults: BSDEMO_METRICS_PORT and
     BSDEMO_METRICS_ADDRESS) once per process; the port, or None when unset. Raises ConfigError
     for a bad setting, OSError when the port is taken."""
@@ -175,6 +202,5 @@ def serve(source: Callable[[], Any], port: int | None = None, address: str | Non
     address = address or metrics_address(os.environ.get(ADDRESS_ENV))
     with _lock:
         if port not in _started:
-            _started[port] = start_http_server(port, addr=address,
-                                               registry=registry_for(source, replica))
+            _started[port] = start_http_server(port, addr=address, registry=registry_for(source, replica))
     return port

@@ -30,9 +30,14 @@ _TICKS = re.compile(r"`+")
 def plain(text: str) -> str:
     """text, as Markdown that shows it character for character."""
     words = _SPACES.split(str(text).replace("\r", " ").replace("\n", " "))
-    return "".join(word if word.isspace() or not word else
-                   _code(word) if _RISKY.search(word) else word.translate(_ESCAPE)
-                   for word in words)
+    return "".join(
+        word
+        if word.isspace() or not word
+        else _code(word)
+        if _RISKY.search(word)
+        else word.translate(_ESCAPE)
+        for word in words
+    )
 
 
 def _code(word: str) -> str:
@@ -49,12 +54,12 @@ def unescape(markdown: str) -> str:
     while i < len(markdown):
         ch = markdown[i]
         if ch == "\\":
-            out.append(markdown[i + 1:i + 2])
+            out.append(markdown[i + 1 : i + 2])
             i += 2
         elif ch == "`":
             fence = _TICKS.match(markdown, i).group()
             end = markdown.index(fence, i + len(fence))
-            body = markdown[i + len(fence):end]
+            body = markdown[i + len(fence) : end]
             if body.startswith(" ") and body.endswith(" ") and body.strip(" "):
                 body = body[1:-1]
             out.append(body)

@@ -17,52 +17,114 @@ from bsdemo.recipes import LR_PRESETS
 @dataclass(frozen=True)
 class Preset:
     """A named dataset + model pair the pages offer; the other settings stay the user's."""
+
     name: str
     label: str
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-PRESETS = {p.name: p for p in (
-    Preset("digits-mlp", "Handwritten digits (8×8) · MLP", {"dataset": "digits", "model": "mlp"}),
-    Preset("spirals-mlp", "Two spirals (2-D) · MLP", {"dataset": "spirals", "model": "mlp",
-                                                      "width": 64, "noise": 0.1}),
-    Preset("moons-mlp", "Two moons (2-D) · MLP", {"dataset": "moons", "model": "mlp", "width": 64}),
-    Preset("circles-mlp", "Circles (2-D) · MLP", {"dataset": "circles", "model": "mlp", "width": 64}),
-    Preset("xor-mlp", "XOR (2-D) · MLP", {"dataset": "xor", "model": "mlp", "width": 64}),
-    Preset("blobs-mlp", "Gaussian blobs (2-D) · MLP", {"dataset": "blobs", "model": "mlp",
-                                                       "width": 64}),
-    Preset("digits-cnn", "Handwritten digits (8×8) · CNN", {"dataset": "digits", "model": "cnn",
-                                                           "width": 32, "depth": 2}),
-    Preset("synthetic-cnn", "Synthetic 28×28 images · CNN", {"dataset": "synthetic", "model": "cnn",
-                                                             "width": 16, "depth": 2,
-                                                             "samples": 4000}),
-    Preset("synthetic-mlp", "Synthetic 28×28 images · MLP", {"dataset": "synthetic",
-                                                             "model": "mlp", "samples": 4000}),
-    Preset("mnist-cnn", "MNIST digits (28×28, download) · CNN", {"dataset": "mnist",
-                                                                 "model": "cnn", "width": 16,
-                                                                 "depth": 2}),
-    Preset("fashion-cnn", "Fashion-MNIST (28×28, download) · CNN",
-           {"dataset": "fashion", "model": "cnn", "width": 16, "depth": 2}),
-    Preset("cifar10-cnn", "CIFAR-10 (32×32 colour, download) · CNN",
-           {"dataset": "cifar10", "model": "cnn", "width": 32, "depth": 3}),
-    Preset("arithmetic-transformer", "Character arithmetic · tiny Transformer",
-           {"dataset": "arithmetic", "model": "transformer", "width": 64, "depth": 2,
-            "samples": 8000, "optimizer": "adamw", "lr": 0.003}),
-    Preset("digits-transformer", "Handwritten digits, read row by row · tiny Transformer",
-           {"dataset": "digits", "model": "transformer", "width": 64, "depth": 2,
-            "optimizer": "adamw", "lr": 0.003}),
-    Preset("digits-lstm", "Handwritten digits, read row by row · LSTM",
-           {"dataset": "digits", "model": "lstm", "width": 64, "depth": 1, "optimizer": "adam",
-            "lr": 0.01}),
-    Preset("arithmetic-lstm", "Character arithmetic · LSTM",
-           {"dataset": "arithmetic", "model": "lstm", "width": 128, "depth": 1, "samples": 8000,
-            "optimizer": "adam", "lr": 0.01}),
-    # a GAN needs more steps than a classifier: 30 epochs at batch 32 is ~1,350 updates (~7 s)
-    Preset("digits-gan", "Handwritten digits (8×8) · GAN", {"dataset": "digits", "model": "gan",
-                                                           "width": 128, "depth": 2,
-                                                           "optimizer": "adam", "lr": 0.001,
-                                                           "epochs": 30}),
-)}
+PRESETS = {
+    p.name: p
+    for p in (
+        Preset("digits-mlp", "Handwritten digits (8×8) · MLP", {"dataset": "digits", "model": "mlp"}),
+        Preset(
+            "spirals-mlp",
+            "Two spirals (2-D) · MLP",
+            {"dataset": "spirals", "model": "mlp", "width": 64, "noise": 0.1},
+        ),
+        Preset("moons-mlp", "Two moons (2-D) · MLP", {"dataset": "moons", "model": "mlp", "width": 64}),
+        Preset("circles-mlp", "Circles (2-D) · MLP", {"dataset": "circles", "model": "mlp", "width": 64}),
+        Preset("xor-mlp", "XOR (2-D) · MLP", {"dataset": "xor", "model": "mlp", "width": 64}),
+        Preset("blobs-mlp", "Gaussian blobs (2-D) · MLP", {"dataset": "blobs", "model": "mlp", "width": 64}),
+        Preset(
+            "digits-cnn",
+            "Handwritten digits (8×8) · CNN",
+            {"dataset": "digits", "model": "cnn", "width": 32, "depth": 2},
+        ),
+        Preset(
+            "synthetic-cnn",
+            "Synthetic 28×28 images · CNN",
+            {"dataset": "synthetic", "model": "cnn", "width": 16, "depth": 2, "samples": 4000},
+        ),
+        Preset(
+            "synthetic-mlp",
+            "Synthetic 28×28 images · MLP",
+            {"dataset": "synthetic", "model": "mlp", "samples": 4000},
+        ),
+        Preset(
+            "mnist-cnn",
+            "MNIST digits (28×28, download) · CNN",
+            {"dataset": "mnist", "model": "cnn", "width": 16, "depth": 2},
+        ),
+        Preset(
+            "fashion-cnn",
+            "Fashion-MNIST (28×28, download) · CNN",
+            {"dataset": "fashion", "model": "cnn", "width": 16, "depth": 2},
+        ),
+        Preset(
+            "cifar10-cnn",
+            "CIFAR-10 (32×32 colour, download) · CNN",
+            {"dataset": "cifar10", "model": "cnn", "width": 32, "depth": 3},
+        ),
+        Preset(
+            "arithmetic-transformer",
+            "Character arithmetic · tiny Transformer",
+            {
+                "dataset": "arithmetic",
+                "model": "transformer",
+                "width": 64,
+                "depth": 2,
+                "samples": 8000,
+                "optimizer": "adamw",
+                "lr": 0.003,
+            },
+        ),
+        Preset(
+            "digits-transformer",
+            "Handwritten digits, read row by row · tiny Transformer",
+            {
+                "dataset": "digits",
+                "model": "transformer",
+                "width": 64,
+                "depth": 2,
+                "optimizer": "adamw",
+                "lr": 0.003,
+            },
+        ),
+        Preset(
+            "digits-lstm",
+            "Handwritten digits, read row by row · LSTM",
+            {"dataset": "digits", "model": "lstm", "width": 64, "depth": 1, "optimizer": "adam", "lr": 0.01},
+        ),
+        Preset(
+            "arithmetic-lstm",
+            "Character arithmetic · LSTM",
+            {
+                "dataset": "arithmetic",
+                "model": "lstm",
+                "width": 128,
+                "depth": 1,
+                "samples": 8000,
+                "optimizer": "adam",
+                "lr": 0.01,
+            },
+        ),
+        # a GAN needs more steps than a classifier: 30 epochs at batch 32 is ~1,350 updates (~7 s)
+        Preset(
+            "digits-gan",
+            "Handwritten digits (8×8) · GAN",
+            {
+                "dataset": "digits",
+                "model": "gan",
+                "width": 128,
+                "depth": 2,
+                "optimizer": "adam",
+                "lr": 0.001,
+                "epochs": 30,
+            },
+        ),
+    )
+}
 
 
 def preset_of(cfg: RunConfig) -> str | None:
@@ -114,8 +176,10 @@ SCENARIOS = {
         "Mini-batch 256": "mini=256",
         "Two moons": "preset=moons-mlp",
     },
-    "lr_scaling": {name: urlencode({"preset": "digits-mlp", "size": "preset"} | values)
-                   for name, values in LR_PRESETS.items()},
+    "lr_scaling": {
+        name: urlencode({"preset": "digits-mlp", "size": "preset"} | values)
+        for name, values in LR_PRESETS.items()
+    },
     "noise": {
         "At initialisation (default)": "",
         "After 300 steps": "after=300",

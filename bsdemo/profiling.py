@@ -38,6 +38,7 @@ def technique_name(technique: str) -> str:
 @dataclass(frozen=True)
 class Span:
     """A stretch of one step's timeline, in µs from the step's start."""
+
     name: str
     part: str  # "forward", "backward", "optimizer", "other", "gap" or "kernel"
     start: float
@@ -49,6 +50,7 @@ class StepProfile:
     """One profiled step: its length, its top-level operators and gaps, and (on a GPU) its
     kernels. Times in µs; `index` is the step's number in the trace (ProfilerStep#index: the
     index-th step, from 0, since the profiler began)."""
+
     dur: float
     spans: tuple[Span, ...]
     kernels: tuple[Span, ...] = ()
@@ -97,11 +99,18 @@ def check_trace(trace: Any) -> list[dict[str, Any]]:
 def steps(trace: Mapping[str, Any]) -> list[StepProfile]:
     """Every profiled step of the trace, in order."""
     events = check_trace(trace)
-    marks = sorted((e for e in events if e.get("ph") == "X"
-                    and str(e.get("name", "")).startswith(STEP_PREFIX)), key=lambda e: e["ts"])
+    marks = sorted(
+        (e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith(STEP_PREFIX)),
+        key=lambda e: e["ts"],
+    )
     ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
-    optim = [e for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation"
-             and str(e.get("name", "")).startswith("Optimizer.")]
+    optim = [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("cat") == "user_annotation"
+        and str(e.get("name", "")).startswith("Optimizer.")
+    ]
     kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") in KERNEL_CATEGORIES]
     return [_step(mark, ops, optim, kernels) for mark in marks]
 
@@ -111,15 +120,14 @@ def _step(mark: Mapping, ops: list, optim: list, kernels: list) -> StepProfile:
     mark runs from one `prof.step()` to the next, so it also holds the loop's work between two
     steps, which a step's own time (the lab's step_time_s) leaves out."""
     t0, t1, tid = mark["ts"], mark["ts"] + mark["dur"], mark["tid"]
-    mine = sorted((e for e in ops if e["tid"] == tid and t0 <= e["ts"] < t1),
-                  key=lambda e: (e["ts"], -e["dur"]))
+    mine = sorted(
+        (e for e in ops if e["tid"] == tid and t0 <= e["ts"] < t1), key=lambda e: (e["ts"], -e["dur"])
+    )
     launched = [e for e in kernels if t0 <= e["ts"] < t1]
     if mine:
-        t1 = max([min(e["ts"] + e["dur"], t1) for e in mine]
-                 + [e["ts"] + e["dur"] for e in launched])
+        t1 = max([min(e["ts"] + e["dur"], t1) for e in mine] + [e["ts"] + e["dur"] for e in launched])
         t0 = mine[0]["ts"]
-    windows = [(e["ts"], e["ts"] + e["dur"]) for e in optim if e["tid"] == tid
-               and t0 <= e["ts"] < t1]
+    windows = [(e["ts"], e["ts"] + e["dur"]) for e in optim if e["tid"] == tid and t0 <= e["ts"] < t1]
     spans: list[Span] = []
     cursor = t0
     for e in mine:
@@ -134,7 +142,7 @@ def _step(mark: Mapping, ops: list, optim: list, kernels: list) -> StepProfile:
         spans.append(Span(GAP, "gap", cursor - t0, t1 - cursor))
     # a step's kernels: those launched while it ran (they may finish a little after its mark)
     ran = tuple(Span(e["name"], "kernel", e["ts"] - t0, e["dur"]) for e in launched)
-    number = str(mark["name"])[len(STEP_PREFIX):]
+    number = str(mark["name"])[len(STEP_PREFIX) :]
     return StepProfile(t1 - t0, tuple(spans), ran, int(number) if number.isdigit() else -1)
 
 
@@ -177,6 +185,7 @@ def per_step_rows(profiles: Sequence[StepProfile]) -> dict[str, float]:
 class Split:
     """The trace's step time as t0 + t1·B: per row (an operator name, or the gaps) the time
     that stays fixed as the batch grows (f) and the time per sample (g), µs."""
+
     fixed: dict[str, float]
     per_sample: dict[str, float]
 
@@ -221,8 +230,7 @@ def _nonnegative_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, 
     if g < 0:  # time that shrinks as the batch grows: noise around a fixed cost
         return max(my, 0.0), 0.0
     if f < 0:  # no fixed part: the best line through the origin
-        return 0.0, max(sum(x * y for x, y in zip(xs, ys, strict=True))
-                        / sum(x * x for x in xs), 0.0)
+        return 0.0, max(sum(x * y for x, y in zip(xs, ys, strict=True)) / sum(x * x for x in xs), 0.0)
     return f, g
 
 

@@ -61,6 +61,7 @@ class Series:
 class JobFacts:
     """What a job is and how it went so far: the fields the scheduler's live record
     (bsdemo.scheduler.job.Job) and a page's copy (JobSnapshot) share, declared once."""
+
     id: int
     owner: str
     status: str = "queued"  # "queued", "running", or an end status (events.END_STATUSES)
@@ -96,13 +97,16 @@ def turns_note(others: int, done: bool = False) -> str:
     """What a run that took turns with `others` runs on its worker is told (JobFacts.turns_with):
     its steps were never timed beside another's, and its time is its own turns'."""
     took = "took" if done else "takes"
-    return (f"It {took} turns with {others} other run(s) on this server's worker, a few steps "
-            "each in turn: every step is timed alone, and its time counts its own turns only.")
+    return (
+        f"It {took} turns with {others} other run(s) on this server's worker, a few steps "
+        "each in turn: every step is timed alone, and its time counts its own turns only."
+    )
 
 
 @dataclass(kw_only=True)
 class JobSnapshot(JobFacts):
     """What a page needs to draw one job; a copy, safe to keep after the job moves on."""
+
     config: dict[str, Any]
     steps: dict[str, list]  # STEP_FIELDS -> values, downsampled with `stride`
     evals: dict[str, list]
@@ -147,14 +151,17 @@ def batch_extremes(snaps: Sequence[JobSnapshot]) -> tuple[JobSnapshot, JobSnapsh
     done = [s for s in snaps if s.status == "completed" and s.updates_per_epoch]
     if len({s.effective_batch for s in done}) < 2:
         return None
-    return (min(done, key=lambda s: (s.effective_batch, -s.id)),
-            max(done, key=lambda s: (s.effective_batch, s.id)))
+    return (
+        min(done, key=lambda s: (s.effective_batch, -s.id)),
+        max(done, key=lambda s: (s.effective_batch, s.id)),
+    )
 
 
 @dataclass
 class RunRecord:
     """One training run's records, filed: its start, bounded step and eval series, the newest
     step (never downsampled away) and its end."""
+
     steps: Series
     evals: Series
     start: dict[str, Any] | None = None
@@ -207,9 +214,15 @@ def stable_rate(summary: dict[str, Any]) -> float | None:
 
 def cpu_rates(steps: dict[str, list]) -> list[float | None]:
     """Each step's samples/s by the training thread's CPU time (None where a step has none)."""
-    return [r * t / c if r and t and c else None for r, t, c in zip(
-        steps.get("samples_per_sec") or (), steps.get("step_time_s") or (),
-        steps.get("cpu_time_s") or (), strict=False)]
+    return [
+        r * t / c if r and t and c else None
+        for r, t, c in zip(
+            steps.get("samples_per_sec") or (),
+            steps.get("step_time_s") or (),
+            steps.get("cpu_time_s") or (),
+            strict=False,
+        )
+    ]
 
 
 def comparable_rates(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float, str] | None:
@@ -223,8 +236,13 @@ def comparable_rates(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float
         return a["cpu_samples_per_sec"], b["cpu_samples_per_sec"], THREAD_CLOCK
     ra, rb = a.get("samples_per_sec"), b.get("samples_per_sec")
     busy = (a.get("others_busy_share"), b.get("others_busy_share"))
-    if (not ra or not rb or a.get("device") != b.get("device") or None in busy
-            or a.get("torch_threads") != b.get("torch_threads")
-            or abs(busy[0] - busy[1]) > LIKE_LOAD):
+    if (
+        not ra
+        or not rb
+        or a.get("device") != b.get("device")
+        or None in busy
+        or a.get("torch_threads") != b.get("torch_threads")
+        or abs(busy[0] - busy[1]) > LIKE_LOAD
+    ):
         return None
     return ra, rb, WALL_CLOCK

@@ -57,13 +57,18 @@ def make_scheduler() -> Scheduler | RemoteScheduler:
     try:
         threads = default_threads(limits.workers)  # BSDEMO_TORCH_THREADS
     except ConfigError as exc:
-        SERVER_NOTICES.append(f"A server setting could not be used ({exc}); the default "
-                              "thread count applies.")
+        SERVER_NOTICES.append(
+            f"A server setting could not be used ({exc}); the default thread count applies."
+        )
         threads = threads_rule(limits.workers)
     data_dir = os.environ.get("BSDEMO_DATA_DIR")
     return course_scheduler(limits, threads, data_dir) or Scheduler(
-        limits=limits, store=open_store(data_dir), threads_per_worker=threads,
-        id_counter=default_counter(data_dir), spool=spool_folder(data_dir))
+        limits=limits,
+        store=open_store(data_dir),
+        threads_per_worker=threads,
+        id_counter=default_counter(data_dir),
+        spool=spool_folder(data_dir),
+    )
 
 
 def replica_name() -> str:
@@ -81,8 +86,9 @@ def serve_metrics(sched) -> None:
     except ConfigError as exc:
         SERVER_NOTICES.append(f"Metrics are off: {exc}")
     except OSError as exc:
-        SERVER_NOTICES.append(f"Metrics are off: {PORT_ENV} could not be served "
-                              f"({type(exc).__name__}: {exc.strerror or exc}).")
+        SERVER_NOTICES.append(
+            f"Metrics are off: {PORT_ENV} could not be served ({type(exc).__name__}: {exc.strerror or exc})."
+        )
 
 
 def course_scheduler(limits: Limits, threads: int, data_dir: str | None):
@@ -92,24 +98,27 @@ def course_scheduler(limits: Limits, threads: int, data_dir: str | None):
         address = ray_address(os.environ.get(RAY_ADDRESS_ENV))
         url = database_url(os.environ.get(DATABASE_URL_ENV)) if address else None
     except ConfigError as exc:
-        SERVER_NOTICES.append(f"A server setting could not be used ({exc}); this replica runs "
-                              "its own queue.")
+        SERVER_NOTICES.append(f"A server setting could not be used ({exc}); this replica runs its own queue.")
         return None
     if address is None:
         return None
     try:
         from bsdemo.cluster.actor import ClusterUnreachable, SchedulerLost, connect
     except ImportError as exc:
-        SERVER_NOTICES.append(f"The course's Ray cluster cannot be joined: Ray is not installed "
-                              f"here ({clip(str(exc), 80)}; pip install 'bsdemo[cluster]'). "
-                              "This replica runs its own queue.")
+        SERVER_NOTICES.append(
+            f"The course's Ray cluster cannot be joined: Ray is not installed "
+            f"here ({clip(str(exc), 80)}; pip install 'bsdemo[cluster]'). "
+            "This replica runs its own queue."
+        )
         return None
     try:
         remote = connect(address, limits, threads, data_dir, url)
     except (ClusterUnreachable, SchedulerLost) as exc:
-        SERVER_NOTICES.append(f"The course's Ray cluster at {clip(address)!r} could not be "
-                              f"reached ({clip(str(exc), 160)}). This replica runs its own queue; "
-                              "runs still train.")
+        SERVER_NOTICES.append(
+            f"The course's Ray cluster at {clip(address)!r} could not be "
+            f"reached ({clip(str(exc), 160)}). This replica runs its own queue; "
+            "runs still train."
+        )
         return None
     SERVER_NOTICES.extend(remote.notices())
     return remote
@@ -123,11 +132,14 @@ def open_store(data_dir: str | None) -> Store | None:
     try:
         return open_configured(data_dir, database_url(os.environ.get(DATABASE_URL_ENV)))
     except ConfigError as exc:
-        SERVER_NOTICES.append(f"Stored results are off: a server setting could not be used "
-                              f"({exc}). Runs still train; they are not kept.")
+        SERVER_NOTICES.append(
+            f"Stored results are off: a server setting could not be used "
+            f"({exc}). Runs still train; they are not kept."
+        )
     except (OSError, sqlite3.Error) as exc:
-        SERVER_NOTICES.append(f"Stored results are off: the data folder {clip(data_dir)!r} could "
-                              f"not be used ({clip(str(exc), 120)}). Runs still train; they are "
-                              "not kept.")
+        SERVER_NOTICES.append(
+            f"Stored results are off: the data folder {clip(data_dir)!r} could "
+            f"not be used ({clip(str(exc), 120)}). Runs still train; they are "
+            "not kept."
+        )
     return None
-

@@ -34,6 +34,7 @@ COVERAGE = 0.68  # the middle 68 % of bootstrap estimates: about ±1 standard er
 class Spread:
     """A timed quantity: its median, the quartiles around it (the middle half of the
     measurements) and how many measurements there were."""
+
     median: float
     q1: float
     q3: float
@@ -79,8 +80,12 @@ def round_order(items: Sequence[T], round_: int, seed: int) -> list[T]:
     return order
 
 
-def bootstrap(samples: Mapping[K, Sequence[float]], statistic: Callable[[dict[K, float]], T],
-              draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> list[T]:
+def bootstrap(
+    samples: Mapping[K, Sequence[float]],
+    statistic: Callable[[dict[K, float]], T],
+    draws: int = BOOTSTRAP_DRAWS,
+    seed: int = 0,
+) -> list[T]:
     """`statistic` recomputed `draws` times, each time from every key's samples resampled with
     replacement and summarised by their median."""
     rng = random.Random(seed)

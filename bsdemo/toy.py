@@ -25,7 +25,7 @@ class Toy:
     def loss(self, w: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Mean squared error / 2 at every (w, b) given (broadcast)."""
         r = w[..., None] * self.x + b[..., None] - self.y
-        return 0.5 * (r ** 2).mean(-1)
+        return 0.5 * (r**2).mean(-1)
 
     @property
     def optimum(self) -> tuple[float, float]:
@@ -48,7 +48,7 @@ def sgd_path(problem: Toy, batch: int, lr: float, steps: int, seed: int = 0) -> 
     for _ in range(steps):
         if at + batch > N:  # a new epoch: a fresh shuffle, whole batches only
             order, at = rng.permutation(N), 0
-        idx = order[at:at + batch]
+        idx = order[at : at + batch]
         at += batch
         r = w * problem.x[idx] + b - problem.y[idx]
         w, b = w - lr * float((r * problem.x[idx]).mean()), b - lr * float(r.mean())
@@ -56,8 +56,7 @@ def sgd_path(problem: Toy, batch: int, lr: float, steps: int, seed: int = 0) -> 
     return np.array(path)
 
 
-def paths(batches: tuple[int, ...] = (1, 8, 64, N), lr: float = 0.05, steps: int = 60,
-          seed: int = 0) -> dict:
+def paths(batches: tuple[int, ...] = (1, 8, 64, N), lr: float = 0.05, steps: int = 60, seed: int = 0) -> dict:
     """The surface on a grid around the paths, and each batch's path and final loss."""
     problem = toy(seed)
     runs = {b: sgd_path(problem, min(b, N), lr, steps, seed) for b in batches}
@@ -68,7 +67,15 @@ def paths(batches: tuple[int, ...] = (1, 8, 64, N), lr: float = 0.05, steps: int
     bs = np.linspace(b0 - pad_b, b1 + pad_b, 120)
     grid = problem.loss(*np.meshgrid(ws, bs))
     finals = {b: float(problem.loss(np.array(p[-1, 0]), np.array(p[-1, 1]))) for b, p in runs.items()}
-    return {"w": ws, "b": bs, "loss": grid, "paths": runs, "final_loss": finals,
-            "optimum": problem.optimum, "best_loss": float(problem.loss(
-                np.array(problem.optimum[0]), np.array(problem.optimum[1]))),
-            "lr": lr, "steps": steps, "n": N}
+    return {
+        "w": ws,
+        "b": bs,
+        "loss": grid,
+        "paths": runs,
+        "final_loss": finals,
+        "optimum": problem.optimum,
+        "best_loss": float(problem.loss(np.array(problem.optimum[0]), np.array(problem.optimum[1]))),
+        "lr": lr,
+        "steps": steps,
+        "n": N,
+    }

@@ -49,8 +49,9 @@ def whole_number(name: str, value: Any, low: int, high: int, exact: bool = True)
     return number
 
 
-def real_number(name: str, value: Any, low: float, high: float, low_open: bool = False,
-                exact: bool = True) -> float:
+def real_number(
+    name: str, value: Any, low: float, high: float, low_open: bool = False, exact: bool = True
+) -> float:
     """value as a finite number from low (excluded with low_open) to high, or ConfigError.
     exact: only an int or a float is one; otherwise text is read too."""
     number = value
@@ -59,24 +60,38 @@ def real_number(name: str, value: Any, low: float, high: float, low_open: bool =
             number = float(value)
         except ValueError:
             pass
-    ok = (isinstance(number, (int, float)) and not isinstance(number, bool)
-          and (isinstance(number, int) or math.isfinite(number))  # a huge int has no float
-          and (low < number if low_open else low <= number) and number <= high)
+    ok = (
+        isinstance(number, (int, float))
+        and not isinstance(number, bool)
+        and (isinstance(number, int) or math.isfinite(number))  # a huge int has no float
+        and (low < number if low_open else low <= number)
+        and number <= high
+    )
     if not ok:
         bound = f"greater than {low:g} and at most" if low_open else f"from {low:g} to"
         raise ConfigError(name, value, f"a finite number {bound} {high:g}")
     return float(number)
 
 
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 
 
 def parse_bytes(text: str, field_name: str = "memory_budget") -> int:
     """'512MiB', '8GiB', '0.5GB', '1048576' -> bytes. Raises ConfigError naming field_name."""
     raw = str(text).strip()
     number = raw.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ")
-    unit = raw[len(number):].strip().lower()
+    unit = raw[len(number) :].strip().lower()
     allowed = "a size such as 512MiB, 8GiB or 0.5GB (units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
     try:
         if not number_text(number):
@@ -197,8 +212,9 @@ def parse_batch_sizes(text: str, field_name: str, largest: int) -> list[int]:
     allowed = f"a comma-separated, increasing list of whole numbers from 1 to {largest}"
     parts = [p.strip() for p in raw.split(",")]
     if "" in parts and raw:
-        raise ConfigError(field_name, raw, allowed + " (no empty entries: one number between "
-                          "each two commas)")
+        raise ConfigError(
+            field_name, raw, allowed + " (no empty entries: one number between each two commas)"
+        )
     if not raw or len(parts) > 64:
         raise ConfigError(field_name, raw, allowed + " (1 to 64 of them)")
     try:

@@ -23,9 +23,12 @@ class Residual(nn.Module):
     def __init__(self, channels: int):
         super().__init__()
         self.body = nn.Sequential(
-            nn.Conv2d(channels, channels, 3, padding=1, bias=False), nn.BatchNorm2d(channels),
-            nn.ReLU(), nn.Conv2d(channels, channels, 3, padding=1, bias=False),
-            nn.BatchNorm2d(channels))
+            nn.Conv2d(channels, channels, 3, padding=1, bias=False),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(),
+            nn.Conv2d(channels, channels, 3, padding=1, bias=False),
+            nn.BatchNorm2d(channels),
+        )
 
     def forward(self, x):
         return torch.relu(x + self.body(x))
@@ -36,11 +39,11 @@ class SmallResNet(nn.Module):
 
     def __init__(self, channels: int = 32, blocks: int = 4, classes: int = 10):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, channels, 3, padding=1, bias=False),
-                                  nn.BatchNorm2d(channels), nn.ReLU())
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, channels, 3, padding=1, bias=False), nn.BatchNorm2d(channels), nn.ReLU()
+        )
         self.blocks = nn.ModuleList(Residual(channels) for _ in range(blocks))
-        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-                                  nn.Linear(channels, classes))
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, classes))
 
     def forward(self, x):
         x = self.stem(x)
@@ -60,8 +63,7 @@ class Block(nn.Module):
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
         self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(),
-                                 nn.Linear(4 * width, width))
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
 
     def forward(self, x):
         t = x.shape[1]
@@ -74,8 +76,7 @@ class Block(nn.Module):
 class SmallGPT(nn.Module):
     """Token and position embeddings, `depth` blocks, a final norm and the vocabulary logits."""
 
-    def __init__(self, vocab: int = 256, context: int = 64, width: int = 64, depth: int = 2,
-                 heads: int = 4):
+    def __init__(self, vocab: int = 256, context: int = 64, width: int = 64, depth: int = 2, heads: int = 4):
         super().__init__()
         self.tokens, self.positions = nn.Embedding(vocab, width), nn.Embedding(context, width)
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
@@ -110,12 +111,20 @@ def next_token_loss(logits, targets):
 
 
 def resnet() -> Workload:
-    return Workload(model=SmallResNet, batch=images, loss=nn.functional.cross_entropy,
-                    optimizer=lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9),
-                    name="small ResNet")
+    return Workload(
+        model=SmallResNet,
+        batch=images,
+        loss=nn.functional.cross_entropy,
+        optimizer=lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9),
+        name="small ResNet",
+    )
 
 
 def gpt() -> Workload:
-    return Workload(model=SmallGPT, batch=token_windows, loss=next_token_loss,
-                    optimizer=lambda params: torch.optim.AdamW(params, lr=3e-4),
-                    name="small GPT")
+    return Workload(
+        model=SmallGPT,
+        batch=token_windows,
+        loss=next_token_loss,
+        optimizer=lambda params: torch.optim.AdamW(params, lr=3e-4),
+        name="small GPT",
+    )

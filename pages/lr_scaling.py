@@ -27,8 +27,10 @@ with controls:
     variants = lessonlinks.lr_runs(values)
     big = variants[1][1]  # "lr unchanged": the reference batch × k
     if values["ref_batch"] * values["k"] > big.validated()[0].train_samples:
-        st.info(f"Batch {values['ref_batch'] * values['k']} is more than the training set: it will "
-                "be clamped (full batch).")
+        st.info(
+            f"Batch {values['ref_batch'] * values['k']} is more than the training set: it will "
+            "be clamped (full batch)."
+        )
     link.scenarios(SCENARIOS["lr_scaling"])
 with results:
     predict("lr_scaling")  # above the run button, in either order of the areas
@@ -56,8 +58,13 @@ with results:
 st.header("Where the best learning rate sits, per batch size")
 grid_epochs = link.number(st, "Epochs per cell", 1, 50, 3, key="lr_grid_epochs")
 cells = recipes.lr_grid(cfg, int(grid_epochs))
-measurement.group_button("grid", f"Train the {len(cells)}-run grid", [run for _, run in cells],
-                    [n for n, _ in cells], key="grid_run")
+measurement.group_button(
+    "grid",
+    f"Train the {len(cells)}-run grid",
+    [run for _, run in cells],
+    [n for n, _ in cells],
+    key="grid_run",
+)
 
 
 def draw_grid(snaps) -> None:
@@ -65,11 +72,12 @@ def draw_grid(snaps) -> None:
     grid = charts.lr_grid_chart(results)
     show_chart(grid, "lr_grid")
     if not all(s.done for _, s in snaps):  # no ranking from cells still training
-        st.caption(f"{sum(not s.done for _, s in snaps)} of {len(snaps)} cells still training: "
-                   "a batch's ★ appears when its whole row is done, the verdict when all are.")
+        st.caption(
+            f"{sum(not s.done for _, s in snaps)} of {len(snaps)} cells still training: "
+            "a batch's ★ appears when its whole row is done, the verdict when all are."
+        )
         return
-    verdict = recipes.best_lr_verdict(recipes.best_lr_per_batch(results),
-                                      sorted({c["lr"] for c in results}))
+    verdict = recipes.best_lr_verdict(recipes.best_lr_per_batch(results), sorted({c["lr"] for c in results}))
     takeaway(verdict, key="takeaway_grid")
     downloads("lr_scaling", "grid_dl", results, grid)
 

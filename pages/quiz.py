@@ -19,8 +19,10 @@ runs = [s for s in (scheduler().snapshot(j) for j in session_runs()) if s is not
 
 right, answered = quiz.score(questions, answers)
 left, middle, end = st.columns([3, 1.3, 1.3], vertical_alignment="center")
-left.markdown(f"## Score: {right} of {answered}" + (f" · {len(questions) - answered} to go"
-                                                     if answered < len(questions) else " · done"))
+left.markdown(
+    f"## Score: {right} of {answered}"
+    + (f" · {len(questions) - answered} to go" if answered < len(questions) else " · done")
+)
 
 
 def start_over() -> None:
@@ -29,17 +31,39 @@ def start_over() -> None:
         st.session_state.pop(f"quiz_pick_{q.id}", None)
 
 
-middle.button("Start over", key="quiz_start_over", on_click=start_over, disabled=not answers,
-              icon=":material/restart_alt:")
-end.download_button("Your answers (JSON)", json.dumps(
-    [{"id": q.id, "lesson": q.lesson, "answer": q.choices[answers[q.id]],
-      "right": answers[q.id] == q.answer} for q in questions if q.id in answers], indent=2),
-    file_name="batch-size-lab-quiz.json", mime="application/json", disabled=not answers,
-    icon=":material/download:")
+middle.button(
+    "Start over",
+    key="quiz_start_over",
+    on_click=start_over,
+    disabled=not answers,
+    icon=":material/restart_alt:",
+)
+end.download_button(
+    "Your answers (JSON)",
+    json.dumps(
+        [
+            {
+                "id": q.id,
+                "lesson": q.lesson,
+                "answer": q.choices[answers[q.id]],
+                "right": answers[q.id] == q.answer,
+            }
+            for q in questions
+            if q.id in answers
+        ],
+        indent=2,
+    ),
+    file_name="batch-size-lab-quiz.json",
+    mime="application/json",
+    disabled=not answers,
+    icon=":material/download:",
+)
 if not any(s.status == "completed" for s in runs):
     first, second = COMPARED_SCENARIOS
-    st.caption(f"Tip: run the Training Lab's scenarios “{first}” and “{second}” first — the "
-               "explanations then quote your own numbers.")
+    st.caption(
+        f"Tip: run the Training Lab's scenarios “{first}” and “{second}” first — the "
+        "explanations then quote your own numbers."
+    )
 
 
 def check(q: quiz.Question) -> None:
@@ -56,11 +80,22 @@ for number, q in enumerate(questions, 1):
         done = q.id in answers
         if done:  # the radio shows the answer given, and can no longer change it
             st.session_state[f"quiz_pick_{q.id}"] = q.choices[answers[q.id]]
-        st.radio("Your answer", q.choices, index=None, key=f"quiz_pick_{q.id}", disabled=done,
-                 label_visibility="collapsed")
+        st.radio(
+            "Your answer",
+            q.choices,
+            index=None,
+            key=f"quiz_pick_{q.id}",
+            disabled=done,
+            label_visibility="collapsed",
+        )
         if not done:
-            st.button("Check", key=f"quiz_check_{q.id}", on_click=check, args=(q,),
-                      disabled=st.session_state.get(f"quiz_pick_{q.id}") is None)
+            st.button(
+                "Check",
+                key=f"quiz_check_{q.id}",
+                on_click=check,
+                args=(q,),
+                disabled=st.session_state.get(f"quiz_pick_{q.id}") is None,
+            )
             continue
         if answers[q.id] == q.answer:
             st.success("Right.", icon=":material/check_circle:")
@@ -72,6 +107,8 @@ for number, q in enumerate(questions, 1):
         if own:
             st.info(own, icon=":material/monitoring:")
         elif q.evidence:
-            st.caption(f"Run the Training Lab at two batch sizes to see this with your own "
-                       f"numbers ({quiz.EVIDENCE[q.evidence]}).")
+            st.caption(
+                f"Run the Training Lab at two batch sizes to see this with your own "
+                f"numbers ({quiz.EVIDENCE[q.evidence]})."
+            )
 link.finish()

@@ -25,8 +25,11 @@ with controls:
     link.control(a, epochs)
     link.control(b, sgd)
     link.control(c, dataclasses.replace(mini, high=min(mini.high, limits.max_batch_size)))
-    link.control(d, dataclasses.replace(cap, high=cap_high, default=min(cap.default, cap_high)),
-                 help=lesson.text("help_cap"))
+    link.control(
+        d,
+        dataclasses.replace(cap, high=cap_high, default=min(cap.default, cap_high)),
+        help=lesson.text("help_cap"),
+    )
     budget = measurement.budget_widget("reg", link, allow_none=True)
     runs = lessonlinks.regimes_runs(link.values())
     link.scenarios(SCENARIOS["regimes"])
@@ -40,18 +43,23 @@ AXES = {"epochs": "epochs", "steps": "weight updates (log)", "seconds": "seconds
 
 def draw(snaps) -> None:
     chart = st.container()  # the chart above the choice of its x-axis (drawn after: it reads it)
-    axis = st.segmented_control("Loss against", list(AXES), format_func=AXES.get,
-                                default="epochs", required=True, key="reg_axis") or "epochs"
+    axis = (
+        st.segmented_control(
+            "Loss against", list(AXES), format_func=AXES.get, default="epochs", required=True, key="reg_axis"
+        )
+        or "epochs"
+    )
     with chart:  # updates and seconds span three orders of magnitude between the regimes
-        show_chart(charts.labelled_loss_chart(snaps, axis, log=axis != "epochs"), "reg_loss",
-                   main=True)
+        show_chart(charts.labelled_loss_chart(snaps, axis, log=axis != "epochs"), "reg_loss", main=True)
     rows = charts.comparison_table(snaps)
     verdict = recipes.regimes_verdict(rows)
     takeaway(verdict)  # shown above the main chart (BASE_CSS lifts it)
     show_table(rows, "reg_table", hide=("batch", "first loss", "peak loss"))  # batch: in labels
     for label, peak in recipes.over_budget(snaps, budget) if budget else []:
-        st.error(f"{label} needs {format_bytes(peak)}: it would not fit in a "
-                 f"{format_bytes(budget)} budget.", icon=":material/error:")
+        st.error(
+            f"{label} needs {format_bytes(peak)}: it would not fit in a {format_bytes(budget)} budget.",
+            icon=":material/error:",
+        )
     prediction_check("regimes", recipes.regimes_prediction(rows))
     if verdict:  # all three ended
         downloads("regimes", "reg_dl", rows, charts.labelled_loss_chart(snaps, "epochs"))

@@ -11,17 +11,21 @@ from bsdemo.ui.links import PageLink, areas, presenting
 
 lesson = lesson_header("training_lab")
 # the lab writes its settings into its link itself (bsdemo.config); presentation mode can hide:
-link = PageLink("training_lab", owns_url=False, hideable=[
-    Control("scenarios", "lab_scenarios", "Scenarios", "choice"),
-    Control("preset", "w_preset", "Dataset and model", "choice"),
-    Control("batch", "w_batch_pow", "Batch size", "choice", hides=("w_batch_value", "w_batch_exact")),
-    Control("lr", "w_lr", "Learning rate", "choice"),
-    Control("accum", "w_accumulation_steps", "Gradient-accumulation steps", "choice"),
-    Control("optimizer", "w_optimizer", "Optimizer", "choice"),
-    Control("epochs", "w_epochs", "Epoch budget", "choice"),
-    Control("seed", "w_seed", "Seed", "choice"),
-    Control("advanced", "lab_advanced", "Advanced settings", "choice"),
-])
+link = PageLink(
+    "training_lab",
+    owns_url=False,
+    hideable=[
+        Control("scenarios", "lab_scenarios", "Scenarios", "choice"),
+        Control("preset", "w_preset", "Dataset and model", "choice"),
+        Control("batch", "w_batch_pow", "Batch size", "choice", hides=("w_batch_value", "w_batch_exact")),
+        Control("lr", "w_lr", "Learning rate", "choice"),
+        Control("accum", "w_accumulation_steps", "Gradient-accumulation steps", "choice"),
+        Control("optimizer", "w_optimizer", "Optimizer", "choice"),
+        Control("epochs", "w_epochs", "Epoch budget", "choice"),
+        Control("seed", "w_seed", "Seed", "choice"),
+        Control("advanced", "lab_advanced", "Advanced settings", "choice"),
+    ],
+)
 
 url_error = lab.init_from_url()
 if url_error:
@@ -32,8 +36,7 @@ if url_error:
 # under them
 projected = presenting()
 # keyed: on a phone the panel's styles (lab.PHONE_CSS) interleave its two columns
-controls, results = areas() if projected else st.container(key="lab_panel").columns(
-    [4, 9], gap="medium")
+controls, results = areas() if projected else st.container(key="lab_panel").columns([4, 9], gap="medium")
 with controls:
     cfg = lab.settings_form(narrow=not projected)
     if projected:  # below the settings: above them, a click during the first run reset them

@@ -14,8 +14,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("BSDEMO_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def free_port() -> int:
@@ -51,10 +58,23 @@ def stop_group(proc: subprocess.Popen) -> None:
 
 def start_server(port: int) -> subprocess.Popen:
     """The lab (streamlit run app.py) on 127.0.0.1:port, once its health check answers."""
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-                             "--server.port", str(port), "--server.address", "127.0.0.1"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app.py"),
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     if not healthy(proc, port, 60):
         stop_group(proc)
         raise RuntimeError("server did not start")
@@ -65,8 +85,10 @@ def settled(page) -> None:
     """Wait until no script run is in flight, no element is a loading skeleton (a rerun that
     ends a job redraws the page once) and none is stale (Streamlit dims an element while a
     fragment's rerun redraws it: the sidebar's polls while the worker starts)."""
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-                           " && !document.querySelector('[data-testid=\"stSkeleton\"]')"
-                           " && !document.querySelector('[data-stale=\"true\"]')",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " && !document.querySelector('[data-testid=\"stSkeleton\"]')"
+        " && !document.querySelector('[data-stale=\"true\"]')",
+        timeout=60_000,
+    )
     page.wait_for_timeout(500)

@@ -12,8 +12,9 @@ from scripts.chromium import settled
 ROOT = Path(__file__).resolve().parents[1]
 # axe-core (npm's package, installed by .ci/run: `npm install --prefix .ci/axe axe-core@4`):
 # the accessibility rules every checked page must pass
-AXE_JS = Path(os.environ.get("BSDEMO_AXE_JS",
-                             ROOT / ".ci" / "axe" / "node_modules" / "axe-core" / "axe.min.js"))
+AXE_JS = Path(
+    os.environ.get("BSDEMO_AXE_JS", ROOT / ".ci" / "axe" / "node_modules" / "axe-core" / "axe.min.js")
+)
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]
 AXE_FAILING = ("serious", "critical")  # what fails a page; the rest is reported
 
@@ -213,9 +214,14 @@ def axe_violations(page, label: str) -> list[dict]:
     practices), each printed as a line under `label` (the test output's record per page)."""
     page.add_script_tag(path=str(AXE_JS))
     found = page.evaluate(AXE_RUN, AXE_TAGS)
-    print(f"axe-core on {label}: {len(found)} violation(s)"
-          + "".join(f"\n  {v['impact']} {v['id']} x{v['count']}: {v['help']} — {v['why']} "
-                    f"at {'; '.join(v['where'])}" for v in found), flush=True)
+    print(
+        f"axe-core on {label}: {len(found)} violation(s)"
+        + "".join(
+            f"\n  {v['impact']} {v['id']} x{v['count']}: {v['help']} — {v['why']} at {'; '.join(v['where'])}"
+            for v in found
+        ),
+        flush=True,
+    )
     return found
 
 
@@ -226,9 +232,12 @@ def axe_problems(page, label: str, tries: int = 3) -> list[str]:
     a moment mid-look, and a dimmed caption fails colour contrast; a real violation stays."""
     for attempt in range(tries):
         settled(page)
-        problems = [f"axe-core {v['impact']} {v['id']} x{v['count']}: {v['help']} ({v['why']}) "
-                    f"at {'; '.join(v['where'])}" for v in axe_violations(page, label)
-                    if v["impact"] in AXE_FAILING]
+        problems = [
+            f"axe-core {v['impact']} {v['id']} x{v['count']}: {v['help']} ({v['why']}) "
+            f"at {'; '.join(v['where'])}"
+            for v in axe_violations(page, label)
+            if v["impact"] in AXE_FAILING
+        ]
         if not problems or attempt == tries - 1:
             return problems
         page.wait_for_timeout(750)

@@ -32,14 +32,15 @@ from scripts.page_checks import (  # noqa: E402
     visual_problems,
 )
 
-__all__ = ["AXE_JS", "PAGES", "PHONE", "SECOND", "SIZES", "VARIANTS", "axe_problems", "full_page",
-           "shoot"]
+__all__ = ["AXE_JS", "PAGES", "PHONE", "SECOND", "SIZES", "VARIANTS", "axe_problems", "full_page", "shoot"]
 
 SIZES = [(1280, 720), (1920, 1080)]
 # page -> (button that starts its default experiment, what says it finished: a text's pattern,
 # or a JavaScript predicate for the comparison pages, done when their progress line is gone)
-COMPARISON_DONE = ("() => !!document.querySelector('[data-testid=\"stDataFrame\"]')"
-                   " && !document.body.innerText.includes('runs done')")
+COMPARISON_DONE = (
+    "() => !!document.querySelector('[data-testid=\"stDataFrame\"]')"
+    " && !document.body.innerText.includes('runs done')"
+)
 PAGES = {
     "": (None, None),
     "training_lab": ("Run", r"^Completed \d+ steps"),
@@ -51,31 +52,42 @@ PAGES = {
     "accumulation": ("Compare", r"^(Equivalent|Not equivalent)"),
     "norms": ("Train the grid", r"^At batch \d+ BatchNorm reached"),
     "noise": ("Measure the noise", r"^The gradient's variance fell"),
-    "sharpness": ("Train both to the target",
-                  r"found the sharper minimum|about as sharp|did not reach the training loss"),
+    "sharpness": (
+        "Train both to the target",
+        r"found the sharper minimum|about as sharp|did not reach the training loss",
+    ),
     "fit_batch": ("Fit the biggest batch", r"^Under .*, fp32 fits batch"),
     "quiz": (None, None),
 }
 # a page another way: name -> (page, a preset's button to press first, the link's query); then the
 # page's own experiment
 # pages with more experiments, run after the first: name -> [(its button, what says it finished)]
-SECOND = {"noise": [("Train to the target at each batch",
-                     r"^The critical batch is about|critical batch (can|could) be read")],
-          "fit_batch": [("Run the process group", r"^\d+ processes × batch \d+ = batch"),
-                        ("Run the pipeline", r"^Each stage held at most")],
-          "finder": [("Measure each architecture", r"meets the rule of thumb's")],
-          "throughput": [("Profile batch 8 and 512", r"^At batch 8 about")]}
+SECOND = {
+    "noise": [
+        (
+            "Train to the target at each batch",
+            r"^The critical batch is about|critical batch (can|could) be read",
+        )
+    ],
+    "fit_batch": [
+        ("Run the process group", r"^\d+ processes × batch \d+ = batch"),
+        ("Run the pipeline", r"^Each stage held at most"),
+    ],
+    "finder": [("Measure each architecture", r"meets the rule of thumb's")],
+    "throughput": [("Profile batch 8 and 512", r"^At batch 8 about")],
+}
 VARIANTS = {
     "lr_scaling-warmup": ("lr_scaling", "Warm-up (Adam, k = 32)", ""),
     "sharpness-remedies": ("sharpness", "Every remedy", ""),
     "lr_scaling-present": ("lr_scaling", None, "?present=1&hide=preset,size,grid_epochs"),
     "training_lab-present": ("training_lab", None, "?present=1&hide=seed,advanced"),
-    "training_lab-gan": ("training_lab", None, "?dataset=digits&model=gan&width=128&depth=2"
-                                                "&optimizer=adam&lr=0.001&epochs=30"),
-    "training_lab-lstm": ("training_lab", None, "?model=lstm&width=64&depth=1&optimizer=adam"
-                                                 "&lr=0.01"),
-    "training_lab-spirals": ("training_lab", None, "?dataset=spirals&width=64&depth=3&lr=0.1"
-                                                    "&epochs=30"),
+    "training_lab-gan": (
+        "training_lab",
+        None,
+        "?dataset=digits&model=gan&width=128&depth=2&optimizer=adam&lr=0.001&epochs=30",
+    ),
+    "training_lab-lstm": ("training_lab", None, "?model=lstm&width=64&depth=1&optimizer=adam&lr=0.01"),
+    "training_lab-spirals": ("training_lab", None, "?dataset=spirals&width=64&depth=3&lr=0.1&epochs=30"),
 }
 
 
@@ -91,8 +103,9 @@ def full_page(page, path: Path, width: int) -> None:
     page.screenshot(path=str(path))
 
 
-def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int],
-          axe: bool = False) -> tuple[Path, list[str]]:
+def shoot(
+    browser, url: str, name: str, out: Path, size: tuple[int, int], axe: bool = False
+) -> tuple[Path, list[str]]:
     """The page after its default experiment, saved whole at `size`; returns the picture and
     its problems at that size: its first screen's (first_screen_problems), its whole
     page's (visual_problems) and, with `axe`, its serious and critical accessibility
@@ -120,8 +133,11 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int],
         settled(page)
     path = out / f"{name or 'home'}-{size[0]}x{size[1]}.png"
     phone = size == PHONE
-    problems = phone_problems(page, route) if phone else settled_first_screen(
-        page, route, expect=bool(experiments[0][0]))
+    problems = (
+        phone_problems(page, route)
+        if phone
+        else settled_first_screen(page, route, expect=bool(experiments[0][0]))
+    )
     if axe:  # at the viewport's own size, before the picture grows it
         problems += axe_problems(page, f"{name or 'home'} at {size[0]}x{size[1]}")
     full_page(page, path, size[0])
@@ -130,8 +146,7 @@ def shoot(browser, url: str, name: str, out: Path, size: tuple[int, int],
     if experiments[0][0] and "present=1" not in query and not phone:  # the same, projected
         page.set_viewport_size({"width": size[0], "height": size[1]})
         page.goto(f"{url}/{route}{query}{'&' if query else '?'}present=1")
-        page.get_by_role("button", name=experiments[0][0], exact=True).first.wait_for(
-            timeout=60_000)
+        page.get_by_role("button", name=experiments[0][0], exact=True).first.wait_for(timeout=60_000)
         settled(page)
         page.wait_for_timeout(1500)  # Plotly draws after the script run
         projected = out / f"{name or 'home'}-{size[0]}x{size[1]}-present-first.png"
@@ -160,11 +175,12 @@ def main() -> None:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for name in opts.pages.split(","):
                 for size in SIZES:
-                    print(shoot(browser, f"http://127.0.0.1:{port}", name, opts.out, size,
-                                axe=opts.axe)[0], flush=True)
+                    print(
+                        shoot(browser, f"http://127.0.0.1:{port}", name, opts.out, size, axe=opts.axe)[0],
+                        flush=True,
+                    )
             if opts.readme:
-                shot, _ = shoot(browser, f"http://127.0.0.1:{port}", "training_lab", opts.out,
-                                (1400, 1000))
+                shot, _ = shoot(browser, f"http://127.0.0.1:{port}", "training_lab", opts.out, (1400, 1000))
                 (ROOT / "assets" / "screenshot.png").write_bytes(shot.read_bytes())
             browser.close()
     finally:

@@ -60,6 +60,7 @@ def _leads_checked(name, verdict):
             problem = closing.lead_problem(text)
             assert problem is None, f"recipes.{name}: {problem}"
         return out
+
     return checked
 
 

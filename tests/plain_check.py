@@ -20,7 +20,7 @@ def is_plain(markdown: str) -> bool:
         elif ch == "`":
             fence = _TICKS.match(markdown, i).group()
             end = markdown.find(fence, i + len(fence))
-            if end < 0 or markdown[end + len(fence):end + len(fence) + 1] == "`":
+            if end < 0 or markdown[end + len(fence) : end + len(fence) + 1] == "`":
                 return False
             i = end + len(fence)
         elif ch in string.punctuation or ch in "\n\r":

@@ -56,8 +56,10 @@ def postgres_bin(name: str) -> str | None:
     found = shutil.which(name)
     if found:
         return found
-    versions = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"),
-                      key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+    versions = sorted(
+        glob.glob(f"/usr/lib/postgresql/*/bin/{name}"),
+        key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0,
+    )
     return versions[-1] if versions else None
 
 
@@ -80,21 +82,28 @@ class PostgresServer:
             user = pwd.getpwnam(RUN_AS)
             os.chown(self.folder, user.pw_uid, user.pw_gid)
             self._as_user = ["runuser", "-u", RUN_AS, "--"]
-        self._run(self.initdb, "-D", self.data, "-U", "bsdemo", "-A", "trust", "--no-sync",
-                  "-E", "UTF8")
+        self._run(self.initdb, "-D", self.data, "-U", "bsdemo", "-A", "trust", "--no-sync", "-E", "UTF8")
         self.start()
 
     def _run(self, *argv: str) -> None:
-        out = subprocess.run([*self._as_user, *argv], capture_output=True, text=True,
-                             timeout=scaled(120))
+        out = subprocess.run([*self._as_user, *argv], capture_output=True, text=True, timeout=scaled(120))
         if out.returncode != 0:
             raise RuntimeError(f"{argv[0]} failed: {out.stdout[-800:]}{out.stderr[-800:]}")
 
     def start(self) -> None:
-        self._run(self.pg_ctl, "-D", self.data, "-l", os.path.join(self.folder, "log"), "-w",
-                  "-t", str(int(scaled(60))), "-o",
-                  f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off",
-                  "start")
+        self._run(
+            self.pg_ctl,
+            "-D",
+            self.data,
+            "-l",
+            os.path.join(self.folder, "log"),
+            "-w",
+            "-t",
+            str(int(scaled(60))),
+            "-o",
+            f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "start",
+        )
 
     def stop(self) -> None:
         self._run(self.pg_ctl, "-D", self.data, "-m", "immediate", "-w", "stop")
@@ -151,21 +160,31 @@ class RayCluster:
         os.makedirs(os.path.join(self.folder, "ray"))
         # RAY_worker_niceness=0: Ray starts its workers at nice 15 by default, so any other
         # load on the machine starves the training workers (docs/deploy.md sets it too)
-        self.env = {"RAY_TMPDIR": self.folder, "RAY_AUTH_MODE": "disabled",
-                    "RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0",
-                    # a Ray Client's first try waits 5 s for the head to start a server for it
-                    # (a fresh Python process): too short on a machine the suite keeps busy
-                    "RAY_CLIENT_INITIAL_CONNECTION_TIMEOUT_S": str(int(scaled(15)))}
+        self.env = {
+            "RAY_TMPDIR": self.folder,
+            "RAY_AUTH_MODE": "disabled",
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "RAY_worker_niceness": "0",
+            # a Ray Client's first try waits 5 s for the head to start a server for it
+            # (a fresh Python process): too short on a machine the suite keeps busy
+            "RAY_CLIENT_INITIAL_CONNECTION_TIMEOUT_S": str(int(scaled(15))),
+        }
         saved = {k: os.environ.get(k) for k in self.env}
         os.environ.update(self.env)  # the nodes' processes inherit these
         try:
             client_port = free_port()
             with warnings.catch_warnings():  # Ray drops its client server's log files unclosed
                 warnings.simplefilter("ignore", ResourceWarning)
-                self.cluster = Cluster(initialize_head=True, head_node_args={
-                    "num_cpus": cpus, "num_gpus": gpus, "include_dashboard": False,
-                    "temp_dir": os.path.join(self.folder, "ray"),
-                    "ray_client_server_port": client_port})
+                self.cluster = Cluster(
+                    initialize_head=True,
+                    head_node_args={
+                        "num_cpus": cpus,
+                        "num_gpus": gpus,
+                        "include_dashboard": False,
+                        "temp_dir": os.path.join(self.folder, "ray"),
+                        "ray_client_server_port": client_port,
+                    },
+                )
                 gc.collect()
             for _ in range(nodes - 1):
                 self.cluster.add_node(num_cpus=cpus, num_gpus=gpus)
@@ -183,8 +202,9 @@ class RayCluster:
     def client_server_logs(self, chars: int = 1500) -> str:
         """The ends of the Ray Client servers' error logs (why a client's server died)."""
         parts = []
-        for path in sorted(glob.glob(os.path.join(self.folder, "ray", "session_2*", "logs",
-                                                  "ray_client_server*.err"))):
+        for path in sorted(
+            glob.glob(os.path.join(self.folder, "ray", "session_2*", "logs", "ray_client_server*.err"))
+        ):
             with open(path, errors="replace") as f:
                 text = f.read()[-chars:].strip()
             if text:
@@ -215,16 +235,34 @@ class TokenRayHead:
         self.folder = tempfile.mkdtemp(prefix="bsdemo-raytoken-")
         port = free_port()
         self.address = f"127.0.0.1:{port}"
-        self.env = {"RAY_TMPDIR": self.folder, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token,
-                    "RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0",
-                    "BSDEMO_RAY_ADDRESS": self.address}
+        self.env = {
+            "RAY_TMPDIR": self.folder,
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": token,
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "RAY_worker_niceness": "0",
+            "BSDEMO_RAY_ADDRESS": self.address,
+        }
         ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
         self.log = open(os.path.join(self.folder, "head.log"), "w")  # closed in close()
         self.process = subprocess.Popen(
-            [ray_cli, "start", "--head", f"--port={port}", f"--num-cpus={cpus}", "--num-gpus=0",
-             "--include-dashboard=false", f"--temp-dir={self.folder}/ray", "--block",
-             "--disable-usage-stats"], env={**os.environ, **self.env}, start_new_session=True,
-            stdout=self.log, stderr=subprocess.STDOUT)
+            [
+                ray_cli,
+                "start",
+                "--head",
+                f"--port={port}",
+                f"--num-cpus={cpus}",
+                "--num-gpus=0",
+                "--include-dashboard=false",
+                f"--temp-dir={self.folder}/ray",
+                "--block",
+                "--disable-usage-stats",
+            ],
+            env={**os.environ, **self.env},
+            start_new_session=True,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
 
     def client_server_logs(self, chars: int = 1500) -> str:
         """The end of the head's own output (what a failed test shows)."""
@@ -292,7 +330,8 @@ class NginxProxy:
 
     def __init__(self, ports: list[int], cookie: str = "bsdemo_replica"):
         self.binary = shutil.which("nginx") or next(
-            (p for p in ("/usr/sbin/nginx",) if os.path.exists(p)), None)
+            (p for p in ("/usr/sbin/nginx",) if os.path.exists(p)), None
+        )
         if self.binary is None:
             unavailable("nginx", "nginx not found (apt-get install nginx)")
         self.folder = tempfile.mkdtemp(prefix="bsdemo-nginx-")
@@ -300,19 +339,25 @@ class NginxProxy:
         self.port = free_port()
         upstreams = "\n".join(
             f"  upstream replica_{i} {{ server 127.0.0.1:{ports[i]} max_fails=1 fail_timeout=60s; "
-            + " ".join(f"server 127.0.0.1:{ports[(i + k) % len(ports)]} backup;"
-                       for k in range(1, len(ports))) + " }"
-            for i in range(len(ports)))
-        routes = "\n".join(f"    {'default' if i == 0 else i} replica_{i};"
-                            for i in range(len(ports)))
+            + " ".join(
+                f"server 127.0.0.1:{ports[(i + k) % len(ports)]} backup;" for k in range(1, len(ports))
+            )
+            + " }"
+            for i in range(len(ports))
+        )
+        routes = "\n".join(f"    {'default' if i == 0 else i} replica_{i};" for i in range(len(ports)))
         conf = os.path.join(self.folder, "nginx.conf")
         with open(conf, "w") as f:
-            f.write(NGINX_CONF.format(folder=self.folder, port=self.port, cookie=cookie,
-                                      upstreams=upstreams, routes=routes))
+            f.write(
+                NGINX_CONF.format(
+                    folder=self.folder, port=self.port, cookie=cookie, upstreams=upstreams, routes=routes
+                )
+            )
         stderr = os.path.join(self.folder, "stderr.log")
         with open(stderr, "wb") as out:
-            self.proc = subprocess.Popen([self.binary, "-c", conf, "-p", self.folder],
-                                         stdout=subprocess.DEVNULL, stderr=out)
+            self.proc = subprocess.Popen(
+                [self.binary, "-c", conf, "-p", self.folder], stdout=subprocess.DEVNULL, stderr=out
+            )
         deadline = time.monotonic() + scaled(30)
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -365,9 +410,15 @@ class Prometheus:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(os.path.join(self.folder, "log"), "w")
         self.process = subprocess.Popen(
-            [binary, f"--config.file={config}", f"--storage.tsdb.path={self.folder}/data",
-             f"--web.listen-address=127.0.0.1:{self.port}"],
-            stdout=self.log, stderr=subprocess.STDOUT)
+            [
+                binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={self.folder}/data",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + scaled(60)
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

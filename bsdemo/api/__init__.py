@@ -31,9 +31,20 @@ from bsdemo.recipes import finder_summary
 from bsdemo.tunables import SWEEP_MIN_TIMED_S, SWEEP_ROUNDS, SWEEP_TIMED_STEPS, SWEEP_WARMUP_STEPS
 from bsdemo.units import parse_bytes
 
-__all__ = ["FindResult", "FitBatchResult", "NoiseResult", "ProfileResult", "SweepResult",
-           "Workload", "find_batch_size", "fit_batch", "lab_workload", "noise_scale", "profile",
-           "sweep"]
+__all__ = [
+    "FindResult",
+    "FitBatchResult",
+    "NoiseResult",
+    "ProfileResult",
+    "SweepResult",
+    "Workload",
+    "find_batch_size",
+    "fit_batch",
+    "lab_workload",
+    "noise_scale",
+    "profile",
+    "sweep",
+]
 
 DEFAULT_SIZES = (8, 16, 32, 64, 128, 256, 512)
 DEFAULT_MAX_BATCH = 4096  # the finder's ceiling on your model: its data pool holds this many
@@ -63,6 +74,7 @@ class Workload:
     or a `segments()` method returning (stem, blocks, head) with
     model(x) == head(blocks[-1](... blocks[0](stem(x)))).
     """
+
     model: Any
     batch: Callable[[int], tuple] | None = None
     data: tuple | None = None
@@ -79,14 +91,16 @@ def lab_workload(cfg) -> Workload:
     from bsdemo.engine.own import lab_parts
 
     model, data, loss, optimizer = lab_parts(cfg)
-    return Workload(model=model, data=data, loss=loss, optimizer=optimizer,
-                    name=f"the lab's {cfg.model} on {cfg.dataset}")
+    return Workload(
+        model=model, data=data, loss=loss, optimizer=optimizer, name=f"the lab's {cfg.model} on {cfg.dataset}"
+    )
 
 
 def _own(workload: Workload, device: str):
     """The workload checked on the device (imports torch)."""
     if not isinstance(workload, Workload) and not all(
-            hasattr(workload, k) for k in ("model", "batch", "data", "loss", "optimizer")):
+        hasattr(workload, k) for k in ("model", "batch", "data", "loss", "optimizer")
+    ):
         raise ConfigError("workload", type(workload).__name__, "a bsdemo.api.Workload")
     from bsdemo.engine.own import OwnWorkload
 
@@ -98,8 +112,7 @@ def _budget(value: int | str | None, field_name: str = "memory_budget") -> int |
         return value
     if isinstance(value, str):
         return parse_bytes(value, field_name)
-    raise ConfigError(field_name, value, "bytes (a positive whole number) or a size such as "
-                      "'2GiB'")
+    raise ConfigError(field_name, value, "bytes (a positive whole number) or a size such as '2GiB'")
 
 
 def _sizes(batch_sizes: Sequence[int]) -> list[int]:
@@ -121,16 +134,23 @@ def _drain(own, events: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
         raise TimeoutError(str(exc)) from None
     for r in records:
         if "config" in r:
-            r["config"] = {"model": own.name, "optimizer": own.kind, "lr": own.lr,
-                           "device": str(own.device)}
+            r["config"] = {"model": own.name, "optimizer": own.kind, "lr": own.lr, "device": str(own.device)}
     return records
 
 
-def sweep(workload: Workload, batch_sizes: Sequence[int] = DEFAULT_SIZES, *,
-          memory_budget: int | str | None = None, device: str = "auto", seed: int = 0,
-          rounds: int = SWEEP_ROUNDS, warmup_steps: int = SWEEP_WARMUP_STEPS,
-          timed_steps: int = SWEEP_TIMED_STEPS, min_timed_s: float = SWEEP_MIN_TIMED_S,
-          continue_after_oom: bool = False) -> SweepResult:
+def sweep(
+    workload: Workload,
+    batch_sizes: Sequence[int] = DEFAULT_SIZES,
+    *,
+    memory_budget: int | str | None = None,
+    device: str = "auto",
+    seed: int = 0,
+    rounds: int = SWEEP_ROUNDS,
+    warmup_steps: int = SWEEP_WARMUP_STEPS,
+    timed_steps: int = SWEEP_TIMED_STEPS,
+    min_timed_s: float = SWEEP_MIN_TIMED_S,
+    continue_after_oom: bool = False,
+) -> SweepResult:
     """Samples/s, step time and memory per batch size, measured in rounds in a shuffled order
     (the Throughput page's sweep), with the fits t(B) = t0 + t1·B and M(B) = M0 + m·B and the
     throughput knee. memory_budget (bytes or '2GiB'): a CUDA allocator cap, or on the CPU a
@@ -141,22 +161,37 @@ def sweep(workload: Workload, batch_sizes: Sequence[int] = DEFAULT_SIZES, *,
     from bsdemo.recipes import throughput_verdict
 
     cfg = own.config(max(sizes), seed, device)
-    records = _drain(own, engine_sweep(cfg, sizes, warmup_steps=warmup_steps,
-                                       timed_steps=timed_steps, min_timed_s=min_timed_s,
-                                       rounds=rounds, memory_budget_bytes=budget,
-                                       continue_after_oom=continue_after_oom))
+    records = _drain(
+        own,
+        engine_sweep(
+            cfg,
+            sizes,
+            warmup_steps=warmup_steps,
+            timed_steps=timed_steps,
+            min_timed_s=min_timed_s,
+            rounds=rounds,
+            memory_budget_bytes=budget,
+            continue_after_oom=continue_after_oom,
+        ),
+    )
     last = {r["batch_size"]: r for r in records if r["kind"] == "sweep_point"}
     points = [last[b] for b in sizes]
     end = next(r for r in records if r["kind"] == "sweep_end")
-    return SweepResult(records, throughput_verdict(end, points, end.get("peak_source")),
-                       points, end)
+    return SweepResult(records, throughput_verdict(end, points, end.get("peak_source")), points, end)
 
 
-def find_batch_size(workload: Workload, *, memory_budget: int | str | None = None,
-                    margin: float = 0.10, target_effective_batch: int | None = None,
-                    reference_batch: int | None = None, reference_lr: float | None = None,
-                    max_batch: int = DEFAULT_MAX_BATCH, device: str = "auto",
-                    seed: int = 0) -> FindResult:
+def find_batch_size(
+    workload: Workload,
+    *,
+    memory_budget: int | str | None = None,
+    margin: float = 0.10,
+    target_effective_batch: int | None = None,
+    reference_batch: int | None = None,
+    reference_lr: float | None = None,
+    max_batch: int = DEFAULT_MAX_BATCH,
+    device: str = "auto",
+    seed: int = 0,
+) -> FindResult:
     """The largest batch that fits memory_budget (bytes or '2GiB'; None: the device's own memory,
     which the CPU does not have) with `margin` kept free, found in a few real probes: two small
     ones fit M(B) = M0 + m·B, the prediction is run, a bisection follows only if it fails. It
@@ -169,23 +204,41 @@ def find_batch_size(workload: Workload, *, memory_budget: int | str | None = Non
     from bsdemo.engine.finder import find_batch_size as engine_find
 
     if budget is None and own.device.type == "cpu":
-        raise ConfigError("memory_budget", None, "a budget in bytes or a size such as '2GiB' on "
-                          "the CPU (it has no memory limit of its own to find)")
+        raise ConfigError(
+            "memory_budget",
+            None,
+            "a budget in bytes or a size such as '2GiB' on "
+            "the CPU (it has no memory limit of its own to find)",
+        )
     cfg = own.config(max_batch, seed, device)
-    records = _drain(own, engine_find(
-        cfg, memory_budget_bytes=budget, margin=margin,
-        target_effective_batch=target_effective_batch, reference_batch=reference_batch,
-        reference_lr=reference_lr if reference_lr is not None else own.lr,
-        max_batch=max_batch))
+    records = _drain(
+        own,
+        engine_find(
+            cfg,
+            memory_budget_bytes=budget,
+            margin=margin,
+            target_effective_batch=target_effective_batch,
+            reference_batch=reference_batch,
+            reference_lr=reference_lr if reference_lr is not None else own.lr,
+            max_batch=max_batch,
+        ),
+    )
     result = next(r for r in records if r["kind"] == "find_result")
     probes = [r for r in records if r["kind"] == "find_probe"]
     return FindResult(records, finder_summary(result), probes, result)
 
 
-def fit_batch(workload: Workload, memory_budget: int | str, *,
-              techniques: Sequence[str] | None = None, accumulation: int = 4,
-              max_batch: int = 65536, pool: int = POOL, device: str = "auto",
-              seed: int = 0) -> FitBatchResult:
+def fit_batch(
+    workload: Workload,
+    memory_budget: int | str,
+    *,
+    techniques: Sequence[str] | None = None,
+    accumulation: int = 4,
+    max_batch: int = 65536,
+    pool: int = POOL,
+    device: str = "auto",
+    seed: int = 0,
+) -> FitBatchResult:
     """Under one memory budget, the largest batch each technique lets a training step fit and
     its samples/s: fp32, bf16 autocast, fp16 with a scaler (CUDA), activation checkpointing
     (where the model's blocks are known: see Workload), bf16+checkpointing, accumulation. Each
@@ -199,17 +252,25 @@ def fit_batch(workload: Workload, memory_budget: int | str, *,
     from bsdemo.recipes import fit_verdict
 
     cfg = own.config(pool, seed, device)
-    records = _drain(own, engine_fit(cfg, budget, techniques=techniques,
-                                     accumulation=accumulation, max_batch=max_batch))
+    records = _drain(
+        own, engine_fit(cfg, budget, techniques=techniques, accumulation=accumulation, max_batch=max_batch)
+    )
     rows = [r for r in records if r["kind"] == "fit_batch_result"]
     end = next(r for r in records if r["kind"] == "fit_batch_end")
     text = fit_verdict(rows, budget, own.device.type)
     return FitBatchResult(records, text or end["message"], rows, end, budget)
 
 
-def noise_scale(workload: Workload, batch_sizes: Sequence[int] = (1, 4, 16, 64, 256), *,
-                draws: int = 32, after_steps: int = 0, pool: int = POOL,
-                device: str = "auto", seed: int = 0) -> NoiseResult:
+def noise_scale(
+    workload: Workload,
+    batch_sizes: Sequence[int] = (1, 4, 16, 64, 256),
+    *,
+    draws: int = 32,
+    after_steps: int = 0,
+    pool: int = POOL,
+    device: str = "auto",
+    seed: int = 0,
+) -> NoiseResult:
     """The gradient noise scale B_simple = tr(Σ)/|G|² of your model on `pool` samples of your
     data (G their full gradient), with its 16–84 % range, and the variance of mini-batch
     gradients against the batch; at initialisation, or after `after_steps` optimizer steps."""
@@ -218,17 +279,26 @@ def noise_scale(workload: Workload, batch_sizes: Sequence[int] = (1, 4, 16, 64, 
     from bsdemo.engine.noise import noise_measure
     from bsdemo.recipes.noise import noise_verdict
 
-    records = _drain(own, noise_measure(own.config(pool, seed, device), sizes, draws=draws,
-                                        after_steps=after_steps))
+    records = _drain(
+        own, noise_measure(own.config(pool, seed, device), sizes, draws=draws, after_steps=after_steps)
+    )
     result = next(r for r in records if r["kind"] == "noise_result")
     text = noise_verdict(result)
-    return NoiseResult(records, text or result["message"],
-                       [r for r in records if r["kind"] == "noise_point"], result)
+    return NoiseResult(
+        records, text or result["message"], [r for r in records if r["kind"] == "noise_point"], result
+    )
 
 
-def profile(workload: Workload, batch_sizes: Sequence[int] = (8, 512), *, steps: int = 10,
-            cut: bool = True, trace_dir: str | None = None, device: str = "auto",
-            seed: int = 0) -> ProfileResult:
+def profile(
+    workload: Workload,
+    batch_sizes: Sequence[int] = (8, 512),
+    *,
+    steps: int = 10,
+    cut: bool = True,
+    trace_dir: str | None = None,
+    device: str = "auto",
+    seed: int = 0,
+) -> ProfileResult:
     """Where a step's time goes at a small and a large batch (the Throughput page's "Inside one
     step"): `steps` steps under torch.profiler per batch, with unprofiled steps around them
     (profiled steps are never a throughput); the step split into time that stays fixed as the

@@ -13,8 +13,9 @@ def run_label(snap: JobSnapshot) -> str:
     cfg = snap.config
     b, k = cfg["batch_size"], cfg["accumulation_steps"]
     batch = f"batch {b * k}" + (f" ({b}×{k})" if k > 1 else "")
-    return (f"#{snap.run_number} {batch}, lr {setting(cfg['lr'])}, {cfg['optimizer']}"
-            + (" · superseded" if snap.superseded_by is not None else ""))
+    return f"#{snap.run_number} {batch}, lr {setting(cfg['lr'])}, {cfg['optimizer']}" + (
+        " · superseded" if snap.superseded_by is not None else ""
+    )
 
 
 SUPERSEDED_OPACITY = 0.35  # a run Live mode replaced: drawn faint behind the one that replaced it

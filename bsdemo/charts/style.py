@@ -31,8 +31,17 @@ from bsdemo.units import setting, sig
 # and Ito's orange darkened in hue to 3:1, IBM's violet and D3's red. A batch's colour is keyed
 # by log2(batch); batches nine doublings apart (1 and 512) share a hue. The batches a lesson
 # compares most (32 against 256, 8 against 64) are far apart in hue.
-BATCH_PALETTE = ("#332288", "#EE3377", "#117733", "#D62728", "#3A8FC8", "#882255", "#785EF0",
-                 "#AA4499", "#C77C00")
+BATCH_PALETTE = (
+    "#332288",
+    "#EE3377",
+    "#117733",
+    "#D62728",
+    "#3A8FC8",
+    "#882255",
+    "#785EF0",
+    "#AA4499",
+    "#C77C00",
+)
 # the second channel, for runs that share a batch: the k-th such run's marker and line dash
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "star", "hexagon", "x")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -42,8 +51,10 @@ DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 OKABE_ITO = ("#0072B2", "#C77C00", "#009E73", "#CC3311", "#CC79A7", "#332288", "#AA3377", "#000000")
 OOM_COLOUR = "#D55E00"  # Okabe-Ito vermillion: out of memory and divergence, everywhere
 ENDINGS = {  # how a run ended -> (its mark on the curve, the words beside it)
-    "diverged": ("x", "diverged"), "oom": ("x", "out of memory"),
-    "cancelled": ("square-open", "stopped"), "time_cap": ("line-ns", "time cap"),
+    "diverged": ("x", "diverged"),
+    "oom": ("x", "out of memory"),
+    "cancelled": ("square-open", "stopped"),
+    "time_cap": ("line-ns", "time cap"),
     "failed": ("x-open", "failed"),
 }
 X_AXES = {  # x-axis choice -> (step-event field, axis title with unit)
@@ -91,8 +102,10 @@ def styles(runs: Sequence[JobSnapshot]) -> list[Style]:
     for i, b in enumerate(batches):
         if colours[i] is None:
             held = [c for c in colours if c is not None]
-            colours[i] = next((c for c in _spares() if c not in held and all(
-                vision.distinguishable(c, h) for h in held)), batch_colour(b))
+            colours[i] = next(
+                (c for c in _spares() if c not in held and all(vision.distinguishable(c, h) for h in held)),
+                batch_colour(b),
+            )
     seen: dict[int, int] = {}
     out = []
     for b, colour in zip(batches, colours, strict=True):
@@ -141,16 +154,29 @@ def clip_marks(fig: go.Figure | Draft, points: Sequence[tuple[float, float]], to
     returns how many there were."""
     above = [(x, y) for x, y in points if y is not None and y > top]
     if above:
-        fig.add_trace(dict(
-            type="scatter", x=[x for x, _ in above], y=[top * 0.985] * len(above),
-            mode="markers", name=f"{len(above)} point(s) above the chart", hoverinfo="text",
-            hovertext=[f"{sig(y, 4)}" for _, y in above],
-            marker=dict(symbol="triangle-up", size=7, color="#555555")))
+        fig.add_trace(
+            dict(
+                type="scatter",
+                x=[x for x, _ in above],
+                y=[top * 0.985] * len(above),
+                mode="markers",
+                name=f"{len(above)} point(s) above the chart",
+                hoverinfo="text",
+                hovertext=[f"{sig(y, 4)}" for _, y in above],
+                marker=dict(symbol="triangle-up", size=7, color="#555555"),
+            )
+        )
     return len(above)
 
 
-def end_mark(fig: go.Figure | Draft, snap: JobSnapshot, x: float | None, y: float | None,
-             style: Style, top: float | None) -> None:
+def end_mark(
+    fig: go.Figure | Draft,
+    snap: JobSnapshot,
+    x: float | None,
+    y: float | None,
+    style: Style,
+    top: float | None,
+) -> None:
     """The way a run ended, marked where its curve stops (held inside the chart)."""
     key = snap.ending
     if key not in ENDINGS or x is None or y is None:
@@ -158,16 +184,27 @@ def end_mark(fig: go.Figure | Draft, snap: JobSnapshot, x: float | None, y: floa
     symbol, words = ENDINGS[key]
     colour = OOM_COLOUR if key in ("diverged", "oom", "failed") else style.colour
     shown = min(y, top * 0.95) if top else y
-    fig.add_trace(dict(type="scatter", x=[x], y=[shown], mode="markers+text", text=[words],
-                       textposition="top left", showlegend=False, hoverinfo="text",
-                       hovertext=[f"{words} at {sig(y, 4)}"], legendgroup=str(snap.run_number),
-                       marker=dict(symbol=symbol, size=14, color=colour,
-                                   line=dict(width=2, color=colour)),
-                       textfont=dict(color=colour)))
+    fig.add_trace(
+        dict(
+            type="scatter",
+            x=[x],
+            y=[shown],
+            mode="markers+text",
+            text=[words],
+            textposition="top left",
+            showlegend=False,
+            hoverinfo="text",
+            hovertext=[f"{words} at {sig(y, 4)}"],
+            legendgroup=str(snap.run_number),
+            marker=dict(symbol=symbol, size=14, color=colour, line=dict(width=2, color=colour)),
+            textfont=dict(color=colour),
+        )
+    )
 
 
-def layout(fig: go.Figure | Draft, title: str, x_title: str, y_title: str,
-           subtitle: str | None = None, **yaxis) -> go.Figure | Draft:
+def layout(
+    fig: go.Figure | Draft, title: str, x_title: str, y_title: str, subtitle: str | None = None, **yaxis
+) -> go.Figure | Draft:
     """Title, axis titles, the legend under the plot (clear of the x title) and margins. A
     subtitle longer than half a page's chart holds goes one part (" · ") a line."""
     lines = 1
@@ -176,10 +213,13 @@ def layout(fig: go.Figure | Draft, title: str, x_title: str, y_title: str,
         subtitle = subtitle.replace(" · ", "<br>")
     fig.update_layout(
         title=dict(text=title, subtitle=dict(text=subtitle) if subtitle else None),
-        xaxis=dict(title=dict(text=x_title)), yaxis=dict(title=dict(text=y_title)),
+        xaxis=dict(title=dict(text=x_title)),
+        yaxis=dict(title=dict(text=y_title)),
         height=CHART_PX + 18 * (lines - 1),
         margin=dict(l=60, r=20, t=(62 + 18 * (lines - 1)) if subtitle else 50, b=50),
-        legend=dict(orientation="h", y=-0.3, yanchor="top"), hovermode="x unified")
+        legend=dict(orientation="h", y=-0.3, yanchor="top"),
+        hovermode="x unified",
+    )
     if yaxis:
         fig.update_yaxes(**yaxis)
     return fig
@@ -224,9 +264,11 @@ def fit_legend(fig: go.Figure) -> go.Figure:
         axis = min(axis, AXIS_LABELS_PX)
     # the legend's top where the axis's room ends; the rows get the rest: a low estimate would
     # make plotly push the plot up, away from its legend
-    fig.update_layout(legend=dict(orientation="h", yref="container", y=extra / height,
-                                  yanchor="top", x=0, xanchor="left"),
-                      margin=dict(b=axis + extra), height=height)
+    fig.update_layout(
+        legend=dict(orientation="h", yref="container", y=extra / height, yanchor="top", x=0, xanchor="left"),
+        margin=dict(b=axis + extra),
+        height=height,
+    )
     return fig
 
 
@@ -237,13 +279,24 @@ def projector(fig: go.Figure) -> go.Figure:
     """The figure for a projector: every text at least PROJECTOR_TEXT_PX - 2 px and near black,
     lines twice as thick and markers larger, the plot taller to keep its proportions."""
     size = PROJECTOR_TEXT_PX
-    fig.update_layout(font=dict(size=size, color="#111111"), title_font=dict(size=size + 6),
-                      legend_font=dict(size=size - 2),
-                      height=round((fig.layout.height or CHART_PX) * 1.35))
-    fig.update_xaxes(title_font=dict(size=size, color="#111111"), tickfont=dict(size=size - 2),
-                     linecolor="#444444", gridcolor="#dddddd")
-    fig.update_yaxes(title_font=dict(size=size, color="#111111"), tickfont=dict(size=size - 2),
-                     linecolor="#444444", gridcolor="#dddddd")
+    fig.update_layout(
+        font=dict(size=size, color="#111111"),
+        title_font=dict(size=size + 6),
+        legend_font=dict(size=size - 2),
+        height=round((fig.layout.height or CHART_PX) * 1.35),
+    )
+    fig.update_xaxes(
+        title_font=dict(size=size, color="#111111"),
+        tickfont=dict(size=size - 2),
+        linecolor="#444444",
+        gridcolor="#dddddd",
+    )
+    fig.update_yaxes(
+        title_font=dict(size=size, color="#111111"),
+        tickfont=dict(size=size - 2),
+        linecolor="#444444",
+        gridcolor="#dddddd",
+    )
     for trace in fig.data:
         line = getattr(trace, "line", None)
         if line is not None and trace.type == "scatter":
@@ -256,10 +309,11 @@ def projector(fig: go.Figure) -> go.Figure:
     subtitle = fig.layout.title.subtitle.text if fig.layout.title.subtitle else None
     if subtitle:  # a line a part (it would run off), in room of its own above the plot
         parts = re.split(" · |<br>", subtitle)
-        fig.update_layout(title_subtitle=dict(text="<br>".join(parts),
-                                              font=dict(size=size - 4, color="#333333")),
-                          # room for the title and each line under it, clear of the plot
-                          margin=dict(t=round(62 + 1.3 * (size + 6) + 1.5 * size * len(parts))))
+        fig.update_layout(
+            title_subtitle=dict(text="<br>".join(parts), font=dict(size=size - 4, color="#333333")),
+            # room for the title and each line under it, clear of the plot
+            margin=dict(t=round(62 + 1.3 * (size + 6) + 1.5 * size * len(parts))),
+        )
         fig.layout.height += round(12 + 1.5 * size * len(parts))
     return fig
 
@@ -276,7 +330,7 @@ def _wrap_y_title(fig: go.Figure, size: int) -> None:
         return
     middle = len(title) // 2
     cut = min((i for i, c in enumerate(title) if c == " "), key=lambda i: abs(i - middle))
-    fig.update_yaxes(title_text=f"{title[:cut]}<br>{title[cut + 1:]}")
+    fig.update_yaxes(title_text=f"{title[:cut]}<br>{title[cut + 1 :]}")
     fig.update_layout(margin=dict(l=(margin.l or 80) + round(1.3 * size)))
 
 
@@ -284,8 +338,15 @@ def empty(fig: go.Figure | Draft, message: str) -> None:
     """Before any data: a sentence where the plot will be, not meaningless axes."""
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper",
-                       showarrow=False, font=dict(size=14, color="#666666"))
+    fig.add_annotation(
+        text=message,
+        x=0.5,
+        y=0.5,
+        xref="paper",
+        yref="paper",
+        showarrow=False,
+        font=dict(size=14, color="#666666"),
+    )
 
 
 def log_x(fig: go.Figure | Draft) -> None:
@@ -301,8 +362,9 @@ def log_ticks(values: Sequence[float | None]) -> dict[str, list]:
         return {}
     lo, hi = min(finite), max(finite)
     steps = (1,) if hi / lo > 1000 else (1, 2, 5)
-    ticks = [m * 10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
-             for m in steps]
+    ticks = [
+        m * 10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1) for m in steps
+    ]
     inside = [t for t in ticks if lo <= t <= hi]
     # the nearest tick outside the data on each side, so the ends are read too
     below = [t for t in ticks if t < lo][-1:]

@@ -12,17 +12,22 @@ from bsdemo.charts.style import OKABE_ITO, OOM_COLOUR, Chart, layout
 from bsdemo.fits import linear_fit
 from bsdemo.units import MIB, fixed, percent, setting, sig
 
-BREAKDOWN = (("parameters", "Parameters"), ("gradients", "Gradients"),
-             ("optimizer_state", "Optimizer state"), ("activations", "Saved activations"),
-             ("workspace", "Workspace / temporaries"),
-             ("allocator_cache", "Allocator cache (reserved − allocated)"))
+BREAKDOWN = (
+    ("parameters", "Parameters"),
+    ("gradients", "Gradients"),
+    ("optimizer_state", "Optimizer state"),
+    ("activations", "Saved activations"),
+    ("workspace", "Workspace / temporaries"),
+    ("allocator_cache", "Allocator cache (reserved − allocated)"),
+)
 # stacked neighbours told apart by hue and lightness (gradients orange beside activations
 # vermillion read as one colour): blue, orange, green, pink, purple, grey
 BREAKDOWN_COLOURS = ("#0072B2", "#C77C00", "#009E73", "#CC79A7", "#AA3377", "#555555")
 
 
-def memory_breakdown_chart(points: Sequence[dict], fit: dict | None, budget: int | None,
-                           predicted_max: int | None) -> Chart:
+def memory_breakdown_chart(
+    points: Sequence[dict], fit: dict | None, budget: int | None, predicted_max: int | None
+) -> Chart:
     """Stacked memory components per measured batch, the M(B) fit, the budget and OOM points."""
     ok = [p for p in _ok(points) if p["memory_breakdown"]]
     sizes = [p["batch_size"] for p in ok]
@@ -30,26 +35,44 @@ def memory_breakdown_chart(points: Sequence[dict], fit: dict | None, budget: int
     for (key, label), colour in zip(BREAKDOWN, BREAKDOWN_COLOURS, strict=True):
         ys = [(p["memory_breakdown"].get(key) or 0) / MIB for p in ok]
         if not any(ys):  # nothing of it here (SGD's optimizer state, a CPU's allocator cache):
-            continue     # no band of zero height, no legend entry for it
+            continue  # no band of zero height, no legend entry for it
         # stacked areas: bars do not suit a log axis
-        fig.add_trace(go.Scatter(x=sizes, y=ys, name=label, mode="lines+markers",
-                                 stackgroup="memory", line=dict(color=colour, width=1)))
+        fig.add_trace(
+            go.Scatter(
+                x=sizes,
+                y=ys,
+                name=label,
+                mode="lines+markers",
+                stackgroup="memory",
+                line=dict(color=colour, width=1),
+            )
+        )
     top = max([p["peak_memory_bytes"] or 0 for p in ok] + [budget or 0]) / MIB
     alt = "Memory by component against batch size."
     if fit and fit.get("m0_bytes") is not None:
         xs = sorted(set(sizes + ([predicted_max] if predicted_max else [])))
-        fig.add_trace(go.Scatter(
-            x=xs, y=[(fit["m0_bytes"] + fit["m_bytes_per_sample"] * b) / MIB for b in xs],
-            mode="lines", name=f"fit M(B) = {sig(fit['m0_bytes'] / MIB)} MiB + "
-                               f"{sig(fit['m_bytes_per_sample'] / 1024)} KiB·B (R² "
-                               f"{fixed(fit['r2_memory'], 3)}, predicted)",
-            line=dict(color="#000000", dash="dash")))
-        alt = (f"Memory is {sig(fit['m0_bytes'] / MIB)} MiB that does not depend on the batch plus "
-               f"{sig(fit['m_bytes_per_sample'] / 1024)} KiB per sample (R² {fixed(fit['r2_memory'], 3)}).")
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=[(fit["m0_bytes"] + fit["m_bytes_per_sample"] * b) / MIB for b in xs],
+                mode="lines",
+                name=f"fit M(B) = {sig(fit['m0_bytes'] / MIB)} MiB + "
+                f"{sig(fit['m_bytes_per_sample'] / 1024)} KiB·B (R² "
+                f"{fixed(fit['r2_memory'], 3)}, predicted)",
+                line=dict(color="#000000", dash="dash"),
+            )
+        )
+        alt = (
+            f"Memory is {sig(fit['m0_bytes'] / MIB)} MiB that does not depend on the batch plus "
+            f"{sig(fit['m_bytes_per_sample'] / 1024)} KiB per sample (R² {fixed(fit['r2_memory'], 3)})."
+        )
     if budget:
-        fig.add_hline(y=budget / MIB, line=dict(color=OOM_COLOUR, dash="dot"),
-                      annotation_text=f"budget {setting(budget / MIB, 4)} MiB",
-                      annotation_position="top left")
+        fig.add_hline(
+            y=budget / MIB,
+            line=dict(color=OOM_COLOUR, dash="dot"),
+            annotation_text=f"budget {setting(budget / MIB, 4)} MiB",
+            annotation_position="top left",
+        )
         alt += f" The budget is {setting(budget / MIB, 4)} MiB."
     if predicted_max:
         _vline(fig, predicted_max, f"predicted largest batch {predicted_max}", OKABE_ITO[4])
@@ -60,9 +83,16 @@ def memory_breakdown_chart(points: Sequence[dict], fit: dict | None, budget: int
         alt += f" Batch {ooms[0]} ran out of memory."
     layout(fig, "Memory by component", "Batch size (log2 scale)", "Memory (MiB)")
     _log2_axis(fig, [p["batch_size"] for p in points] + ([predicted_max] if predicted_max else []))
-    rows = [{"batch size": p["batch_size"], "status": p["status"],
-             **{label: (p["memory_breakdown"] or {}).get(key) for key, label in BREAKDOWN},
-             "peak (B)": p["peak_memory_bytes"], "message": p["message"]} for p in points]
+    rows = [
+        {
+            "batch size": p["batch_size"],
+            "status": p["status"],
+            **{label: (p["memory_breakdown"] or {}).get(key) for key, label in BREAKDOWN},
+            "peak (B)": p["peak_memory_bytes"],
+            "message": p["message"],
+        }
+        for p in points
+    ]
     return Chart(fig, alt, rows)
 
 
@@ -89,45 +119,82 @@ def finder_chart(points: Sequence[dict], result: dict | None) -> Chart:
     if fit is not None and fit.slope > 0:
         lo, hi = min(sizes), max(sizes)  # a straight line drawn smooth on the log axis
         xs = sorted({lo * (hi / lo) ** (i / 40) for i in range(41)} | set(sizes))
-        fig.add_trace(go.Scatter(
-            x=xs, y=[fit.predict(b) / MIB for b in xs], mode="lines",
-            name=f"fit through probe(s) {numbers}: M(B) = {sig(fit.intercept / MIB)} MiB + "
-                 f"{sig(fit.slope / 1024)} KiB·B (predicted)",
-            line=dict(color="#000000", dash="dash"), hoverinfo="skip"))
-        alt += (f" The fit through probe(s) {numbers}: {sig(fit.intercept / MIB)} MiB plus "
-                f"{sig(fit.slope / 1024)} KiB a sample.")
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=[fit.predict(b) / MIB for b in xs],
+                mode="lines",
+                name=f"fit through probe(s) {numbers}: M(B) = {sig(fit.intercept / MIB)} MiB + "
+                f"{sig(fit.slope / 1024)} KiB·B (predicted)",
+                line=dict(color="#000000", dash="dash"),
+                hoverinfo="skip",
+            )
+        )
+        alt += (
+            f" The fit through probe(s) {numbers}: {sig(fit.intercept / MIB)} MiB plus "
+            f"{sig(fit.slope / 1024)} KiB a sample."
+        )
     if ok:
-        fig.add_trace(go.Scatter(
-            x=[p["batch_size"] for p in ok], y=[p["peak_memory_bytes"] / MIB for p in ok],
-            mode="markers+text", name="a probe that ran (measured)",
-            text=[str(p["probe"]) for p in ok], textposition="top left",
-            marker=dict(color=OKABE_ITO[0], size=10),
-            hovertext=[f"probe {p['probe']}: batch {p['batch_size']:,}, "
-                       f"{sig(p['peak_memory_bytes'] / MIB)} MiB ({p['reason']})" for p in ok],
-            hoverinfo="text"))
+        fig.add_trace(
+            go.Scatter(
+                x=[p["batch_size"] for p in ok],
+                y=[p["peak_memory_bytes"] / MIB for p in ok],
+                mode="markers+text",
+                name="a probe that ran (measured)",
+                text=[str(p["probe"]) for p in ok],
+                textposition="top left",
+                marker=dict(color=OKABE_ITO[0], size=10),
+                hovertext=[
+                    f"probe {p['probe']}: batch {p['batch_size']:,}, "
+                    f"{sig(p['peak_memory_bytes'] / MIB)} MiB ({p['reason']})"
+                    for p in ok
+                ],
+                hoverinfo="text",
+            )
+        )
     top = max([p["peak_memory_bytes"] for p in ok] + [capacity or 0], default=0) / MIB
     if capacity:
-        fig.add_hline(y=capacity / MIB, line=dict(color=OOM_COLOUR, dash="dot"),
-                      annotation_text=f"budget {setting(capacity / MIB, 4)} MiB",
-                      annotation_position="top left")
+        fig.add_hline(
+            y=capacity / MIB,
+            line=dict(color=OOM_COLOUR, dash="dot"),
+            annotation_text=f"budget {setting(capacity / MIB, 4)} MiB",
+            annotation_position="top left",
+        )
         if margin:
             usable = capacity * (1 - margin) / MIB
-            fig.add_hline(y=usable, line=dict(color=OKABE_ITO[4], dash="dot"),
-                          annotation_text=f"{percent(margin, 0)} kept free",
-                          annotation_position="bottom left")
+            fig.add_hline(
+                y=usable,
+                line=dict(color=OKABE_ITO[4], dash="dot"),
+                annotation_text=f"{percent(margin, 0)} kept free",
+                annotation_position="bottom left",
+            )
         alt += f" The budget is {setting(capacity / MIB, 4)} MiB, {percent(margin, 0)} of it kept free."
     if chosen:
-        _vline(fig, chosen, f"largest that fits: {chosen:,} (verified)", OKABE_ITO[2],
-               side="right", inside=True)
+        _vline(
+            fig, chosen, f"largest that fits: {chosen:,} (verified)", OKABE_ITO[2], side="right", inside=True
+        )
         alt += f" Batch {chosen:,} is the largest that fits, verified by a real step."
     _oom_marks(fig, probes, top * 1.05 if top else 1)
     ooms = [p["batch_size"] for p in probes if p["status"] == "oom"]
     if ooms:
         alt += f" Out of memory at batch {', '.join(f'{b:,}' for b in sorted(ooms))}."
-    layout(fig, "Predict from a few probes, verify with a real step", "Batch size (log2 scale)",
-           "Peak memory (MiB)", subtitle="numbers: the order the probes ran")
+    layout(
+        fig,
+        "Predict from a few probes, verify with a real step",
+        "Batch size (log2 scale)",
+        "Peak memory (MiB)",
+        subtitle="numbers: the order the probes ran",
+    )
     fig.update_layout(hovermode="closest")
     _log2_axis(fig, sizes)
-    rows = [{"probe": p["probe"], "batch size": p["batch_size"], "status": p["status"],
-             "peak (B)": p["peak_memory_bytes"], "why": p["reason"]} for p in probes]
+    rows = [
+        {
+            "probe": p["probe"],
+            "batch size": p["batch_size"],
+            "status": p["status"],
+            "peak (B)": p["peak_memory_bytes"],
+            "why": p["reason"],
+        }
+        for p in probes
+    ]
     return Chart(fig, alt, rows)

@@ -14,15 +14,21 @@ from collections.abc import Iterable
 
 # Machado et al. (2009), severity 1.0, applied to linear sRGB
 DEFICIENCIES = {
-    "protanopia": ((0.152286, 1.052583, -0.204868),
-                   (0.114503, 0.786281, 0.099216),
-                   (-0.003882, -0.048116, 1.051998)),
-    "deuteranopia": ((0.367322, 0.860646, -0.227968),
-                     (0.280085, 0.672501, 0.047413),
-                     (-0.011820, 0.042940, 0.968881)),
-    "tritanopia": ((1.255528, -0.076749, -0.178779),
-                   (-0.078411, 0.930809, 0.147602),
-                   (0.004733, 0.691367, 0.303900)),
+    "protanopia": (
+        (0.152286, 1.052583, -0.204868),
+        (0.114503, 0.786281, 0.099216),
+        (-0.003882, -0.048116, 1.051998),
+    ),
+    "deuteranopia": (
+        (0.367322, 0.860646, -0.227968),
+        (0.280085, 0.672501, 0.047413),
+        (-0.011820, 0.042940, 0.968881),
+    ),
+    "tritanopia": (
+        (1.255528, -0.076749, -0.178779),
+        (-0.078411, 0.930809, 0.147602),
+        (0.004733, 0.691367, 0.303900),
+    ),
 }
 VISIONS = ("normal", *DEFICIENCIES)
 # the least CIEDE2000 difference at which two lines on a white chart still read as two colours
@@ -37,7 +43,7 @@ def _linear(hex_colour: str) -> tuple[float, float, float]:
         h = "".join(c * 2 for c in h)
     if len(h) != 6:
         raise ValueError(f"not a #rrggbb colour: {hex_colour!r}")
-    channels = (int(h[i:i + 2], 16) / 255 for i in (0, 2, 4))
+    channels = (int(h[i : i + 2], 16) / 255 for i in (0, 2, 4))
     return tuple(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
 
 
@@ -52,9 +58,11 @@ def simulate(hex_colour: str, vision: str) -> tuple[float, float, float]:
 
 def _lab(rgb: tuple[float, float, float]) -> tuple[float, float, float]:
     r, g, b = rgb
-    xyz = (0.4124564 * r + 0.3575761 * g + 0.1804375 * b,
-           0.2126729 * r + 0.7151522 * g + 0.0721750 * b,
-           0.0193339 * r + 0.1191920 * g + 0.9503041 * b)
+    xyz = (
+        0.4124564 * r + 0.3575761 * g + 0.1804375 * b,
+        0.2126729 * r + 0.7151522 * g + 0.0721750 * b,
+        0.0193339 * r + 0.1191920 * g + 0.9503041 * b,
+    )
 
     def f(t: float) -> float:
         return t ** (1 / 3) if t > (6 / 29) ** 3 else t / (3 * (6 / 29) ** 2) + 4 / 29
@@ -84,15 +92,21 @@ def ciede2000(lab1: tuple[float, float, float], lab2: tuple[float, float, float]
     h_bar = h1p + h2p
     if c1p * c2p:
         h_bar = (h1p + h2p + (360 if abs(h1p - h2p) > 180 else 0)) / 2
-    t = (1 - 0.17 * math.cos(math.radians(h_bar - 30)) + 0.24 * math.cos(math.radians(2 * h_bar))
-         + 0.32 * math.cos(math.radians(3 * h_bar + 6))
-         - 0.20 * math.cos(math.radians(4 * h_bar - 63)))
+    t = (
+        1
+        - 0.17 * math.cos(math.radians(h_bar - 30))
+        + 0.24 * math.cos(math.radians(2 * h_bar))
+        + 0.32 * math.cos(math.radians(3 * h_bar + 6))
+        - 0.20 * math.cos(math.radians(4 * h_bar - 63))
+    )
     sl = 1 + 0.015 * (l_bar - 50) ** 2 / math.sqrt(20 + (l_bar - 50) ** 2)
     sc, sh = 1 + 0.045 * cp_bar, 1 + 0.015 * cp_bar * t
-    rt = (-2 * math.sqrt(cp_bar**7 / (cp_bar**7 + 25**7))
-          * math.sin(math.radians(60 * math.exp(-(((h_bar - 275) / 25) ** 2)))))
-    return math.sqrt((dl / sl) ** 2 + (dc / sc) ** 2 + (dhh / sh) ** 2
-                     + rt * (dc / sc) * (dhh / sh))
+    rt = (
+        -2
+        * math.sqrt(cp_bar**7 / (cp_bar**7 + 25**7))
+        * math.sin(math.radians(60 * math.exp(-(((h_bar - 275) / 25) ** 2))))
+    )
+    return math.sqrt((dl / sl) ** 2 + (dc / sc) ** 2 + (dhh / sh) ** 2 + rt * (dc / sc) * (dhh / sh))
 
 
 def difference(c1: str, c2: str, vision: str = "normal") -> float:
@@ -104,8 +118,7 @@ def closest_pair(colours: Iterable[str]) -> tuple[float, str, str, str] | None:
     """(difference, vision, colour, colour) of the hardest pair of distinct colours to tell
     apart under any of VISIONS; None with fewer than two distinct colours."""
     distinct = sorted({c.lower() for c in colours})
-    pairs = [(difference(a, b, v), v, a, b)
-             for a, b in itertools.combinations(distinct, 2) for v in VISIONS]
+    pairs = [(difference(a, b, v), v, a, b) for a, b in itertools.combinations(distinct, 2) for v in VISIONS]
     return min(pairs) if pairs else None
 
 

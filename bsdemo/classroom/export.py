@@ -8,8 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
-def result_rows(results: dict[str, Any], answers: Callable[[str], Sequence[str]]
-                ) -> list[dict[str, Any]]:
+def result_rows(results: dict[str, Any], answers: Callable[[str], Sequence[str]]) -> list[dict[str, Any]]:
     """ClassStore.export's rounds as rows: question, vote, answer, members, share, whether the
     runs supported it. answers(question) gives the question's answers (by their index)."""
     rows = []
@@ -18,9 +17,16 @@ def result_rows(results: dict[str, Any], answers: Callable[[str], Sequence[str]]
         total = sum(r["counts"].values())
         for i, name in enumerate(names):
             n = r["counts"].get(i, 0)
-            rows.append({"question": r["question"], "vote": r["round"], "answer": name,
-                         "members": n, "share": round(n / total, 4) if total else 0.0,
-                         "the runs' answer": r["supported"] == i})
+            rows.append(
+                {
+                    "question": r["question"],
+                    "vote": r["round"],
+                    "answer": name,
+                    "members": n,
+                    "share": round(n / total, 4) if total else 0.0,
+                    "the runs' answer": r["supported"] == i,
+                }
+            )
     return rows
 
 
@@ -34,9 +40,22 @@ def results_csv(results: dict[str, Any], answers: Callable[[str], Sequence[str]]
     return buffer.getvalue()
 
 
-RUN_FIELDS = ["page", "sweep", "cell", "batch", "lr", "seed", "status", "test accuracy",
-              "samples/s", "samples/s by thread CPU time", "others busy", "time capped",
-              "device", "conditions"]
+RUN_FIELDS = [
+    "page",
+    "sweep",
+    "cell",
+    "batch",
+    "lr",
+    "seed",
+    "status",
+    "test accuracy",
+    "samples/s",
+    "samples/s by thread CPU time",
+    "others busy",
+    "time capped",
+    "device",
+    "conditions",
+]
 
 
 def run_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -45,15 +64,26 @@ def run_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     from bsdemo.classroom.sweep import condition
     from bsdemo.timing import THREAD_CLOCK
 
-    return [{"page": s["page"], "sweep": s["sweep"], "cell": r["cell"], "batch": r.get("batch"),
-             "lr": r.get("lr"), "seed": r.get("seed"), "status": r.get("status"),
-             "test accuracy": r.get("accuracy"), "samples/s": r.get("samples_per_sec"),
-             "samples/s by thread CPU time": (r.get("speed") if r.get("clock") == THREAD_CLOCK
-                                              else None),
-             "others busy": r.get("others_busy_share"),
-             "time capped": r.get("time_capped"), "device": r.get("device"),
-             "conditions": condition(r)}
-            for s in results.get("sweeps", []) for r in s["runs"]]
+    return [
+        {
+            "page": s["page"],
+            "sweep": s["sweep"],
+            "cell": r["cell"],
+            "batch": r.get("batch"),
+            "lr": r.get("lr"),
+            "seed": r.get("seed"),
+            "status": r.get("status"),
+            "test accuracy": r.get("accuracy"),
+            "samples/s": r.get("samples_per_sec"),
+            "samples/s by thread CPU time": (r.get("speed") if r.get("clock") == THREAD_CLOCK else None),
+            "others busy": r.get("others_busy_share"),
+            "time capped": r.get("time_capped"),
+            "device": r.get("device"),
+            "conditions": condition(r),
+        }
+        for s in results.get("sweeps", [])
+        for r in s["runs"]
+    ]
 
 
 def runs_csv(results: dict[str, Any]) -> str:

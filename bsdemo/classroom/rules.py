@@ -23,8 +23,9 @@ from bsdemo.errors import ConfigError, clip
 # join codes: no characters a projector or a phone's keyboard makes look alike (0/O, 1/I/L)
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
-CODE_RULE = (f"{CODE_LENGTH} characters from A-Z and 2-9, without 0, O, 1, I or L "
-             "(spaces and dashes are ignored)")
+CODE_RULE = (
+    f"{CODE_LENGTH} characters from A-Z and 2-9, without 0, O, 1, I or L (spaces and dashes are ignored)"
+)
 KEY_BYTES = 32  # the instructor key: 256 bits of randomness
 MAX_TITLE = 80
 MAX_PASSWORD = 128
@@ -107,10 +108,14 @@ def check_title(raw: object) -> str:
     """A class's title: plain text, at most MAX_TITLE characters, no control characters."""
     if raw is None:
         return ""
-    if not isinstance(raw, str) or len(raw) > MAX_TITLE or any(
-            unicodedata.category(c).startswith("C") for c in raw):
-        raise ConfigError("title", clip(str(raw)), f"plain text of at most {MAX_TITLE} "
-                                                   "characters on one line")
+    if (
+        not isinstance(raw, str)
+        or len(raw) > MAX_TITLE
+        or any(unicodedata.category(c).startswith("C") for c in raw)
+    ):
+        raise ConfigError(
+            "title", clip(str(raw)), f"plain text of at most {MAX_TITLE} characters on one line"
+        )
     return raw.strip()
 
 
@@ -136,8 +141,7 @@ def retention_days(raw: str | None) -> float:
     return days
 
 
-def expired(created: float, ended: float | None, last_active: float, now: float,
-            days: float) -> bool:
+def expired(created: float, ended: float | None, last_active: float, now: float, days: float) -> bool:
     """Whether a class is past keeping: `days` after it ended, or — never ended — `days` after
     anybody last used it (a class left open is not kept for ever)."""
     since = ended if ended is not None else max(created, last_active)
@@ -166,11 +170,15 @@ def vote_refusal(choice: int, answers: Sequence[str], current: Round, ended: boo
     if ended:
         return "The class has ended: votes are closed."
     if not isinstance(choice, int) or isinstance(choice, bool) or not 0 <= choice < len(answers):
-        return (f"Vote: got {clip(repr(choice))}; allowed: one of the question's "
-                f"{len(answers)} answers (0 to {len(answers) - 1}).")
+        return (
+            f"Vote: got {clip(repr(choice))}; allowed: one of the question's "
+            f"{len(answers)} answers (0 to {len(answers) - 1})."
+        )
     if current.revealed:
-        return ("The room's answers have been shown: this round's votes are locked until the "
-                "instructor asks the question again.")
+        return (
+            "The room's answers have been shown: this round's votes are locked until the "
+            "instructor asks the question again."
+        )
     return None
 
 
@@ -198,8 +206,9 @@ def tally(answers: Sequence[str], choices: Sequence[int]) -> Tally:
 
 
 # ----- a class-sourced sweep -----
-def assign_cells(members: Sequence[str], cells: Sequence[Hashable], seed: int,
-                 taken: dict[str, Hashable] | None = None) -> dict[str, Hashable]:
+def assign_cells(
+    members: Sequence[str], cells: Sequence[Hashable], seed: int, taken: dict[str, Hashable] | None = None
+) -> dict[str, Hashable]:
     """Which cell of a grid each member runs: balanced (no cell has two more members than
     another), deterministic for a seed, and stable — members already given a cell (`taken`)
     keep it; the others, in an order drawn from the seed, each get the cell with the fewest

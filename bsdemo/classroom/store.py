@@ -53,15 +53,21 @@ class ClassStore(VoteStore, SweepStore):
     # ----- plumbing -----
     def _do(self, work: Callable[[Callable[..., Any]], Any]) -> Any:
         """work(q) in one transaction; q(sql, params) runs a statement written with "?"."""
+
         def inside(db):
             def q(sql: str, params: Sequence = ()):
                 return db.execute(sql.replace("?", self._mark), tuple(params))
+
             return work(q)
+
         return self.store.transact(inside)
 
     def _class_row(self, q, code: str):
-        return q("SELECT code, title, created, ended, password_hash, key_hash, last_active "
-                 "FROM classes WHERE code = ?", (code,)).fetchone()
+        return q(
+            "SELECT code, title, created, ended, password_hash, key_hash, last_active "
+            "FROM classes WHERE code = ?",
+            (code,),
+        ).fetchone()
 
     def _touch(self, q, code: str) -> None:
         q("UPDATE classes SET last_active = ? WHERE code = ?", (self.clock(), code))
@@ -81,10 +87,13 @@ class ClassStore(VoteStore, SweepStore):
             def insert(q, code=code):
                 if self._class_row(q, code) is not None:
                     return False
-                q("INSERT INTO classes (code, title, key_hash, password_hash, created, ended, "
-                  "last_active) VALUES (?, ?, ?, ?, ?, NULL, ?)",
-                  (code, title, rules.key_hash(key), hashed, now, now))
+                q(
+                    "INSERT INTO classes (code, title, key_hash, password_hash, created, ended, "
+                    "last_active) VALUES (?, ?, ?, ?, ?, NULL, ?)",
+                    (code, title, rules.key_hash(key), hashed, now, now),
+                )
                 return True
+
             if self._do(insert):
                 return code, key
         raise ClassError("No free join code was found; try again.")
@@ -97,89 +106,154 @@ class ClassStore(VoteStore, SweepStore):
     def _instructing(self, q, code: str, key: object):
         row = self._class_row(q, code)
         if row is None or not rules.key_matches(key, row[5]):
-            raise ClassError("Only the class's instructor can do that (their browser holds the "
-                             "class's key).")
+            raise ClassError("Only the class's instructor can do that (their browser holds the class's key).")
         return row
 
     def end(self, code: str, key: object) -> None:
         """End the class: no more joins or votes; its results stay readable by the instructor."""
+
         def work(q):
             row = self._instructing(q, code, key)
             if row[3] is None:
-                q("UPDATE classes SET ended = ?, last_active = ? WHERE code = ?",
-                  (self.clock(), self.clock(), code))
+                q(
+                    "UPDATE classes SET ended = ?, last_active = ? WHERE code = ?",
+                    (self.clock(), self.clock(), code),
+                )
+
         self._do(work)
 
     # ----- members -----
     def info(self, code: str) -> ClassInfo | None:
         """The class `code` (open or ended), or None."""
+
         def work(q):
             row = self._class_row(q, code)
             if row is None:
                 return None
             members = q("SELECT count(*) FROM class_members WHERE code = ?", (code,)).fetchone()[0]
             return ClassInfo(row[0], row[1], row[2], row[3], row[4] is not None, members)
+
         return self._do(work)
 
     def join(self, code: str, browser: str, password: object = None) -> str:
         """Make the browser a member of the open class `code`; its member id. One message for a
         code that does not exist, an ended class and a wrong password (a guesser learns
         nothing)."""
+
         def work(q):
             row = self._class_row(q, code)
             if row is None or row[3] is not None or not rules.password_matches(password, row[4]):
                 raise ClassError(NOT_OPEN)
             member = rules.member_id(code, browser)
-            q("INSERT INTO class_members (code, member, joined) VALUES (?, ?, ?) "
-              "ON CONFLICT (code, member) DO NOTHING", (code, member, self.clock()))
+            q(
+                "INSERT INTO class_members (code, member, joined) VALUES (?, ?, ?) "
+                "ON CONFLICT (code, member) DO NOTHING",
+                (code, member, self.clock()),
+            )
             self._touch(q, code)
             return member
+
         return self._do(work)
 
     def is_member(self, code: str, member: str) -> bool:
-        return self._do(lambda q: q("SELECT 1 FROM class_members WHERE code = ? AND member = ?",
-                                    (code, member)).fetchone()) is not None
-
+        return (
+            self._do(
+                lambda q: q(
+                    "SELECT 1 FROM class_members WHERE code = ? AND member = ?", (code, member)
+                ).fetchone()
+            )
+            is not None
+        )
 
     # ----- a class-sourced sweep -----
     def export(self, code: str, key: object) -> dict[str, Any]:
         """The class's results for its instructor: the class, and every round's counts (no
         member ids: counts are what the room said)."""
+
         def work(q):
             row = self._instructing(q, code, key)
             members = q("SELECT count(*) FROM class_members WHERE code = ?", (code,)).fetchone()[0]
-            rounds = q("SELECT question, round, opened, revealed, supported FROM class_rounds "
-                       "WHERE code = ? ORDER BY question, round", (code,)).fetchall()
-            votes = q("SELECT question, round, choice, count(*) FROM class_votes WHERE code = ? "
-                      "GROUP BY question, round, choice", (code,)).fetchall()
-            sweeps = q("SELECT page, sweep, opened, grid, config FROM class_sweeps WHERE "
-                       "code = ? ORDER BY page, sweep", (code,)).fetchall()
-            runs = q("SELECT page, sweep, cell, at, report FROM class_results WHERE code = ? "
-                     "ORDER BY page, sweep, at", (code,)).fetchall()
-            return {"class": {"code": row[0], "title": row[1], "created": row[2],
-                              "ended": row[3], "members": members},
-                    # the runs by cell, no member ids: what the room measured
-                    "sweeps": [{"page": s[0], "sweep": int(s[1]), "opened": s[2],
-                                "grid": json.loads(s[3]), "config": json.loads(s[4]),
-                                "runs": [{"cell": int(r[2]), "at": r[3]} | json.loads(r[4])
-                                         for r in runs if r[0] == s[0] and r[1] == s[1]]}
-                               for s in sweeps],
-                    "rounds": [{"question": r[0], "round": int(r[1]), "opened": r[2],
-                                "revealed": r[3], "supported": r[4],
-                                "counts": {int(c): int(n) for qn, rn, c, n in votes
-                                           if qn == r[0] and rn == r[1]}} for r in rounds]}
+            rounds = q(
+                "SELECT question, round, opened, revealed, supported FROM class_rounds "
+                "WHERE code = ? ORDER BY question, round",
+                (code,),
+            ).fetchall()
+            votes = q(
+                "SELECT question, round, choice, count(*) FROM class_votes WHERE code = ? "
+                "GROUP BY question, round, choice",
+                (code,),
+            ).fetchall()
+            sweeps = q(
+                "SELECT page, sweep, opened, grid, config FROM class_sweeps WHERE "
+                "code = ? ORDER BY page, sweep",
+                (code,),
+            ).fetchall()
+            runs = q(
+                "SELECT page, sweep, cell, at, report FROM class_results WHERE code = ? "
+                "ORDER BY page, sweep, at",
+                (code,),
+            ).fetchall()
+            return {
+                "class": {
+                    "code": row[0],
+                    "title": row[1],
+                    "created": row[2],
+                    "ended": row[3],
+                    "members": members,
+                },
+                # the runs by cell, no member ids: what the room measured
+                "sweeps": [
+                    {
+                        "page": s[0],
+                        "sweep": int(s[1]),
+                        "opened": s[2],
+                        "grid": json.loads(s[3]),
+                        "config": json.loads(s[4]),
+                        "runs": [
+                            {"cell": int(r[2]), "at": r[3]} | json.loads(r[4])
+                            for r in runs
+                            if r[0] == s[0] and r[1] == s[1]
+                        ],
+                    }
+                    for s in sweeps
+                ],
+                "rounds": [
+                    {
+                        "question": r[0],
+                        "round": int(r[1]),
+                        "opened": r[2],
+                        "revealed": r[3],
+                        "supported": r[4],
+                        "counts": {int(c): int(n) for qn, rn, c, n in votes if qn == r[0] and rn == r[1]},
+                    }
+                    for r in rounds
+                ],
+            }
+
         return self._do(work)
 
     def purge(self, days: float) -> int:
         """Delete every class past keeping (rules.expired) with everything it held; how many."""
+
         def work(q):
-            gone = [r[0] for r in q("SELECT code, created, ended, last_active FROM classes")
-                    .fetchall() if rules.expired(r[1], r[2], r[3], self.clock(), days)]
+            gone = [
+                r[0]
+                for r in q("SELECT code, created, ended, last_active FROM classes").fetchall()
+                if rules.expired(r[1], r[2], r[3], self.clock(), days)
+            ]
             for code in gone:
-                for table in ("class_results", "class_cells", "class_sweeps", "class_votes",
-                              "class_rounds", "class_members", "classes"):
+                for table in (
+                    "class_results",
+                    "class_cells",
+                    "class_sweeps",
+                    "class_votes",
+                    "class_rounds",
+                    "class_members",
+                    "classes",
+                ):
                     q(f"DELETE FROM {table} WHERE code = ?", (code,))
             return len(gone)
+
         return self._do(work)
 
 

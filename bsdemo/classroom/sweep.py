@@ -28,8 +28,12 @@ from bsdemo.units import percent, setting
 BATCHES = (8, 16, 32, 64, 128, 256, 512)
 LR_BATCHES = (8, 32, 128, 512)
 LR_VALUES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
-PAGES = {"training_lab": "Training Lab", "throughput": "Throughput",
-         "lr_scaling": "Learning-rate scaling", "noise": "Gradient noise"}
+PAGES = {
+    "training_lab": "Training Lab",
+    "throughput": "Throughput",
+    "lr_scaling": "Learning-rate scaling",
+    "noise": "Gradient noise",
+}
 TIME_LIMIT_S = 10.0  # a cell's run stops at this much training time: a room's sweep is minutes
 CURVE_POINTS = 60  # the loss curve a run reports, thinned to this many points
 SEED_SPAN = 10_000  # a member's seed: the workload's seed plus a number below this
@@ -97,28 +101,43 @@ def _thin(xs: Sequence[float], ys: Sequence[float], count: int) -> list[list[flo
     return [pairs[round(i * stride)] for i in range(count)]
 
 
-def cell_report(*, status: str, config: Mapping[str, Any], summary: Mapping[str, Any],
-                steps: Mapping[str, Sequence], start: Mapping[str, Any] | None,
-                shared_device: bool, turns_with: int, stored_at: float | None,
-                run: int) -> dict[str, Any]:
+def cell_report(
+    *,
+    status: str,
+    config: Mapping[str, Any],
+    summary: Mapping[str, Any],
+    steps: Mapping[str, Sequence],
+    start: Mapping[str, Any] | None,
+    shared_device: bool,
+    turns_with: int,
+    stored_at: float | None,
+    run: int,
+) -> dict[str, Any]:
     """What one finished run of a cell tells the class: its settings, how it ended, final test
     accuracy (a completed run only), samples/s, its loss curve (thinned), the device it ran on
     and how (shared with other jobs, in turns with other runs, or served from the run store)."""
     device = ((start or {}).get("device") or {}).get("name") or "unknown device"
     accuracy = summary.get("test_accuracy") if status == "completed" else None
     cpu = summary.get("cpu_samples_per_sec")  # by the training thread's CPU time: load-proof
-    return {"batch": int(config["batch_size"]), "lr": float(config["lr"]),
-            "seed": int(config.get("seed", 0)), "status": status,
-            "time_capped": bool(summary.get("time_capped")),
-            "accuracy": None if accuracy is None else float(accuracy),
-            "samples_per_sec": summary.get("samples_per_sec"),
-            "speed": cpu or summary.get("samples_per_sec"),
-            "clock": THREAD_CLOCK if cpu else WALL_CLOCK,
-            "others_busy_share": summary.get("others_busy_share"),
-            "torch_threads": summary.get("torch_threads"),
-            "curve": _thin(steps.get("epoch", ()), steps.get("loss", ()), CURVE_POINTS),
-            "device": str(device), "shared": bool(shared_device), "turns": int(turns_with),
-            "stored": stored_at is not None, "run": int(run)}
+    return {
+        "batch": int(config["batch_size"]),
+        "lr": float(config["lr"]),
+        "seed": int(config.get("seed", 0)),
+        "status": status,
+        "time_capped": bool(summary.get("time_capped")),
+        "accuracy": None if accuracy is None else float(accuracy),
+        "samples_per_sec": summary.get("samples_per_sec"),
+        "speed": cpu or summary.get("samples_per_sec"),
+        "clock": THREAD_CLOCK if cpu else WALL_CLOCK,
+        "others_busy_share": summary.get("others_busy_share"),
+        "torch_threads": summary.get("torch_threads"),
+        "curve": _thin(steps.get("epoch", ()), steps.get("loss", ()), CURVE_POINTS),
+        "device": str(device),
+        "shared": bool(shared_device),
+        "turns": int(turns_with),
+        "stored": stored_at is not None,
+        "run": int(run),
+    }
 
 
 def condition(report: Mapping[str, Any]) -> str:

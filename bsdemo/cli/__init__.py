@@ -78,10 +78,16 @@ def _own_model(args, cfg, checked: dict, model_file) -> int:
     if args.probe_timeout is not None:  # the flag over the file's own Workload setting
         own.timeout = args.probe_timeout
     cfg = ownmodel.config(own, args.command, cfg.seed, cfg.device, checked)
-    if args.command == "find" and own.device.type == "cpu" and checked["memory_budget_bytes"] in (
-            None, "device"):
-        raise ConfigError("memory_budget", checked["memory_budget_bytes"], "a size such as 2GiB with "
-                          "--model-file on a CPU: it has no memory limit of its own to find")
+    if (
+        args.command == "find"
+        and own.device.type == "cpu"
+        and checked["memory_budget_bytes"] in (None, "device")
+    ):
+        raise ConfigError(
+            "memory_budget",
+            checked["memory_budget_bytes"],
+            "a size such as 2GiB with --model-file on a CPU: it has no memory limit of its own to find",
+        )
     run = commands.MEASURING[args.command]  # sweep, find, noise or fit-batch: checked by ownmodel
     try:
         with using(own):
@@ -93,6 +99,8 @@ def _own_model(args, cfg, checked: dict, model_file) -> int:
 
 def _fail(command: str, exc: ConfigError) -> int:
     flag = FIELD_FLAGS.get(exc.field, exc.field)
-    print(one_line(f"bsdemo {command}: error: {flag}: got {clip(repr(exc.value))}; allowed: "
-                    f"{exc.allowed}"), file=sys.stderr)
+    print(
+        one_line(f"bsdemo {command}: error: {flag}: got {clip(repr(exc.value))}; allowed: {exc.allowed}"),
+        file=sys.stderr,
+    )
     return 2

@@ -30,10 +30,11 @@ def _check_trace_dir(args: argparse.Namespace) -> dict:
 
 def _check_regimes(args: argparse.Namespace) -> dict:
     limit = given(args.time_limit, "--time-limit")
-    return {"epochs": _count("--epochs", args.epochs, 1, 1000),
-            "mini": _count("--mini-batch", args.mini_batch, 1, MAX_BATCH_SIZE),
-            "limit": None if limit is None else _real("--time-limit", limit, 0.0, 86_400,
-                                              low_open=True)}
+    return {
+        "epochs": _count("--epochs", args.epochs, 1, 1000),
+        "mini": _count("--mini-batch", args.mini_batch, 1, MAX_BATCH_SIZE),
+        "limit": None if limit is None else _real("--time-limit", limit, 0.0, 86_400, low_open=True),
+    }
 
 
 def _check_warm(args: argparse.Namespace) -> dict:
@@ -45,17 +46,19 @@ def _check_warm(args: argparse.Namespace) -> dict:
         if args.preset not in PRESETS:
             raise ConfigError("--preset", args.preset, "one of " + ", ".join(PRESETS))
         sizes = parse_batch_sizes(args.batch_sizes, "--batch-sizes", MAX_BATCH_SIZE)
-        runs = [(f"{args.preset} batch {b}", RunConfig(
-            **(PRESETS[args.preset].settings | {"batch_size": b})).validated()[0])
-            for b in sizes]
+        runs = [
+            (
+                f"{args.preset} batch {b}",
+                RunConfig(**(PRESETS[args.preset].settings | {"batch_size": b})).validated()[0],
+            )
+            for b in sizes
+        ]
     folder = given(args.data_dir, "--data-dir")
     url = None if folder else database_url(os.environ.get(DATABASE_URL_ENV))
     folder = folder or (None if url else os.environ.get("BSDEMO_DATA_DIR"))
     if not folder and not url:
-        raise ConfigError("--data-dir", None,
-                          f"a folder (or set BSDEMO_DATA_DIR, or {DATABASE_URL_ENV})")
-    return {"runs": runs, "folder": _writable_folder(folder, "--data-dir") if folder else None,
-            "url": url}
+        raise ConfigError("--data-dir", None, f"a folder (or set BSDEMO_DATA_DIR, or {DATABASE_URL_ENV})")
+    return {"runs": runs, "folder": _writable_folder(folder, "--data-dir") if folder else None, "url": url}
 
 
 def _check_datasets(args: argparse.Namespace) -> dict:
@@ -65,8 +68,7 @@ def _check_datasets(args: argparse.Namespace) -> dict:
         if name not in datasets.SOURCES:
             raise ConfigError("names", name, "one of " + ", ".join(datasets.SOURCES))
     cache = given(args.cache, "--cache")
-    return {"cache": _writable_folder(cache, "--cache") / "datasets" if cache is not None
-            else None}
+    return {"cache": _writable_folder(cache, "--cache") / "datasets" if cache is not None else None}
 
 
 def _writable_folder(raw: str, flag: str) -> Path:
@@ -103,10 +105,16 @@ def check_command_config(command: str, cfg: RunConfig, checked: dict) -> None:
 def _kind_check(command: str, extra=None):
     """A measuring command's check: its kind's options from their flags (and its own extra)."""
     kind = KINDS[COMMAND_KINDS[command]]
-    return lambda args: (flag_options(kind.options, args) | (extra(args) if extra else {}))
+    return lambda args: flag_options(kind.options, args) | (extra(args) if extra else {})
 
 
-CHECKS = {"train": lambda args: {}, "regimes": _check_regimes, "warm": _check_warm,
-          "datasets": _check_datasets,
-          **{command: _kind_check(command, _check_trace_dir if command == "profile" else None)
-             for command in COMMAND_KINDS}}
+CHECKS = {
+    "train": lambda args: {},
+    "regimes": _check_regimes,
+    "warm": _check_warm,
+    "datasets": _check_datasets,
+    **{
+        command: _kind_check(command, _check_trace_dir if command == "profile" else None)
+        for command in COMMAND_KINDS
+    },
+}

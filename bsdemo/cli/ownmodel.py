@@ -35,12 +35,14 @@ def check_flag(args: argparse.Namespace) -> tuple[Path, str] | None:
     timeout = getattr(args, "probe_timeout", None)
     if text is None:
         if timeout is not None:
-            raise ConfigError("probe_timeout", timeout, "nothing without --model-file: it "
-                              "watches your own model's steps")
+            raise ConfigError(
+                "probe_timeout", timeout, "nothing without --model-file: it watches your own model's steps"
+            )
         return None
     if timeout is not None:  # read here, before torch: a bad one exits at once
-        args.probe_timeout = real_number("probe_timeout", timeout, 0.0, 7 * 86400.0,
-                                         low_open=True, exact=False)
+        args.probe_timeout = real_number(
+            "probe_timeout", timeout, 0.0, 7 * 86400.0, low_open=True, exact=False
+        )
     match = _SPEC.match(text)
     if match is None:
         raise ConfigError(FIELD, text, ALLOWED)
@@ -48,15 +50,20 @@ def check_flag(args: argparse.Namespace) -> tuple[Path, str] | None:
     try:
         found = path.is_file()
     except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL byte
-        raise ConfigError(FIELD, text, f"{ALLOWED}; the file name cannot be used here "
-                          f"({type(exc).__name__})") from None
+        raise ConfigError(
+            FIELD, text, f"{ALLOWED}; the file name cannot be used here ({type(exc).__name__})"
+        ) from None
     if not found:
         raise ConfigError(FIELD, text, f"{ALLOWED}; there is no file {match['path'][:80]}")
     for flag in LAB_FLAGS:
         if getattr(args, flag, None) is not None:
-            raise ConfigError(flag, getattr(args, flag), "nothing with --model-file: the file "
-                              "brings its model, data and optimizer (only --device and --seed "
-                              "apply)")
+            raise ConfigError(
+                flag,
+                getattr(args, flag),
+                "nothing with --model-file: the file "
+                "brings its model, data and optimizer (only --device and --seed "
+                "apply)",
+            )
     return path, match["name"]
 
 
@@ -84,8 +91,7 @@ def load(path: Path, name: str, device: str):
     try:
         made = factory()
     except Exception as exc:  # noqa: BLE001
-        raise ConfigError(FIELD, shown, f"a factory that returns a Workload; {raised(exc, 160)}") \
-            from None
+        raise ConfigError(FIELD, shown, f"a factory that returns a Workload; {raised(exc, 160)}") from None
     workload = _workload(made, shown, Workload)
     try:
         return OwnWorkload.checked(workload, device)
@@ -99,13 +105,19 @@ def _workload(made: Any, shown: str, workload_type: type):
     if isinstance(made, dict):
         unknown = sorted(set(made) - {"model", "batch", "data", "loss", "optimizer", "name"})
         if unknown or "model" not in made:
-            raise ConfigError(FIELD, f"{shown} -> dict with {', '.join(map(str, made))}",
-                              "a dict with model, batch or data, loss, optimizer (and name)")
+            raise ConfigError(
+                FIELD,
+                f"{shown} -> dict with {', '.join(map(str, made))}",
+                "a dict with model, batch or data, loss, optimizer (and name)",
+            )
         return workload_type(**made)
     if isinstance(made, tuple) and len(made) == 4:
         return workload_type(*made[:2], loss=made[2], optimizer=made[3])
-    raise ConfigError(FIELD, f"{shown} -> {type(made).__name__}", "a bsdemo.api.Workload, a "
-                      "dict of its fields, or a tuple (model, batch, loss, optimizer)")
+    raise ConfigError(
+        FIELD,
+        f"{shown} -> {type(made).__name__}",
+        "a bsdemo.api.Workload, a dict of its fields, or a tuple (model, batch, loss, optimizer)",
+    )
 
 
 def config(own, command: str, seed: int, device: str, checked: dict[str, Any]):

@@ -24,17 +24,35 @@ from bsdemo.config import (
 from bsdemo.errors import one_line
 
 FLAGS = {  # CLI flag -> RunConfig field; the flag names are the ones a student types
-    "dataset": "dataset", "model": "model", "norm": "norm", "width": "width", "depth": "depth",
-    "batch_size": "batch_size", "lr": "lr", "accum": "accumulation_steps",
-    "optimizer": "optimizer", "warmup": "warmup_steps", "epochs": "epochs", "steps": "max_steps",
-    "seed": "seed", "device": "device", "eval_interval": "eval_interval", "samples": "samples",
+    "dataset": "dataset",
+    "model": "model",
+    "norm": "norm",
+    "width": "width",
+    "depth": "depth",
+    "batch_size": "batch_size",
+    "lr": "lr",
+    "accum": "accumulation_steps",
+    "optimizer": "optimizer",
+    "warmup": "warmup_steps",
+    "epochs": "epochs",
+    "steps": "max_steps",
+    "seed": "seed",
+    "device": "device",
+    "eval_interval": "eval_interval",
+    "samples": "samples",
     "noise": "noise",
 }
 FIELD_FLAGS = {v: "--" + k.replace("_", "-") for k, v in FLAGS.items()} | {
-    "memory_budget": "--memory-budget", "size": "--size", "micro_batch": "--micro-batch",
-    "memory_budget_bytes": "--memory-budget", "techniques": "--techniques",
-    "model_file": "--model-file", "micro_batches": "--micro-batches",
-    "probe_timeout_s": "--probe-timeout", "probe_timeout": "--probe-timeout"}
+    "memory_budget": "--memory-budget",
+    "size": "--size",
+    "micro_batch": "--micro-batch",
+    "memory_budget_bytes": "--memory-budget",
+    "techniques": "--techniques",
+    "model_file": "--model-file",
+    "micro_batches": "--micro-batches",
+    "probe_timeout_s": "--probe-timeout",
+    "probe_timeout": "--probe-timeout",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -87,8 +105,11 @@ def _run_flags(d: RunConfig) -> dict[str, str]:
 
 
 def _add_train(sub) -> argparse.ArgumentParser:
-    train = sub.add_parser("train", help="train one run and print its progress and summary",
-                           description="Train one run; --json prints one JSON event per line.")
+    train = sub.add_parser(
+        "train",
+        help="train one run and print its progress and summary",
+        description="Train one run; --json prints one JSON event per line.",
+    )
     d = RunConfig()
     for flag, text in _train_flags(d).items():
         train.add_argument(flag, help=text)
@@ -122,5 +143,3 @@ def config_from_args(args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
         return cfg.validated()
     except ConfigError as exc:
         raise ConfigError(FIELD_FLAGS.get(exc.field, exc.field), exc.value, exc.allowed) from None
-
-

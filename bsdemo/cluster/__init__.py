@@ -49,9 +49,13 @@ def ray_address(value: str | None) -> str | None:
     value = value.strip()
     if value == "auto" or _ADDRESS.fullmatch(value.removeprefix("ray://")):
         return value
-    raise ConfigError(RAY_ADDRESS_ENV, value, "auto, the head's host:port, or ray://host:port "
-                                              "(Ray Client); or unset: the scheduler runs in "
-                                              "this process")
+    raise ConfigError(
+        RAY_ADDRESS_ENV,
+        value,
+        "auto, the head's host:port, or ray://host:port "
+        "(Ray Client); or unset: the scheduler runs in "
+        "this process",
+    )
 
 
 def first_line(exc: BaseException, limit: int = 200) -> str:

@@ -21,9 +21,24 @@ from bsdemo.units import setting
 CONNECT_S = 5.0  # how long a replica tries to reach the head before running on its own
 CALL_S = 30.0  # the longest one call to the scheduler may take (a lookup in the store included)
 # what the pages may ask of the scheduler: calls, and values read
-CALLS = frozenset({"submit", "submit_group", "snapshot", "can_submit", "heartbeat", "cancel",
-                   "active_job", "waiting_job", "load", "wait", "workers_ready", "flush_store",
-                   "usable_memory", "metrics"})
+CALLS = frozenset(
+    {
+        "submit",
+        "submit_group",
+        "snapshot",
+        "can_submit",
+        "heartbeat",
+        "cancel",
+        "active_job",
+        "waiting_job",
+        "load",
+        "wait",
+        "workers_ready",
+        "flush_store",
+        "usable_memory",
+        "metrics",
+    }
+)
 READS = frozenset({"limits", "device_info", "store_notice", "store_error", "restarts"})
 
 
@@ -35,8 +50,7 @@ class SchedulerHost:
     """The actor's body: the embedded lab's own Scheduler, made in the actor's process with the
     settings of the replica that created it, its store opened there."""
 
-    def __init__(self, limits: Limits, threads: int | None, data_dir: str | None,
-                 url: str | None):
+    def __init__(self, limits: Limits, threads: int | None, data_dir: str | None, url: str | None):
         from bsdemo.scheduler import Scheduler
         from bsdemo.scheduler.ids import default_counter
         from bsdemo.scheduler.spool import spool_folder
@@ -46,16 +60,26 @@ class SchedulerHost:
         try:
             store = open_store(data_dir, url)
         except OSError as exc:
-            self.notices.append(f"Stored results are off: the scheduler's data folder "
-                                f"{clip(str(data_dir))!r} could not be used ({clip(str(exc), 120)}).")
+            self.notices.append(
+                f"Stored results are off: the scheduler's data folder "
+                f"{clip(str(data_dir))!r} could not be used ({clip(str(exc), 120)})."
+            )
             store = None
         from bsdemo.cluster.workers import RayWorkerPool
 
-        self.scheduler = Scheduler(limits=limits, store=store, threads_per_worker=threads,
-                                   id_counter=default_counter(data_dir), pool=RayWorkerPool,
-                                   spool=spool_folder(data_dir))
-        self.where = {"node_id": ray.get_runtime_context().get_node_id(),
-                      "host": socket.gethostname(), "pid": os.getpid()}
+        self.scheduler = Scheduler(
+            limits=limits,
+            store=store,
+            threads_per_worker=threads,
+            id_counter=default_counter(data_dir),
+            pool=RayWorkerPool,
+            spool=spool_folder(data_dir),
+        )
+        self.where = {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+        }
 
     def call(self, name: str, args: tuple, kwargs: dict) -> Any:
         if name not in CALLS:
@@ -96,12 +120,16 @@ class RemoteScheduler:
                 raise cause from None
             raise
         except (RayActorError, GetTimeoutError) as exc:
-            what = (f"did not answer within {setting(timeout)} s" if isinstance(exc, GetTimeoutError)
-                    else "was lost")
+            what = (
+                f"did not answer within {setting(timeout)} s"
+                if isinstance(exc, GetTimeoutError)
+                else "was lost"
+            )
             raise SchedulerLost(
                 f"The course's scheduler {what} ({first_line(exc, 120).rstrip('.')}"
                 "). Ray starts it again by itself; the runs it held queued or running are "
-                "gone. Reload the page in a moment.") from None
+                "gone. Reload the page in a moment."
+            ) from None
 
     def _call(self, name: str, *args, timeout: float = CALL_S, **kwargs) -> Any:
         return self._get(self.actor.call.remote(name, args, kwargs), timeout)
@@ -109,13 +137,28 @@ class RemoteScheduler:
     def _read(self, name: str) -> Any:
         return self._get(self.actor.read.remote(name))
 
-    def submit(self, cfg, owner: str, kind: str = "train", options: dict | None = None,
-               fresh: bool = False, address: str | None = None, supersede: bool = False) -> int:
-        return self._call("submit", cfg, owner, kind=kind, options=options, fresh=fresh,
-                          address=address, supersede=supersede)
+    def submit(
+        self,
+        cfg,
+        owner: str,
+        kind: str = "train",
+        options: dict | None = None,
+        fresh: bool = False,
+        address: str | None = None,
+        supersede: bool = False,
+    ) -> int:
+        return self._call(
+            "submit",
+            cfg,
+            owner,
+            kind=kind,
+            options=options,
+            fresh=fresh,
+            address=address,
+            supersede=supersede,
+        )
 
-    def submit_group(self, cfgs, owner: str, address: str | None = None,
-                     fresh: bool = False) -> list[int]:
+    def submit_group(self, cfgs, owner: str, address: str | None = None, fresh: bool = False) -> list[int]:
         return self._call("submit_group", cfgs, owner, address=address, fresh=fresh)
 
     def snapshot(self, job_id: int):
@@ -207,19 +250,28 @@ def join(address: str) -> None:
     server"): that is tried again, twice, before the replica gives up."""
     for attempt in range(1, CLIENT_TRIES + 1):
         try:
-            ray.init(address=address, namespace=NAMESPACE, log_to_driver=False,
-                     logging_level="WARNING", configure_logging=False)
+            ray.init(
+                address=address,
+                namespace=NAMESPACE,
+                log_to_driver=False,
+                logging_level="WARNING",
+                configure_logging=False,
+            )
             return
         except (ConnectionError, RuntimeError, TimeoutError) as exc:
-            retry = (address.startswith("ray://") and attempt < CLIENT_TRIES
-                     and isinstance(exc, ConnectionAbortedError))
+            retry = (
+                address.startswith("ray://")
+                and attempt < CLIENT_TRIES
+                and isinstance(exc, ConnectionAbortedError)
+            )
             if not retry:
                 raise ClusterUnreachable(f"{type(exc).__name__}: {clip(str(exc), 160)}") from exc
             time.sleep(attempt)
 
 
-def connect(address: str, limits: Limits, threads: int | None, data_dir: str | None,
-            url: str | None) -> RemoteScheduler:
+def connect(
+    address: str, limits: Limits, threads: int | None, data_dir: str | None, url: str | None
+) -> RemoteScheduler:
     """Join the Ray cluster at address and the course's scheduler actor in it, creating the actor
     (with these settings) when no replica has yet. Raises ClusterUnreachable."""
     if not reachable(address):
@@ -229,9 +281,15 @@ def connect(address: str, limits: Limits, threads: int | None, data_dir: str | N
     # on the head node: the one node a cluster cannot lose anyway (it holds Ray's own state),
     # so a GPU node going away never takes the course's queue with it
     host = ray.remote(SchedulerHost).options(
-        name=ACTOR_NAME, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
-        num_cpus=0, resources={"node:__internal_head__": 0.001}, max_concurrency=64,
-        max_restarts=-1)
+        name=ACTOR_NAME,
+        namespace=NAMESPACE,
+        lifetime="detached",
+        get_if_exists=True,
+        num_cpus=0,
+        resources={"node:__internal_head__": 0.001},
+        max_concurrency=64,
+        max_restarts=-1,
+    )
     actor = host.remote(limits, threads, data_dir, url)
     deadline = time.monotonic() + CALL_S * 4  # the first replica waits for the actor to start
     while True:

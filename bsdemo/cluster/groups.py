@@ -43,19 +43,17 @@ class GroupMember:
         with socket.socket() as s:
             s.bind(("", 0))
             port = s.getsockname()[1]
-        return (ray.util.get_node_ip_address(), port,
-                ray.get_runtime_context().get_node_id())
+        return (ray.util.get_node_ip_address(), port, ray.get_runtime_context().get_node_id())
 
-    def run(self, target: str, rank: int, world: int, init: str, arguments: dict,
-            threads: int) -> Any:
+    def run(self, target: str, rank: int, world: int, init: str, arguments: dict, threads: int) -> Any:
         from bsdemo.engine.group import run_member
 
-        return run_member(target, rank, world, init, arguments, threads,
-                          timeout_s=RENDEZVOUS_S)
+        return run_member(target, rank, world, init, arguments, threads, timeout_s=RENDEZVOUS_S)
 
 
-def run_on_cluster(target: str, world: int, arguments: dict[str, Any],
-                   should_stop: Callable[[], bool] | None, threads: int) -> list[Any]:
+def run_on_cluster(
+    target: str, world: int, arguments: dict[str, Any], should_stop: Callable[[], bool] | None, threads: int
+) -> list[Any]:
     """bsdemo.engine.group.run_group's contract, its members on the cluster's nodes: what each
     rank returned, by rank; JobStopped when stopped; RuntimeError when the group cannot be
     placed or a member fails. Nothing of the group is left when it returns or raises."""
@@ -63,13 +61,24 @@ def run_on_cluster(target: str, world: int, arguments: dict[str, Any],
     members: list[Any] = []
     try:
         _placed(group, world, threads, should_stop)
-        members = [ray.remote(GroupMember).options(
-            num_cpus=threads, max_restarts=0, scheduling_strategy=PlacementGroupSchedulingStrategy(
-                group, placement_group_bundle_index=rank)).remote() for rank in range(world)]
+        members = [
+            ray.remote(GroupMember)
+            .options(
+                num_cpus=threads,
+                max_restarts=0,
+                scheduling_strategy=PlacementGroupSchedulingStrategy(
+                    group, placement_group_bundle_index=rank
+                ),
+            )
+            .remote()
+            for rank in range(world)
+        ]
         where = ray.get([m.address.remote() for m in members], timeout=PLACE_S)
         host, port, _ = where[0]
-        runs = [m.run.remote(target, rank, world, f"tcp://{host}:{port}", arguments, threads)
-                for rank, m in enumerate(members)]
+        runs = [
+            m.run.remote(target, rank, world, f"tcp://{host}:{port}", arguments, threads)
+            for rank, m in enumerate(members)
+        ]
         return _results(runs, [node for *_, node in where], should_stop)
     finally:
         for m in members:
@@ -83,26 +92,30 @@ def _placed(group, world: int, threads: int, should_stop) -> None:
         if should_stop is not None and should_stop():
             raise JobStopped("Stopped before the group started.")
         if time.monotonic() > deadline:
-            raise RuntimeError(f"the cluster had no room for the group's {world} processes "
-                               f"({threads} CPU each) within {setting(PLACE_S)} s; a group starts "
-                               "whole or not at all")
+            raise RuntimeError(
+                f"the cluster had no room for the group's {world} processes "
+                f"({threads} CPU each) within {setting(PLACE_S)} s; a group starts "
+                "whole or not at all"
+            )
 
 
 def _results(runs: list, nodes: list[str], should_stop) -> list[Any]:
     results: dict[int, Any] = {}
     while len(results) < len(runs):
-        done, _ = ray.wait([r for i, r in enumerate(runs) if i not in results],
-                           num_returns=1, timeout=POLL_S)
+        done, _ = ray.wait([r for i, r in enumerate(runs) if i not in results], num_returns=1, timeout=POLL_S)
         for ref in done:
             rank = runs.index(ref)
             try:
                 results[rank] = ray.get(ref)
             except RayTaskError as exc:
-                raise RuntimeError(f"process {rank} of the group failed on node "
-                                   f"{nodes[rank][:12]}: {first_line(exc.cause or exc)}") from None
+                raise RuntimeError(
+                    f"process {rank} of the group failed on node "
+                    f"{nodes[rank][:12]}: {first_line(exc.cause or exc)}"
+                ) from None
             except (RayActorError, RayError) as exc:
-                raise RuntimeError(f"process {rank} of the group was lost with node "
-                                   f"{nodes[rank][:12]} ({first_line(exc)})") from None
+                raise RuntimeError(
+                    f"process {rank} of the group was lost with node {nodes[rank][:12]} ({first_line(exc)})"
+                ) from None
         if should_stop is not None and should_stop():
             raise JobStopped("Stopped before it finished.")
     return [results[rank] for rank in range(len(runs))]

@@ -78,12 +78,19 @@ class LabWorker:
         self.results = _Messages()
         self.cancel = _Cancel()
         # where it runs: its node, and the GPUs Ray gave it (the device admission counts it on)
-        self.where = {"node_id": ray.get_runtime_context().get_node_id(),
-                      "gpus": [str(g) for g in ray.get_gpu_ids()],
-                      "host": socket.gethostname(), "pid": os.getpid(), "nice": os.nice(0)}
-        self.loop = threading.Thread(target=_lab_loop, name="bsdemo-worker", daemon=True,
-                                     args=(index, self.tasks, self.results, self.cancel,
-                                           threads, memory))
+        self.where = {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "gpus": [str(g) for g in ray.get_gpu_ids()],
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "nice": os.nice(0),
+        }
+        self.loop = threading.Thread(
+            target=_lab_loop,
+            name="bsdemo-worker",
+            daemon=True,
+            args=(index, self.tasks, self.results, self.cancel, threads, memory),
+        )
         self.loop.start()
 
     def give(self, task: tuple | None) -> None:
@@ -153,13 +160,23 @@ class RayWorkerPool(WorkerPool):
         self.restarts = 0
 
     def _start(self, index: int) -> Worker:
-        actor = ray.remote(LabWorker).options(
-            num_cpus=1, num_gpus=self._gpu_share, max_concurrency=4, max_restarts=0,
-            scheduling_strategy="SPREAD", name=None).remote(index, self._threads, self._memory)
+        actor = (
+            ray.remote(LabWorker)
+            .options(
+                num_cpus=1,
+                num_gpus=self._gpu_share,
+                max_concurrency=4,
+                max_restarts=0,
+                scheduling_strategy="SPREAD",
+                name=None,
+            )
+            .remote(index, self._threads, self._memory)
+        )
         process = ActorProcess(actor)
         worker = Worker(index, process, tasks=None, cancel=None)
-        threading.Thread(target=self._forward, args=(worker,), daemon=True,
-                         name=f"bsdemo-ray-results-{index}").start()
+        threading.Thread(
+            target=self._forward, args=(worker,), daemon=True, name=f"bsdemo-ray-results-{index}"
+        ).start()
         return worker
 
     def _forward(self, worker: Worker) -> None:
@@ -206,4 +223,3 @@ class RayWorkerPool(WorkerPool):
         for w in self.workers:
             w.retired.set()
             w.process.kill()
-

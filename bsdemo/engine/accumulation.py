@@ -52,10 +52,17 @@ def _variable_lengths(y: torch.Tensor, seed: int) -> torch.Tensor:
     return y
 
 
-def accumulation_check(cfg: RunConfig, micro_batch: int, accum: int, steps: int = 5, *,
-                       unscaled_loss: bool = False, variable_length: bool = False,
-                       measure_steps: int = ACCUM_MEASURE_STEPS,
-                       should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+def accumulation_check(
+    cfg: RunConfig,
+    micro_batch: int,
+    accum: int,
+    steps: int = 5,
+    *,
+    unscaled_loss: bool = False,
+    variable_length: bool = False,
+    measure_steps: int = ACCUM_MEASURE_STEPS,
+    should_stop: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
     """Compare both ways for `steps` optimizer steps; returns the accum_check record. Raises
     JobStopped between two steps when should_stop() says so (Stop, the job's time cap)."""
     cfg = accumulation_config(cfg, variable_length)
@@ -63,9 +70,12 @@ def accumulation_check(cfg: RunConfig, micro_batch: int, accum: int, steps: int 
     big_cfg = dataclasses.replace(base, batch_size=micro_batch * accum)
     checked, _ = big_cfg.validated()
     if checked.batch_size != micro_batch * accum:
-        raise ConfigError("micro_batch", micro_batch,
-                          f"micro-batch × accumulation at most the {checked.train_samples} "
-                          f"training samples (got {micro_batch} × {accum})")
+        raise ConfigError(
+            "micro_batch",
+            micro_batch,
+            f"micro-batch × accumulation at most the {checked.train_samples} "
+            f"training samples (got {micro_batch} × {accum})",
+        )
     big, small = prepare(big_cfg), prepare(dataclasses.replace(base, batch_size=micro_batch))
     x, y = big.data.x_train, big.data.y_train
     if variable_length:
@@ -92,44 +102,76 @@ def accumulation_check(cfg: RunConfig, micro_batch: int, accum: int, steps: int 
             if first_grads is None:
                 first_grads = [
                     (name, (p.grad - q.grad).abs().max().item(), p.grad.norm().item())
-                    for (name, p), q in zip(big.model.named_parameters(),
-                                            small.model.parameters(), strict=True)
-                    if p.grad is not None]
-                num = sum(((p.grad - q.grad) ** 2).sum() for p, q in zip(
-                    big.model.parameters(), small.model.parameters(), strict=True)
-                    if p.grad is not None)
-                den = sum((p.grad ** 2).sum() for p in big.model.parameters() if p.grad is not None)
+                    for (name, p), q in zip(
+                        big.model.named_parameters(), small.model.parameters(), strict=True
+                    )
+                    if p.grad is not None
+                ]
+                num = sum(
+                    ((p.grad - q.grad) ** 2).sum()
+                    for p, q in zip(big.model.parameters(), small.model.parameters(), strict=True)
+                    if p.grad is not None
+                )
+                den = sum((p.grad**2).sum() for p in big.model.parameters() if p.grad is not None)
                 rel_grad = (num.sqrt() / den.sqrt().clamp_min(1e-30)).item()
             big.optimizer.step()
             small.optimizer.step()
             done += 1
             if done == steps:
                 break
-    param_diff = max((p - q).abs().max().item() for p, q in zip(
-        big.model.parameters(), small.model.parameters(), strict=True))
+    param_diff = max(
+        (p - q).abs().max().item()
+        for p, q in zip(big.model.parameters(), small.model.parameters(), strict=True)
+    )
     memory = _measure(big_cfg, small.cfg, accum, measure_steps, should_stop)
-    return {"kind": "accum_check", "micro_batch": micro_batch, "accumulation_steps": accum,
-            "effective_batch_size": micro_batch * accum, "steps": steps,
-            "max_abs_grad_diff": max(d for _, d, _ in first_grads),
-            "rel_grad_diff": rel_grad, "max_abs_param_diff": param_diff,
-            "equivalent": rel_grad < EQUIVALENT_REL, "drift_grew": param_diff > PARAM_DRIFT,
-            # the module's type beside its name: the page numbers layers, not module indices
-            "per_layer": [{"layer": name, "module": type(big.model.get_submodule(
-                              name.rpartition(".")[0])).__name__,
-                           "max_abs_grad_diff": d, "grad_norm": g}
-                          for name, d, g in first_grads],
-            "unscaled_loss": unscaled_loss, "norm": cfg.norm, "variable_length": variable_length,
-            **memory}
+    return {
+        "kind": "accum_check",
+        "micro_batch": micro_batch,
+        "accumulation_steps": accum,
+        "effective_batch_size": micro_batch * accum,
+        "steps": steps,
+        "max_abs_grad_diff": max(d for _, d, _ in first_grads),
+        "rel_grad_diff": rel_grad,
+        "max_abs_param_diff": param_diff,
+        "equivalent": rel_grad < EQUIVALENT_REL,
+        "drift_grew": param_diff > PARAM_DRIFT,
+        # the module's type beside its name: the page numbers layers, not module indices
+        "per_layer": [
+            {
+                "layer": name,
+                "module": type(big.model.get_submodule(name.rpartition(".")[0])).__name__,
+                "max_abs_grad_diff": d,
+                "grad_norm": g,
+            }
+            for name, d, g in first_grads
+        ],
+        "unscaled_loss": unscaled_loss,
+        "norm": cfg.norm,
+        "variable_length": variable_length,
+        **memory,
+    }
 
 
-def _measure(big_cfg: RunConfig, small_cfg: RunConfig, accum: int, steps: int,
-             should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+def _measure(
+    big_cfg: RunConfig,
+    small_cfg: RunConfig,
+    accum: int,
+    steps: int,
+    should_stop: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
     """Peak memory and median samples/s of one big batch vs the accumulated micro-batches."""
     out = {}
-    for name, cfg in (("big", big_cfg), ("accumulated", dataclasses.replace(
-            small_cfg, accumulation_steps=accum))):
-        end = list(train(dataclasses.replace(cfg, epochs=None, max_steps=steps),
-                         evaluations=False, should_stop=should_stop))[-1]
+    for name, cfg in (
+        ("big", big_cfg),
+        ("accumulated", dataclasses.replace(small_cfg, accumulation_steps=accum)),
+    ):
+        end = list(
+            train(
+                dataclasses.replace(cfg, epochs=None, max_steps=steps),
+                evaluations=False,
+                should_stop=should_stop,
+            )
+        )[-1]
         if end.status == "cancelled":
             raise JobStopped
         out[f"{name}_peak_memory_bytes"] = end.summary["peak_memory_bytes"]

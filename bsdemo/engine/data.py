@@ -44,8 +44,13 @@ class Dataset:
         return self.x_train.shape[1] if self.x_train.dtype == torch.int64 else 1
 
     def to(self, device: torch.device) -> Dataset:
-        return Dataset(self.x_train.to(device), self.y_train.to(device), self.x_test.to(device),
-                       self.y_test.to(device), self.n_classes)
+        return Dataset(
+            self.x_train.to(device),
+            self.y_train.to(device),
+            self.x_test.to(device),
+            self.y_test.to(device),
+            self.n_classes,
+        )
 
 
 def load_dataset(cfg: RunConfig, device: torch.device) -> Dataset:
@@ -64,8 +69,13 @@ def _real_dataset(name: str) -> Dataset:
     x_train, x_test = x_train.float() / 255, x_test.float() / 255
     mean = x_train.mean(dim=(0, 2, 3), keepdim=True)
     std = x_train.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-6)
-    return Dataset(((x_train - mean) / std).contiguous(), y_train.long(),
-                   ((x_test - mean) / std).contiguous(), y_test.long(), 10)
+    return Dataset(
+        ((x_train - mean) / std).contiguous(),
+        y_train.long(),
+        ((x_test - mean) / std).contiguous(),
+        y_test.long(),
+        10,
+    )
 
 
 @lru_cache(maxsize=4)  # a warm worker re-uses the last few datasets instead of regenerating them
@@ -82,15 +92,21 @@ def _cpu_dataset(name: str, n: int, noise: float, n_test: int) -> Dataset:
     x, y = x[order], y[order]
     x_test, y_test, x_train, y_train = x[:n_test], y[:n_test], x[n_test:], y[n_test:]
     if x.dtype == torch.int64:  # token ids: nothing to standardise
-        return Dataset(x_train.contiguous(), y_train.contiguous(), x_test.contiguous(),
-                       y_test.contiguous(), len(VOCAB))
+        return Dataset(
+            x_train.contiguous(), y_train.contiguous(), x_test.contiguous(), y_test.contiguous(), len(VOCAB)
+        )
     # standardise with training statistics only (per feature; pixels share one scale)
     dims = (0,) if x.dim() == 2 else (0, 2, 3)
     mean = x_train.mean(dim=dims, keepdim=True)
     std = x_train.std(dim=dims, keepdim=True).clamp_min(1e-6)
     n_classes = int(y.max()) + 1
-    return Dataset(((x_train - mean) / std).contiguous(), y_train.contiguous(),
-                   ((x_test - mean) / std).contiguous(), y_test.contiguous(), n_classes)
+    return Dataset(
+        ((x_train - mean) / std).contiguous(),
+        y_train.contiguous(),
+        ((x_test - mean) / std).contiguous(),
+        y_test.contiguous(),
+        n_classes,
+    )
 
 
 def _digits() -> tuple[torch.Tensor, torch.Tensor]:
@@ -101,8 +117,10 @@ def _digits() -> tuple[torch.Tensor, torch.Tensor]:
         from sklearn.datasets import load_digits
 
         digits = load_digits()
-        return (torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1),
-                torch.tensor(digits.target, dtype=torch.int64))
+        return (
+            torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1),
+            torch.tensor(digits.target, dtype=torch.int64),
+        )
     rows = torch.tensor([[float(v) for v in line.split(",")] for line in raw.splitlines() if line])
     x = rows[:, :-1].reshape(-1, 1, 8, 8)  # (N, 1, 8, 8), the pixels as load_digits' images
     return x.contiguous(), rows[:, -1].to(torch.int64)
@@ -161,8 +179,11 @@ def _toy_2d(name: str, n: int, noise: float) -> tuple[torch.Tensor, torch.Tensor
     elif name == "moons":
         y = np.arange(n) % 2
         t = rng.uniform(0.0, np.pi, n)
-        x = np.where(y[:, None] == 0, np.stack([np.cos(t), np.sin(t)], 1),
-                     np.stack([1 - np.cos(t), 0.5 - np.sin(t)], 1))
+        x = np.where(
+            y[:, None] == 0,
+            np.stack([np.cos(t), np.sin(t)], 1),
+            np.stack([1 - np.cos(t), 0.5 - np.sin(t)], 1),
+        )
     elif name == "circles":
         y = np.arange(n) % 2
         t = rng.uniform(0.0, 2 * np.pi, n)
@@ -181,8 +202,13 @@ def _toy_2d(name: str, n: int, noise: float) -> tuple[torch.Tensor, torch.Tensor
     return torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.int64)
 
 
-def epoch_batches(n: int, effective_batch_size: int, generator: torch.Generator,
-                  device: torch.device, drop_last_one: bool = False):
+def epoch_batches(
+    n: int,
+    effective_batch_size: int,
+    generator: torch.Generator,
+    device: torch.device,
+    drop_last_one: bool = False,
+):
     """Index tensors of one shuffled epoch, effective_batch_size each (the last may be partial).
 
     The permutation is drawn on the device; a step's micro-batches are consecutive slices of its

@@ -72,7 +72,7 @@ def member(rank: int, world: int, settings: dict, steps: int) -> dict:
     tick, _ = compute_clock()
     compute, reduce = [], []
     for idx in step_batches(len(y), global_batch, steps, cfg.seed):
-        shard = idx[rank * cfg.batch_size:(rank + 1) * cfg.batch_size]
+        shard = idx[rank * cfg.batch_size : (rank + 1) * cfg.batch_size]
         t0 = tick()
         loss = summed_loss(model, x[shard], y[shard]) / len(shard)
         grads = torch.autograd.grad(loss, params)
@@ -86,16 +86,24 @@ def member(rank: int, world: int, settings: dict, steps: int) -> dict:
         with torch.no_grad():
             offset = 0
             for p in params:
-                p.sub_(cfg.lr * flat[offset:offset + p.numel()].view_as(p))
+                p.sub_(cfg.lr * flat[offset : offset + p.numel()].view_as(p))
                 offset += p.numel()
     dist.barrier()
-    return {"params": flat_parameters(model).numpy().copy() if rank == 0 else None,
-            "compute_s": timed(compute), "allreduce_s": timed(reduce)}
+    return {
+        "params": flat_parameters(model).numpy().copy() if rank == 0 else None,
+        "compute_s": timed(compute),
+        "allreduce_s": timed(reduce),
+    }
 
 
-def one_process(cfg: RunConfig, global_batch: int, steps: int, threads: int,
-                should_stop: Callable[[], bool] | None = None, wall: bool = False
-                ) -> tuple[torch.Tensor, float, int]:
+def one_process(
+    cfg: RunConfig,
+    global_batch: int,
+    steps: int,
+    threads: int,
+    should_stop: Callable[[], bool] | None = None,
+    wall: bool = False,
+) -> tuple[torch.Tensor, float, int]:
     """A group's steps in this process with the whole global batch, on `threads` torch threads
     (one member's share of the cores: the one worker a group's speed-up is counted against):
     (parameters, median step seconds by compute_clock — the wall clock if `wall` —, bytes
@@ -125,8 +133,9 @@ def one_process(cfg: RunConfig, global_batch: int, steps: int, threads: int,
     return flat_parameters(model), timed(times), saved
 
 
-def ddp_records(cfg: RunConfig, processes: int = 2, steps: int = 5,
-                should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+def ddp_records(
+    cfg: RunConfig, processes: int = 2, steps: int = 5, should_stop: Callable[[], bool] | None = None
+) -> Iterator[dict[str, Any]]:
     """Train `steps` steps in one process, then the same steps data-parallel in a group of
     `processes` (bounds.in_turn: the other way round once more if the pair breaks its bound).
     Yields a ddp_progress record as soon as the one process is timed — the group's fresh
@@ -141,48 +150,69 @@ def ddp_records(cfg: RunConfig, processes: int = 2, steps: int = 5,
         return one_process(cfg, global_batch, steps, threads, should_stop)
 
     def group():
-        return run_group("bsdemo.engine.ddp:member", processes,
-                         {"settings": dataclasses.asdict(cfg), "steps": steps}, should_stop)
+        return run_group(
+            "bsdemo.engine.ddp:member",
+            processes,
+            {"settings": dataclasses.asdict(cfg), "steps": steps},
+            should_stop,
+        )
 
     def breach(alone, reports) -> str | None:
         step = max(r["compute_s"] for r in reports) + max(r["allreduce_s"] for r in reports)
         return bounds.speedup_breach(alone[1] / step, processes, "the group")
 
     def progress(alone) -> dict[str, Any]:
-        return {"kind": "ddp_progress", "global_batch_size": global_batch,
-                "single_process_step_s": alone[1], "single_process_threads": threads,
-                "message": f"One process on {threads} thread(s): {fixed(alone[1] * 1e3, 1)} ms a step "
-                           f"for the global batch of {global_batch}. Starting the group's "
-                           f"{processes} processes (each loads PyTorch)…"}
+        return {
+            "kind": "ddp_progress",
+            "global_batch_size": global_batch,
+            "single_process_step_s": alone[1],
+            "single_process_threads": threads,
+            "message": f"One process on {threads} thread(s): {fixed(alone[1] * 1e3, 1)} ms a step "
+            f"for the global batch of {global_batch}. Starting the group's "
+            f"{processes} processes (each loads PyTorch)…",
+        }
 
     (single, single_s, _), reports, problem, twice = yield from bounds.in_turn(
-        single, group, breach, progress)
+        single, group, breach, progress
+    )
     ddp_params = torch.from_numpy(reports[0]["params"])
     compute = max(r["compute_s"] for r in reports)  # a step waits for the slowest process
     allreduce = max(r["allreduce_s"] for r in reports)
     diff = float((ddp_params - single).abs().max())
     step_s = compute + allreduce
-    yield {"kind": "ddp_check", "processes": processes, "backend": "gloo",
-           "per_process_batch_size": cfg.batch_size, "global_batch_size": global_batch,
-           "steps": steps, "max_abs_param_diff": diff, "equivalent": diff <= EQUIVALENT,
-           "gradient_bytes": single.numel() * single.element_size(),  # what each all-reduce sums
-           "compute_s": compute, "allreduce_s": allreduce, "step_s": step_s,
-           "single_process_step_s": single_s, "single_process_threads": threads,
-           "clock": THREAD_CLOCK if threads == 1 else WALL_CLOCK,  # compute_clock's, there
-           "samples_per_sec": global_batch / step_s,
-           "single_process_samples_per_sec": global_batch / single_s,
-           "scaling_efficiency": single_s / step_s / processes,
-           "remeasured": twice, "others_busy_share": (busy := load.others_share(children=True)),
-           "too_noisy": bounds.too_noisy(problem, busy),
-           "message": f"{processes} processes × batch {cfg.batch_size} = global batch "
-                      f"{global_batch}: parameters after {steps} steps differ from one process's "
-                      f"by at most {sig(diff, 2)}; a step {fixed(step_s * 1e3, 1)} ms "
-                      f"({fixed(allreduce * 1e3, 1)} ms all-reduce) against {fixed(single_s * 1e3, 1)} ms "
-                      f"in one process on {threads} thread(s)."}
+    yield {
+        "kind": "ddp_check",
+        "processes": processes,
+        "backend": "gloo",
+        "per_process_batch_size": cfg.batch_size,
+        "global_batch_size": global_batch,
+        "steps": steps,
+        "max_abs_param_diff": diff,
+        "equivalent": diff <= EQUIVALENT,
+        "gradient_bytes": single.numel() * single.element_size(),  # what each all-reduce sums
+        "compute_s": compute,
+        "allreduce_s": allreduce,
+        "step_s": step_s,
+        "single_process_step_s": single_s,
+        "single_process_threads": threads,
+        "clock": THREAD_CLOCK if threads == 1 else WALL_CLOCK,  # compute_clock's, there
+        "samples_per_sec": global_batch / step_s,
+        "single_process_samples_per_sec": global_batch / single_s,
+        "scaling_efficiency": single_s / step_s / processes,
+        "remeasured": twice,
+        "others_busy_share": (busy := load.others_share(children=True)),
+        "too_noisy": bounds.too_noisy(problem, busy),
+        "message": f"{processes} processes × batch {cfg.batch_size} = global batch "
+        f"{global_batch}: parameters after {steps} steps differ from one process's "
+        f"by at most {sig(diff, 2)}; a step {fixed(step_s * 1e3, 1)} ms "
+        f"({fixed(allreduce * 1e3, 1)} ms all-reduce) against {fixed(single_s * 1e3, 1)} ms "
+        f"in one process on {threads} thread(s).",
+    }
 
 
-def ddp_check(cfg: RunConfig, processes: int = 2, steps: int = 5,
-              should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+def ddp_check(
+    cfg: RunConfig, processes: int = 2, steps: int = 5, should_stop: Callable[[], bool] | None = None
+) -> dict[str, Any]:
     """The ddp_check record (ddp_records' last)."""
     *_, record = ddp_records(cfg, processes, steps, should_stop)
     return record

@@ -36,6 +36,7 @@ def summed_loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tor
 @dataclass
 class Descent:
     """How one run went: steps taken, when it first reached the target, how it ended."""
+
     steps: int = 0
     reached_at: int | None = None
     status: str = "completed"  # "completed" (reached), "capped" or "diverged"
@@ -54,12 +55,23 @@ def descend(*args, **kwargs) -> Descent:
     return run
 
 
-def descending(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch: int,
-               lr: float, target_loss: float, max_steps: int, seed: int,
-               batch_stats: bool = False, warmup_steps: int = 0, extend: int = 1,
-               extra_gradient: Callable[[], Vector] | None = None,
-               after_step: Callable[[int], None] | None = None,
-               should_stop: Callable[[], bool] | None = None) -> Iterator[Descent]:
+def descending(
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    batch: int,
+    lr: float,
+    target_loss: float,
+    max_steps: int,
+    seed: int,
+    batch_stats: bool = False,
+    warmup_steps: int = 0,
+    extend: int = 1,
+    extra_gradient: Callable[[], Vector] | None = None,
+    after_step: Callable[[int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Iterator[Descent]:
     """Train model in place with plain SGD until the training loss first reaches target_loss,
     then on to `extend` times that many steps; yields the run (one Descent, updated in place)
     each time its training loss is checked, and once more when it ends. warmup_steps: a linear

@@ -61,20 +61,33 @@ def find_batch_size(cfg: RunConfig, **kwargs) -> Iterator[dict[str, Any]]:
         yield p
         # the run's own message ("Diverged at step 2: loss not a number … Lower the lr …")
         why = (p.get("message") or "").removeprefix("Diverged ").strip()
-        yield _result(None, 1, ended.tested, None, margin=kwargs.get("margin", 0.10), knee=None,
-                      reference_batch=None, reference_lr=None,
-                      note=f"At batch {p['batch_size']} the run {OUTCOMES[p['status']]} "
-                           f"{why or '.'} The search stopped there: memory says nothing about a "
-                           "run that cannot train."
-                      ) | {"outcome": p["status"], "failed_at_batch": p["batch_size"]}
+        yield _result(
+            None,
+            1,
+            ended.tested,
+            None,
+            margin=kwargs.get("margin", 0.10),
+            knee=None,
+            reference_batch=None,
+            reference_lr=None,
+            note=f"At batch {p['batch_size']} the run {OUTCOMES[p['status']]} "
+            f"{why or '.'} The search stopped there: memory says nothing about a "
+            "run that cannot train.",
+        ) | {"outcome": p["status"], "failed_at_batch": p["batch_size"]}
 
 
 class _Probes:
     """The batch sizes run so far and how each went; `run` measures one more, or raises
     _Stopped when should_stop() says so."""
 
-    def __init__(self, cfg: RunConfig, warmup_steps: int, timed_steps: int, budget: int | None,
-                 should_stop: Callable[[], bool] | None):
+    def __init__(
+        self,
+        cfg: RunConfig,
+        warmup_steps: int,
+        timed_steps: int,
+        budget: int | None,
+        should_stop: Callable[[], bool] | None,
+    ):
         self.cfg, self.warmup_steps, self.timed_steps = cfg, warmup_steps, timed_steps
         self.budget, self.should_stop = budget, should_stop
         self.tested: dict[int, dict[str, Any]] = {}
@@ -85,8 +98,9 @@ class _Probes:
         if self.should_stop is not None and self.should_stop():
             raise _Stopped
         # a probe measures memory: its few steps need no minimum duration
-        point, self.device = probe(self.cfg, b, self.warmup_steps, self.timed_steps,
-                                   self.budget, self.should_stop)
+        point, self.device = probe(
+            self.cfg, b, self.warmup_steps, self.timed_steps, self.budget, self.should_stop
+        )
         if point["status"] == "cancelled":
             raise _Stopped
         point = dict(point, kind="find_probe", reason=reason, probe=len(self.tested) + 1)
@@ -104,16 +118,24 @@ class _Probes:
     def safe(self, b: int) -> bool:
         """Ran, and its measured peak leaves the margin free."""
         p = self.tested[b]
-        return p["status"] == "ok" and (self.usable is None or p["peak_memory_bytes"] is None
-                                        or p["peak_memory_bytes"] <= self.usable)
+        return p["status"] == "ok" and (
+            self.usable is None or p["peak_memory_bytes"] is None or p["peak_memory_bytes"] <= self.usable
+        )
 
 
-def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
-          margin: float = 0.10, target_effective_batch: int | None = None,
-          reference_batch: int | None = None, reference_lr: float | None = None,
-          warmup_steps: int = FIND_WARMUP_STEPS, timed_steps: int = FIND_TIMED_STEPS,
-          max_batch: int | None = None,
-          should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+def _find(
+    cfg: RunConfig,
+    *,
+    memory_budget_bytes: int | None = None,
+    margin: float = 0.10,
+    target_effective_batch: int | None = None,
+    reference_batch: int | None = None,
+    reference_lr: float | None = None,
+    warmup_steps: int = FIND_WARMUP_STEPS,
+    timed_steps: int = FIND_TIMED_STEPS,
+    max_batch: int | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Iterator[dict[str, Any]]:
     """Yield one find_probe per real run, then find_result. When should_stop() says so (Stop,
     the job's time cap) it ends between two steps, without a result: it never recommends a
     batch it did not finish checking."""
@@ -125,13 +147,22 @@ def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
     budget = memory_budget_bytes
     model_bytes = check_budget(prepare(cfg), budget) if budget is not None else 0
     probes = _Probes(cfg, warmup_steps, timed_steps, budget, should_stop)
-    say = functools.partial(_result, margin=margin, reference_batch=reference_batch,
-                            reference_lr=reference_lr)
+    say = functools.partial(
+        _result, margin=margin, reference_batch=reference_batch, reference_lr=reference_lr
+    )
     if budget is not None and model_bytes > budget * (1.0 - margin):
-        yield say(None, 1, probes.tested, None, knee=None, note=(
-            f"The model alone needs {format_bytes(model_bytes)}; with a {percent(margin, 0)} "
-            "margin the budget "
-            f"of {format_bytes(budget)} leaves {format_bytes(budget * (1.0 - margin))}."))
+        yield say(
+            None,
+            1,
+            probes.tested,
+            None,
+            knee=None,
+            note=(
+                f"The model alone needs {format_bytes(model_bytes)}; with a {percent(margin, 0)} "
+                "margin the budget "
+                f"of {format_bytes(budget)} leaves {format_bytes(budget * (1.0 - margin))}."
+            ),
+        )
         return
     # 1. two small probes; if even those fail, halve until one runs
     for b in FIND_PROBES:
@@ -141,14 +172,12 @@ def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
     while not probes.ok() and min(probes.tested) > 1:
         yield probes.run(min(probes.tested) // 2, "probe (smaller: the last one ran out of memory)")
     if not probes.ok():
-        yield say(None, 1, probes.tested, None, knee=None,
-                  note="Even batch 1 does not fit this budget.")
+        yield say(None, 1, probes.tested, None, knee=None, note="Even batch 1 does not fit this budget.")
         return
     if len(probes.ok()) == 1 and probes.ok()[0] > 1:
         # one probe ran and a larger one did not: one point has no slope, and bisecting from it
         # takes four or five more probes; half its size gives the fit a second point instead
-        yield probes.run(probes.ok()[0] // 2, "probe (smaller: a second point for the memory "
-                                              "fit)")
+        yield probes.run(probes.ok()[0] // 2, "probe (smaller: a second point for the memory fit)")
     # 2. predict from the memory fit, then verify with a real step
     capacity = budget or (probes.device or {}).get("total_memory_bytes")
     probes.usable = capacity * (1.0 - margin) if capacity else None
@@ -158,8 +187,14 @@ def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
     # 3. if the prediction was wrong, bisect in the narrow bracket around it
     best = yield from _bisect(probes, predicted)
     if best is None:
-        yield say(None, 1, probes.tested, predicted, knee=None, note="Even batch 1 does not fit "
-                  "within the margin of this budget.")
+        yield say(
+            None,
+            1,
+            probes.tested,
+            predicted,
+            knee=None,
+            note="Even batch 1 does not fit within the margin of this budget.",
+        )
         return
     # 4. the recommendation: the target's micro-batch, or else the throughput knee, measured by
     # the sweep's protocol over the sizes that fit (3-step probes follow the noise), or else the
@@ -173,51 +208,90 @@ def _find(cfg: RunConfig, *, memory_budget_bytes: int | None = None,
         if not probes.safe(batch):  # below a verified size this should not happen: never return it
             batch, accum = best, math.ceil(target_effective_batch / best)
         why = "target"
-        note = (f"Effective batch {target_effective_batch} = micro-batch {batch} × "
-                f"{accum} accumulation steps; the largest batch that fits is {best}.")
+        note = (
+            f"Effective batch {target_effective_batch} = micro-batch {batch} × "
+            f"{accum} accumulation steps; the largest batch that fits is {best}."
+        )
     else:
         batch, accum, why, note, knee, span, throughput = _by_throughput(
-            probes, best, margin if capacity else None)
+            probes, best, margin if capacity else None
+        )
     if best >= limit:  # the search stopped at its ceiling, not at the memory
-        note += (" That is the whole training set: no larger batch exists."
-                 if limit == cfg.train_samples and active() is None else
-                 f" {best} is this search's ceiling (max_batch): a larger batch may fit too.")
-    yield say(batch, accum, probes.tested, predicted, knee=knee, note=note, best=best,
-              capacity=capacity) | {"recommended_because": why, "knee_range": span,
-                                    "throughput": throughput}
+        note += (
+            " That is the whole training set: no larger batch exists."
+            if limit == cfg.train_samples and active() is None
+            else f" {best} is this search's ceiling (max_batch): a larger batch may fit too."
+        )
+    yield say(batch, accum, probes.tested, predicted, knee=knee, note=note, best=best, capacity=capacity) | {
+        "recommended_because": why,
+        "knee_range": span,
+        "throughput": throughput,
+    }
 
 
 def _by_throughput(probes: _Probes, best: int, margin: float | None) -> tuple:
     """(batch, 1, "knee" | "largest", the note, the knee, its range, the throughput rows): the
     samples/s of up to FIND_THROUGHPUT_SIZES sizes that fit, timed in rounds."""
     sizes = _throughput_sizes(best, FIND_THROUGHPUT_SIZES)
-    reading, throughput = throughput_in_rounds(probes.cfg, sizes, probes.budget,
-                                               probes.should_stop,
-                                               timed_steps=FIND_THROUGHPUT_STEPS, min_timed_s=0.0)
+    reading, throughput = throughput_in_rounds(
+        probes.cfg,
+        sizes,
+        probes.budget,
+        probes.should_stop,
+        timed_steps=FIND_THROUGHPUT_STEPS,
+        min_timed_s=0.0,
+    )
     if probes.should_stop is not None and probes.should_stop():
         raise _Stopped
     knee, span = reading.knee, reading.knee_range
     fits = f"up to {best} fits" + (f" under the {percent(margin, 0)} margin" if margin is not None else "")
     row = next((r for r in throughput if r["batch_size"] == knee), None)
-    if knee is not None and knee < best and row is not None and (
-            probes.usable is None or row["peak_memory_bytes"] is None
-            or row["peak_memory_bytes"] <= probes.usable):  # ran, within the margin
-        return knee, 1, "knee", (
-            f"Batch {knee} is the throughput knee: the smallest within 10% of the best "
-            f"samples/s (68% of resampled rounds: {span[0]:.0f}–{span[1]:.0f}); {fits}."
-        ), knee, span, throughput
-    why = ("samples/s were still rising there" if knee == best else
-           f"samples/s level off somewhere in batch {span[0]:.0f}–{span[1]:.0f}, too noisy to "
-           "name a smaller knee" if span else "no knee could be measured")
-    return (best, 1, "largest", f"Batch {best} is the largest that fits: {why}; {fits}.", knee,
-            span, throughput)
+    if (
+        knee is not None
+        and knee < best
+        and row is not None
+        and (
+            probes.usable is None
+            or row["peak_memory_bytes"] is None
+            or row["peak_memory_bytes"] <= probes.usable
+        )
+    ):  # ran, within the margin
+        return (
+            knee,
+            1,
+            "knee",
+            (
+                f"Batch {knee} is the throughput knee: the smallest within 10% of the best "
+                f"samples/s (68% of resampled rounds: {span[0]:.0f}–{span[1]:.0f}); {fits}."
+            ),
+            knee,
+            span,
+            throughput,
+        )
+    why = (
+        "samples/s were still rising there"
+        if knee == best
+        else f"samples/s level off somewhere in batch {span[0]:.0f}–{span[1]:.0f}, too noisy to "
+        "name a smaller knee"
+        if span
+        else "no knee could be measured"
+    )
+    return (
+        best,
+        1,
+        "largest",
+        f"Batch {best} is the largest that fits: {why}; {fits}.",
+        knee,
+        span,
+        throughput,
+    )
 
 
 def _throughput_sizes(best: int, most: int) -> list[int]:
     """The sizes whose samples/s the recommendation compares: the largest powers of two below
     the largest batch that fits, and that batch."""
     powers = [2**k for k in range(best.bit_length()) if 2**k < best]
-    return powers[-(most - 1):] + [best]
+    return powers[-(most - 1) :] + [best]
 
 
 def _predict(probes: _Probes, limit: int) -> int | None:
@@ -240,8 +314,7 @@ def _bisect(probes: _Probes, predicted: int | None) -> Generator[dict, None, int
     returns it (measured, never extrapolated), or None when not even batch 1 does."""
     tested, safe = probes.tested, probes.safe
     while not any(safe(b) for b in tested) and min(tested) > 1:
-        yield probes.run(max(1, min(tested) // 2),
-                         "smaller: nothing tested so far leaves the margin")
+        yield probes.run(max(1, min(tested) // 2), "smaller: nothing tested so far leaves the margin")
     if not any(safe(b) for b in tested):
         return None
     lo = max(b for b in tested if safe(b))
@@ -263,17 +336,42 @@ def _split(target: int, largest: int) -> tuple[int, int]:
     return 1, target
 
 
-def _result(batch, accum, tested, predicted, *, margin, knee, note, reference_batch,
-            reference_lr, best=None, capacity=None) -> dict[str, Any]:
+def _result(
+    batch,
+    accum,
+    tested,
+    predicted,
+    *,
+    margin,
+    knee,
+    note,
+    reference_batch,
+    reference_lr,
+    best=None,
+    capacity=None,
+) -> dict[str, Any]:
     effective = batch * accum if batch else None
     lr = {}
     if reference_batch and reference_lr and effective:
         ratio = effective / reference_batch
         lr = {"lr_linear": reference_lr * ratio, "lr_sqrt": reference_lr * math.sqrt(ratio)}
-    return {"kind": "find_result", "batch_size": batch, "accumulation_steps": accum,
-            "effective_batch_size": effective, "max_batch_size": best,
-            "knee_batch_size": knee, "probes": len(tested), "tested_batch_sizes": sorted(tested),
-            "predicted_max": predicted, "margin": margin, "capacity_bytes": capacity,
-            "recommended_because": None, "knee_range": None, "throughput": [],
-            "outcome": "found" if batch else "does not fit", "failed_at_batch": None,
-            "message": note, **lr}
+    return {
+        "kind": "find_result",
+        "batch_size": batch,
+        "accumulation_steps": accum,
+        "effective_batch_size": effective,
+        "max_batch_size": best,
+        "knee_batch_size": knee,
+        "probes": len(tested),
+        "tested_batch_sizes": sorted(tested),
+        "predicted_max": predicted,
+        "margin": margin,
+        "capacity_bytes": capacity,
+        "recommended_because": None,
+        "knee_range": None,
+        "throughput": [],
+        "outcome": "found" if batch else "does not fit",
+        "failed_at_batch": None,
+        "message": note,
+        **lr,
+    }

@@ -49,8 +49,11 @@ __all__ = ["TECHNIQUES", "Stepper", "available", "fit_batch", "loss_after"]
 def available(device: torch.device, checkpointable: bool = True) -> list[str]:
     """The techniques this device runs (fp16 needs CUDA) on a model (checkpointing needs its
     blocks: own_segments)."""
-    return [t for t in TECHNIQUES if (t != "fp16" or device.type == "cuda")
-            and (checkpointable or "checkpointing" not in t)]
+    return [
+        t
+        for t in TECHNIQUES
+        if (t != "fp16" or device.type == "cuda") and (checkpointable or "checkpointing" not in t)
+    ]
 
 
 def _peak(stepper: Stepper, batch: int, technique: str) -> int | None:
@@ -69,8 +72,14 @@ def _peak(stepper: Stepper, batch: int, technique: str) -> int | None:
     return None
 
 
-def loss_after(cfg: RunConfig, technique: str, steps: int, batch: int,
-               accumulation: int = 4, should_stop: Callable[[], bool] | None = None) -> float:
+def loss_after(
+    cfg: RunConfig,
+    technique: str,
+    steps: int,
+    batch: int,
+    accumulation: int = 4,
+    should_stop: Callable[[], bool] | None = None,
+) -> float:
     """The training loss (fp32, whole set) after `steps` plain-SGD steps of `batch` samples from
     the seed's initialisation, each step taken with the technique (accumulation: `accumulation`
     micro-batches making up the same batch): what mixed precision or accumulation did to the
@@ -88,8 +97,7 @@ def loss_after(cfg: RunConfig, technique: str, steps: int, batch: int,
         optimizer.zero_grad(set_to_none=True)
         for chunk in idx.chunk(parts):
             with stepper._autocast(base):
-                loss = (stepper.loss(stepper._forward(x[chunk], base), y[chunk]) * len(chunk)
-                        / len(idx))
+                loss = stepper.loss(stepper._forward(x[chunk], base), y[chunk]) * len(chunk) / len(idx)
             (stepper.scaler.scale(loss) if base == "fp16" else loss).backward()
         if base == "fp16":  # unscale, and skip a step whose gradients overflowed
             stepper.scaler.step(optimizer)
@@ -115,10 +123,16 @@ def _loss_or_none(cfg: RunConfig, technique: str, *args) -> float | None:
     return None
 
 
-def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str] | None = None,
-              accumulation: int = 4, max_batch: int = 65536,
-              budget_steps: int = FIT_BUDGET_STEPS, budget_batch: int = FIT_BUDGET_BATCH,
-              should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+def fit_batch(
+    cfg: RunConfig,
+    memory_budget_bytes: int,
+    techniques: Sequence[str] | None = None,
+    accumulation: int = 4,
+    max_batch: int = 65536,
+    budget_steps: int = FIT_BUDGET_STEPS,
+    budget_batch: int = FIT_BUDGET_BATCH,
+    should_stop: Callable[[], bool] | None = None,
+) -> Iterator[dict[str, Any]]:
     """One fit_batch_result per technique, then the fit_batch_end. Each result also carries the
     training loss after `budget_steps` steps of `budget_batch` from the same start with that
     technique, and its difference from fp32's."""
@@ -128,10 +142,17 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
     names = list(techniques or runs_here)
     missing = [t for t in names if t not in runs_here]
     if missing:
-        raise ConfigError("techniques", missing[0], ", ".join(runs_here) + (
-            " (checkpointing needs the model's blocks: a torch.nn.Sequential, or a segments() "
-            "method returning (stem, blocks, head))" if "checkpointing" in missing[0]
-            else " (fp16 needs a CUDA device; bf16 runs here)"))
+        raise ConfigError(
+            "techniques",
+            missing[0],
+            ", ".join(runs_here)
+            + (
+                " (checkpointing needs the model's blocks: a torch.nn.Sequential, or a segments() "
+                "method returning (stem, blocks, head))"
+                if "checkpointing" in missing[0]
+                else " (fp16 needs a CUDA device; bf16 runs here)"
+            ),
+        )
     n = len(stepper.run.data.y_train)
     reference = _loss_or_none(cfg, "fp32", budget_steps, budget_batch, accumulation, should_stop)
     results = {}
@@ -143,8 +164,7 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
             line, probe_oom = results[base]["fit"], results[base].get("device_oom_batch")
         else:
             peaks = [check_stop(should_stop) or _peak(stepper, b, base) for b in FIT_PROBES]
-            probe_oom = next((b for b, p in zip(FIT_PROBES, peaks, strict=True) if p is None),
-                             None)
+            probe_oom = next((b for b, p in zip(FIT_PROBES, peaks, strict=True) if p is None), None)
             fit = linear_fit(FIT_PROBES, peaks) if probe_oom is None else None
             line = (fit.intercept, fit.slope) if fit else None
         device_oom = None  # the batch the device itself ran out of memory at, if it did
@@ -153,8 +173,9 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
             batch, device_oom = 0, probe_oom
         else:
             m0, slope = line
-            predicted = max(1, min(max_batch, math.floor((memory_budget_bytes - m0) / slope)
-                                   if slope > 0 else max_batch))
+            predicted = max(
+                1, min(max_batch, math.floor((memory_budget_bytes - m0) / slope) if slope > 0 else max_batch)
+            )
             batch, peak = predicted, None
         while batch >= 1:  # verify with a real step; step down in proportion until it fits
             check_stop(should_stop)
@@ -169,28 +190,49 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
             batch = min(batch - 1, math.floor(batch * memory_budget_bytes / peak))
         oom = {"device_oom_batch": device_oom} if device_oom is not None else {}
         if batch < 1:
-            record = {"kind": "fit_batch_result", "technique": name, "max_batch_size": 0,
-                      "effective_batch_size": 0, "samples_per_sec": None,
-                      "peak_memory_bytes": peak, "predicted_max": predicted,
-                      "fixed_bytes": None if m0 is None else round(m0),
-                      "bytes_per_sample": slope, **oom}
+            record = {
+                "kind": "fit_batch_result",
+                "technique": name,
+                "max_batch_size": 0,
+                "effective_batch_size": 0,
+                "samples_per_sec": None,
+                "peak_memory_bytes": peak,
+                "predicted_max": predicted,
+                "fixed_bytes": None if m0 is None else round(m0),
+                "bytes_per_sample": slope,
+                **oom,
+            }
         else:
             k = accumulation if name == "accumulation" else 1
-            times = sorted(check_stop(should_stop) or stepper.step(batch, base, k, memory=False)[1]
-                           for _ in range(FIT_TIMED_STEPS))
-            record = {"kind": "fit_batch_result", "technique": name, "max_batch_size": batch,
-                      "effective_batch_size": batch * k, "accumulation_steps": k,
-                      "samples_per_sec": batch * k / times[len(times) // 2],
-                      "clock": stepper.clock,
-                      "peak_memory_bytes": peak, "predicted_max": predicted,
-                      "fixed_bytes": round(m0), "bytes_per_sample": slope, **oom}
-        after = (reference if name == "fp32"
-                 else _loss_or_none(cfg, name, budget_steps, budget_batch, accumulation,
-                                    should_stop))
-        record |= {"loss_after": after,
-                   "loss_vs_fp32": None if after is None or reference is None
-                   else after - reference,
-                   "budget_steps": budget_steps, "budget_batch": budget_batch}
+            times = sorted(
+                check_stop(should_stop) or stepper.step(batch, base, k, memory=False)[1]
+                for _ in range(FIT_TIMED_STEPS)
+            )
+            record = {
+                "kind": "fit_batch_result",
+                "technique": name,
+                "max_batch_size": batch,
+                "effective_batch_size": batch * k,
+                "accumulation_steps": k,
+                "samples_per_sec": batch * k / times[len(times) // 2],
+                "clock": stepper.clock,
+                "peak_memory_bytes": peak,
+                "predicted_max": predicted,
+                "fixed_bytes": round(m0),
+                "bytes_per_sample": slope,
+                **oom,
+            }
+        after = (
+            reference
+            if name == "fp32"
+            else _loss_or_none(cfg, name, budget_steps, budget_batch, accumulation, should_stop)
+        )
+        record |= {
+            "loss_after": after,
+            "loss_vs_fp32": None if after is None or reference is None else after - reference,
+            "budget_steps": budget_steps,
+            "budget_batch": budget_batch,
+        }
         if name == "fp32" and batch >= 1:
             common = batch
         if common is not None:  # accumulation: micro-batches of that size
@@ -200,7 +242,12 @@ def fit_batch(cfg: RunConfig, memory_budget_bytes: int, techniques: Sequence[str
                 record |= {"real_peak_bytes": real, "real_batch": common}
         results[name] = record | {"fit": line}
         yield record
-    yield {"kind": "fit_batch_end", "techniques": names, "train_samples": n,
-           "memory_budget_bytes": memory_budget_bytes,
-           "message": "Largest batch under the budget: " + ", ".join(
-               f"{name} {results[name]['max_batch_size']}" for name in names) + "."}
+    yield {
+        "kind": "fit_batch_end",
+        "techniques": names,
+        "train_samples": n,
+        "memory_budget_bytes": memory_budget_bytes,
+        "message": "Largest batch under the budget: "
+        + ", ".join(f"{name} {results[name]['max_batch_size']}" for name in names)
+        + ".",
+    }

@@ -41,7 +41,7 @@ def segments(model: torch.nn.Module) -> tuple[Callable, list[torch.nn.Module], C
     Transformer's blocks)."""
     if hasattr(model, "net"):  # MLP: Flatten, depth x (Linear, norm, ReLU), Linear
         layers = list(model.net)
-        blocks = [torch.nn.Sequential(*layers[i:i + 3]) for i in range(1, len(layers) - 1, 3)]
+        blocks = [torch.nn.Sequential(*layers[i : i + 3]) for i in range(1, len(layers) - 1, 3)]
         return layers[0], blocks, layers[-1]
     if hasattr(model, "features"):  # CNN: conv blocks, then Flatten + Linear
         blocks, current = [], []
@@ -79,7 +79,7 @@ class Stepper:
         parts = own_segments(self.model) if own else segments(self.model)
         self.checkpointable = parts is not None
         self.stem, self.blocks, self.head = parts or (None, [], None)
-        self.scaler = (torch.amp.GradScaler("cuda") if self.device.type == "cuda" else None)
+        self.scaler = torch.amp.GradScaler("cuda") if self.device.type == "cuda" else None
 
     def _autocast(self, technique: str):
         if technique.startswith("bf16"):
@@ -124,8 +124,9 @@ class Stepper:
         # saved tensor, the size of the gradient buffer the backward allocates for it
         return plain.bytes - sum(per_block) + inputs + max(per_block) + plain.largest
 
-    def step(self, batch: int, technique: str, accumulation: int = 1,
-             memory: bool = True) -> tuple[int | None, float, float]:
+    def step(
+        self, batch: int, technique: str, accumulation: int = 1, memory: bool = True
+    ) -> tuple[int | None, float, float]:
         """(peak bytes, seconds by self.clock, loss) of one optimizer step of `accumulation` micro-batches;
         memory=False (a timed step) leaves the peak uncounted (None on the CPU)."""
         x, y = self.run.data.x_train, self.run.data.y_train
@@ -133,8 +134,7 @@ class Stepper:
         cuda = self.device.type == "cuda"
         checkpointed = "checkpointing" in technique
         # counted from its parts with a forward of its own: only when the peak is wanted
-        held = (self._checkpointed_bytes(x[idx], technique)
-                if checkpointed and not cuda and memory else 0)
+        held = self._checkpointed_bytes(x[idx], technique) if checkpointed and not cuda and memory else 0
         if cuda:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
@@ -158,7 +158,6 @@ class Stepper:
         peak = torch.cuda.max_memory_allocated() if cuda else self.fixed + held if memory else None
         return peak if peak is None else int(peak), seconds, total
 
-
     def allocator_peak(self, batch: int, technique: str, accumulation: int = 1) -> int | None:
         """On the CPU: the real peak of one step — the most bytes torch's CPU allocator held above
         the step's start (gradients, saved activations, temporaries, recomputation), read from
@@ -170,11 +169,13 @@ class Stepper:
         try:
             from torch.profiler import ProfilerActivity, profile
 
-            with _stderr_muted(), profile(activities=[ProfilerActivity.CPU],
-                                          profile_memory=True) as prof:
+            with _stderr_muted(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
                 self.step(batch, technique, accumulation, memory=False)
-            moves = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
-                           if e.name() == "[memory]")
+            moves = sorted(
+                (e.start_ns(), e.nbytes())
+                for e in prof.profiler.kineto_results.events()
+                if e.name() == "[memory]"
+            )
         except Exception:  # noqa: BLE001 - a profiler without memory events: not measured
             return None
         held = top = 0

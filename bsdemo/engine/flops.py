@@ -18,18 +18,45 @@ from torch.utils.flop_counter import FlopCounterMode
 # dense fp32 peak, TFLOP/s, from vendor datasheets (not tensor-core TF32/bf16 rates); longest
 # matching name wins, so "H100 PCIe" is found before "H100"
 FP32_PEAK_TFLOPS = {
-    "H200": 67.0, "H100 PCIe": 51.0, "H100": 67.0, "A100": 19.5, "A10": 31.2, "L40S": 91.6,
-    "L4": 30.3, "T4": 8.1, "V100": 15.7, "RTX 4090": 82.6, "RTX 4080": 48.7, "RTX 3090": 35.6,
-    "RTX 3080": 29.8, "RTX 3060": 12.7, "M1 Max": 10.4, "M1 Pro": 5.2, "M1": 2.6, "M2 Max": 13.6,
-    "M2 Pro": 6.8, "M2": 3.6, "M3 Max": 16.3, "M3": 4.1,
+    "H200": 67.0,
+    "H100 PCIe": 51.0,
+    "H100": 67.0,
+    "A100": 19.5,
+    "A10": 31.2,
+    "L40S": 91.6,
+    "L4": 30.3,
+    "T4": 8.1,
+    "V100": 15.7,
+    "RTX 4090": 82.6,
+    "RTX 4080": 48.7,
+    "RTX 3090": 35.6,
+    "RTX 3080": 29.8,
+    "RTX 3060": 12.7,
+    "M1 Max": 10.4,
+    "M1 Pro": 5.2,
+    "M1": 2.6,
+    "M2 Max": 13.6,
+    "M2 Pro": 6.8,
+    "M2": 3.6,
+    "M3 Max": 16.3,
+    "M3": 4.1,
 }
 
 
 # dense TF32 tensor-core peak, TFLOP/s, from the same datasheets (without sparsity); GPUs before
 # Ampere (T4, V100) and Apple's have none, and keep the fp32 peak
 TF32_PEAK_TFLOPS = {
-    "H200": 494.7, "H100 PCIe": 378.0, "H100": 494.7, "A100": 156.0, "A10": 62.5, "L40S": 183.0,
-    "L4": 60.0, "RTX 4090": 82.6, "RTX 4080": 48.7, "RTX 3090": 35.6, "RTX 3080": 29.8,
+    "H200": 494.7,
+    "H100 PCIe": 378.0,
+    "H100": 494.7,
+    "A100": 156.0,
+    "A10": 62.5,
+    "L40S": 183.0,
+    "L4": 60.0,
+    "RTX 4090": 82.6,
+    "RTX 4080": 48.7,
+    "RTX 3090": 35.6,
+    "RTX 3080": 29.8,
     "RTX 3060": 12.7,
 }
 
@@ -43,15 +70,15 @@ def tf32_ops(model: str) -> list[str]:
         conv = getattr(getattr(torch.backends.cudnn, "conv", None), "fp32_precision", None)
         conv_tf32 = conv == "tf32" if conv not in (None, "none") else torch.backends.cudnn.allow_tf32
         matmul = getattr(torch.backends.cuda.matmul, "fp32_precision", None)
-        matmul_tf32 = (matmul == "tf32" if matmul not in (None, "none") else
-                       torch.backends.cuda.matmul.allow_tf32
-                       or torch.get_float32_matmul_precision() != "highest")
-    return ((["convolutions"] if conv_tf32 and model == "cnn" else [])
-            + (["matmuls"] if matmul_tf32 else []))
+        matmul_tf32 = (
+            matmul == "tf32"
+            if matmul not in (None, "none")
+            else torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest"
+        )
+    return (["convolutions"] if conv_tf32 and model == "cnn" else []) + (["matmuls"] if matmul_tf32 else [])
 
 
-def flops_per_sample(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
-                     loss_fn=None) -> float:
+def flops_per_sample(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, loss_fn=None) -> float:
     """Counted FLOPs of one training step (forward + backward) on the batch (x, y), per sample
     (loss_fn: a model the user brought, its own loss)."""
     from bsdemo.engine.train import micro_loss  # the training loss itself, sequences included
@@ -67,18 +94,22 @@ def device_peak_flops(info: dict, tf32: list[str] | None = None) -> tuple[float 
     `tf32` names the model's ops that may run in TF32 (tf32_ops): on a GPU with tensor cores
     the reference is then the TF32 peak, so that no share can pass 100% by a math mode."""
     if info.get("type") == "cpu":
-        return cpu_matmul_flops(), ("measured: the best fp32 matmul probe on this CPU's "
-                                    "worker threads since the worker started")
+        return cpu_matmul_flops(), (
+            "measured: the best fp32 matmul probe on this CPU's worker threads since the worker started"
+        )
     name = str(info.get("name", ""))
 
     def find(table: dict[str, float]) -> str | None:
-        return next((key for key in sorted(table, key=len, reverse=True)
-                     if key.lower() in name.lower()), None)
+        return next(
+            (key for key in sorted(table, key=len, reverse=True) if key.lower() in name.lower()), None
+        )
 
     if tf32 and (key := find(TF32_PEAK_TFLOPS)):
-        return TF32_PEAK_TFLOPS[key] * 1e12, (f"datasheet dense TF32 tensor-core peak of the "
-                                              f"{key}: this torch runs the model's "
-                                              f"{' and '.join(tf32)} in TF32")
+        return TF32_PEAK_TFLOPS[key] * 1e12, (
+            f"datasheet dense TF32 tensor-core peak of the "
+            f"{key}: this torch runs the model's "
+            f"{' and '.join(tf32)} in TF32"
+        )
     if key := find(FP32_PEAK_TFLOPS):
         return FP32_PEAK_TFLOPS[key] * 1e12, f"datasheet fp32 peak of the {key}"
     return None, f"no peak on record for {name or 'this device'}"

@@ -41,8 +41,9 @@ def feature_net(name: str, data: Dataset) -> nn.Module:
 
 def _train_features(data: Dataset) -> nn.Module:
     pixels = math.prod(data.input_shape)
-    net = nn.Sequential(nn.Flatten(), nn.Linear(pixels, FEATURE_WIDTH), nn.ReLU(),
-                        nn.Linear(FEATURE_WIDTH, data.n_classes)).to(data.x_train.device)
+    net = nn.Sequential(
+        nn.Flatten(), nn.Linear(pixels, FEATURE_WIDTH), nn.ReLU(), nn.Linear(FEATURE_WIDTH, data.n_classes)
+    ).to(data.x_train.device)
     g = torch.Generator(device=data.x_train.device).manual_seed(0)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
@@ -91,12 +92,16 @@ def gan_evaluation(model: nn.Module, data: Dataset, name: str) -> dict:
     features = feature_net(name, data)
     fake = model.unscaled(model.generate(FD_SAMPLES, g))
     out["frechet_distance"] = frechet_distance(features(fake), features(data.x_test))
-    tiles = (model.generate(GRID * GRID, torch.Generator(device=device).manual_seed(SAMPLE_SEED))
-             .add(1).div(2).clamp(0, 1).view(GRID, GRID, *model.shape[-2:]))
+    tiles = (
+        model.generate(GRID * GRID, torch.Generator(device=device).manual_seed(SAMPLE_SEED))
+        .add(1)
+        .div(2)
+        .clamp(0, 1)
+        .view(GRID, GRID, *model.shape[-2:])
+    )
     tiles = F.pad(tiles, (0, 1, 0, 1), value=GRID_LINE)  # a grey line after each image
     side = tiles.shape[-1]
-    grid = F.pad(tiles.permute(0, 2, 1, 3).reshape(GRID * side, GRID * side), (1, 0, 1, 0),
-                 value=GRID_LINE)
+    grid = F.pad(tiles.permute(0, 2, 1, 3).reshape(GRID * side, GRID * side), (1, 0, 1, 0), value=GRID_LINE)
     out["samples"] = [[round(v, 3) for v in row] for row in grid.tolist()]
     model.train()
     return out

@@ -40,9 +40,13 @@ def member_threads(world: int) -> int:
     return max(1, (os.cpu_count() or 1) // world)
 
 
-def run_group(target: str, world: int, arguments: dict[str, Any],
-              should_stop: Callable[[], bool] | None = None,
-              threads: int | None = None) -> list[Any]:
+def run_group(
+    target: str,
+    world: int,
+    arguments: dict[str, Any],
+    should_stop: Callable[[], bool] | None = None,
+    threads: int | None = None,
+) -> list[Any]:
     """Run `target` ("module:function") in `world` new processes of one gloo group; what each
     rank returned, by rank. Raises JobStopped when stopped and RuntimeError when a member fails;
     every member has exited (or been killed) when this returns or raises."""
@@ -50,23 +54,41 @@ def run_group(target: str, world: int, arguments: dict[str, Any],
     if LAUNCHER is not None:
         return LAUNCHER(target, world, arguments, should_stop, threads)
     root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": str(threads),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+    }
     remove_orphan_folders()  # those of launchers killed outright (a worker over its time cap)
     with group_folder() as folder:
         members = []
         try:
             for rank in range(world):
                 spec = Path(folder) / f"spec-{rank}.json"
-                spec.write_text(json.dumps({
-                    "target": target, "rank": rank, "world": world, "threads": threads,
-                    "parent": os.getpid(),
-                    "init": f"file://{Path(folder) / 'rendezvous'}", "arguments": arguments,
-                    "result": str(Path(folder) / f"result-{rank}.pickle")}))
+                spec.write_text(
+                    json.dumps(
+                        {
+                            "target": target,
+                            "rank": rank,
+                            "world": world,
+                            "threads": threads,
+                            "parent": os.getpid(),
+                            "init": f"file://{Path(folder) / 'rendezvous'}",
+                            "arguments": arguments,
+                            "result": str(Path(folder) / f"result-{rank}.pickle"),
+                        }
+                    )
+                )
                 with open(Path(folder) / f"stderr-{rank}.txt", "wb") as stderr:
-                    members.append(subprocess.Popen(
-                        [sys.executable, "-m", "bsdemo.engine.group", str(spec)], env=env,
-                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr))
+                    members.append(
+                        subprocess.Popen(
+                            [sys.executable, "-m", "bsdemo.engine.group", str(spec)],
+                            env=env,
+                            stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL,
+                            stderr=stderr,
+                        )
+                    )
             _wait(members, should_stop, Path(folder))
             return [_result(Path(folder) / f"result-{rank}.pickle") for rank in range(world)]
         finally:
@@ -79,13 +101,17 @@ def _wait(members: list[subprocess.Popen], should_stop, folder: Path) -> None:
     while True:
         codes = [m.poll() for m in members]
         # a member that wrote its whole result has done its work, whatever its teardown did
-        codes = [0 if code not in (None, 0) and (folder / f"result-{rank}.pickle").exists()
-                 else code for rank, code in enumerate(codes)]
+        codes = [
+            0 if code not in (None, 0) and (folder / f"result-{rank}.pickle").exists() else code
+            for rank, code in enumerate(codes)
+        ]
         failed = next((i for i, code in enumerate(codes) if code not in (None, 0)), None)
         if failed is not None:
             lines = (folder / f"stderr-{failed}.txt").read_text(errors="replace").strip()
-            raise RuntimeError(f"process {failed} of the group exited with code {codes[failed]}: "
-                               f"{lines.splitlines()[-1][:300] if lines else 'no message'}")
+            raise RuntimeError(
+                f"process {failed} of the group exited with code {codes[failed]}: "
+                f"{lines.splitlines()[-1][:300] if lines else 'no message'}"
+            )
         if all(code == 0 for code in codes):
             return
         if should_stop is not None and should_stop():
@@ -107,9 +133,16 @@ def _result(path: Path) -> Any:
         return pickle.load(f)  # written by this launcher's own member, in its private folder
 
 
-def run_member(target: str, rank: int, world: int, init: str, arguments: dict[str, Any],
-               threads: int, keep: Callable[[Any], None] | None = None,
-               timeout_s: float | None = None) -> Any:
+def run_member(
+    target: str,
+    rank: int,
+    world: int,
+    init: str,
+    arguments: dict[str, Any],
+    threads: int,
+    keep: Callable[[Any], None] | None = None,
+    timeout_s: float | None = None,
+) -> Any:
     """One member's work, in the process it runs in (a fresh interpreter here, a cluster's actor
     in bsdemo.cluster.groups): join the gloo group at `init`, run `target(rank, world,
     **arguments)`, hand what it returns to `keep` before leaving the group, and return it."""
@@ -119,8 +152,13 @@ def run_member(target: str, rank: int, world: int, init: str, arguments: dict[st
     torch.set_num_threads(threads)
     module, name = target.split(":")
     function = getattr(importlib.import_module(module), name)
-    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world,
-                            **({"timeout": timedelta(seconds=timeout_s)} if timeout_s else {}))
+    dist.init_process_group(
+        "gloo",
+        init_method=init,
+        rank=rank,
+        world_size=world,
+        **({"timeout": timedelta(seconds=timeout_s)} if timeout_s else {}),
+    )
     try:
         result = function(rank, world, **arguments)
         if keep is not None:
@@ -143,8 +181,9 @@ def _member(spec_path: str) -> None:
             pickle.dump(result, f)
         os.replace(partial, spec["result"])
 
-    run_member(spec["target"], spec["rank"], spec["world"], spec["init"], spec["arguments"],
-               spec["threads"], keep)
+    run_member(
+        spec["target"], spec["rank"], spec["world"], spec["init"], spec["arguments"], spec["threads"], keep
+    )
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # no interpreter teardown: the group's native threads have nothing left to do

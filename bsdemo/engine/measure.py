@@ -48,16 +48,26 @@ def device_info(device: torch.device) -> dict[str, Any]:
     info: dict[str, Any] = {"type": device.type, "torch": str(torch.__version__)}
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
-        info.update(name=props.name, total_memory_bytes=int(props.total_memory),
-                    capability=f"{props.major}.{props.minor}",
-                    multiprocessors=props.multi_processor_count)
+        info.update(
+            name=props.name,
+            total_memory_bytes=int(props.total_memory),
+            capability=f"{props.major}.{props.minor}",
+            multiprocessors=props.multi_processor_count,
+        )
     elif device.type == "mps":
-        info.update(name="Apple GPU (MPS)",
-                    total_memory_bytes=int(torch.mps.recommended_max_memory())
-                    if hasattr(torch.mps, "recommended_max_memory") else None)
+        info.update(
+            name="Apple GPU (MPS)",
+            total_memory_bytes=int(torch.mps.recommended_max_memory())
+            if hasattr(torch.mps, "recommended_max_memory")
+            else None,
+        )
     else:
-        info.update(name=cpu_name(), cores=os.cpu_count(), threads=torch.get_num_threads(),
-                    total_memory_bytes=_host_memory_bytes())
+        info.update(
+            name=cpu_name(),
+            cores=os.cpu_count(),
+            threads=torch.get_num_threads(),
+            total_memory_bytes=_host_memory_bytes(),
+        )
     return info
 
 
@@ -117,6 +127,7 @@ def _host_memory_bytes() -> int | None:
     except (ValueError, OSError, AttributeError):
         return None
 
+
 class RunClock:
     """One run's own clocks where a worker steps several runs in turn (bsdemo.engine.worker):
     the wall clock and the thread's CPU clock, less the time spent on the other runs' turns
@@ -144,8 +155,7 @@ class RunClock:
             self._left = None
 
 
-def cpu_clock(device: torch.device, clock: RunClock | None = None
-              ) -> Callable[[], float] | None:
+def cpu_clock(device: torch.device, clock: RunClock | None = None) -> Callable[[], float] | None:
     """The training thread's own CPU-time clock where it times a whole step: a CPU device with
     one torch thread, where every operation runs inline on the calling thread. Another process
     taking the core stops this clock, not the wall clock, so a step timed by it reads the same
@@ -190,8 +200,12 @@ class HostLoad:
         ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
         own = os.times()
-        return (sum(fields) / ticks, (sum(fields) - idle) / ticks, own.user + own.system,
-                own.children_user + own.children_system)
+        return (
+            sum(fields) / ticks,
+            (sum(fields) - idle) / ticks,
+            own.user + own.system,
+            own.children_user + own.children_system,
+        )
 
     def others_share(self, children: bool = False) -> float | None:
         """children: this process's finished children (a process group's members) count as
@@ -241,8 +255,12 @@ class NvmlSampler:
                 util = nvml.nvmlDeviceGetUtilizationRates(self._handle)
                 mem = nvml.nvmlDeviceGetMemoryInfo(self._handle)
                 power = nvml.nvmlDeviceGetPowerUsage(self._handle) / 1000.0
-                self._latest = {"utilization_pct": float(util.gpu), "memory_used_bytes": mem.used,
-                                "power_w": power, "time": time.time()}
+                self._latest = {
+                    "utilization_pct": float(util.gpu),
+                    "memory_used_bytes": mem.used,
+                    "power_w": power,
+                    "time": time.time(),
+                }
             except Exception:  # noqa: BLE001 - a failed sample is skipped, the run goes on
                 pass
             self._stop.wait(self._interval)

@@ -45,8 +45,7 @@ def tensor_bytes(tensors) -> int:
 
 
 def optimizer_state_bytes(optimizer: torch.optim.Optimizer) -> int:
-    return tensor_bytes(v for state in optimizer.state.values() for v in state.values()
-                        if torch.is_tensor(v))
+    return tensor_bytes(v for state in optimizer.state.values() for v in state.values() if torch.is_tensor(v))
 
 
 class SavedActivations:
@@ -98,8 +97,10 @@ def set_cuda_budget(device: torch.device, budget_bytes: int | None) -> tuple[int
     total = torch.cuda.get_device_properties(device).total_memory
     notice = None
     if budget_bytes > total:
-        notice = (f"The memory budget ({budget_bytes:,} B) is larger than this GPU's "
-                  f"{total:,} B; the GPU's own capacity applies.")
+        notice = (
+            f"The memory budget ({budget_bytes:,} B) is larger than this GPU's "
+            f"{total:,} B; the GPU's own capacity applies."
+        )
         budget_bytes = total
     torch.cuda.set_per_process_memory_fraction(budget_bytes / total, device)
     return budget_bytes, notice
@@ -127,8 +128,11 @@ class MemoryMeter:
     def read(self, accounted_persistent: int, accounted_peak: int) -> tuple[int | None, ...]:
         """(allocated, reserved, peak-in-step) in bytes, after the step."""
         if self.device.type == "cuda":
-            return (torch.cuda.memory_allocated(self.device), torch.cuda.memory_reserved(self.device),
-                    torch.cuda.max_memory_allocated(self.device))
+            return (
+                torch.cuda.memory_allocated(self.device),
+                torch.cuda.memory_reserved(self.device),
+                torch.cuda.max_memory_allocated(self.device),
+            )
         if self.device.type == "mps":
             current = torch.mps.current_allocated_memory()
             return current, torch.mps.driver_allocated_memory(), current
@@ -147,8 +151,7 @@ class MemoryBook:
     memory budget is checked here, and an out-of-memory past it is simulated (and says so).
     """
 
-    def __init__(self, params: list[torch.Tensor], optimizer: str, meter: MemoryMeter,
-                 budget: int | None):
+    def __init__(self, params: list[torch.Tensor], optimizer: str, meter: MemoryMeter, budget: int | None):
         self.params = params
         self.param_bytes = tensor_bytes(params)
         self.state_bytes = expected_optimizer_state_bytes(optimizer, self.param_bytes)
@@ -187,7 +190,8 @@ class MemoryBook:
                 f"{format_bytes(self.activations[size])}, workspace "
                 f"{format_bytes(self.workspace[size])}) but the budget is "
                 f"{format_bytes(self.budget)}. The CPU has no allocator limit, so the budget is "
-                f"enforced on accounted memory.")
+                f"enforced on accounted memory."
+            )
         return step_need
 
     def begin_step(self) -> None:
@@ -216,9 +220,14 @@ class MemoryBook:
         """The peak's parts at the largest micro-batch; measured counters fill the workspace."""
         size = self.largest_micro
         act, ws = self.activations.get(size, 0), self.workspace.get(size, 0)
-        parts = {"parameters": self.param_bytes, "gradients": self.param_bytes,
-                 "optimizer_state": self.state_bytes, "activations": act,
-                 "workspace": ws if self.accounting else None, "micro_batch": size}
+        parts = {
+            "parameters": self.param_bytes,
+            "gradients": self.param_bytes,
+            "optimizer_state": self.state_bytes,
+            "activations": act,
+            "workspace": ws if self.accounting else None,
+            "micro_batch": size,
+        }
         if not self.accounting and self.peak:
             parts["workspace"] = max(self.peak - self.persistent - act, 0)
             if self.last_reserved is not None and self.last_allocated is not None:
@@ -228,8 +237,9 @@ class MemoryBook:
     def recovery(self) -> dict[str, Any]:
         """After an OOM was cleaned up: memory now against the failed step's start."""
         after = self.meter.current()
-        return {"memory_after_recovery_bytes": after,
-                "memory_baseline_bytes": self.baseline if self.on_device else None,
-                # on the CPU nothing was allocated: accounted memory is a model
-                "memory_returned_to_baseline": (after <= self.baseline) if self.on_device
-                else None}
+        return {
+            "memory_after_recovery_bytes": after,
+            "memory_baseline_bytes": self.baseline if self.on_device else None,
+            # on the CPU nothing was allocated: accounted memory is a model
+            "memory_returned_to_baseline": (after <= self.baseline) if self.on_device else None,
+        }

@@ -33,16 +33,22 @@ def build_model(cfg: RunConfig, input_shape: tuple[int, ...], n_classes: int) ->
 
 
 def norm_1d(kind: str, features: int) -> nn.Module:
-    return {"none": nn.Identity, "batch": lambda: nn.BatchNorm1d(features),
-            "layer": lambda: nn.LayerNorm(features),
-            "group": lambda: nn.GroupNorm(norm_groups(features), features)}[kind]()
+    return {
+        "none": nn.Identity,
+        "batch": lambda: nn.BatchNorm1d(features),
+        "layer": lambda: nn.LayerNorm(features),
+        "group": lambda: nn.GroupNorm(norm_groups(features), features),
+    }[kind]()
 
 
 def norm_2d(kind: str, channels: int) -> nn.Module:
-    return {"none": nn.Identity, "batch": lambda: nn.BatchNorm2d(channels),
-            # LayerNorm over (C, H, W) without knowing H, W: GroupNorm with one group is exactly that
-            "layer": lambda: nn.GroupNorm(1, channels),
-            "group": lambda: nn.GroupNorm(norm_groups(channels), channels)}[kind]()
+    return {
+        "none": nn.Identity,
+        "batch": lambda: nn.BatchNorm2d(channels),
+        # LayerNorm over (C, H, W) without knowing H, W: GroupNorm with one group is exactly that
+        "layer": lambda: nn.GroupNorm(1, channels),
+        "group": lambda: nn.GroupNorm(norm_groups(channels), channels),
+    }[kind]()
 
 
 class MLP(nn.Module):
@@ -52,8 +58,7 @@ class MLP(nn.Module):
         super().__init__()
         layers: list[nn.Module] = [nn.Flatten()]
         for i in range(depth):
-            layers += [nn.Linear(in_features if i == 0 else width, width), norm_1d(norm, width),
-                       nn.ReLU()]
+            layers += [nn.Linear(in_features if i == 0 else width, width), norm_1d(norm, width), nn.ReLU()]
         layers.append(nn.Linear(width, n_classes))
         self.net = nn.Sequential(*layers)
 
@@ -67,15 +72,17 @@ class CNN(nn.Module):
     Channels double per block from `width`.
     """
 
-    def __init__(self, input_shape: tuple[int, ...], width: int, depth: int, n_classes: int,
-                 norm: str):
+    def __init__(self, input_shape: tuple[int, ...], width: int, depth: int, n_classes: int, norm: str):
         super().__init__()
         channels, side = input_shape[0], input_shape[-1]
         layers: list[nn.Module] = []
         for i in range(depth):
             out = width * 2**i
-            layers += [nn.Conv2d(channels, out, 3, padding=1, bias=norm == "none"),
-                       norm_2d(norm, out), nn.ReLU()]
+            layers += [
+                nn.Conv2d(channels, out, 3, padding=1, bias=norm == "none"),
+                norm_2d(norm, out),
+                nn.ReLU(),
+            ]
             if side >= 4:
                 layers.append(nn.MaxPool2d(2))
                 side //= 2
@@ -133,13 +140,15 @@ class TinyTransformer(nn.Module):
     applies to the MLP and CNN).
     """
 
-    def __init__(self, input_shape: tuple[int, ...], width: int, depth: int, heads: int,
-                 n_classes: int):
+    def __init__(self, input_shape: tuple[int, ...], width: int, depth: int, heads: int, n_classes: int):
         super().__init__()
         self.tokens = len(input_shape) == 1  # (T,) token ids, else (C, H, W) pixels
         length = input_shape[0] if self.tokens else input_shape[1]
-        self.inputs = (nn.Embedding(n_classes, width) if self.tokens
-                       else nn.Linear(input_shape[0] * input_shape[-1], width))
+        self.inputs = (
+            nn.Embedding(n_classes, width)
+            if self.tokens
+            else nn.Linear(input_shape[0] * input_shape[-1], width)
+        )
         self.positions = nn.Embedding(length, width)
         self.blocks = nn.Sequential(*(Block(width, heads) for _ in range(depth)))
         self.ln = nn.LayerNorm(width)
@@ -175,7 +184,7 @@ class LSTMLayer(nn.Module):
         self.input = nn.Linear(in_features, 4 * hidden)
         self.recurrent = nn.Linear(hidden, 4 * hidden, bias=False)
         with torch.no_grad():  # forget gate bias 1: remember by default (Jozefowicz et al., 2015)
-            self.input.bias[hidden:2 * hidden].fill_(1.0)
+            self.input.bias[hidden : 2 * hidden].fill_(1.0)
 
     def forward(self, x: torch.Tensor) -> list[torch.Tensor]:  # (B, T, I) -> T x (B, H)
         projected = self.input(x)  # (B, T, 4H)
@@ -183,9 +192,9 @@ class LSTMLayer(nn.Module):
         outputs, h, c = [], None, None
         for t in range(x.shape[1]):
             gates = projected[:, t] if h is None else projected[:, t] + self.recurrent(h)
-            ifo = torch.sigmoid(gates[:, :3 * h_size])
-            g = torch.tanh(gates[:, 3 * h_size:])
-            i, f, o = ifo[:, :h_size], ifo[:, h_size:2 * h_size], ifo[:, 2 * h_size:]
+            ifo = torch.sigmoid(gates[:, : 3 * h_size])
+            g = torch.tanh(gates[:, 3 * h_size :])
+            i, f, o = ifo[:, :h_size], ifo[:, h_size : 2 * h_size], ifo[:, 2 * h_size :]
             c = i * g if c is None else f * c + i * g
             h = o * torch.tanh(c)
             outputs.append(h)
@@ -202,8 +211,7 @@ class LSTM(nn.Module):
         self.tokens = len(input_shape) == 1  # (T,) token ids, else (C, H, W) pixels
         in_features = width if self.tokens else input_shape[0] * input_shape[-1]
         self.embed = nn.Embedding(n_classes, width) if self.tokens else None
-        self.layers = nn.ModuleList(LSTMLayer(in_features if i == 0 else width, width)
-                                    for i in range(depth))
+        self.layers = nn.ModuleList(LSTMLayer(in_features if i == 0 else width, width) for i in range(depth))
         self.head = nn.Linear(width, n_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -244,10 +252,8 @@ class GAN(nn.Module):
         super().__init__()
         self.shape = input_shape
         pixels = math.prod(input_shape)
-        self.generator = nn.Sequential(_mlp([GAN_LATENT] + [width] * depth + [pixels], nn.ReLU),
-                                       nn.Tanh())
-        self.discriminator = _mlp([pixels] + [width] * depth + [1],
-                                  lambda: nn.LeakyReLU(0.2))
+        self.generator = nn.Sequential(_mlp([GAN_LATENT] + [width] * depth + [pixels], nn.ReLU), nn.Tanh())
+        self.discriminator = _mlp([pixels] + [width] * depth + [1], lambda: nn.LeakyReLU(0.2))
         self.register_buffer("low", torch.zeros(()))
         self.register_buffer("high", torch.ones(()))
         self.parts: list[torch.Tensor] = []  # (discriminator, generator) losses of the last step

@@ -40,8 +40,13 @@ from bsdemo.units import fixed
 BOOTSTRAP = 400
 
 
-def flat_grad(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
-              chunk: int = NOISE_CHUNK, loss_fn: Callable | None = None) -> torch.Tensor:
+def flat_grad(
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    chunk: int = NOISE_CHUNK,
+    loss_fn: Callable | None = None,
+) -> torch.Tensor:
     """The gradient of the mean loss over (x, y), flattened; in chunks for a large set.
     loss_fn(outputs, targets) -> mean loss: a model the user brought (None: the lab's)."""
     model.zero_grad(set_to_none=True)
@@ -58,8 +63,9 @@ def flat_grad(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
     return torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
 
 
-def _range(values: np.ndarray, estimate: Callable[[np.ndarray], float],
-           rng: np.random.Generator) -> tuple[float, float]:
+def _range(
+    values: np.ndarray, estimate: Callable[[np.ndarray], float], rng: np.random.Generator
+) -> tuple[float, float]:
     """16-84 % bootstrap range of estimate() over resampled rows of values."""
     picks = rng.integers(0, len(values), size=(BOOTSTRAP, len(values)))
     boots = np.array([estimate(values[p]) for p in picks])
@@ -75,20 +81,24 @@ def slope(batch_sizes: Sequence[int], variances: Sequence[float]) -> float:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def two_batch(sq_small: float, sq_big: float, small: int, big: int, n: int
-              ) -> tuple[float, float]:
+def two_batch(sq_small: float, sq_big: float, small: int, big: int, n: int) -> tuple[float, float]:
     """(tr(S), |G|^2) from E|g_B|^2 = |G|^2 + tr(S) * (N - B) / (B (N - 1)) at two batches."""
     a_small, a_big = (n - small) / (small * (n - 1)), (n - big) / (big * (n - 1))
     trace = (sq_small - sq_big) / (a_small - a_big)
     return trace, sq_small - trace * a_small
 
 
-def noise_measure(cfg: RunConfig, batch_sizes: Sequence[int] = (1, 4, 16, 64, 256),
-                  draws: int = 32, after_steps: int = 0,
-                  should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+def noise_measure(
+    cfg: RunConfig,
+    batch_sizes: Sequence[int] = (1, 4, 16, 64, 256),
+    draws: int = 32,
+    after_steps: int = 0,
+    should_stop: Callable[[], bool] | None = None,
+) -> Iterator[dict[str, Any]]:
     """noise_point records (one per batch size), then the noise_result."""
-    run_cfg = dataclasses.replace(cfg, max_steps=after_steps or None,
-                                  epochs=None if after_steps else cfg.epochs)
+    run_cfg = dataclasses.replace(
+        cfg, max_steps=after_steps or None, epochs=None if after_steps else cfg.epochs
+    )
     run = prepare(run_cfg)
     if after_steps:
         for event in train(run_cfg, should_stop=should_stop, prepared=run, evaluations=False):
@@ -118,9 +128,13 @@ def noise_measure(cfg: RunConfig, batch_sizes: Sequence[int] = (1, 4, 16, 64, 25
         per_size[b] = dev
         variances.append(float(dev.mean()))
         cosines.append(float(cos.mean()))
-        yield {"kind": "noise_point", "batch_size": b, "variance": variances[-1],
-               "variance_sem": float(dev.std(ddof=1) / math.sqrt(draws)) if draws > 1 else None,
-               "cosine": cosines[-1]}
+        yield {
+            "kind": "noise_point",
+            "batch_size": b,
+            "variance": variances[-1],
+            "variance_sem": float(dev.std(ddof=1) / math.sqrt(draws)) if draws > 1 else None,
+            "cosine": cosines[-1],
+        }
     rng = np.random.default_rng(cfg.seed)
     # direct: tr(S) from batch-1 draws (E|g_1 - G|^2 = tr(S)), |G|^2 from G itself
     ones = per_size.get(1)
@@ -131,8 +145,7 @@ def noise_measure(cfg: RunConfig, batch_sizes: Sequence[int] = (1, 4, 16, 64, 25
     direct_range = _range(ones, lambda v: float(v.mean()) / g2, rng)
     # two-batch: only |g_B|^2 at a small and a large batch
     small, big = (min(b, n - 1) for b in NOISE_TWO_BATCH)
-    sq = np.array([[float(draw(small).pow(2).sum()), float(draw(big).pow(2).sum())]
-                   for _ in range(draws)])
+    sq = np.array([[float(draw(small).pow(2).sum()), float(draw(big).pow(2).sum())] for _ in range(draws)])
 
     def estimate(rows: np.ndarray) -> float:
         t, g = two_batch(float(rows[:, 0].mean()), float(rows[:, 1].mean()), small, big, n)
@@ -140,13 +153,24 @@ def noise_measure(cfg: RunConfig, batch_sizes: Sequence[int] = (1, 4, 16, 64, 25
 
     two = estimate(sq)
     fit = slope(sizes, variances)
-    yield {"kind": "noise_result", "batch_sizes": sizes, "variances": variances,
-           "cosines": cosines, "variance_slope": fit, "trace_sigma": trace,
-           "grad_norm_sq": g2, "train_samples": n, "b_simple": direct,
-           "b_simple_range": list(direct_range), "b_simple_two_batch": two,
-           "b_simple_two_batch_range": list(_range(sq, estimate, rng)),
-           "two_batch_sizes": [small, big], "draws": draws, "after_steps": after_steps,
-           "message": f"Measured {draws} gradients at each of {len(sizes)} batch sizes "
-                      f"({'at initialisation' if not after_steps else f'after {after_steps} steps'}"
-                      f"): variance slope {fixed(fit, 2)}, B_simple {direct:.0f} (direct) and "
-                      f"{two:.0f} (two-batch)."}
+    yield {
+        "kind": "noise_result",
+        "batch_sizes": sizes,
+        "variances": variances,
+        "cosines": cosines,
+        "variance_slope": fit,
+        "trace_sigma": trace,
+        "grad_norm_sq": g2,
+        "train_samples": n,
+        "b_simple": direct,
+        "b_simple_range": list(direct_range),
+        "b_simple_two_batch": two,
+        "b_simple_two_batch_range": list(_range(sq, estimate, rng)),
+        "two_batch_sizes": [small, big],
+        "draws": draws,
+        "after_steps": after_steps,
+        "message": f"Measured {draws} gradients at each of {len(sizes)} batch sizes "
+        f"({'at initialisation' if not after_steps else f'after {after_steps} steps'}"
+        f"): variance slope {fixed(fit, 2)}, B_simple {direct:.0f} (direct) and "
+        f"{two:.0f} (two-batch).",
+    }

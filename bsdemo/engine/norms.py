@@ -23,8 +23,9 @@ from bsdemo.jobkinds import NORMS, JobStopped, norms_configs
 
 
 @torch.no_grad()
-def _train_mode_predictions(model: torch.nn.Module, x: torch.Tensor, batch: int,
-                            order: torch.Tensor) -> torch.Tensor:
+def _train_mode_predictions(
+    model: torch.nn.Module, x: torch.Tensor, batch: int, order: torch.Tensor
+) -> torch.Tensor:
     """Predictions for x (in its own order) with the model in training mode, x taken in
     batches of `batch` in the given order; running statistics are left as they were."""
     saved = {k: v.clone() for k, v in model.state_dict().items()}
@@ -40,8 +41,7 @@ def _train_mode_predictions(model: torch.nn.Module, x: torch.Tensor, batch: int,
     return preds
 
 
-def norms_cell(run_cfg: RunConfig,
-               should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+def norms_cell(run_cfg: RunConfig, should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Train one cell's config; returns its norms_result record."""
     run = prepare(run_cfg)
     end = None
@@ -56,25 +56,37 @@ def norms_cell(run_cfg: RunConfig,
     first = torch.randperm(n, generator=g).to(data.x_test.device)
     second = torch.randperm(n, generator=g).to(data.x_test.device)
     batch = min(run.cfg.batch_size, n)
-    shuffled = [_train_mode_predictions(model, data.x_test, batch, order)
-                for order in (first, second)]
-    return {"kind": "norms_result", "norm": run_cfg.norm, "batch_size": run_cfg.batch_size,
-            "status": end.status, "test_accuracy": s.get("test_accuracy"),
-            "train_accuracy": s.get("final_train_accuracy"),
-            "train_mode_test_accuracy": (shuffled[0] == data.y_test).float().mean().item(),
-            "partner_changed": (shuffled[0] != shuffled[1]).float().mean().item(),
-            "steps": s.get("steps"), "wall_time_s": s.get("wall_time_s"),
-            "message": end.message}
+    shuffled = [_train_mode_predictions(model, data.x_test, batch, order) for order in (first, second)]
+    return {
+        "kind": "norms_result",
+        "norm": run_cfg.norm,
+        "batch_size": run_cfg.batch_size,
+        "status": end.status,
+        "test_accuracy": s.get("test_accuracy"),
+        "train_accuracy": s.get("final_train_accuracy"),
+        "train_mode_test_accuracy": (shuffled[0] == data.y_test).float().mean().item(),
+        "partner_changed": (shuffled[0] != shuffled[1]).float().mean().item(),
+        "steps": s.get("steps"),
+        "wall_time_s": s.get("wall_time_s"),
+        "message": end.message,
+    }
 
 
-def norms_grid(cfg: RunConfig, batch_sizes: Sequence[int], norms: Sequence[str] = NORMS,
-               should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+def norms_grid(
+    cfg: RunConfig,
+    batch_sizes: Sequence[int],
+    norms: Sequence[str] = NORMS,
+    should_stop: Callable[[], bool] | None = None,
+) -> Iterator[dict[str, Any]]:
     """Every (norm, batch size) cell, norm by norm, smallest batch first; then norms_end."""
     runs = norms_configs(cfg, {"batch_sizes": list(batch_sizes), "norms": list(norms)})
     for run_cfg in runs:
         if should_stop is not None and should_stop():
             raise JobStopped("Stopped before it finished.")
         yield norms_cell(run_cfg, should_stop)
-    yield {"kind": "norms_end", "cells": len(runs),
-           "message": f"Trained {len(runs)} runs: {len(norms)} normalisations × "
-                      f"{len(batch_sizes)} batch sizes, {cfg.epochs} epochs each."}
+    yield {
+        "kind": "norms_end",
+        "cells": len(runs),
+        "message": f"Trained {len(runs)} runs: {len(norms)} normalisations × "
+        f"{len(batch_sizes)} batch sizes, {cfg.epochs} epochs each.",
+    }

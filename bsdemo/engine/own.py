@@ -96,8 +96,7 @@ def failure(exc: BaseException, batch: int) -> str:
         if not frame.filename.startswith(ours):
             where = f" (at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno} in {frame.name})"
             break
-    return (f"Your model failed at batch {batch}: {type(exc).__name__}: "
-            f"{first_line(exc, 300)}{where}")
+    return f"Your model failed at batch {batch}: {type(exc).__name__}: {first_line(exc, 300)}{where}"
 
 
 def _optimizer_kind(optimizer: torch.optim.Optimizer) -> str:
@@ -109,15 +108,24 @@ def _optimizer_kind(optimizer: torch.optim.Optimizer) -> str:
 
 
 def _pair(value: Any, what: str, field: str) -> tuple[torch.Tensor, torch.Tensor]:
-    if not (isinstance(value, (tuple, list)) and len(value) == 2
-            and all(isinstance(v, torch.Tensor) for v in value)):
-        raise ConfigError(field, _describe(value), f"{what} must be (inputs, targets): two "
-                          "torch tensors with the samples along their first dimension")
+    if not (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(isinstance(v, torch.Tensor) for v in value)
+    ):
+        raise ConfigError(
+            field,
+            _describe(value),
+            f"{what} must be (inputs, targets): two "
+            "torch tensors with the samples along their first dimension",
+        )
     x, y = value
     if x.dim() == 0 or y.dim() == 0 or len(x) != len(y):
-        raise ConfigError(field, f"shapes {tuple(x.shape)} and {tuple(y.shape)}",
-                          f"{what}: inputs and targets with the same number of samples "
-                          "along their first dimension")
+        raise ConfigError(
+            field,
+            f"shapes {tuple(x.shape)} and {tuple(y.shape)}",
+            f"{what}: inputs and targets with the same number of samples along their first dimension",
+        )
     return x, y
 
 
@@ -147,10 +155,16 @@ class OwnWorkload:
     def __init__(self, workload: Any, device: str = "auto"):
         self.name = getattr(workload, "name", None) or "your model"
         self.timeout = getattr(workload, "probe_timeout_s", None)
-        if self.timeout is not None and (isinstance(self.timeout, bool) or not isinstance(
-                self.timeout, int | float) or not 0 < self.timeout <= 7 * 86400):
-            raise ConfigError("probe_timeout_s", self.timeout, "seconds, more than 0 and at "
-                              "most a week, or None for no limit")
+        if self.timeout is not None and (
+            isinstance(self.timeout, bool)
+            or not isinstance(self.timeout, int | float)
+            or not 0 < self.timeout <= 7 * 86400
+        ):
+            raise ConfigError(
+                "probe_timeout_s",
+                self.timeout,
+                "seconds, more than 0 and at most a week, or None for no limit",
+            )
         self.watched, self.running = False, None  # using() watches; the batch of the run now
         self.device = resolve_device(device)
         model = workload.model
@@ -159,25 +173,35 @@ class OwnWorkload:
         elif callable(model):
             self.template, self.factory = None, model
         else:
-            raise ConfigError("model", _describe(model), "a torch.nn.Module, or a function "
-                              "with no arguments that returns one")
+            raise ConfigError(
+                "model",
+                _describe(model),
+                "a torch.nn.Module, or a function with no arguments that returns one",
+            )
         if (workload.batch is None) == (workload.data is None):
-            raise ConfigError("batch", "both" if workload.batch is not None else "neither",
-                              "exactly one of batch (a function of the batch size) or data "
-                              "((inputs, targets) tensors)")
+            raise ConfigError(
+                "batch",
+                "both" if workload.batch is not None else "neither",
+                "exactly one of batch (a function of the batch size) or data ((inputs, targets) tensors)",
+            )
         self.batch = workload.batch
         self.data = _pair(workload.data, "data", "data") if workload.data is not None else None
         if self.batch is not None and not callable(self.batch):
-            raise ConfigError("batch", _describe(self.batch),
-                              "a function of the batch size returning (inputs, targets)")
+            raise ConfigError(
+                "batch", _describe(self.batch), "a function of the batch size returning (inputs, targets)"
+            )
         self.user_loss = workload.loss or cross_entropy
         if not callable(self.user_loss):
-            raise ConfigError("loss", _describe(self.user_loss), "a function (outputs, targets) -> "
-                              "a scalar tensor")
+            raise ConfigError(
+                "loss", _describe(self.user_loss), "a function (outputs, targets) -> a scalar tensor"
+            )
         self.optimizer = workload.optimizer or (lambda params: torch.optim.SGD(params, lr=0.05))
         if not callable(self.optimizer):
-            raise ConfigError("optimizer", _describe(self.optimizer),
-                              "a function of the parameters returning a torch.optim.Optimizer")
+            raise ConfigError(
+                "optimizer",
+                _describe(self.optimizer),
+                "a function of the parameters returning a torch.optim.Optimizer",
+            )
         self.kind, self.lr = "sgd", 0.05
         self._pools: dict[int, Dataset] = {}
 
@@ -196,11 +220,13 @@ class OwnWorkload:
         try:
             model = self.factory()
         except Exception as exc:  # noqa: BLE001 - the user's code: named, not a traceback
-            raise ConfigError("model", getattr(self.factory, "__name__", "the factory"),
-                              f"a factory that returns a torch.nn.Module; {raised(exc)}") from None
+            raise ConfigError(
+                "model",
+                getattr(self.factory, "__name__", "the factory"),
+                f"a factory that returns a torch.nn.Module; {raised(exc)}",
+            ) from None
         if not isinstance(model, torch.nn.Module):
-            raise ConfigError("model", _describe(model), "a factory that returns a "
-                              "torch.nn.Module")
+            raise ConfigError("model", _describe(model), "a factory that returns a torch.nn.Module")
         return model
 
     def draw(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -212,13 +238,20 @@ class OwnWorkload:
         try:
             got = self.batch(n)
         except Exception as exc:  # noqa: BLE001 - the user's code
-            raise ConfigError("batch", f"batch({n})", f"a function of the batch size that "
-                              f"returns (inputs, targets); {raised(exc)}") from None
+            raise ConfigError(
+                "batch",
+                f"batch({n})",
+                f"a function of the batch size that returns (inputs, targets); {raised(exc)}",
+            ) from None
         x, y = _pair(got, f"batch({n})", "batch")
         if len(y) != n:
-            raise ConfigError("batch", f"batch({n}) -> {len(y)} samples", "a function that "
-                              "returns exactly the number of samples asked for (the batch size "
-                              "is what is measured)")
+            raise ConfigError(
+                "batch",
+                f"batch({n}) -> {len(y)} samples",
+                "a function that "
+                "returns exactly the number of samples asked for (the batch size "
+                "is what is measured)",
+            )
         return x.to(self.device), y.to(self.device)
 
     def loss(self, outputs, targets):
@@ -233,9 +266,11 @@ class OwnWorkload:
 
     def expired(self, signum, frame) -> None:
         """SIGALRM's handler: the run now going took longer than the limit."""
-        raise ProbeTimeout(f"a step of {self.name} at batch {self.running} took longer than "
-                           f"{setting(self.timeout)} s, its time limit: stopped as hung (look "
-                           "for an endless loop in the model, data or loss code)")
+        raise ProbeTimeout(
+            f"a step of {self.name} at batch {self.running} took longer than "
+            f"{setting(self.timeout)} s, its time limit: stopped as hung (look "
+            "for an endless loop in the model, data or loss code)"
+        )
 
     def check(self) -> None:
         for n in CHECK_BATCHES:
@@ -243,44 +278,60 @@ class OwnWorkload:
         model = self.fresh_model().to(self.device)
         params = [p for p in model.parameters() if p.requires_grad]
         if not params:
-            raise ConfigError("model", type(model).__name__, "a model with trainable "
-                              "parameters (requires_grad)")
+            raise ConfigError(
+                "model", type(model).__name__, "a model with trainable parameters (requires_grad)"
+            )
         try:
             optimizer = self.optimizer(model.parameters())
         except Exception as exc:  # noqa: BLE001 - the user's code
-            raise ConfigError("optimizer", getattr(self.optimizer, "__name__", "the factory"),
-                              f"a function of the parameters returning a "
-                              f"torch.optim.Optimizer; {raised(exc)}") from None
+            raise ConfigError(
+                "optimizer",
+                getattr(self.optimizer, "__name__", "the factory"),
+                f"a function of the parameters returning a torch.optim.Optimizer; {raised(exc)}",
+            ) from None
         if not isinstance(optimizer, torch.optim.Optimizer):
-            raise ConfigError("optimizer", _describe(optimizer), "a function of the "
-                              "parameters returning a torch.optim.Optimizer")
+            raise ConfigError(
+                "optimizer",
+                _describe(optimizer),
+                "a function of the parameters returning a torch.optim.Optimizer",
+            )
         for _ in range(2):  # the second step runs with the optimizer's state allocated
             try:
                 outputs = model(x)
             except Exception as exc:  # noqa: BLE001 - the user's code
-                raise ConfigError("model", f"model(inputs of shape {tuple(x.shape)})",
-                                  f"a forward pass that runs on a batch; "
-                                  f"{raised(exc)}") from None
+                raise ConfigError(
+                    "model",
+                    f"model(inputs of shape {tuple(x.shape)})",
+                    f"a forward pass that runs on a batch; {raised(exc)}",
+                ) from None
             try:
                 loss = self.loss(outputs, y)
             except Exception as exc:  # noqa: BLE001 - the user's code
-                raise ConfigError("loss", f"loss({_describe(outputs)}, {_describe(y)})",
-                                  f"a function (outputs, targets) -> a scalar tensor; "
-                                  f"{raised(exc)}") from None
-            if not (isinstance(loss, torch.Tensor) and loss.numel() == 1
-                    and loss.requires_grad):
-                raise ConfigError("loss", _describe(loss), "a scalar tensor that depends on "
-                                  "the model's outputs (so that it has a gradient)")
+                raise ConfigError(
+                    "loss",
+                    f"loss({_describe(outputs)}, {_describe(y)})",
+                    f"a function (outputs, targets) -> a scalar tensor; {raised(exc)}",
+                ) from None
+            if not (isinstance(loss, torch.Tensor) and loss.numel() == 1 and loss.requires_grad):
+                raise ConfigError(
+                    "loss",
+                    _describe(loss),
+                    "a scalar tensor that depends on the model's outputs (so that it has a gradient)",
+                )
             if not math.isfinite(loss.item()):
-                raise ConfigError("loss", f"{loss.item()} on the untrained model", "a finite "
-                                  "loss on a batch of the data")
+                raise ConfigError(
+                    "loss", f"{loss.item()} on the untrained model", "a finite loss on a batch of the data"
+                )
             optimizer.zero_grad(set_to_none=True)
             try:
                 loss.backward()
                 optimizer.step()
             except Exception as exc:  # noqa: BLE001 - the user's code
-                raise ConfigError("model", "the backward pass and optimizer step",
-                                  f"a loss whose backward and step run; {raised(exc)}") from None
+                raise ConfigError(
+                    "model",
+                    "the backward pass and optimizer step",
+                    f"a loss whose backward and step run; {raised(exc)}",
+                ) from None
         self.kind = _optimizer_kind(optimizer)
         self.lr = float(optimizer.param_groups[0]["lr"])
 
@@ -290,9 +341,18 @@ class OwnWorkload:
         own), a data pool of at least `samples`, no warm-up, one epoch (each measurement sets
         its own steps)."""
         total = max(20, math.ceil(samples / (1 - TEST_FRACTION)) + 2)
-        return RunConfig(dataset="synthetic", model="mlp", optimizer=self.kind, lr=self.lr,
-                         samples=total, epochs=1, max_steps=None, seed=seed, device=device,
-                         warmup_steps=0)
+        return RunConfig(
+            dataset="synthetic",
+            model="mlp",
+            optimizer=self.kind,
+            lr=self.lr,
+            samples=total,
+            epochs=1,
+            max_steps=None,
+            seed=seed,
+            device=device,
+            warmup_steps=0,
+        )
 
     def pool(self, n: int) -> Dataset:
         """n samples on the device, drawn once and kept (a sweep prepares many runs)."""
@@ -309,8 +369,14 @@ class OwnWorkload:
         self.arm()  # the run's set-up and its first step within the limit
         torch.manual_seed(cfg.seed)
         model = self.fresh_model().to(self.device)
-        return (cfg, notices, self.device, self.pool(cfg.train_samples), model,
-                self.optimizer(model.parameters()))
+        return (
+            cfg,
+            notices,
+            self.device,
+            self.pool(cfg.train_samples),
+            model,
+            self.optimizer(model.parameters()),
+        )
 
 
 def lab_parts(cfg: RunConfig) -> tuple:
@@ -322,6 +388,9 @@ def lab_parts(cfg: RunConfig) -> tuple:
 
     cfg, _ = cfg.validated()
     data = load_dataset(cfg, torch.device("cpu"))
-    return (lambda: build_model(cfg, data.input_shape, data.n_classes),
-            (data.x_train, data.y_train), cross_entropy,
-            lambda params: make_optimizer(cfg, params))
+    return (
+        lambda: build_model(cfg, data.input_shape, data.n_classes),
+        (data.x_train, data.y_train),
+        cross_entropy,
+        lambda params: make_optimizer(cfg, params),
+    )

@@ -112,10 +112,15 @@ def member(rank: int, world: int, settings: dict, steps: int, micro_batches: int
         dist.barrier()
         step_s.append(time.perf_counter() - t_step)
     transfer = _ping(rank, (math.ceil(cfg.batch_size / micro_batches), cfg.width))
-    return {"params": flat_parameters(stage).numpy().copy(), "parameter_bytes": tensor_bytes(params),
-            "saved_activation_bytes": saved, "forward_s": statistics.median(forward),
-            "backward_s": statistics.median(backward), "step_s": timed(step_s),
-            "transfer_s": transfer}
+    return {
+        "params": flat_parameters(stage).numpy().copy(),
+        "parameter_bytes": tensor_bytes(params),
+        "saved_activation_bytes": saved,
+        "forward_s": statistics.median(forward),
+        "backward_s": statistics.median(backward),
+        "step_s": timed(step_s),
+        "transfer_s": transfer,
+    }
 
 
 def _ping(rank: int, shape: tuple[int, int]) -> float:
@@ -136,14 +141,14 @@ def _ping(rank: int, shape: tuple[int, int]) -> float:
             dist.recv(buffer, 0)
             dist.send(buffer, 0)
         rounds.append(time.perf_counter() - t0)
-    half = torch.tensor([statistics.quantiles(rounds, n=4)[0] / 2 if rank == 0 else 0.0],
-                        dtype=torch.float64)
+    half = torch.tensor([statistics.quantiles(rounds, n=4)[0] / 2 if rank == 0 else 0.0], dtype=torch.float64)
     dist.broadcast(half, 0)
     return float(half)
 
 
-def gpipe_schedule(forward: list[float], backward: list[float], transfer: float,
-                   micro_batches: int) -> dict[str, Any]:
+def gpipe_schedule(
+    forward: list[float], backward: list[float], transfer: float, micro_batches: int
+) -> dict[str, Any]:
     """When each stage works on each micro-batch under GPipe, from per-micro-batch stage times
     (forward[s], backward[s]) and one transfer's time: the blocks, the step's length and the
     share of it the stages sit idle (the bubble)."""
@@ -155,23 +160,26 @@ def gpipe_schedule(forward: list[float], backward: list[float], transfer: float,
             ready = done[("F", s - 1, m)] + transfer if s else 0.0
             start = max(free[s], ready)
             done[("F", s, m)] = free[s] = start + forward[s]
-            blocks.append({"stage": s, "pass": "forward", "micro_batch": m, "start": start,
-                           "end": free[s]})
+            blocks.append({"stage": s, "pass": "forward", "micro_batch": m, "start": start, "end": free[s]})
     for m in reversed(range(micro_batches)):  # backward: the last stage first, last micro-batch first
         for s in reversed(range(stages)):
             ready = done[("B", s + 1, m)] + transfer if s < stages - 1 else 0.0
             start = max(free[s], ready)
             done[("B", s, m)] = free[s] = start + backward[s]
-            blocks.append({"stage": s, "pass": "backward", "micro_batch": m, "start": start,
-                           "end": free[s]})
+            blocks.append({"stage": s, "pass": "backward", "micro_batch": m, "start": start, "end": free[s]})
     length = max(free)
     busy = micro_batches * (sum(forward) + sum(backward))
-    return {"blocks": blocks, "step_s": length, "bubble": 1 - busy / (stages * length),
-            "ideal_bubble": (stages - 1) / (micro_batches + stages - 1)}
+    return {
+        "blocks": blocks,
+        "step_s": length,
+        "bubble": 1 - busy / (stages * length),
+        "ideal_bubble": (stages - 1) / (micro_batches + stages - 1),
+    }
 
 
-def pipeline_records(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,
-                     should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+def pipeline_records(
+    cfg: RunConfig, micro_batches: int = 4, steps: int = 5, should_stop: Callable[[], bool] | None = None
+) -> Iterator[dict[str, Any]]:
     """Train `steps` steps in one process, then the same steps pipelined on two stage processes
     (bounds.in_turn). Yields a pipeline_progress record once the one process is timed, then the
     pipeline_check record."""
@@ -185,52 +193,73 @@ def pipeline_records(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,
         return one_process(cfg, cfg.batch_size, steps, threads, should_stop, wall=True)
 
     def group():
-        return run_group("bsdemo.engine.pipeline:member", STAGES,
-                         {"settings": dataclasses.asdict(cfg), "steps": steps,
-                          "micro_batches": micro_batches}, should_stop)
+        return run_group(
+            "bsdemo.engine.pipeline:member",
+            STAGES,
+            {"settings": dataclasses.asdict(cfg), "steps": steps, "micro_batches": micro_batches},
+            should_stop,
+        )
 
     def breach(alone, reports) -> str | None:
-        return bounds.speedup_breach(alone[1] / max(r["step_s"] for r in reports), STAGES,
-                                     "the pipelined step")
+        return bounds.speedup_breach(
+            alone[1] / max(r["step_s"] for r in reports), STAGES, "the pipelined step"
+        )
 
     def progress(alone) -> dict[str, Any]:
-        return {"kind": "pipeline_progress", "batch_size": cfg.batch_size,
-                "single_process_step_s": alone[1], "single_activation_bytes": alone[2],
-                "message": f"The whole model in one process on {threads} thread(s): "
-                           f"{fixed(alone[1] * 1e3, 1)} ms a step at batch {cfg.batch_size}. Starting "
-                           f"the {STAGES} stage processes (each loads PyTorch)…"}
+        return {
+            "kind": "pipeline_progress",
+            "batch_size": cfg.batch_size,
+            "single_process_step_s": alone[1],
+            "single_activation_bytes": alone[2],
+            "message": f"The whole model in one process on {threads} thread(s): "
+            f"{fixed(alone[1] * 1e3, 1)} ms a step at batch {cfg.batch_size}. Starting "
+            f"the {STAGES} stage processes (each loads PyTorch)…",
+        }
 
     (single, single_s, single_saved), reports, problem, twice = yield from bounds.in_turn(
-        single, group, breach, progress)
+        single, group, breach, progress
+    )
     piped = torch.cat([torch.from_numpy(r["params"]) for r in reports])
     diff = float((piped - single).abs().max())
     transfer = max(r["transfer_s"] for r in reports)
-    schedule = gpipe_schedule([r["forward_s"] for r in reports],
-                              [r["backward_s"] for r in reports], transfer, micro_batches)
+    schedule = gpipe_schedule(
+        [r["forward_s"] for r in reports], [r["backward_s"] for r in reports], transfer, micro_batches
+    )
     step_s = max(r["step_s"] for r in reports)
-    yield {"kind": "pipeline_check", "stages": STAGES, "micro_batches": micro_batches,
-            "batch_size": cfg.batch_size, "steps": steps, "max_abs_param_diff": diff,
-            "equivalent": diff <= EQUIVALENT,
-            "stage_parameter_bytes": [r["parameter_bytes"] for r in reports],
-            "stage_activation_bytes": [r["saved_activation_bytes"] for r in reports],
-            "single_parameter_bytes": sum(r["parameter_bytes"] for r in reports),
-            "single_activation_bytes": single_saved,
-            "stage_forward_s": [r["forward_s"] for r in reports],
-            "stage_backward_s": [r["backward_s"] for r in reports],
-            "transfer_s": transfer,
-            "transfer_bytes": math.ceil(cfg.batch_size / micro_batches) * cfg.width * 4,
-            "step_s": step_s, "single_process_step_s": single_s,
-            "remeasured": twice, "others_busy_share": (busy := load.others_share(children=True)),
-            "too_noisy": bounds.too_noisy(problem, busy),
-            "schedule": schedule["blocks"], "schedule_step_s": schedule["step_s"],
-            "bubble": schedule["bubble"], "ideal_bubble": schedule["ideal_bubble"],
-            "message": f"Two stages, {micro_batches} micro-batches of batch {cfg.batch_size}: "
-                       f"parameters after {steps} steps differ from one process's by at most "
-                       f"{sig(diff, 2)}; the stages sat idle {percent(schedule['bubble'], 0)} of a step."}
+    yield {
+        "kind": "pipeline_check",
+        "stages": STAGES,
+        "micro_batches": micro_batches,
+        "batch_size": cfg.batch_size,
+        "steps": steps,
+        "max_abs_param_diff": diff,
+        "equivalent": diff <= EQUIVALENT,
+        "stage_parameter_bytes": [r["parameter_bytes"] for r in reports],
+        "stage_activation_bytes": [r["saved_activation_bytes"] for r in reports],
+        "single_parameter_bytes": sum(r["parameter_bytes"] for r in reports),
+        "single_activation_bytes": single_saved,
+        "stage_forward_s": [r["forward_s"] for r in reports],
+        "stage_backward_s": [r["backward_s"] for r in reports],
+        "transfer_s": transfer,
+        "transfer_bytes": math.ceil(cfg.batch_size / micro_batches) * cfg.width * 4,
+        "step_s": step_s,
+        "single_process_step_s": single_s,
+        "remeasured": twice,
+        "others_busy_share": (busy := load.others_share(children=True)),
+        "too_noisy": bounds.too_noisy(problem, busy),
+        "schedule": schedule["blocks"],
+        "schedule_step_s": schedule["step_s"],
+        "bubble": schedule["bubble"],
+        "ideal_bubble": schedule["ideal_bubble"],
+        "message": f"Two stages, {micro_batches} micro-batches of batch {cfg.batch_size}: "
+        f"parameters after {steps} steps differ from one process's by at most "
+        f"{sig(diff, 2)}; the stages sat idle {percent(schedule['bubble'], 0)} of a step.",
+    }
 
 
-def pipeline_check(cfg: RunConfig, micro_batches: int = 4, steps: int = 5,
-                   should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+def pipeline_check(
+    cfg: RunConfig, micro_batches: int = 4, steps: int = 5, should_stop: Callable[[], bool] | None = None
+) -> dict[str, Any]:
     """The pipeline_check record (pipeline_records' last)."""
     *_, record = pipeline_records(cfg, micro_batches, steps, should_stop)
     return record

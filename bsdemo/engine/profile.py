@@ -59,17 +59,30 @@ def technique_for(device: torch.device) -> str:
     return "cuda_graphs" if device.type == "cuda" else "compile"
 
 
-def profile_steps(cfg: RunConfig, batch_sizes: Sequence[int], *, steps: int = PROFILE_STEPS,
-                  cut: bool = True, trace_dir: str | None = None,
-                  should_stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+def profile_steps(
+    cfg: RunConfig,
+    batch_sizes: Sequence[int],
+    *,
+    steps: int = PROFILE_STEPS,
+    cut: bool = True,
+    trace_dir: str | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Iterator[dict[str, Any]]:
     """Yield profile_start, a profile_point per batch size, a cut_point per batch size (when
     `cut`), then profile_end."""
     cfg = sweep_config(cfg, batch_sizes)
     device = resolve_device(cfg.device)
     technique = technique_for(device)
-    yield {"kind": "profile_start", "batch_sizes": list(batch_sizes), "steps": steps,
-           "config": vars(cfg).copy(), "device": device_info(device), "technique": technique,
-           "train_samples": cfg.train_samples, "exclusive": True}
+    yield {
+        "kind": "profile_start",
+        "batch_sizes": list(batch_sizes),
+        "steps": steps,
+        "config": vars(cfg).copy(),
+        "device": device_info(device),
+        "technique": technique,
+        "train_samples": cfg.train_samples,
+        "exclusive": True,
+    }
     points = []
     for b in batch_sizes:
         _check(should_stop)
@@ -94,6 +107,7 @@ class Block(NamedTuple):
     """Steps of the lab's loop at one batch size: how they ended, and per full-batch step its
     0-based index, wall seconds, own-clock seconds (thread CPU time on a one-thread CPU, CUDA
     event time on a GPU, else the wall clock) and thread CPU seconds (None where not kept)."""
+
     status: str
     message: str
     full: list[int]
@@ -102,12 +116,18 @@ class Block(NamedTuple):
     cpu: list[float | None]
 
 
-def _lab_steps(cfg: RunConfig, b: int, steps: int, on_step: Callable[[], None] | None = None,
-               should_stop: Callable[[], bool] | None = None) -> Block:
+def _lab_steps(
+    cfg: RunConfig,
+    b: int,
+    steps: int,
+    on_step: Callable[[], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Block:
     """PROFILE_WARMUP + steps + 1 steps of the lab's loop at batch b; an epoch's partial last
     batch is a different step, left out. on_step runs after each step."""
-    run_cfg = dataclasses.replace(cfg, batch_size=b, accumulation_steps=1, epochs=None,
-                                  max_steps=PROFILE_WARMUP + steps + 1)
+    run_cfg = dataclasses.replace(
+        cfg, batch_size=b, accumulation_steps=1, epochs=None, max_steps=PROFILE_WARMUP + steps + 1
+    )
     block = Block("failed", "", [], [], [], [])
     seen, end = 0, None
     for event in train(run_cfg, evaluations=False, should_stop=should_stop):
@@ -116,9 +136,13 @@ def _lab_steps(cfg: RunConfig, b: int, steps: int, on_step: Callable[[], None] |
             if index >= PROFILE_WARMUP and event.samples_seen - seen == b:
                 block.full.append(index)
                 block.wall.append(event.step_time_s)
-                block.own.append(event.cpu_time_s if event.cpu_time_s is not None
-                                 else event.device_time_s if event.device_time_s is not None
-                                 else event.step_time_s)
+                block.own.append(
+                    event.cpu_time_s
+                    if event.cpu_time_s is not None
+                    else event.device_time_s
+                    if event.device_time_s is not None
+                    else event.step_time_s
+                )
                 block.cpu.append(event.cpu_time_s)
             seen = event.samples_seen
             if on_step is not None:
@@ -140,12 +164,17 @@ def fastest_half(profiles: list, block: Block) -> list:
     if len(profiles) <= 3:
         return profiles
     ordered = sorted(profiles, key=lambda p: wall.get(p.index, float("inf")))
-    return sorted(ordered[:max(3, -(-len(ordered) // 2))], key=lambda p: p.index)
+    return sorted(ordered[: max(3, -(-len(ordered) // 2))], key=lambda p: p.index)
 
 
-def _profile_point(cfg: RunConfig, b: int, steps: int, device: torch.device,
-                   trace_dir: str | None, should_stop: Callable[[], bool] | None
-                   ) -> dict[str, Any]:
+def _profile_point(
+    cfg: RunConfig,
+    b: int,
+    steps: int,
+    device: torch.device,
+    trace_dir: str | None,
+    should_stop: Callable[[], bool] | None,
+) -> dict[str, Any]:
     load = HostLoad()
     first = _lab_steps(cfg, b, PROFILE_PLAIN_STEPS, should_stop=should_stop)
     activities = [torch.profiler.ProfilerActivity.CPU]
@@ -155,8 +184,12 @@ def _profile_point(cfg: RunConfig, b: int, steps: int, device: torch.device,
     with torch.profiler.profile(activities=activities, schedule=schedule) as prof:
         profiled = _lab_steps(cfg, b, steps, on_step=prof.step, should_stop=should_stop)
     if profiled.status != "ok":
-        return {"kind": "profile_point", "batch_size": b, "status": profiled.status,
-                "message": profiled.message}
+        return {
+            "kind": "profile_point",
+            "batch_size": b,
+            "status": profiled.status,
+            "message": profiled.message,
+        }
     with tempfile.TemporaryDirectory(prefix="bsdemo-trace-") as folder:
         path = os.path.join(folder, "trace.json")
         prof.export_chrome_trace(path)
@@ -170,8 +203,12 @@ def _profile_point(cfg: RunConfig, b: int, steps: int, device: torch.device,
     trace = json.loads(raw)
     recorded = [p for p in profiling.steps(trace) if p.index in profiled.full]
     if not recorded:
-        return {"kind": "profile_point", "batch_size": b, "status": "failed",
-                "message": "The profiler recorded no full step."}
+        return {
+            "kind": "profile_point",
+            "batch_size": b,
+            "status": "failed",
+            "message": "The profiler recorded no full step.",
+        }
     traced = {p.index for p in recorded}
     profiles = fastest_half(recorded, profiled)
     chosen = {p.index for p in profiles}
@@ -179,36 +216,42 @@ def _profile_point(cfg: RunConfig, b: int, steps: int, device: torch.device,
     packed = gzip.compress(raw, 6)
     kernels = [len(p.kernels) for p in profiles]
     point = {
-        "kind": "profile_point", "batch_size": b, "status": "ok", "message": "",
-        "profiled_steps": len(recorded), "steps_read": sorted(chosen),
+        "kind": "profile_point",
+        "batch_size": b,
+        "status": "ok",
+        "message": "",
+        "profiled_steps": len(recorded),
+        "steps_read": sorted(chosen),
         "profiled_step_s": spread([p.dur / 1e6 for p in profiles]).as_dict(),  # the trace's
         # the profiled steps by the step's own clock (those in the trace: the step after them
         # carries the profiler's stopping), and the unprofiled ones around them
-        "profiled_own_s": spread([o for i, o in zip(profiled.full, profiled.own, strict=True)
-                                  if i in traced]).as_dict(),
+        "profiled_own_s": spread(
+            [o for i, o in zip(profiled.full, profiled.own, strict=True) if i in traced]
+        ).as_dict(),
         "plain_step_s": spread(first.wall + second.wall).as_dict(),  # wall
         "plain_own_s": spread(first.own + second.own).as_dict(),  # the throughput's clock
         "rows_us": profiling.per_step_rows(profiles),
         "parts_us": shown.by_part(),
         "timeline": [[s.name, s.part, round(s.start, 2), round(s.dur, 2)] for s in shown.spans],
-        "kernel_timeline": [[s.name, s.part, round(s.start, 2), round(s.dur, 2)]
-                            for s in shown.kernels][:2000],
+        "kernel_timeline": [[s.name, s.part, round(s.start, 2), round(s.dur, 2)] for s in shown.kernels][
+            :2000
+        ],
         "shown_step_us": shown.dur,
         "operators_per_step": sum(1 for s in shown.spans if s.part != "gap"),
-        "kernels_per_step": (sorted(kernels)[(len(kernels) - 1) // 2]
-                             if device.type == "cuda" else None),
-        "gpu_busy_share": (shown.kernel_busy / shown.dur if device.type == "cuda" and shown.dur
-                           else None),
+        "kernels_per_step": (sorted(kernels)[(len(kernels) - 1) // 2] if device.type == "cuda" else None),
+        "gpu_busy_share": (shown.kernel_busy / shown.dur if device.type == "cuda" and shown.dur else None),
         "others_cpu_share": load.others_share(),
         "trace_bytes": len(raw),
-        "trace_gz_b64": (base64.b64encode(packed).decode("ascii")
-                         if len(packed) <= MAX_TRACE_BYTES else None),
+        "trace_gz_b64": (
+            base64.b64encode(packed).decode("ascii") if len(packed) <= MAX_TRACE_BYTES else None
+        ),
     }
     return point
 
 
-def _cut_point(cfg: RunConfig, b: int, technique: str,
-               should_stop: Callable[[], bool] | None) -> dict[str, Any]:
+def _cut_point(
+    cfg: RunConfig, b: int, technique: str, should_stop: Callable[[], bool] | None
+) -> dict[str, Any]:
     """Eager steps against the same steps with the fixed cost cut, at batch b."""
     run = prepare(dataclasses.replace(cfg, batch_size=b, accumulation_steps=1))
     device = run.device
@@ -217,8 +260,7 @@ def _cut_point(cfg: RunConfig, b: int, technique: str,
     eager_model, eager_opt = run.model, run.optimizer
     cut_model = copy.deepcopy(run.model)
     own = active()  # a model the user brought: its own optimizer for the copy
-    cut_opt = (own.optimizer(cut_model.parameters()) if own
-               else make_optimizer(cfg, cut_model.parameters()))
+    cut_opt = own.optimizer(cut_model.parameters()) if own else make_optimizer(cfg, cut_model.parameters())
     loss_fn = run.loss
     load = HostLoad()
     began = time.perf_counter()
@@ -231,9 +273,10 @@ def _cut_point(cfg: RunConfig, b: int, technique: str,
         synchronize(device)
     except Exception as exc:  # noqa: BLE001 - a technique this machine cannot run is a result
         first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-        return base | {"status": "unavailable",
-                       "message": f"{technique_name(technique)} did not run here: "
-                                  f"{type(exc).__name__}: {first}"}
+        return base | {
+            "status": "unavailable",
+            "message": f"{technique_name(technique)} did not run here: {type(exc).__name__}: {first}",
+        }
     prepare_s = time.perf_counter() - began
     clock, clock_name = step_clock(device)
     times: dict[str, list[float]] = {"eager": [], "cut": []}
@@ -242,7 +285,7 @@ def _cut_point(cfg: RunConfig, b: int, technique: str,
         for _ in range(PROFILE_WARMUP):
             _step(model, opt, xb, yb, b, loss_fn)
     for r in range(PROFILE_CUT_BLOCKS):  # alternating blocks, the first one taking turns
-        for name in (("eager", "cut") if r % 2 == 0 else ("cut", "eager")):
+        for name in ("eager", "cut") if r % 2 == 0 else ("cut", "eager"):
             _check(should_stop)
             model, opt = bodies[name]
             for _ in range(PROFILE_CUT_STEPS):
@@ -253,12 +296,17 @@ def _cut_point(cfg: RunConfig, b: int, technique: str,
                 times[name].append(clock() - t)
     eager, cutted = spread(times["eager"]), spread(times["cut"])
     return base | {
-        "status": "ok", "message": "", "clock": clock_name,
-        "eager_step_s": eager.as_dict(), "cut_step_s": cutted.as_dict(),
-        "eager_samples_per_sec": b / eager.median, "cut_samples_per_sec": b / cutted.median,
+        "status": "ok",
+        "message": "",
+        "clock": clock_name,
+        "eager_step_s": eager.as_dict(),
+        "cut_step_s": cutted.as_dict(),
+        "eager_samples_per_sec": b / eager.median,
+        "cut_samples_per_sec": b / cutted.median,
         "speedup": eager.median / cutted.median,
         "prepare_s": prepare_s,  # compiling or capturing: never inside a samples/s
-        "others_cpu_share": load.others_share()}
+        "others_cpu_share": load.others_share(),
+    }
 
 
 def _step(model, opt, xb, yb, b: int, loss_fn=None) -> None:
@@ -276,32 +324,36 @@ def _graphed(model: torch.nn.Module, xb: torch.Tensor) -> torch.nn.Module:
 
 def _end(points: list[dict], cuts: list[dict], technique: str) -> dict[str, Any]:
     ok = [p for p in points if p["status"] == "ok"]
-    end: dict[str, Any] = {"kind": "profile_end", "technique": technique, "split": None,
-                           "plain_fit": None}
+    end: dict[str, Any] = {"kind": "profile_end", "technique": technique, "split": None, "plain_fit": None}
     if len(ok) >= 2:
         parted = profiling.split({p["batch_size"]: p["rows_us"] for p in ok})
         plain = {p["batch_size"]: p["plain_own_s"]["median"] * 1e6 for p in ok}
         t0, t1 = profiling.two_point_fit(plain)
-        end["split"] = {"t0_us": parted.t0, "t1_us": parted.t1,
-                        "fixed_us": dict(sorted(parted.fixed.items(), key=lambda kv: -kv[1])),
-                        "per_sample_us": dict(sorted(parted.per_sample.items(),
-                                                     key=lambda kv: -kv[1]))}
+        end["split"] = {
+            "t0_us": parted.t0,
+            "t1_us": parted.t1,
+            "fixed_us": dict(sorted(parted.fixed.items(), key=lambda kv: -kv[1])),
+            "per_sample_us": dict(sorted(parted.per_sample.items(), key=lambda kv: -kv[1])),
+        }
         # the unprofiled steps' own t0 + t1·B (the step's own clock, medians): the split the
         # page states; the trace's says where that time goes
         end["plain_fit"] = {"t0_us": max(t0, 0.0), "t1_us": t1}
         # how much longer profiled steps took (the step's own clock): the profiler's cost and
         # whatever else ran meanwhile; the trace's t0 and t1 over the steps' say how far its
         # (wall-clock, profiled) times can be read as the step's
-        end["profiler_cost_us"] = [[p["batch_size"], p["profiled_own_s"]["median"] * 1e6
-                                    - p["plain_own_s"]["median"] * 1e6] for p in ok]
+        end["profiler_cost_us"] = [
+            [p["batch_size"], p["profiled_own_s"]["median"] * 1e6 - p["plain_own_s"]["median"] * 1e6]
+            for p in ok
+        ]
         end["t0_agreement"] = parted.t0 / t0 if t0 > 0 else None
         end["t1_agreement"] = parted.t1 / t1 if t1 > 0 else None
     good = [c for c in cuts if c.get("status") == "ok"]
     if len(good) >= 2:
         end["cut_fit"] = {
-            "eager": profiling.two_point_fit({c["batch_size"]: c["eager_step_s"]["median"] * 1e6
-                                              for c in good}),
-            "cut": profiling.two_point_fit({c["batch_size"]: c["cut_step_s"]["median"] * 1e6
-                                            for c in good})}
+            "eager": profiling.two_point_fit(
+                {c["batch_size"]: c["eager_step_s"]["median"] * 1e6 for c in good}
+            ),
+            "cut": profiling.two_point_fit({c["batch_size"]: c["cut_step_s"]["median"] * 1e6 for c in good}),
+        }
     end["message"] = "Profile completed."
     return end

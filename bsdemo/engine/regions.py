@@ -17,8 +17,14 @@ def is_planar(x: torch.Tensor) -> bool:
 
 
 @torch.no_grad()
-def decision_regions(model: torch.nn.Module, x_train: torch.Tensor, x_test: torch.Tensor,
-                     y_test: torch.Tensor, grid: int = GRID, points: int = POINTS) -> dict:
+def decision_regions(
+    model: torch.nn.Module,
+    x_train: torch.Tensor,
+    x_test: torch.Tensor,
+    y_test: torch.Tensor,
+    grid: int = GRID,
+    points: int = POINTS,
+) -> dict:
     """{"box": [x0, x1, y0, y1] in the model's (standardised) input space, "size": grid,
     "classes": the predicted class of each cell, row by row from the bottom (y0) up, one
     character each (CLASS_CHARS), "points": [[x, y, class], ...] of the first `points` test
@@ -35,11 +41,18 @@ def decision_regions(model: torch.nn.Module, x_train: torch.Tensor, x_test: torc
         predicted = model(cells).argmax(dim=1).tolist()
     finally:
         model.train()
-    sample = [[round(float(a), 3), round(float(b), 3), int(c)]
-              for (a, b), c in zip(x_test[:points].tolist(), y_test[:points].tolist(),
-                                   strict=True)]
-    return {"box": [round(float(lo[0]), 4), round(float(hi[0]), 4), round(float(lo[1]), 4),
-                    round(float(hi[1]), 4)],
-            "size": grid, "classes": "".join(CLASS_CHARS[c % len(CLASS_CHARS)]
-                                             for c in predicted),
-            "points": sample}
+    sample = [
+        [round(float(a), 3), round(float(b), 3), int(c)]
+        for (a, b), c in zip(x_test[:points].tolist(), y_test[:points].tolist(), strict=True)
+    ]
+    return {
+        "box": [
+            round(float(lo[0]), 4),
+            round(float(hi[0]), 4),
+            round(float(lo[1]), 4),
+            round(float(hi[1]), 4),
+        ],
+        "size": grid,
+        "classes": "".join(CLASS_CHARS[c % len(CLASS_CHARS)] for c in predicted),
+        "points": sample,
+    }

@@ -22,8 +22,15 @@ class _Clock:
     """When a run must end: Stop, its time cap (the whole run's time, setup and evaluations
     included) or its CPU-time budget (the training thread's, evaluations left out)."""
 
-    def __init__(self, run: Prepared, tally: Tally, should_stop: Callable[[], bool] | None,
-                 began: float, cpu_budget_s: float | None, run_clock: RunClock | None = None):
+    def __init__(
+        self,
+        run: Prepared,
+        tally: Tally,
+        should_stop: Callable[[], bool] | None,
+        began: float,
+        cpu_budget_s: float | None,
+        run_clock: RunClock | None = None,
+    ):
         self.tally, self.should_stop, self.began = tally, should_stop, began
         self.now = tally.now  # the run's wall clock (its own turns only, where it takes turns)
         self.time_limit = run.cfg.time_limit_s
@@ -38,7 +45,7 @@ class _Clock:
         self.cpu_began = self.cpu_time() if self.cpu_time is not None else 0.0
 
     def stopped(self) -> str | None:
-        """"stop" if Stop was pressed (before the first step: no cap has run yet)."""
+        """ "stop" if Stop was pressed (before the first step: no cap has run yet)."""
         return "stop" if self.should_stop is not None and self.should_stop() else None
 
     def interrupted(self) -> str | None:
@@ -46,11 +53,11 @@ class _Clock:
         if self.should_stop is not None and self.should_stop():
             return "stop"
         tally = self.tally
-        if self.time_limit is not None and (self.now() - self.began + tally.last_eval_s
-                                            >= self.time_limit):
+        if self.time_limit is not None and (self.now() - self.began + tally.last_eval_s >= self.time_limit):
             return "cap"  # a final evaluation as long as the last one must fit in the cap too
-        if self.cpu_budget_s is not None and (self.cpu_time() - self.cpu_began
-                                              - tally.cpu_eval_s >= self.cpu_budget_s):
+        if self.cpu_budget_s is not None and (
+            self.cpu_time() - self.cpu_began - tally.cpu_eval_s >= self.cpu_budget_s
+        ):
             return "budget"
         return None
 
@@ -65,10 +72,18 @@ class _Stepper:
         # `between` is checked between micro-batches only when a step has several
         self.model, self.optimizer = run.model, run.optimizer
         self.data = (run.data.x_train, run.data.y_train)
-        self.rest = (run.cfg.batch_size, book, book.accounting,
-                     clock.interrupted if run.cfg.accumulation_steps > 1 else None, run.loss)
-        self.marks = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) \
-            if run.device.type == "cuda" else None
+        self.rest = (
+            run.cfg.batch_size,
+            book,
+            book.accounting,
+            clock.interrupted if run.cfg.accumulation_steps > 1 else None,
+            run.loss,
+        )
+        self.marks = (
+            (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            if run.device.type == "cuda"
+            else None
+        )
         self.ended = 0.0  # the last step's end on the run's wall clock
 
     def step(self, idx: torch.Tensor) -> tuple:
@@ -84,8 +99,7 @@ class _Stepper:
         c0 = cpu_time() if cpu_time is not None else 0.0
         loss_value = step_need = why = oom = device_time = None
         try:
-            loss_value, step_need = _optimizer_step(self.model, self.optimizer, *self.data, idx,
-                                                    *self.rest)
+            loss_value, step_need = _optimizer_step(self.model, self.optimizer, *self.data, idx, *self.rest)
             if book.on_device:
                 if marks is not None:
                     marks[1].record()
@@ -95,8 +109,10 @@ class _Stepper:
         except (RuntimeError, MemoryError) as exc:  # CUDA's OOM is a RuntimeError too
             if not is_out_of_memory(exc):
                 raise
-            oom = ((str(exc).strip().splitlines() or [type(exc).__name__])[0][:400],
-                   isinstance(exc, SimulatedOutOfMemoryError))
+            oom = (
+                (str(exc).strip().splitlines() or [type(exc).__name__])[0][:400],
+                isinstance(exc, SimulatedOutOfMemoryError),
+            )
         self.ended = now()
         step_time = self.ended - t0
         step_cpu = cpu_time() - c0 if cpu_time is not None else None
@@ -105,11 +121,18 @@ class _Stepper:
         return loss_value, step_need, why, oom, step_time, step_cpu, device_time
 
 
-def _optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                    x_train: torch.Tensor, y_train: torch.Tensor, idx: torch.Tensor,
-                    batch_size: int, book: MemoryBook, accounting: bool,
-                    interrupted: Callable[[], str | None] | None = None,
-                    loss_fn: Callable | None = None) -> tuple[float, int]:
+def _optimizer_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    x_train: torch.Tensor,
+    y_train: torch.Tensor,
+    idx: torch.Tensor,
+    batch_size: int,
+    book: MemoryBook,
+    accounting: bool,
+    interrupted: Callable[[], str | None] | None = None,
+    loss_fn: Callable | None = None,
+) -> tuple[float, int]:
     """One optimizer step over the effective batch `idx`, in micro-batches of batch_size.
 
     Returns (the effective batch's mean loss, the step's accounted need for activations and

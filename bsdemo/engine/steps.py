@@ -32,8 +32,13 @@ def lr_at(cfg: RunConfig, step_index: int) -> float:
     return cfg.lr
 
 
-def micro_loss(model: torch.nn.Module, xb: torch.Tensor, yb: torch.Tensor,
-               effective: int, loss_fn: Callable | None = None) -> torch.Tensor:
+def micro_loss(
+    model: torch.nn.Module,
+    xb: torch.Tensor,
+    yb: torch.Tensor,
+    effective: int,
+    loss_fn: Callable | None = None,
+) -> torch.Tensor:
     """This micro-batch's share of the mean loss over an effective batch of `effective` samples.
 
     mean x (b / effective) = sum / effective; a whole batch skips the extra multiply (hot path).
@@ -77,6 +82,7 @@ def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[
 @dataclass
 class Prepared:
     """Everything a run trains: kept by callers (tests, lessons) that inspect the model after."""
+
     cfg: CheckedRunConfig  # oversize batches clamped
     notices: list[str]
     device: torch.device
@@ -113,9 +119,12 @@ def check_budget(run: Prepared, budget: int) -> int:
     param_bytes = tensor_bytes(p for p in run.model.parameters() if p.requires_grad)
     fixed = 2 * param_bytes + expected_optimizer_state_bytes(run.cfg.optimizer, param_bytes)
     if fixed > budget:
-        raise ConfigError("memory_budget", format_bytes(budget),
-                          f"at least {format_bytes(fixed)}: the model alone (parameters, "
-                          f"gradients and {run.cfg.optimizer} state) needs that much")
+        raise ConfigError(
+            "memory_budget",
+            format_bytes(budget),
+            f"at least {format_bytes(fixed)}: the model alone (parameters, "
+            f"gradients and {run.cfg.optimizer} state) needs that much",
+        )
     return fixed
 
 
@@ -124,5 +133,8 @@ def is_out_of_memory(exc: BaseException) -> bool:
     (a result to show, not a crash). MPS, and the CPU allocator under the worker's address-space
     ceiling, report theirs as plain errors."""
     text = str(exc)
-    return (isinstance(exc, (torch.OutOfMemoryError, MemoryError, SimulatedOutOfMemoryError))
-            or "out of memory" in text or "can't allocate memory" in text)
+    return (
+        isinstance(exc, (torch.OutOfMemoryError, MemoryError, SimulatedOutOfMemoryError))
+        or "out of memory" in text
+        or "can't allocate memory" in text
+    )

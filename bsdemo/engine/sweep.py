@@ -39,11 +39,18 @@ from bsdemo.tunables import (
 __all__ = ["probe", "sweep", "throughput_in_rounds"]
 
 
-def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = SWEEP_WARMUP_STEPS,
-          timed_steps: int = SWEEP_TIMED_STEPS, min_timed_s: float = SWEEP_MIN_TIMED_S,
-          rounds: int = SWEEP_ROUNDS, memory_budget_bytes: int | None = None,
-          continue_after_oom: bool = False, should_stop: Callable[[], bool] | None = None
-          ) -> Iterator[dict[str, Any]]:
+def sweep(
+    cfg: RunConfig,
+    batch_sizes: Sequence[int],
+    *,
+    warmup_steps: int = SWEEP_WARMUP_STEPS,
+    timed_steps: int = SWEEP_TIMED_STEPS,
+    min_timed_s: float = SWEEP_MIN_TIMED_S,
+    rounds: int = SWEEP_ROUNDS,
+    memory_budget_bytes: int | None = None,
+    continue_after_oom: bool = False,
+    should_stop: Callable[[], bool] | None = None,
+) -> Iterator[dict[str, Any]]:
     """Yield sweep_start, a sweep_point per batch size as its first round ends, the same point
     again (`replaces`: True) after each later round, then sweep_end (all plain dicts).
 
@@ -63,11 +70,21 @@ def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = SWE
     math_ops = tf32_ops(cfg.model) if run.device.type == "cuda" else []
     peak, peak_source = device_peak_flops(device_info(run.device), math_ops)
     del run, probe
-    yield {"kind": "sweep_start", "batch_sizes": list(batch_sizes), "config": vars(cfg).copy(),
-           "warmup_steps": warmup_steps, "timed_steps": timed_steps, "min_timed_s": min_timed_s,
-           "rounds": rounds, "memory_budget_bytes": memory_budget_bytes, "exclusive": True,
-           "train_samples": cfg.train_samples, "flops_per_sample": per_sample,
-           "peak_flops": peak, "peak_source": peak_source}
+    yield {
+        "kind": "sweep_start",
+        "batch_sizes": list(batch_sizes),
+        "config": vars(cfg).copy(),
+        "warmup_steps": warmup_steps,
+        "timed_steps": timed_steps,
+        "min_timed_s": min_timed_s,
+        "rounds": rounds,
+        "memory_budget_bytes": memory_budget_bytes,
+        "exclusive": True,
+        "train_samples": cfg.train_samples,
+        "flops_per_sample": per_sample,
+        "peak_flops": peak,
+        "peak_source": peak_source,
+    }
     per_round = _per_round(timed_steps, min_timed_s, rounds)
     points: dict[int, dict[str, Any]] = {}
     blocks: dict[int, list[_Block]] = {}
@@ -87,8 +104,10 @@ def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = SWE
             # faster math than the datasheet's fp32), so the best rate achieved is the peak from
             # here on, and the page says so
             peak = point["achieved_flops"]
-            peak_source = (f"raised to the best rate measured here ({peak_source} read lower: a "
-                           "probe under load, or faster math such as TF32)")
+            peak_source = (
+                f"raised to the best rate measured here ({peak_source} read lower: a "
+                "probe under load, or faster math such as TF32)"
+            )
         point["share_of_peak"] = point["achieved_flops"] / peak if peak else None
         return point
 
@@ -98,8 +117,9 @@ def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = SWE
         if stop_reason is not None:
             point = _point(b, "not_tried", message=f"Not tried: {stop_reason}.")
         elif b > cfg.train_samples:
-            point = _point(b, "not_tried", message=f"Not tried: larger than the "
-                           f"{cfg.train_samples} training samples.")
+            point = _point(
+                b, "not_tried", message=f"Not tried: larger than the {cfg.train_samples} training samples."
+            )
         else:
             block = _block(cfg, b, warmup_steps, *per_round, memory_budget_bytes, should_stop)
             device = block.device or device
@@ -112,17 +132,18 @@ def sweep(cfg: RunConfig, batch_sizes: Sequence[int], *, warmup_steps: int = SWE
                 stop_reason = f"batch {b} ran out of memory"
         points[b] = point
         yield point
-    for todo in measure_in_rounds(cfg, blocks, rounds, per_round, memory_budget_bytes,
-                                  should_stop, first=1):
+    for todo in measure_in_rounds(cfg, blocks, rounds, per_round, memory_budget_bytes, should_stop, first=1):
         for b in todo:
             points[b] = finish(b) | {"replaces": True}
             yield points[b]
     yield _end([points[b] for b in batch_sizes], memory_budget_bytes, device) | {
-        "flops_per_sample": per_sample, "peak_flops": peak, "peak_source": peak_source}
+        "flops_per_sample": per_sample,
+        "peak_flops": peak,
+        "peak_source": peak_source,
+    }
 
 
-def _end(points: list[dict[str, Any]], budget: int | None,
-         device: dict[str, Any] | None) -> dict[str, Any]:
+def _end(points: list[dict[str, Any]], budget: int | None, device: dict[str, Any] | None) -> dict[str, Any]:
     ok = [p for p in points if p["status"] == "ok"]
     sizes = [p["batch_size"] for p in ok]
     reading = step_time_reading({p["batch_size"]: p["timing"]["round_step_time_s"] for p in ok})
@@ -138,20 +159,27 @@ def _end(points: list[dict[str, Any]], budget: int | None,
     clocks = {p["timing"]["clock"] for p in ok}
     return {
         "kind": "sweep_end",
-        "fit": {"t0_s": t_fit.intercept if t_fit else None,
-                "t1_s_per_sample": t_fit.slope if t_fit else None,
-                "r2_time": t_fit.r2 if t_fit else None,
-                "t0_constrained": bool(t_fit and t_fit.constrained),
-                "t0_range_s": reading.t0_range, "t1_range_s_per_sample": reading.t1_range,
-                "m0_bytes": m_fit.intercept if m_fit else None,
-                "m_bytes_per_sample": m_fit.slope if m_fit else None,
-                "r2_memory": m_fit.r2 if m_fit else None},
+        "fit": {
+            "t0_s": t_fit.intercept if t_fit else None,
+            "t1_s_per_sample": t_fit.slope if t_fit else None,
+            "r2_time": t_fit.r2 if t_fit else None,
+            "t0_constrained": bool(t_fit and t_fit.constrained),
+            "t0_range_s": reading.t0_range,
+            "t1_range_s_per_sample": reading.t1_range,
+            "m0_bytes": m_fit.intercept if m_fit else None,
+            "m_bytes_per_sample": m_fit.slope if m_fit else None,
+            "r2_memory": m_fit.r2 if m_fit else None,
+        },
         # named only where the rounds' noise leaves it within one doubling; the range always
-        "crossover_batch_size": reading.crossover, "crossover_range": reading.crossover_range,
+        "crossover_batch_size": reading.crossover,
+        "crossover_range": reading.crossover_range,
         "max_batch_size_fits": max(sizes) if sizes else None,  # the largest that ran: measured
         "predicted_max_batch_size": predicted,  # from the memory fit: a prediction
-        "knee_batch_size": reading.knee, "knee_range": reading.knee_range,
+        "knee_batch_size": reading.knee,
+        "knee_range": reading.knee_range,
         "clock": clocks.pop() if len(clocks) == 1 else None,
         "first_oom_batch_size": oom["batch_size"] if oom else None,
-        "memory_budget_bytes": budget, "capacity_bytes": capacity, "device": device,
+        "memory_budget_bytes": budget,
+        "capacity_bytes": capacity,
+        "device": device,
     }

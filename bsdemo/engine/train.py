@@ -44,21 +44,37 @@ from bsdemo.engine.tally import (
 from bsdemo.events import EndEvent, StartEvent, StepEvent
 from bsdemo.units import setting, sig
 
-__all__ = ["DIVERGENCE_FACTOR", "Prepared", "check_budget", "evaluate", "is_out_of_memory", "lr_at",
-           "micro_loss", "prepare", "train"]
+__all__ = [
+    "DIVERGENCE_FACTOR",
+    "Prepared",
+    "check_budget",
+    "evaluate",
+    "is_out_of_memory",
+    "lr_at",
+    "micro_loss",
+    "prepare",
+    "train",
+]
 
 
 def resident_bytes(data) -> int:
     """Bytes of the data set's tensors a run holds from start to end (train and test splits)."""
-    return sum(t.nbytes for t in (getattr(data, name, None) for name in
-                                  ("x_train", "y_train", "x_test", "y_test"))
-               if isinstance(t, torch.Tensor))
+    return sum(
+        t.nbytes
+        for t in (getattr(data, name, None) for name in ("x_train", "y_train", "x_test", "y_test"))
+        if isinstance(t, torch.Tensor)
+    )
 
 
-def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
-          prepared: Prepared | None = None, evaluations: bool | str = True,
-          memory_budget_bytes: int | None = None, cpu_budget_s: float | None = None,
-          clock: RunClock | None = None) -> Iterator:
+def train(
+    cfg: RunConfig,
+    should_stop: Callable[[], bool] | None = None,
+    prepared: Prepared | None = None,
+    evaluations: bool | str = True,
+    memory_budget_bytes: int | None = None,
+    cpu_budget_s: float | None = None,
+    clock: RunClock | None = None,
+) -> Iterator:
     """Run cfg to completion (or divergence, OOM, cancellation), yielding events as it goes.
 
     Raises ConfigError for an invalid cfg before anything runs; every other outcome ends with
@@ -86,17 +102,33 @@ def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
             memory_budget_bytes, notice = set_cuda_budget(run.device, memory_budget_bytes)
             notices += [notice] if notice else []
     yield StartEvent(
-        config=vars(run.cfg).copy(), notices=notices, device=info,
-        train_samples=len(run.data.y_train), test_samples=len(run.data.y_test),
+        config=vars(run.cfg).copy(),
+        notices=notices,
+        device=info,
+        train_samples=len(run.data.y_train),
+        test_samples=len(run.data.y_test),
         parameters=sum(p.numel() for p in run.model.parameters() if p.requires_grad),
         effective_batch_size=run.cfg.effective_batch_size,
         tokens_per_sample=run.data.tokens_per_sample,
-        updates_per_epoch=run.cfg.updates_per_epoch, planned_steps=run.cfg.planned_steps,
-        memory_source=meter.source, dataset_bytes=resident_bytes(run.data))
+        updates_per_epoch=run.cfg.updates_per_epoch,
+        planned_steps=run.cfg.planned_steps,
+        memory_source=meter.source,
+        dataset_bytes=resident_bytes(run.data),
+    )
     sampler = NvmlSampler(run.device)
     try:
-        yield from _loop(run, meter, sampler, info, should_stop, evaluations, memory_budget_bytes,
-                         began, cpu_budget_s, clock)
+        yield from _loop(
+            run,
+            meter,
+            sampler,
+            info,
+            should_stop,
+            evaluations,
+            memory_budget_bytes,
+            began,
+            cpu_budget_s,
+            clock,
+        )
     except Exception as exc:
         if run.loss is None:  # the lab's own model: a bug of ours, raised
             raise
@@ -109,9 +141,18 @@ def train(cfg: RunConfig, should_stop: Callable[[], bool] | None = None,
             set_cuda_budget(run.device, None)
 
 
-def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, should_stop,
-          evaluations: bool | str, budget: int | None, began: float,
-          cpu_budget_s: float | None = None, run_clock: RunClock | None = None) -> Iterator:
+def _loop(
+    run: Prepared,
+    meter: MemoryMeter,
+    sampler: NvmlSampler,
+    info: dict,
+    should_stop,
+    evaluations: bool | str,
+    budget: int | None,
+    began: float,
+    cpu_budget_s: float | None = None,
+    run_clock: RunClock | None = None,
+) -> Iterator:
     """One optimizer step per effective batch, epoch after epoch, until the budget ends the run,
     or Stop, the time cap, divergence or an out-of-memory does.
 
@@ -120,13 +161,17 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
     evaluations included, so the run ends on its own before the scheduler would end its worker.
     """
     cfg, device, optimizer = run.cfg, run.device, run.optimizer
-    book = MemoryBook([p for p in run.model.parameters() if p.requires_grad], cfg.optimizer,
-                      meter, budget)
+    book = MemoryBook([p for p in run.model.parameters() if p.requires_grad], cfg.optimizer, meter, budget)
     n_train = len(run.data.y_train)
-    tally = Tally(n_train, full_size=min(cfg.effective_batch_size, n_train), began=began,
-                  now=run_clock.wall if run_clock is not None else time.perf_counter)
-    summary = functools.partial(run_summary, cfg, tally, book, info.get("name", device.type),
-                                chance_of(run.data.y_test))
+    tally = Tally(
+        n_train,
+        full_size=min(cfg.effective_batch_size, n_train),
+        began=began,
+        now=run_clock.wall if run_clock is not None else time.perf_counter,
+    )
+    summary = functools.partial(
+        run_summary, cfg, tally, book, info.get("name", device.type), chance_of(run.data.y_test)
+    )
     clock = _Clock(run, tally, should_stop, began, cpu_budget_s, run_clock)
     stepper = _Stepper(run, book, clock)
     step = stepper.step
@@ -142,8 +187,7 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
         yield evaluation(run, tally, 0.0, evaluations)
     clock.start()  # training time starts now: the first evaluation is not in it
     for epoch in range(cfg.epochs) if cfg.epochs is not None else itertools.count():
-        batches = epoch_batches(n_train, cfg.effective_batch_size, generator, device,
-                                cfg.drops_lone_sample)
+        batches = epoch_batches(n_train, cfg.effective_batch_size, generator, device, cfg.drops_lone_sample)
         last_index = len(batches) - 1
         for batch_index, idx in enumerate(batches):
             why = clock.interrupted() if tally.step else clock.stopped()
@@ -166,16 +210,36 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
                 book.state_allocated(optimizer)
             n_eff = idx.shape[0]
             if tally.record(n_eff, loss_value, step_time, step_cpu):  # diverged
-                yield EndEvent("diverged", f"Diverged at step {tally.step}: loss {sig(loss_value, 4)} "
-                               f"(first step {sig(tally.first_loss or float('nan'), 4)}). Lower the "
-                               f"learning rate ({setting(cfg.lr)}) or add warm-up steps.", summary())
+                yield EndEvent(
+                    "diverged",
+                    f"Diverged at step {tally.step}: loss {sig(loss_value, 4)} "
+                    f"(first step {sig(tally.first_loss or float('nan'), 4)}). Lower the "
+                    f"learning rate ({setting(cfg.lr)}) or add warm-up steps.",
+                    summary(),
+                )
                 return
             epoch_done = epoch + (batch_index + 1) / (last_index + 1)
-            yield _step_event(gan, tally, book, nvml, step_need, loss_value, n_eff, epoch_done,
-                              current_lr, stepper.ended, step_time, step_cpu, device_time)
+            yield _step_event(
+                gan,
+                tally,
+                book,
+                nvml,
+                step_need,
+                loss_value,
+                n_eff,
+                epoch_done,
+                current_lr,
+                stepper.ended,
+                step_time,
+                step_cpu,
+                device_time,
+            )
             done = max_steps is not None and tally.step >= max_steps
-            if evaluations and ((eval_interval and tally.step % eval_interval == 0) or (
-                    not eval_interval and batch_index == last_index) or done):
+            if evaluations and (
+                (eval_interval and tally.step % eval_interval == 0)
+                or (not eval_interval and batch_index == last_index)
+                or done
+            ):
                 yield evaluation(run, tally, epoch_done, evaluations)
             if done:
                 break
@@ -186,10 +250,21 @@ def _loop(run: Prepared, meter: MemoryMeter, sampler: NvmlSampler, info: dict, s
     yield completed(summary())
 
 
-def _step_event(gan: GAN | None, tally: Tally, book: MemoryBook, sampler: NvmlSampler | None,
-                step_need: int, loss_value: float, n_eff: int, epoch_done: float, lr: float,
-                ended: float, step_time: float, step_cpu: float | None,
-                device_time: float | None) -> StepEvent:
+def _step_event(
+    gan: GAN | None,
+    tally: Tally,
+    book: MemoryBook,
+    sampler: NvmlSampler | None,
+    step_need: int,
+    loss_value: float,
+    n_eff: int,
+    epoch_done: float,
+    lr: float,
+    ended: float,
+    step_time: float,
+    step_cpu: float | None,
+    device_time: float | None,
+) -> StepEvent:
     """The step just done (ended at `ended` on the wall clock) as a record: its loss (a GAN's
     two players'), time, memory, GPU use."""
     allocated, reserved, peak = book.after_step(step_need)
@@ -197,23 +272,41 @@ def _step_event(gan: GAN | None, tally: Tally, book: MemoryBook, sampler: NvmlSa
     generator_loss = None
     if gan is not None:  # the step's loss is the discriminator's; the generator's beside it
         loss_value, generator_loss = players(gan, n_eff)
-    return StepEvent(step=tally.step, epoch=epoch_done, samples_seen=tally.samples_seen,
-                     wall_time_s=ended - tally.t_origin - tally.eval_time,
-                     loss=loss_value, lr=lr, step_time_s=step_time,
-                     samples_per_sec=n_eff / step_time, memory_allocated_bytes=allocated,
-                     memory_reserved_bytes=reserved, peak_memory_bytes=peak,
-                     utilization_pct=nvml["utilization_pct"] if nvml else None,
-                     generator_loss=generator_loss, cpu_time_s=step_cpu,
-                     device_time_s=device_time)
+    return StepEvent(
+        step=tally.step,
+        epoch=epoch_done,
+        samples_seen=tally.samples_seen,
+        wall_time_s=ended - tally.t_origin - tally.eval_time,
+        loss=loss_value,
+        lr=lr,
+        step_time_s=step_time,
+        samples_per_sec=n_eff / step_time,
+        memory_allocated_bytes=allocated,
+        memory_reserved_bytes=reserved,
+        peak_memory_bytes=peak,
+        utilization_pct=nvml["utilization_pct"] if nvml else None,
+        generator_loss=generator_loss,
+        cpu_time_s=step_cpu,
+        device_time_s=device_time,
+    )
 
 
-def _cut_short(run: Prepared, tally: Tally, summary: Callable[[], dict],
-               evaluations: bool | str, why: str, cpu_budget_s: float | None,
-               mid_step: bool) -> Iterator:
+def _cut_short(
+    run: Prepared,
+    tally: Tally,
+    summary: Callable[[], dict],
+    evaluations: bool | str,
+    why: str,
+    cpu_budget_s: float | None,
+    mid_step: bool,
+) -> Iterator:
     """The end of a run that Stop, its time cap or its CPU budget cut short (`mid_step`:
     between the micro-batches of a step, which is then dropped)."""
     if why in ("cap", "budget"):
         yield from time_capped(run, tally, summary, evaluations, why, cpu_budget_s)
     else:
-        yield EndEvent("cancelled", f"Stopped after {tally.step} steps"
-                       + (", in the middle of the next one." if mid_step else "."), summary())
+        yield EndEvent(
+            "cancelled",
+            f"Stopped after {tally.step} steps" + (", in the middle of the next one." if mid_step else "."),
+            summary(),
+        )

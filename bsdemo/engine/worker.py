@@ -48,8 +48,9 @@ def main(index: int, tasks, results, cancel, threads: int, memory: tuple = (None
     info = device_info(resolve_device("auto"))
     device_memory, margin = memory
     share = device_memory or info.get("total_memory_bytes")
-    info["memory_ceiling_bytes"] = (limit_address_space(int(share * (1 - margin)))
-                                    if info["type"] == "cpu" and share else None)
+    info["memory_ceiling_bytes"] = (
+        limit_address_space(int(share * (1 - margin))) if info["type"] == "cpu" and share else None
+    )
     # the peak (on the CPU its first probe, while this worker is idle): admission bounds the
     # time of a job's largest step by it. The higher of the fp32 and TF32 peaks, so the bound
     # stays a lower bound whatever math mode a model runs in.
@@ -103,8 +104,10 @@ class _StopCheck:
             if self.requested or self.cancel.value == self.job_id:
                 self.reason = "Stopped before it finished."
             elif self.deadline is not None and time.monotonic() >= self.deadline:
-                self.reason = (f"Stopped at this server's time cap of {setting(self.wall_s)} s for the "
-                               "whole job; what it measured until then is shown.")
+                self.reason = (
+                    f"Stopped at this server's time cap of {setting(self.wall_s)} s for the "
+                    "whole job; what it measured until then is shown."
+                )
         return self.reason is not None
 
 
@@ -154,41 +157,52 @@ class _Turn:
         end, done = None, False
         try:
             if self.records is None:
-                self.records = _events(self.kind, RunConfig(**self.settings), self.options,
-                                       self.stop, self.clock)
+                self.records = _events(
+                    self.kind, RunConfig(**self.settings), self.options, self.stop, self.clock
+                )
             until = time.monotonic() + TURN_S
             for event in self.records:
                 self._file(event)
                 # a job's first turn ends at its first step: every student who pressed Run
                 # sees a first point before anyone's run takes a second turn
-                if time.monotonic() >= until or (event["kind"] == "step" and event["step"] == 1
-                                                 and not alone):
+                if time.monotonic() >= until or (
+                    event["kind"] == "step" and event["step"] == 1 and not alone
+                ):
                     break
             else:
                 done = True
-                end = (None if self.kind == "train"
-                       else _measured_end(self.kind, self.result, self.stop.reason))
+                end = (
+                    None if self.kind == "train" else _measured_end(self.kind, self.result, self.stop.reason)
+                )
         except JobStopped:
-            done, end = True, {"kind": "end", "status": "cancelled", "summary": {},
-                               "message": self.stop.reason or "Stopped before it finished."}
+            done, end = (
+                True,
+                {
+                    "kind": "end",
+                    "status": "cancelled",
+                    "summary": {},
+                    "message": self.stop.reason or "Stopped before it finished.",
+                },
+            )
         except ConfigError as exc:
-            done, end = True, {"kind": "end", "status": "failed", "message": str(exc),
-                               "summary": {}}
+            done, end = True, {"kind": "end", "status": "failed", "message": str(exc), "summary": {}}
         except Exception as exc:  # noqa: BLE001 - any engine failure becomes a failed job, not a dead worker
             text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:400] if str(exc) else ''}"
             done = True
             if is_out_of_memory(exc):  # e.g. building the model or data past the worker's ceiling
-                end = {"kind": "end", "status": "oom", "summary": {},
-                       "message": f"Out of memory before training started: {text}"}
+                end = {
+                    "kind": "end",
+                    "status": "oom",
+                    "summary": {},
+                    "message": f"Out of memory before training started: {text}",
+                }
             else:
-                end = {"kind": "end", "status": "failed", "summary": {},
-                       "message": f"The run failed: {text}"}
+                end = {"kind": "end", "status": "failed", "summary": {}, "message": f"The run failed: {text}"}
         finally:
             self.clock.leave()
         # a shared turn's records go at its end (its page must not wait for its next turn)
         if end or (self.batch and not alone):
-            self.results.put(("events", self.index, self.job_id,
-                              self.batch + ([end] if end else [])))
+            self.results.put(("events", self.index, self.job_id, self.batch + ([end] if end else [])))
             self.batch, self.last_flush = [], time.monotonic()
         return done
 
@@ -218,5 +232,9 @@ def _measured_end(kind: str, result: dict | None, stopped: str | None) -> dict:
     if stopped is not None:
         return {"kind": "end", "status": "cancelled", "summary": {}, "message": stopped}
     name = KINDS[kind].ended
-    return {"kind": "end", "status": "completed", "summary": {},
-            "message": (result or {}).get("message") or f"{name} completed."}
+    return {
+        "kind": "end",
+        "status": "completed",
+        "summary": {},
+        "message": (result or {}).get("message") or f"{name} completed.",
+    }

@@ -23,11 +23,22 @@ from bsdemo.jobkinds.schema import Option
 from bsdemo.limits import Limits
 from bsdemo.tunables import CRITICAL_MAX_EPOCHS, MAX_TIMED_STEPS, PIPELINE_STAGES, REMEDY_LR_CAP
 
-POINT_KINDS = ("sweep_point", "profile_point", "cut_point", "find_probe", "norms_result",
-               "noise_point", "sharpness_run",
-               "critical_point", "fit_batch_result", "architecture_point",
-               "architecture_summary", "ddp_progress",
-               "pipeline_progress", "sharpness_progress")  # a job's records kept in order
+POINT_KINDS = (
+    "sweep_point",
+    "profile_point",
+    "cut_point",
+    "find_probe",
+    "norms_result",
+    "noise_point",
+    "sharpness_run",
+    "critical_point",
+    "fit_batch_result",
+    "architecture_point",
+    "architecture_summary",
+    "ddp_progress",
+    "pipeline_progress",
+    "sharpness_progress",
+)  # a job's records kept in order
 
 
 # a measurement's partial figure while it runs, not one of its planned points
@@ -35,9 +46,20 @@ PROGRESS_KINDS = ("ddp_progress", "pipeline_progress", "sharpness_progress")
 
 
 START_KINDS = ("sweep_start", "profile_start")  # a measurement's first record
-RESULT_KINDS = ("sweep_end", "profile_end", "find_result", "accum_check", "norms_end", "noise_result",
-                "sharpness_result", "critical_result", "fit_batch_end", "ddp_check",
-                "pipeline_check", "architectures_end")  # a job's one result
+RESULT_KINDS = (
+    "sweep_end",
+    "profile_end",
+    "find_result",
+    "accum_check",
+    "norms_end",
+    "noise_result",
+    "sharpness_result",
+    "critical_result",
+    "fit_batch_end",
+    "ddp_check",
+    "pipeline_check",
+    "architectures_end",
+)  # a job's one result
 
 
 def sweep_point_steps(timed_steps: int, min_timed_s: float, rounds: int = 1) -> int:
@@ -62,6 +84,7 @@ def check_stop(should_stop: Callable[[], bool] | None) -> None:
 @dataclass(frozen=True)
 class Cost:
     """The most a job can cost; checked against the limits before it is queued."""
+
     micro_batch: int  # largest batch in one forward/backward pass
     effective_batch: int  # largest samples per optimizer step
     steps: int  # optimizer steps (forward/backward passes for a check) in all, at most
@@ -80,6 +103,7 @@ class Kind:
     `live` (Live mode); a class sweep runs its cells as the `room` kind; a page's progress
     reads `points`; the CLI maps `command` to the kind and builds its flags, and their checks,
     from `options`."""
+
     name: str
     exclusive: bool  # a measurement: nothing else shares the device while it runs
     cost: Callable[[CheckedRunConfig, dict[str, Any], float], Cost]  # (cfg, options, wall_s)
@@ -88,7 +112,8 @@ class Kind:
     # what relates the checked options to the config, (cfg, options, the server's limits or None
     # on the CLI) -> the options to run with; a ConfigError names the option or the field
     relate: Callable[[CheckedRunConfig, dict[str, Any], Limits | None], dict[str, Any]] = (
-        lambda cfg, options, limits: options)
+        lambda cfg, options, limits: options
+    )
     models: tuple[str, ...] = MODELS  # the models its engine function can take
     why: str = ""  # why only those
     # its engine function, "module:function", imported by the worker (torch lives there):
@@ -104,8 +129,9 @@ class Kind:
     unbounded_steps: bool = False
     # how many point records (sweep points, grid cells, runs) it will send, from its options,
     # where known in advance: by default one per batch size
-    points: Callable[[Mapping[str, Any]], int | None] = (
-        lambda options: len(options.get("batch_sizes", [])) or None)
+    points: Callable[[Mapping[str, Any]], int | None] = lambda options: (
+        len(options.get("batch_sizes", [])) or None
+    )
     # a run of its config: a finished one is served from the run store, one going with the same
     # settings is joined (a second browser rides it), and Live mode's changed setting replaces
     # the owner's running one (bsdemo.scheduler)
@@ -129,8 +155,11 @@ PLAIN_MODELS = ("mlp", "cnn")  # plain gradient steps on a classifier, Hessians 
 
 def norms_configs(cfg: RunConfig, options: Mapping[str, Any]) -> list[RunConfig]:
     """The runs of a normalisation grid, norm by norm, smallest batch first."""
-    return [dataclasses.replace(cfg, norm=n, batch_size=b, accumulation_steps=1)
-            for n in options["norms"] for b in options["batch_sizes"]]
+    return [
+        dataclasses.replace(cfg, norm=n, batch_size=b, accumulation_steps=1)
+        for n in options["norms"]
+        for b in options["batch_sizes"]
+    ]
 
 
 SHARPNESS_REMEDIES = ("scale_lr", "warmup", "longer", "noise")
@@ -165,9 +194,12 @@ def critical_steps(max_steps: int, batch: int, train_samples: int) -> int:
 def check_global_batch(cfg: RunConfig, processes: int) -> None:
     """A ConfigError unless every process's shard of the global batch is a full one."""
     if cfg.batch_size * processes > cfg.train_samples:
-        raise ConfigError("batch_size", cfg.batch_size,
-                          f"at most {cfg.train_samples // processes} with {processes} processes: "
-                          f"the global batch must fit the {cfg.train_samples:,} training samples")
+        raise ConfigError(
+            "batch_size",
+            cfg.batch_size,
+            f"at most {cfg.train_samples // processes} with {processes} processes: "
+            f"the global batch must fit the {cfg.train_samples:,} training samples",
+        )
 
 
 def check_pipeline(cfg: RunConfig, micro_batches: int) -> None:
@@ -176,17 +208,22 @@ def check_pipeline(cfg: RunConfig, micro_batches: int) -> None:
     if cfg.model != "mlp":
         raise ConfigError("model", cfg.model, "mlp: the pipeline cuts the MLP's layers in two")
     if cfg.depth < PIPELINE_STAGES:
-        raise ConfigError("depth", cfg.depth, f"at least {PIPELINE_STAGES} hidden layers: one "
-                                              "per stage")
+        raise ConfigError("depth", cfg.depth, f"at least {PIPELINE_STAGES} hidden layers: one per stage")
     if cfg.batch_size % micro_batches or cfg.batch_size > cfg.train_samples:
-        raise ConfigError("batch_size", cfg.batch_size,
-                          f"a multiple of the {micro_batches} micro-batches, at most "
-                          f"{cfg.train_samples:,} (the training set)")
+        raise ConfigError(
+            "batch_size",
+            cfg.batch_size,
+            f"a multiple of the {micro_batches} micro-batches, at most "
+            f"{cfg.train_samples:,} (the training set)",
+        )
     if cfg.batch_norm_1d and cfg.batch_size // micro_batches < 2:
-        raise ConfigError("micro_batches", micro_batches,
-                          f"at most {cfg.batch_size // 2} with BatchNorm and batch "
-                          f"{cfg.batch_size}: it normalises over each micro-batch, which needs "
-                          "two samples")
+        raise ConfigError(
+            "micro_batches",
+            micro_batches,
+            f"at most {cfg.batch_size // 2} with BatchNorm and batch "
+            f"{cfg.batch_size}: it normalises over each micro-batch, which needs "
+            "two samples",
+        )
 
 
 # ----- torch-free recipes the engine shares with the cost bounds above -----
@@ -203,6 +240,7 @@ def accumulation_config(cfg: RunConfig, variable_length: bool) -> RunConfig:
     """The accumulation check's model: the per-token pitfall needs sequences (a small
     Transformer on the arithmetic task)."""
     if variable_length and cfg.model != "transformer":
-        cfg = dataclasses.replace(cfg, dataset="arithmetic", model="transformer", width=32,
-                                  depth=1, norm="none")
+        cfg = dataclasses.replace(
+            cfg, dataset="arithmetic", model="transformer", width=32, depth=1, norm="none"
+        )
     return cfg

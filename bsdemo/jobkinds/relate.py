@@ -20,13 +20,17 @@ def relate_find(cfg: CheckedRunConfig, options: dict, limits: Limits | None) -> 
 def relate_accum(cfg: CheckedRunConfig, options: dict, limits: Limits | None) -> dict:
     micro, k = options["micro_batch"], options["accum"]
     if cfg.batch_norm_1d and micro < 2:
-        raise ConfigError("micro_batch", micro,
-                          "at least 2 with BatchNorm: it normalises over the micro-batch")
+        raise ConfigError(
+            "micro_batch", micro, "at least 2 with BatchNorm: it normalises over the micro-batch"
+        )
     big = accumulation_config(cfg, options["variable_length"])
     if micro * k > big.train_samples:
-        raise ConfigError("micro_batch", micro,
-                          f"micro-batch × accumulation steps at most the {big.train_samples:,} "
-                          f"training samples (got {micro} × {k})")
+        raise ConfigError(
+            "micro_batch",
+            micro,
+            f"micro-batch × accumulation steps at most the {big.train_samples:,} "
+            f"training samples (got {micro} × {k})",
+        )
     return options
 
 
@@ -39,11 +43,15 @@ def relate_norms(cfg: CheckedRunConfig, options: dict, limits: Limits | None) ->
 def relate_plain_sgd(cfg: CheckedRunConfig, options: dict, limits: Limits | None) -> dict:
     """A study of plain gradient steps: SGD, and a step is one batch's gradient."""
     if cfg.optimizer != "sgd":
-        raise ConfigError("optimizer", cfg.optimizer, "sgd: the study's steps are plain "
-                                                      "gradient steps (its 2/lr, its Hessian)")
+        raise ConfigError(
+            "optimizer",
+            cfg.optimizer,
+            "sgd: the study's steps are plain gradient steps (its 2/lr, its Hessian)",
+        )
     if cfg.accumulation_steps != 1:
-        raise ConfigError("accumulation_steps", cfg.accumulation_steps,
-                          "1: the study's batches are whole batches")
+        raise ConfigError(
+            "accumulation_steps", cfg.accumulation_steps, "1: the study's batches are whole batches"
+        )
     return options
 
 

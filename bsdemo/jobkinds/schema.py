@@ -20,7 +20,14 @@ from bsdemo.units import parse_bytes, real_number, setting, whole_number
 
 # an option's type
 WHOLE, REAL, SWITCH, CHOICE, NAMES, BATCHES, BYTES = (
-    "whole", "real", "switch", "choice", "names", "batches", "bytes")
+    "whole",
+    "real",
+    "switch",
+    "choice",
+    "names",
+    "batches",
+    "bytes",
+)
 MAX_BYTES = 2**50  # a memory budget's most: 1 PiB
 
 
@@ -74,8 +81,10 @@ class Option:
             return "different names from " + ", ".join(self.allowed)
         count = str(self.fewest) if self.fewest == self.most else f"{self.fewest} to {self.most}"
         order = "increasing" if self.increasing else "different"
-        return (f"{count} {order} whole numbers from {int(self.low)} to "
-                f"{int(self.high or MAX_BATCH_SIZE):,}{self.why}")
+        return (
+            f"{count} {order} whole numbers from {int(self.low)} to "
+            f"{int(self.high or MAX_BATCH_SIZE):,}{self.why}"
+        )
 
     def read(self, value: Any) -> Any:
         """value (from JSON: a job's options) checked by the rule; ConfigError naming the
@@ -98,18 +107,24 @@ class Option:
             if not isinstance(value, str) or value not in self.allowed:
                 raise ConfigError(self.name, value, self.rule())
             return value
-        if (not isinstance(value, list | tuple) or len(value) < self.fewest
-                or len(set(map(repr, value))) != len(value)):
+        if (
+            not isinstance(value, list | tuple)
+            or len(value) < self.fewest
+            or len(set(map(repr, value))) != len(value)
+        ):
             raise ConfigError(self.name, value, self.rule())
         if self.type == NAMES:
             if any(not isinstance(n, str) or n not in self.allowed for n in value):
                 raise ConfigError(self.name, value, self.rule())
             return list(value)
         largest = int(self.high or MAX_BATCH_SIZE)
-        if (len(value) > self.most
-                or any(isinstance(b, bool) or not isinstance(b, int)
-                       or not self.low <= b <= largest for b in value)
-                or (self.increasing and list(value) != sorted(value))):
+        if (
+            len(value) > self.most
+            or any(
+                isinstance(b, bool) or not isinstance(b, int) or not self.low <= b <= largest for b in value
+            )
+            or (self.increasing and list(value) != sorted(value))
+        ):
             raise ConfigError(self.name, value, self.rule())
         return list(value)
 
@@ -128,8 +143,7 @@ class Option:
             parts = [p.strip() for p in text.split(",")]
             if self.type == NAMES:
                 return parts
-            if len(parts) > self.most or not all(p.isascii() and p.isdigit() and len(p) <= 12
-                                                 for p in parts):
+            if len(parts) > self.most or not all(p.isascii() and p.isdigit() and len(p) <= 12 for p in parts):
                 raise ConfigError(self.name, text, "comma-separated: " + self.rule())
             return [int(p) for p in parts]
         return text  # CHOICE

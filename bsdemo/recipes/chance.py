@@ -31,5 +31,7 @@ def at_chance(accuracy: float | None, summary: Mapping[str, Any]) -> bool:
 
 def chance_words(accuracy: float, summary: Mapping[str, Any]) -> str:
     """A sentence's clause for an accuracy at chance, with the chance level it is measured by."""
-    return (f"at chance ({percent(accuracy)}, where always answering the commonest class scores "
-            f"{percent(summary['chance_accuracy'])}): it learned nothing here")
+    return (
+        f"at chance ({percent(accuracy)}, where always answering the commonest class scores "
+        f"{percent(summary['chance_accuracy'])}): it learned nothing here"
+    )

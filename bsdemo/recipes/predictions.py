@@ -23,20 +23,25 @@ def lab_prediction(snaps: Sequence[JobSnapshot]) -> Judged:
     small, large = pair
     a, b = small.updates_per_epoch, large.updates_per_epoch
     index = 0 if b > a else 1 if b == a else 2
-    return index, (f"batch {small.effective_batch} made {a:,} updates per epoch, batch "
-                   f"{large.effective_batch} made {b:,}: ceil(N / B) falls as B grows")
+    return index, (
+        f"batch {small.effective_batch} made {a:,} updates per epoch, batch "
+        f"{large.effective_batch} made {b:,}: ceil(N / B) falls as B grows"
+    )
 
 
 def throughput_prediction(points: Sequence[dict[str, Any]]) -> Judged:
     """A step at batch 64 against a step at batch 1, both measured in the sweep."""
-    times = {p["batch_size"]: p["step_time_s"] for p in points
-             if p.get("status") == "ok" and p.get("step_time_s")}
+    times = {
+        p["batch_size"]: p["step_time_s"] for p in points if p.get("status") == "ok" and p.get("step_time_s")
+    }
     if 1 not in times or 64 not in times:
         return None
     ratio = times[64] / times[1]
     index = 0 if ratio >= 32 else 1 if ratio < 1.5 else 2
-    return index, (f"a step took {fixed(times[1] * 1e3, 2)} ms at batch 1 and {fixed(times[64] * 1e3, 2)} ms "
-                   f"at batch 64: {fixed(ratio, 1)} times as long for 64 times the samples")
+    return index, (
+        f"a step took {fixed(times[1] * 1e3, 2)} ms at batch 1 and {fixed(times[64] * 1e3, 2)} ms "
+        f"at batch 64: {fixed(ratio, 1)} times as long for 64 times the samples"
+    )
 
 
 def regimes_prediction(rows: Sequence[dict[str, Any]]) -> Judged:
@@ -58,23 +63,30 @@ def lr_prediction(rows: Sequence[dict[str, Any]]) -> Judged:
     acc = same["test accuracy"] if same["status"] == "completed" else 0.0
     delta = points(acc, ref["test accuracy"])  # the words follow the number shown
     index = 1 if delta < -1 else 2 if delta > 1 else 0
-    return index, (f"the reference reached {percent(ref['test accuracy'])}, the larger batch with the "
-                   f"same lr {percent(acc)} ({signed(delta)} points)")
+    return index, (
+        f"the reference reached {percent(ref['test accuracy'])}, the larger batch with the "
+        f"same lr {percent(acc)} ({signed(delta)} points)"
+    )
 
 
 def memory_prediction(points: Sequence[dict[str, Any]]) -> Judged:
     """Peak memory at the largest batch that ran against half that batch, both measured."""
-    peaks = {p["batch_size"]: p["peak_memory_bytes"] for p in points
-             if p.get("status") == "ok" and p.get("peak_memory_bytes")}
+    peaks = {
+        p["batch_size"]: p["peak_memory_bytes"]
+        for p in points
+        if p.get("status") == "ok" and p.get("peak_memory_bytes")
+    }
     pairs = [b for b in sorted(peaks) if b // 2 in peaks and b % 2 == 0]
     if not pairs:
         return None
     big = pairs[-1]
     ratio = peaks[big] / peaks[big // 2]
     index = 0 if ratio >= 1.8 else 2 if ratio < 1.15 else 1
-    return index, (f"batch {big // 2} peaked at {format_bytes(peaks[big // 2])} and batch {big} at "
-                   f"{format_bytes(peaks[big])}: × {fixed(ratio, 2)} for twice the batch — the "
-                   "activations double, the weights, gradients and optimizer state do not")
+    return index, (
+        f"batch {big // 2} peaked at {format_bytes(peaks[big // 2])} and batch {big} at "
+        f"{format_bytes(peaks[big])}: × {fixed(ratio, 2)} for twice the batch — the "
+        "activations double, the weights, gradients and optimizer state do not"
+    )
 
 
 def accumulation_prediction(result: dict[str, Any] | None) -> Judged:
@@ -85,10 +97,12 @@ def accumulation_prediction(result: dict[str, Any] | None) -> Judged:
     ratio = round(result["accumulated_samples_per_sec"] / result["big_samples_per_sec"], 2)
     index = 0 if ratio > 1 + SAME_SPEED + 1e-9 else 2 if ratio < 1 - SAME_SPEED - 1e-9 else 1
     k, b = result["accumulation_steps"], result["micro_batch"]
-    return index, (f"{k} × {b} trained {fixed(result['accumulated_samples_per_sec'], 0)} samples/s, "
-                   f"one batch of {k * b} {fixed(result['big_samples_per_sec'], 0)} (× {fixed(ratio, 2)}); "
-                   f"peak memory {format_bytes(result['accumulated_peak_memory_bytes'])} against "
-                   f"{format_bytes(result['big_peak_memory_bytes'])}")
+    return index, (
+        f"{k} × {b} trained {fixed(result['accumulated_samples_per_sec'], 0)} samples/s, "
+        f"one batch of {k * b} {fixed(result['big_samples_per_sec'], 0)} (× {fixed(ratio, 2)}); "
+        f"peak memory {format_bytes(result['accumulated_peak_memory_bytes'])} against "
+        f"{format_bytes(result['big_peak_memory_bytes'])}"
+    )
 
 
 def doubling_trials(largest: int) -> int:
@@ -105,6 +119,8 @@ def finder_prediction(result: dict[str, Any] | None) -> Judged:
     largest = int(result["max_batch_size"])
     trials = doubling_trials(largest)
     index = 0 if trials <= 3 else 1 if trials <= 8 else 2
-    return index, (f"the largest batch that fits is {largest:,}: doubling from 1 takes {trials} "
-                   f"trials to pass it (and a bisection to pin it down); the finder took "
-                   f"{result['probes']} real runs")
+    return index, (
+        f"the largest batch that fits is {largest:,}: doubling from 1 takes {trials} "
+        f"trials to pass it (and a bisection to pin it down); the finder took "
+        f"{result['probes']} real runs"
+    )

@@ -40,9 +40,13 @@ class ActiveRunError(RuntimeError):
 
 
 # ----- what may be queued -----
-def checked(cfg: RunConfig, kind: str, options: dict[str, Any] | None,
-            limits: Limits, device: dict[str, Any] | None = None
-            ) -> tuple[CheckedRunConfig, dict, Cost]:
+def checked(
+    cfg: RunConfig,
+    kind: str,
+    options: dict[str, Any] | None,
+    limits: Limits,
+    device: dict[str, Any] | None = None,
+) -> tuple[CheckedRunConfig, dict, Cost]:
     """(checked cfg with its time cap, checked options, cost bound), or ConfigError. A config
     the page already checked (a CheckedRunConfig) is not checked again.
 
@@ -63,8 +67,9 @@ def checked(cfg: RunConfig, kind: str, options: dict[str, Any] | None,
     return cfg, options, cost
 
 
-def check_step_time(cfg: RunConfig, cost: Cost, device: dict[str, Any] | None,
-                    options: dict[str, Any] | None = None) -> None:
+def check_step_time(
+    cfg: RunConfig, cost: Cost, device: dict[str, Any] | None, options: dict[str, Any] | None = None
+) -> None:
     """A ConfigError when one optimizer step of the job's largest batch needs more time than its
     whole cap even at the device's peak (footprint.step_flops_bound: a lower bound on the work,
     over the best speed this device showed): it could never finish a step, only hold a worker.
@@ -86,15 +91,21 @@ def check_step_time(cfg: RunConfig, cost: Cost, device: dict[str, Any] | None,
         lower = "accumulation_steps or batch_size"
     else:
         name, value, lower = "batch_size", cfg.batch_size, "batch_size"
-    raise ConfigError(name, value, (
-        f"a job whose largest step can finish within its time cap of {setting(cost.wall_s)} s: one "
-        f"step of {cost.effective_batch:,} samples needs at least {fixed(work / 1e9, 0)} GFLOP, and "
-        f"this {(device or {}).get('type', 'device').upper()} peaks at {fixed(peak / 1e9, 0)} GFLOP/s, "
-        f"so a step takes at least {fixed(least, 0)} s: lower {lower}, width or depth"))
+    raise ConfigError(
+        name,
+        value,
+        (
+            f"a job whose largest step can finish within its time cap of {setting(cost.wall_s)} s: one "
+            f"step of {cost.effective_batch:,} samples needs at least {fixed(work / 1e9, 0)} GFLOP, and "
+            f"this {(device or {}).get('type', 'device').upper()} peaks at {fixed(peak / 1e9, 0)} GFLOP/s, "
+            f"so a step takes at least {fixed(least, 0)} s: lower {lower}, width or depth"
+        ),
+    )
 
 
-def comparison(cfgs: list[RunConfig], limits: Limits, device: dict[str, Any] | None = None
-               ) -> list[tuple[CheckedRunConfig, dict, Cost]]:
+def comparison(
+    cfgs: list[RunConfig], limits: Limits, device: dict[str, Any] | None = None
+) -> list[tuple[CheckedRunConfig, dict, Cost]]:
     """A comparison's runs, checked as one job: their steps add up, and so do their time caps
     (runs without one share what max_wall_s leaves). Raises ConfigError."""
     if not 1 <= len(cfgs) <= MAX_COMPARISON:
@@ -105,24 +116,35 @@ def comparison(cfgs: list[RunConfig], limits: Limits, device: dict[str, Any] | N
     uncapped = sum(not c.time_limit_s for c in valid)
     share = (limit - given) / uncapped if uncapped else 0.0
     if given > limit + 1e-9 or (uncapped and share <= 0):
-        raise ConfigError("time_limit_s", round(given, 3),
-                          f"at most {setting(limit)} s for the whole comparison on this server (its "
-                          "limit max_wall_s)")
-    valid = [c.with_time_limit(min(c.time_limit_s, limit) if c.time_limit_s else share)
-             for c in valid]
+        raise ConfigError(
+            "time_limit_s",
+            round(given, 3),
+            f"at most {setting(limit)} s for the whole comparison on this server (its limit max_wall_s)",
+        )
+    valid = [c.with_time_limit(min(c.time_limit_s, limit) if c.time_limit_s else share) for c in valid]
     runs = [checked(c, "train", None, limits, device) for c in valid]
     costs = [cost for *_, cost in runs]
-    limits.check(Cost(max(c.micro_batch for c in costs), max(c.effective_batch for c in costs),
-                      sum(c.steps for c in costs), sum(c.wall_s for c in costs),
-                      max(c.predicted_bytes for c in costs)))
+    limits.check(
+        Cost(
+            max(c.micro_batch for c in costs),
+            max(c.effective_batch for c in costs),
+            sum(c.steps for c in costs),
+            sum(c.wall_s for c in costs),
+            max(c.predicted_bytes for c in costs),
+        )
+    )
     return runs
 
 
-def active_units(jobs: Iterable[Job], owner: str | None = None,
-                 address: str | None = None) -> set[int]:
+def active_units(jobs: Iterable[Job], owner: str | None = None, address: str | None = None) -> set[int]:
     """Queued or running runs of an owner (or of an address), a comparison counted once."""
-    return {j.group or j.id for j in jobs if j.status in ACTIVE
-            and (owner is None or j.owner == owner) and (address is None or j.address == address)}
+    return {
+        j.group or j.id
+        for j in jobs
+        if j.status in ACTIVE
+        and (owner is None or j.owner == owner)
+        and (address is None or j.address == address)
+    }
 
 
 class SharingLimits:
@@ -134,8 +156,9 @@ class SharingLimits:
         self._submits: dict[str, collections.deque[float]] = {}
         self._changes: dict[str, collections.deque[float]] = {}
 
-    def admit(self, jobs: list[Job], owner: str, address: str | None, runs: int,
-              replaces: bool = False) -> None:
+    def admit(
+        self, jobs: list[Job], owner: str, address: str | None, runs: int, replaces: bool = False
+    ) -> None:
         """Raise ActiveRunError if `runs` more runs of owner's may not be queued now; else count
         them as submitted. A run that `replaces` one of the owner's (dropped from `jobs`: Live
         mode's change, a Run while one waits) adds nothing to the queue: it counts against the
@@ -143,31 +166,45 @@ class SharingLimits:
         lim = self.limits
         units = active_units(jobs, owner)
         if len(units) >= lim.max_active_per_session:
-            raise ActiveRunError(f"you already have {len(units)} run(s) going or waiting (the "
-                                 f"limit here is {lim.max_active_per_session}): stop one or wait "
-                                 "for it to finish")
+            raise ActiveRunError(
+                f"you already have {len(units)} run(s) going or waiting (the "
+                f"limit here is {lim.max_active_per_session}): stop one or wait "
+                "for it to finish"
+            )
         if address is not None:
             at_address = active_units(jobs, address=address)
             if len(at_address) >= lim.max_active_per_address:
-                raise ActiveRunError(f"{len(at_address)} runs from your network address are going "
-                                     f"or waiting (the limit here is {lim.max_active_per_address},"
-                                     " max_active_per_address): wait for one to finish")
+                raise ActiveRunError(
+                    f"{len(at_address)} runs from your network address are going "
+                    f"or waiting (the limit here is {lim.max_active_per_address},"
+                    " max_active_per_address): wait for one to finish"
+                )
         active = sum(j.status in ACTIVE for j in jobs)
         if active + runs > lim.max_queued:
-            raise ActiveRunError(f"the server's queue is full: {active} runs going or waiting "
-                                 f"(the limit here is {lim.max_queued}, max_queued); try again "
-                                 "in a minute")
+            raise ActiveRunError(
+                f"the server's queue is full: {active} runs going or waiting "
+                f"(the limit here is {lim.max_queued}, max_queued); try again "
+                "in a minute"
+            )
         now = time.monotonic()
-        counts, most, what, name = ((self._changes, lim.live_changes_per_minute,
-                                     "changes of a run's settings", "live_changes_per_minute")
-                                    if replaces else (self._submits, lim.submits_per_minute,
-                                                      "runs started", "submits_per_minute"))
+        counts, most, what, name = (
+            (
+                self._changes,
+                lim.live_changes_per_minute,
+                "changes of a run's settings",
+                "live_changes_per_minute",
+            )
+            if replaces
+            else (self._submits, lim.submits_per_minute, "runs started", "submits_per_minute")
+        )
         recent = counts.setdefault(owner, collections.deque())
         while recent and now - recent[0] > 60.0:
             recent.popleft()
         if len(recent) >= most:
-            raise ActiveRunError(f"{len(recent)} {what} in the last minute (the limit here is "
-                                 f"{most}, {name}); wait {60.0 - (now - recent[0]):.0f} s")
+            raise ActiveRunError(
+                f"{len(recent)} {what} in the last minute (the limit here is "
+                f"{most}, {name}); wait {60.0 - (now - recent[0]):.0f} s"
+            )
         recent.append(now)
 
 
@@ -184,8 +221,9 @@ def usable_memory(limits: Limits, device_info: dict[str, Any] | None, workers: i
     return max(int(total * (1 - limits.memory_margin)) - contexts, 0)
 
 
-def blocker(job: Job, running: int, exclusive: int, held: int, free_workers: int,
-            workers: int, usable: int | None) -> str | None:
+def blocker(
+    job: Job, running: int, exclusive: int, held: int, free_workers: int, workers: int, usable: int | None
+) -> str | None:
     """Why job cannot start beside `running` jobs (`exclusive` of them measurements, holding
     `held` bytes) with `free_workers` of `workers` idle, or None."""
     if exclusive:
@@ -195,9 +233,11 @@ def blocker(job: Job, running: int, exclusive: int, held: int, free_workers: int
     if not free_workers:
         return f"all {workers} worker(s) are busy"
     if running and usable is not None and held + job.predicted_bytes > usable:
-        return (f"waiting for memory: it needs {format_bytes(job.predicted_bytes)} "
-                f"(predicted); {format_bytes(max(usable - held, 0))} of the "
-                f"{format_bytes(usable)} shared here is free now")
+        return (
+            f"waiting for memory: it needs {format_bytes(job.predicted_bytes)} "
+            f"(predicted); {format_bytes(max(usable - held, 0))} of the "
+            f"{format_bytes(usable)} shared here is free now"
+        )
     return None
 
 
@@ -205,6 +245,8 @@ def alone_notice(job: Job, usable: int | None) -> str | None:
     """What to tell the owner of a run that starts alone predicted to need more than is shared."""
     if usable is None or job.predicted_bytes <= usable:
         return None
-    return (f"Predicted to need {format_bytes(job.predicted_bytes)}, more than the "
-            f"{format_bytes(usable)} this device shares out: it runs alone, and may run out of "
-            "memory.")
+    return (
+        f"Predicted to need {format_bytes(job.predicted_bytes)}, more than the "
+        f"{format_bytes(usable)} this device shares out: it runs alone, and may run out of "
+        "memory."
+    )

@@ -47,14 +47,22 @@ SEEN_OWNERS = 100_000  # browsers remembered as having queued a job (for first-j
 # watching one run draws one copy, and its figures once (bsdemo.ui.widgets.shared_figures)
 PUBLISH_S = 0.2
 
+
 class Scheduler(Reaper, Joining, Superseding, Dispatching, ServerView):
     """FIFO queue + worker processes + bounded per-job buffers. Thread-safe."""
 
-    def __init__(self, workers: int | None = None, max_points: int = 1000, keep_finished: int = 200,
-                 threads_per_worker: int | None = None, limits: Limits | None = None,
-                 store: Store | None = None, id_counter: Path | None = None,
-                 pool: Callable[[int, int, Limits], WorkerPool] | None = None,
-                 spool: Path | None = None):
+    def __init__(
+        self,
+        workers: int | None = None,
+        max_points: int = 1000,
+        keep_finished: int = 200,
+        threads_per_worker: int | None = None,
+        limits: Limits | None = None,
+        store: Store | None = None,
+        id_counter: Path | None = None,
+        pool: Callable[[int, int, Limits], WorkerPool] | None = None,
+        spool: Path | None = None,
+    ):
         """workers: concurrent runs on the device (default: limits.workers). id_counter: the file
         job ids are reserved from (bsdemo.scheduler.ids). spool: the folder finished runs wait in
         while the store does not take them (bsdemo.scheduler.stored; None: in memory).
@@ -79,17 +87,24 @@ class Scheduler(Reaper, Joining, Superseding, Dispatching, ServerView):
         self._estimator = WaitEstimator(self.limits.max_wall_s)
         self._tally = Tally()
         self._stored = StoreLink(store, spool)
-        self._pool = (pool or WorkerPool)(workers, threads_per_worker or default_threads(workers),
-                                          self.limits)
-        self._collector = threading.Thread(target=self._collect, name="bsdemo-collector",
-                                           daemon=True)
+        self._pool = (pool or WorkerPool)(
+            workers, threads_per_worker or default_threads(workers), self.limits
+        )
+        self._collector = threading.Thread(target=self._collect, name="bsdemo-collector", daemon=True)
         self._collector.start()
         atexit.register(self.close)
 
     # ----- submitting -----
-    def submit(self, cfg: RunConfig, owner: str, kind: str = "train",
-               options: dict[str, Any] | None = None, fresh: bool = False,
-               address: str | None = None, supersede: bool = False) -> int:
+    def submit(
+        self,
+        cfg: RunConfig,
+        owner: str,
+        kind: str = "train",
+        options: dict[str, Any] | None = None,
+        fresh: bool = False,
+        address: str | None = None,
+        supersede: bool = False,
+    ) -> int:
         """Queue a job for owner (a browser) connecting from address; returns its id.
 
         kind "train" trains cfg; the other kinds (bsdemo.jobkinds.KINDS) run their engine
@@ -100,12 +115,14 @@ class Scheduler(Reaper, Joining, Superseding, Dispatching, ServerView):
         changes a setting while waiting never stacks stale runs for the room). `supersede` (Live
         mode: a setting changed) stops the owner's running job of that kind too.
         """
-        cfg, options, cost = admission.checked(cfg, kind, options, self.limits,
-                                               self._device_info)
+        cfg, options, cost = admission.checked(cfg, kind, options, self.limits, self._device_info)
         spec = KINDS[kind]  # what its declaration allows: a stored result, a join, Live mode
         if supersede and not spec.live:
-            raise ConfigError("supersede", kind, "a kind Live mode may replace: "
-                              + ", ".join(k.name for k in KINDS.values() if k.live))
+            raise ConfigError(
+                "supersede",
+                kind,
+                "a kind Live mode may replace: " + ", ".join(k.name for k in KINDS.values() if k.live),
+            )
         stored = None
         if spec.stored and not fresh:
             stored = self._stored.find(cfg, self._device_info)
@@ -116,17 +133,29 @@ class Scheduler(Reaper, Joining, Superseding, Dispatching, ServerView):
             going = self._going_of(owner, kind, stale) if supersede else []
             dropped = [j for j in (stale, *going) if j is not None]
             # the same settings as a run already going: ride it (bsdemo.scheduler.joined)
-            lead = (self._joinable(cfg, kind, skip=dropped) if spec.joins and not fresh
-                    and not stored else None)
+            lead = (
+                self._joinable(cfg, kind, skip=dropped) if spec.joins and not fresh and not stored else None
+            )
             if stored is None:
                 # a follower costs no device time: only its browser's own limits apply; the
                 # jobs it supersedes no longer count
                 gone = {j.id for j in dropped}
-                self._sharing.admit([j for j in self._jobs.values() if j.id not in gone], owner,
-                                    None if lead else address, 0 if lead else 1,
-                                    replaces=bool(gone))
-            job = self._new_job(cfg, owner, cost, kind=kind, options=options, address=address,
-                                check_store=spec.stored and not fresh)
+                self._sharing.admit(
+                    [j for j in self._jobs.values() if j.id not in gone],
+                    owner,
+                    None if lead else address,
+                    0 if lead else 1,
+                    replaces=bool(gone),
+                )
+            job = self._new_job(
+                cfg,
+                owner,
+                cost,
+                kind=kind,
+                options=options,
+                address=address,
+                check_store=spec.stored and not fresh,
+            )
             place = self._supersede(stale, job) if stale is not None else None
             for old in going:
                 self._supersede_going(old, job)
@@ -139,8 +168,9 @@ class Scheduler(Reaper, Joining, Superseding, Dispatching, ServerView):
             self._dispatch()
             return job.id
 
-    def submit_group(self, cfgs: list[RunConfig], owner: str, address: str | None = None,
-                     fresh: bool = False) -> list[int]:
+    def submit_group(
+        self, cfgs: list[RunConfig], owner: str, address: str | None = None, fresh: bool = False
+    ) -> list[int]:
         """Queue several training runs for one owner at once (a comparison); FIFO order.
 
         They count as the owner's one active run: another submit waits until all are done.
@@ -150,8 +180,7 @@ class Scheduler(Reaper, Joining, Superseding, Dispatching, ServerView):
         then marked shared_device.
         """
         runs = admission.comparison(cfgs, self.limits, self._device_info)
-        stored = [None if fresh else self._stored.find(cfg, self._device_info)
-                  for cfg, _, _ in runs]
+        stored = [None if fresh else self._stored.find(cfg, self._device_info) for cfg, _, _ in runs]
         with self._lock:
             if self._closed:
                 raise RuntimeError("the scheduler is shut down")
@@ -160,8 +189,9 @@ class Scheduler(Reaper, Joining, Superseding, Dispatching, ServerView):
                 self._sharing.admit(list(self._jobs.values()), owner, address, live)
             group, ids, queued = None, [], []
             for (cfg, _, cost), hit in zip(runs, stored, strict=True):
-                job = self._new_job(cfg, owner, cost, group=group, address=address,
-                                    check_store=not fresh and hit is None)
+                job = self._new_job(
+                    cfg, owner, cost, group=group, address=address, check_store=not fresh and hit is None
+                )
                 if group is None:  # the comparison is known by its first run's id
                     group = job.group = job.id
                 if hit is not None:
@@ -177,10 +207,18 @@ class Scheduler(Reaper, Joining, Superseding, Dispatching, ServerView):
     def _new_job(self, cfg: RunConfig, owner: str, cost: Cost, **fields) -> Job:
         """A registered job with fresh bounded buffers. Caller holds the lock."""
         job_id = self._ids.next()
-        job = Job(id=job_id, run_id=job_id, owner=owner, config=cfg, submitted_at=time.time(),
-                  steps=Series(STEP_FIELDS, self._max_points),
-                  evals=Series(EVAL_FIELDS, self._max_points),
-                  predicted_bytes=cost.predicted_bytes, wall_s=cost.wall_s, **fields)
+        job = Job(
+            id=job_id,
+            run_id=job_id,
+            owner=owner,
+            config=cfg,
+            submitted_at=time.time(),
+            steps=Series(STEP_FIELDS, self._max_points),
+            evals=Series(EVAL_FIELDS, self._max_points),
+            predicted_bytes=cost.predicted_bytes,
+            wall_s=cost.wall_s,
+            **fields,
+        )
         self._jobs[job.id] = job
         return job
 
@@ -200,8 +238,7 @@ class Scheduler(Reaper, Joining, Superseding, Dispatching, ServerView):
         if place is not None:
             at, first = place[0], not place[1]
         elif first:
-            at = next((i for i, queued in enumerate(self._queue)
-                       if self._jobs[queued].repeat), at)
+            at = next((i for i, queued in enumerate(self._queue) if self._jobs[queued].repeat), at)
         for offset, job in enumerate(jobs):
             job.repeat = not first
             self._queue.insert(at + offset, job.id)
@@ -218,8 +255,9 @@ class Scheduler(Reaper, Joining, Superseding, Dispatching, ServerView):
         the other limits."""
         with self._lock:
             units = admission.active_units(self._jobs.values(), owner)
-            return (len(units) < self.limits.max_active_per_session
-                    or (kind is not None and self._waiting_of(owner, kind) is not None))
+            return len(units) < self.limits.max_active_per_session or (
+                kind is not None and self._waiting_of(owner, kind) is not None
+            )
 
     def waiting_job(self, owner: str, kind: str = "train") -> int | None:
         """The browser's job of this kind that has not started (a new submit supersedes it)."""
@@ -257,8 +295,7 @@ class Scheduler(Reaper, Joining, Superseding, Dispatching, ServerView):
         lock."""
         if job.status == "queued" and job.worker is None:
             self._queue.remove(job.id)
-            self._finish(job, {"kind": "end", "status": "cancelled", "message": message,
-                               "summary": {}})
+            self._finish(job, {"kind": "end", "status": "cancelled", "message": message, "summary": {}})
         else:
             job.cancel_requested = True
             if job.kill_at_stop is None:

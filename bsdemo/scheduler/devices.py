@@ -37,8 +37,9 @@ class Placement:
     usable: int | None  # that device's memory shared among its runs
 
 
-def place(job: Job, free: Sequence[Any], running: Sequence[Job], workers: Sequence[Any],
-          limits: Limits) -> Placement:
+def place(
+    job: Job, free: Sequence[Any], running: Sequence[Job], workers: Sequence[Any], limits: Limits
+) -> Placement:
     """The first free worker (in worker order) on whose device `job` may start now, or why it
     must wait: the reason of the first free worker's device, or — no worker free — the whole
     pool's."""
@@ -52,9 +53,15 @@ def place(job: Job, free: Sequence[Any], running: Sequence[Job], workers: Sequen
         return admission.usable_memory(limits, worker.info, sharing)
 
     def blocker(there: Sequence[Job], free_workers: int, memory: int | None) -> str | None:
-        return admission.blocker(job, len(there), sum(j.exclusive for j in there),
-                                 sum(j.claim() for j in there), free_workers, len(workers),
-                                 memory)
+        return admission.blocker(
+            job,
+            len(there),
+            sum(j.exclusive for j in there),
+            sum(j.claim() for j in there),
+            free_workers,
+            len(workers),
+            memory,
+        )
 
     if not free:
         memory = usable(workers[0]) if workers else None

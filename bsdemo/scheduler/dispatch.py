@@ -34,8 +34,9 @@ class Dispatching:
     def _running(self) -> list[Job]:
         return [j for j in self._jobs.values() if j.status == "running"]
 
-    def _blocked(self, job: Job, running: int, exclusive: int, held: int, free: int,
-                 usable: int | None) -> str | None:
+    def _blocked(
+        self, job: Job, running: int, exclusive: int, held: int, free: int, usable: int | None
+    ) -> str | None:
         return admission.blocker(job, running, exclusive, held, free, len(self._pool), usable)
 
     def _dispatch(self) -> None:
@@ -93,8 +94,7 @@ class Dispatching:
                 j.shared_device = True
         # a training run's engine keeps its own cap; any other kind's worker keeps the job's
         wall = None if job.kind == "train" else job.wall_s
-        self._pool.give(worker, job.id,
-                        (job.id, job.kind, vars(job.config).copy(), dict(job.options), wall))
+        self._pool.give(worker, job.id, (job.id, job.kind, vars(job.config).copy(), dict(job.options), wall))
         mates = len(worker.jobs) - 1
         for held in worker.jobs:
             mate = self._jobs.get(held)
@@ -108,18 +108,24 @@ class Dispatching:
         workers = self._pool.workers
         slots = sum(self._pool.room(w) for w in workers if w.process.is_alive()) or 1
         return self._estimator.waits(
-            self._running(), [self._jobs[i] for i in self._queue], slots,
-            lambda job, *state: self._blocked(job, *state, usable) is not None, force=force,
-            sharing=lambda job: max(len(workers[job.worker].jobs), 1)
-            if job.worker is not None else 1)
+            self._running(),
+            [self._jobs[i] for i in self._queue],
+            slots,
+            lambda job, *state: self._blocked(job, *state, usable) is not None,
+            force=force,
+            sharing=lambda job: max(len(workers[job.worker].jobs), 1) if job.worker is not None else 1,
+        )
 
     # ----- ending -----
     def _finish(self, job: Job, end: dict[str, Any]) -> None:
         """Caller holds the lock."""
         if job.unattended:
-            end = dict(end, message=f"Cancelled: nobody watched this run for "
-                                    f"{setting(self.limits.unattended_grace_s)} s (was its tab closed?). "
-                                    + end.get("message", ""))
+            end = dict(
+                end,
+                message=f"Cancelled: nobody watched this run for "
+                f"{setting(self.limits.unattended_grace_s)} s (was its tab closed?). "
+                + end.get("message", ""),
+            )
         job.end = end
         job.status = end["status"]
         job.finished_at = time.time()
@@ -130,8 +136,7 @@ class Dispatching:
             return
         self._tally.ended(job.kind, job.status)
         if job.kind == "train" and job.status == "completed":
-            self._tally.run_speed(job.config.effective_batch_size,
-                                  stable_rate(end.get("summary") or {}))
+            self._tally.run_speed(job.config.effective_batch_size, stable_rate(end.get("summary") or {}))
         if job.started_at is not None and job.status in ("completed", "cancelled"):
             self._estimator.learn(job)
         self._stored.keep(job)

@@ -63,10 +63,15 @@ class WaitEstimator:
         duration, bound = self.duration(job)
         return max(duration - (time.time() - (job.started_at or time.time())), 0.0), bound
 
-    def waits(self, running: Iterable[Job], queued: Iterable[Job], slots: int,
-              blocked: Callable[[Job, int, int, int, int], bool],
-              force: bool = False, sharing: Callable[[Job], int] = lambda job: 1
-              ) -> dict[int, tuple[float, bool]]:
+    def waits(
+        self,
+        running: Iterable[Job],
+        queued: Iterable[Job],
+        slots: int,
+        blocked: Callable[[Job, int, int, int, int], bool],
+        force: bool = False,
+        sharing: Callable[[Job], int] = lambda job: 1,
+    ) -> dict[int, tuple[float, bool]]:
         """Queued job id -> (predicted seconds until it starts, whether time caps are in it).
 
         Plays the queue forward: the running jobs end after their predicted remaining time, and
@@ -84,8 +89,11 @@ class WaitEstimator:
             left, capped = self.remaining(job, sharing(job))
             heapq.heappush(ends, (left, job.id, job))
             bound |= capped
-        count, exclusive, held = len(ends), sum(j.exclusive for *_, j in ends), \
-            sum(j.claim() for *_, j in ends)
+        count, exclusive, held = (
+            len(ends),
+            sum(j.exclusive for *_, j in ends),
+            sum(j.claim() for *_, j in ends),
+        )
         estimates: dict[int, tuple[float, bool]] = {}
         t = 0.0
         for job in queued:

@@ -54,28 +54,50 @@ class Job(JobFacts):
     def claim(self) -> int:
         """Device memory this run holds or will hold: the prediction, or more if measured."""
         latest = self.latest or {}
-        measured = max((latest.get(k) or 0 for k in ("memory_reserved_bytes", "peak_memory_bytes")),
-                       default=0)
+        measured = max(
+            (latest.get(k) or 0 for k in ("memory_reserved_bytes", "peak_memory_bytes")), default=0
+        )
         return max(self.predicted_bytes, measured)
 
     def workload(self) -> tuple:
         """What fixes a run's step time on one device (for wait estimates)."""
         c = self.config
-        return (self.kind, c.dataset, c.model, c.norm, c.width, c.depth, c.batch_size,
-                c.accumulation_steps, c.optimizer, c.samples)
+        return (
+            self.kind,
+            c.dataset,
+            c.model,
+            c.norm,
+            c.width,
+            c.depth,
+            c.batch_size,
+            c.accumulation_steps,
+            c.optimizer,
+            c.samples,
+        )
 
     def snapshot(self, position: int | None, wait: float | None, bound: bool) -> JobSnapshot:
         """A copy for drawing: every shared fact, the series as plain columns, its place in the
         queue and the predicted wait. Caller holds the scheduler's lock."""
         facts = {name: copy.copy(getattr(self, name)) for name in _FACTS}
-        facts["wait_reason"] = (self.wait_reason if position == 1 else
-                                f"{position - 1} run(s) ahead of it in the queue" if position
-                                else None)
+        facts["wait_reason"] = (
+            self.wait_reason
+            if position == 1
+            else f"{position - 1} run(s) ahead of it in the queue"
+            if position
+            else None
+        )
         steps = self.steps.copy()
         latest = self.latest
         if latest and steps["step"] and steps["step"][-1] != latest.get("step"):
             for name, column in steps.items():  # the curves end where the tiles are: at the
                 column.append(latest.get(name))  # newest step, whatever the downsampling kept
-        return JobSnapshot(**facts, config=vars(self.config).copy(), steps=steps,
-                           evals=self.evals.copy(), stride=self.steps.stride,
-                           queue_position=position, estimated_wait_s=wait, wait_is_bound=bound)
+        return JobSnapshot(
+            **facts,
+            config=vars(self.config).copy(),
+            steps=steps,
+            evals=self.evals.copy(),
+            stride=self.steps.stride,
+            queue_position=position,
+            estimated_wait_s=wait,
+            wait_is_bound=bound,
+        )

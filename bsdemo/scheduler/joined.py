@@ -24,10 +24,10 @@ from bsdemo.jobkinds import KINDS
 from bsdemo.runs import ACTIVE, JobSnapshot
 from bsdemo.scheduler.job import Job
 
-LEFT = "You stopped watching this run; it goes on for {n} other student(s) who asked for the " \
-       "same settings."
-DETACHED = ("Cancelled: you stopped watching the run you had joined (it goes on for the others "
-            "who asked for it).")
+LEFT = "You stopped watching this run; it goes on for {n} other student(s) who asked for the same settings."
+DETACHED = (
+    "Cancelled: you stopped watching the run you had joined (it goes on for the others who asked for it)."
+)
 
 
 class Joining:
@@ -39,11 +39,16 @@ class Joining:
         superseded)."""
         settings, skipped = vars(cfg), {job.id for job in skip}
         for job in self._jobs.values():
-            if (job.id not in skipped and job.kind == kind and KINDS[kind].joins
-                    and job.status in ACTIVE
-                    and job.follows is None
-                    and job.group is None and not job.cancel_requested
-                    and vars(job.config) == settings):
+            if (
+                job.id not in skipped
+                and job.kind == kind
+                and KINDS[kind].joins
+                and job.status in ACTIVE
+                and job.follows is None
+                and job.group is None
+                and not job.cancel_requested
+                and vars(job.config) == settings
+            ):
                 return job
         return None
 
@@ -51,8 +56,10 @@ class Joining:
         # it stays "queued": never counted as running; charts and texts name the run it rides
         job.follows, job.rode, job.run_id = lead.id, True, lead.id
         lead.followers.append(job.id)
-        job.notice = ("Joined a run with the same settings that another student started: "
-                      "the same measured run, shown to both of you.")
+        job.notice = (
+            "Joined a run with the same settings that another student started: "
+            "the same measured run, shown to both of you."
+        )
 
     def _lead_of(self, job: Job) -> Job | None:
         """The run a follower rides, while it rides one."""
@@ -62,9 +69,14 @@ class Joining:
 
     def _follower_snapshot(self, job: Job, lead_snapshot: JobSnapshot) -> JobSnapshot:
         """The joined run, drawn as this follower's own job."""
-        return dataclasses.replace(lead_snapshot, id=job.id, owner=job.owner,
-                                   submitted_at=job.submitted_at, notice=job.notice,
-                                   stored_at=None)
+        return dataclasses.replace(
+            lead_snapshot,
+            id=job.id,
+            owner=job.owner,
+            submitted_at=job.submitted_at,
+            notice=job.notice,
+            stored_at=None,
+        )
 
     def _attend_lead(self, job: Job, now: float) -> None:
         lead = self._lead_of(job)
@@ -76,8 +88,7 @@ class Joining:
         lead = self._jobs[job.follows]
         lead.followers.remove(job.id)
         job.follows = None
-        self._finish(job, {"kind": "end", "status": "cancelled", "summary": {},
-                           "message": message})
+        self._finish(job, {"kind": "end", "status": "cancelled", "summary": {}, "message": message})
         return lead
 
     def _hand_over(self, job: Job) -> bool:
@@ -90,9 +101,18 @@ class Joining:
 
     def _left_snapshot(self, job: Job, snap: JobSnapshot) -> JobSnapshot:
         """What the starter who left sees: the run stopped for them."""
-        return dataclasses.replace(snap, owner=job.left_by, status="cancelled", queue_position=None,
-                                   end={"kind": "end", "status": "cancelled", "summary": {},
-                                        "message": LEFT.format(n=len(job.followers))})
+        return dataclasses.replace(
+            snap,
+            owner=job.left_by,
+            status="cancelled",
+            queue_position=None,
+            end={
+                "kind": "end",
+                "status": "cancelled",
+                "summary": {},
+                "message": LEFT.format(n=len(job.followers)),
+            },
+        )
 
     def _end_followers(self, lead: Job) -> None:
         """The run ended: so does every follower's job, with the run's record as its own."""
@@ -104,7 +124,6 @@ class Joining:
             job.start, job.latest, job.result = lead.start, lead.latest, lead.result
             job.points = list(lead.points)
             job.steps, job.evals = lead.steps, lead.evals  # ended: never written again
-            job.started_at, job.shared_device, job.node = (lead.started_at, lead.shared_device,
-                                                           lead.node)
+            job.started_at, job.shared_device, job.node = (lead.started_at, lead.shared_device, lead.node)
             self._finish(job, lead.end)
         lead.followers = []

@@ -67,14 +67,17 @@ class WorkerPool:
     def _start(self, index: int) -> Worker:
         tasks, results = self._ctx.Queue(), self._ctx.Queue()
         cancel = self._ctx.RawValue("q", -1)  # lock-free: one writer, read between steps
-        process = self._ctx.Process(target=_worker_main, name=f"bsdemo-worker-{index}",
-                                    args=(index, tasks, results, cancel, self._threads,
-                                          self._memory),
-                                    daemon=True)
+        process = self._ctx.Process(
+            target=_worker_main,
+            name=f"bsdemo-worker-{index}",
+            args=(index, tasks, results, cancel, self._threads, self._memory),
+            daemon=True,
+        )
         start_spawned(process)
         worker = Worker(index, process, tasks, cancel, results)
-        threading.Thread(target=self._forward, args=(worker,), daemon=True,
-                         name=f"bsdemo-results-{index}").start()
+        threading.Thread(
+            target=self._forward, args=(worker,), daemon=True, name=f"bsdemo-results-{index}"
+        ).start()
         return worker
 
     def _forward(self, worker: Worker) -> None:
@@ -116,8 +119,10 @@ class WorkerPool:
         """Live, warmed-up workers with room for a job (a job's time cap starts when it is
         given one): the idle first, then the least busy, so runs spread over the workers
         before any takes turns."""
-        return sorted((w for w in self.workers if len(w.jobs) < self.room(w) and w.ready
-                       and w.process.is_alive()), key=lambda w: len(w.jobs))
+        return sorted(
+            (w for w in self.workers if len(w.jobs) < self.room(w) and w.ready and w.process.is_alive()),
+            key=lambda w: len(w.jobs),
+        )
 
     def starting(self) -> int:
         """Live workers still warming up."""

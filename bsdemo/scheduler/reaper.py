@@ -49,21 +49,30 @@ class Reaper:
                 continue
             index = job.worker
             latest = job.latest or {}
-            summary = {"steps": latest.get("step") or 0, "samples_seen": latest.get("samples_seen")
-                       or 0, "ended_by_server": True}
+            summary = {
+                "steps": latest.get("step") or 0,
+                "samples_seen": latest.get("samples_seen") or 0,
+                "ended_by_server": True,
+            }
             if capped and not (stopped and job.kill_at_stop < job.kill_at_cap):
-                message = (f"Ended at this server's time cap of {setting(job.wall_s)} s: it was still "
-                           f"running {setting(grace)} s past it, so its worker was ended (and replaced). "
-                           "What it reached until then is shown.")
+                message = (
+                    f"Ended at this server's time cap of {setting(job.wall_s)} s: it was still "
+                    f"running {setting(grace)} s past it, so its worker was ended (and replaced). "
+                    "What it reached until then is shown."
+                )
                 summary["time_capped"] = True
             else:
-                message = (f"Stopped: it had not stopped {setting(grace)} s after Stop, so its worker "
-                           "was ended (and replaced). What it reached until then is shown.")
-            self._finish(job, {"kind": "end", "status": "cancelled", "message": message,
-                               "summary": summary})
-            self._lose_worker(index, "Ended: it took turns on a worker that had to be ended "
-                                     "(another run on it did not stop in time). What it reached "
-                                     "until then is shown.")
+                message = (
+                    f"Stopped: it had not stopped {setting(grace)} s after Stop, so its worker "
+                    "was ended (and replaced). What it reached until then is shown."
+                )
+            self._finish(job, {"kind": "end", "status": "cancelled", "message": message, "summary": summary})
+            self._lose_worker(
+                index,
+                "Ended: it took turns on a worker that had to be ended "
+                "(another run on it did not stop in time). What it reached "
+                "until then is shown.",
+            )
             self._pool.kill(index)
 
     def _reap_dead_workers(self) -> None:
@@ -75,9 +84,13 @@ class Reaper:
             # a local process has an exit code; a cluster's worker, what was lost
             what = code if isinstance(code, str) else f"exit code {code}"
             node = f" on node {worker.node[:12]}" if worker.node else ""
-            self._lose_worker(worker.index, f"The worker process running this job{node} stopped "
-                                            f"unexpectedly ({what}). The job is lost; a fresh "
-                                            "worker has been started.", summary={})
+            self._lose_worker(
+                worker.index,
+                f"The worker process running this job{node} stopped "
+                f"unexpectedly ({what}). The job is lost; a fresh "
+                "worker has been started.",
+                summary={},
+            )
             self._pool.replace(worker.index)
 
     def _lose_worker(self, index: int, message: str, summary: dict | None = None) -> None:
@@ -88,8 +101,13 @@ class Reaper:
             if job is None or job.status not in ACTIVE:
                 continue
             latest = job.latest or {}
-            kept = summary if summary is not None else {
-                "steps": latest.get("step") or 0,
-                "samples_seen": latest.get("samples_seen") or 0, "ended_by_server": True}
-            self._finish(job, {"kind": "end", "status": "failed", "summary": dict(kept),
-                               "message": message})
+            kept = (
+                summary
+                if summary is not None
+                else {
+                    "steps": latest.get("step") or 0,
+                    "samples_seen": latest.get("samples_seen") or 0,
+                    "ended_by_server": True,
+                }
+            )
+            self._finish(job, {"kind": "end", "status": "failed", "summary": dict(kept), "message": message})

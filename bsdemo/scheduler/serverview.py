@@ -60,9 +60,13 @@ class ServerView:
         the device memory admission shares out and has given (predicted, or measured if more)."""
         with self._lock:
             running = self._running()
-            return {"running": len(running), "queued": len(self._queue),
-                    "workers": len(self._pool), "usable_memory_bytes": self.usable_memory(),
-                    "held_memory_bytes": sum(j.claim() for j in running)}
+            return {
+                "running": len(running),
+                "queued": len(self._queue),
+                "workers": len(self._pool),
+                "usable_memory_bytes": self.usable_memory(),
+                "held_memory_bytes": sum(j.claim() for j in running),
+            }
 
     def metrics(self) -> dict[str, Any]:
         """What bsdemo.metrics exposes: the running totals (scheduler.tally), the queue, and
@@ -71,13 +75,25 @@ class ServerView:
             running = []
             for job in self._running():
                 steps = job.steps.columns
-                last = {f: (steps.get(f) or [None])[-1]
-                        for f in ("samples_per_sec", "peak_memory_bytes", "utilization_pct")}
-                running.append({"worker": job.worker, "kind": job.kind,
-                                "batch": batch_bucket(job.config.effective_batch_size), **last})
-            return {"tally": self._tally.snapshot(), "queued": len(self._queue),
-                    "running": running, "workers": len(self._pool),
-                    "device": self._device_info}
+                last = {
+                    f: (steps.get(f) or [None])[-1]
+                    for f in ("samples_per_sec", "peak_memory_bytes", "utilization_pct")
+                }
+                running.append(
+                    {
+                        "worker": job.worker,
+                        "kind": job.kind,
+                        "batch": batch_bucket(job.config.effective_batch_size),
+                        **last,
+                    }
+                )
+            return {
+                "tally": self._tally.snapshot(),
+                "queued": len(self._queue),
+                "running": running,
+                "workers": len(self._pool),
+                "device": self._device_info,
+            }
 
     def workers_ready(self) -> int:
         with self._lock:

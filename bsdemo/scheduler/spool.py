@@ -46,13 +46,20 @@ class PendingRun:
 
     def stored(self, host: str | None) -> StoredRun:
         """As the store will return it (id 0: it has none yet)."""
-        return StoredRun(0, self.created, self.device, self.config, self.start, self.steps,
-                         self.evals, self.end, host)
+        return StoredRun(
+            0, self.created, self.device, self.config, self.start, self.steps, self.evals, self.end, host
+        )
 
     def record(self) -> dict[str, Any]:
-        return {"config": self.config, "device": self.device, "start": self.start,
-                "steps": self.steps, "evals": self.evals, "end": self.end,
-                "created": self.created}
+        return {
+            "config": self.config,
+            "device": self.device,
+            "start": self.start,
+            "steps": self.steps,
+            "evals": self.evals,
+            "end": self.end,
+            "created": self.created,
+        }
 
 
 class Spool:
@@ -107,5 +114,6 @@ class Spool:
 
     def _unusable(self, exc: BaseException) -> None:
         self.usable = False
-        log.warning("the spool %s cannot be written (%s): waiting runs are kept in memory only",
-                    self.folder, exc)
+        log.warning(
+            "the spool %s cannot be written (%s): waiting runs are kept in memory only", self.folder, exc
+        )

@@ -49,8 +49,7 @@ class StoreLink:
                 self._pending[run.key(store.version)] = run
             # its own thread: a run reaches the disk at once, even while the writer waits on
             # a stuck store (a write may wait CALL_S)
-            threading.Thread(target=self._spool_new, name="bsdemo-store-spooler",
-                             daemon=True).start()
+            threading.Thread(target=self._spool_new, name="bsdemo-store-spooler", daemon=True).start()
         threading.Thread(target=self._write, name="bsdemo-store-writer", daemon=True).start()
 
     # ----- reading -----
@@ -90,25 +89,40 @@ class StoreLink:
             count, failing = len(self._pending), self._failing
         notes = [self.store.notice] if self.store.notice else []
         if count and failing:
-            where = ("on this server's disk" if self._spool is not None and self._spool.usable
-                     else "in this server's memory")
-            notes.append(f"{count} finished run(s) wait to be stored: the run store did not take "
-                         f"them ({failing}). They are kept {where} and written as soon as it "
-                         f"answers; runs still train.")
+            where = (
+                "on this server's disk"
+                if self._spool is not None and self._spool.usable
+                else "in this server's memory"
+            )
+            notes.append(
+                f"{count} finished run(s) wait to be stored: the run store did not take "
+                f"them ({failing}). They are kept {where} and written as soon as it "
+                f"answers; runs still train."
+            )
         return " ".join(notes) or None
 
     # ----- writing -----
     def keep(self, job: Job) -> None:
         """Keep a completed training run, if it was measured alone: a stored result must be an
         honest one."""
-        if (self.store is None or not KINDS[job.kind].stored or job.status != "completed"
-                or job.start is None or job.shared_device):
+        if (
+            self.store is None
+            or not KINDS[job.kind].stored
+            or job.status != "completed"
+            or job.start is None
+            or job.shared_device
+        ):
             return
         # copies, taken under the scheduler's lock; the write itself happens on the writer thread
-        run = PendingRun(vars(job.config).copy(), job.start["device"], job.start,
-                         {k: list(v) for k, v in job.steps.columns.items()},
-                         {k: list(v) for k, v in job.evals.columns.items()}, job.end,
-                         job.finished_at or time.time())
+        run = PendingRun(
+            vars(job.config).copy(),
+            job.start["device"],
+            job.start,
+            {k: list(v) for k, v in job.steps.columns.items()},
+            {k: list(v) for k, v in job.evals.columns.items()},
+            job.end,
+            job.finished_at or time.time(),
+        )
         with self._lock:
             self._pending[run.key(self.store.version)] = run
             self._wake.notify_all()  # the spooler and the writer
@@ -151,13 +165,13 @@ class StoreLink:
                 if not run.spooled:  # the spooler has not reached it yet: on disk first
                     self._save(run)
                 try:
-                    self.store.put(run.config, run.device, run.start, run.steps, run.evals,
-                                   run.end, created=run.created)
+                    self.store.put(
+                        run.config, run.device, run.start, run.steps, run.evals, run.end, created=run.created
+                    )
                 except Exception as exc:  # noqa: BLE001 - a full disk must not stop the lab
                     failed = True
                     self.error = f"{type(exc).__name__}: {exc}"
-                    log.warning("run store write failed (%s); the run waits and is tried again",
-                                self.error)
+                    log.warning("run store write failed (%s); the run waits and is tried again", self.error)
                     with self._lock:
                         self._failing = self.error[:200]
                     break  # in order: the next runs wait behind this one
@@ -182,4 +196,3 @@ def serve(job: Job, stored: StoredRun) -> None:
     job.steps.columns = {f: list(stored.steps.get(f, [])) for f in STEP_FIELDS}
     job.evals.columns = {f: list(stored.evals.get(f, [])) for f in EVAL_FIELDS}
     job.latest = {f: job.steps.columns[f][-1] for f in STEP_FIELDS} if len(job.steps) else None
-

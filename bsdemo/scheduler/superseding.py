@@ -20,9 +20,14 @@ class Superseding:
         """The owner's job of this kind that has not started: queued, or riding a run that is
         itself still queued (never one of a comparison). Caller holds the lock."""
         for job in self._jobs.values():
-            if (job.owner == owner and job.kind == kind and job.group is None
-                    and job.status == "queued" and job.worker is None
-                    and not job.cancel_requested):
+            if (
+                job.owner == owner
+                and job.kind == kind
+                and job.group is None
+                and job.status == "queued"
+                and job.worker is None
+                and not job.cancel_requested
+            ):
                 lead = self._lead_of(job)
                 if lead is None or (lead.status == "queued" and lead.worker is None):
                     return job
@@ -31,10 +36,17 @@ class Superseding:
     def _going_of(self, owner: str, kind: str, skip: Job | None) -> list[Job]:
         """The owner's started jobs of this kind (never one of a comparison), riders of a started
         run included, that no Stop has reached yet. Caller holds the lock."""
-        return [job for job in self._jobs.values()
-                if job is not skip and job.owner == owner and job.kind == kind
-                and job.group is None and job.status in ACTIVE and not job.cancel_requested
-                and (job.worker is not None or self._lead_of(job) is not None)]
+        return [
+            job
+            for job in self._jobs.values()
+            if job is not skip
+            and job.owner == owner
+            and job.kind == kind
+            and job.group is None
+            and job.status in ACTIVE
+            and not job.cancel_requested
+            and (job.worker is not None or self._lead_of(job) is not None)
+        ]
 
     def _supersede_going(self, old: Job, by: Job) -> None:
         """Stop the owner's started job for its newer one (Live mode): between two steps, its
@@ -50,8 +62,10 @@ class Superseding:
         takes over (None when the stale job was not in the queue itself: it rode another's run,
         or others ride it and it goes on for them). Caller holds the lock."""
         stale.superseded_by = by.id
-        message = (f"Superseded before it started: a newer Run from this browser (run {by.id}) "
-                   "took its place in the queue.")
+        message = (
+            f"Superseded before it started: a newer Run from this browser (run {by.id}) "
+            "took its place in the queue."
+        )
         if self._lead_of(stale) is not None:
             self._detach(stale, message)
             return None

@@ -55,11 +55,13 @@ class Tally:
                 for le, n in zip((*WAIT_BUCKETS, float("inf")), counts, strict=True):
                     running += n
                     buckets.append((le, running))
-                waits[kind] = {"buckets": buckets, "sum": self._wait_sum[kind],
-                               "count": running}
-            return {"ended": [(k, s, n) for (k, s), n in sorted(self._ended.items())],
-                    "oom": dict(self._oom), "waits": waits,
-                    "speed": sorted(self._speed.items())}
+                waits[kind] = {"buckets": buckets, "sum": self._wait_sum[kind], "count": running}
+            return {
+                "ended": [(k, s, n) for (k, s), n in sorted(self._ended.items())],
+                "oom": dict(self._oom),
+                "waits": waits,
+                "speed": sorted(self._speed.items()),
+            }
 
 
 def batch_bucket(batch_size: int) -> int:

@@ -32,10 +32,25 @@ from bsdemo.store.common import (
 )
 from bsdemo.store.sqlite import RunStore, is_damage, salvage
 
-__all__ = ["BUSY_S", "CALL_S", "LOOKUP_S", "RETRY_S", "DATABASE_URL_ENV", "RunStore", "Store",
-           "StoreBusy", "StoredRun", "StoreUnavailable",
-           "code_version", "database_url", "is_damage", "open_store", "redact", "run_key",
-           "salvage"]
+__all__ = [
+    "BUSY_S",
+    "CALL_S",
+    "LOOKUP_S",
+    "RETRY_S",
+    "DATABASE_URL_ENV",
+    "RunStore",
+    "Store",
+    "StoreBusy",
+    "StoredRun",
+    "StoreUnavailable",
+    "code_version",
+    "database_url",
+    "is_damage",
+    "open_store",
+    "redact",
+    "run_key",
+    "salvage",
+]
 DATABASE_URL_ENV = "BSDEMO_DATABASE_URL"
 
 
@@ -51,8 +66,16 @@ class Store(Protocol):
     @property
     def available(self) -> bool: ...
 
-    def put(self, config: dict, device: dict, start: dict | None, steps: dict, evals: dict,
-            end: dict, created: float | None = None) -> int: ...
+    def put(
+        self,
+        config: dict,
+        device: dict,
+        start: dict | None,
+        steps: dict,
+        evals: dict,
+        end: dict,
+        created: float | None = None,
+    ) -> int: ...
 
     def find(self, config: dict, device: dict, wait: float = ...) -> StoredRun | None: ...
 
@@ -61,6 +84,8 @@ class Store(Protocol):
     def transact(self, work, wait: float = ...): ...
 
     def close(self) -> None: ...
+
+
 SCHEMES = ("postgresql://", "postgres://")
 
 
@@ -71,8 +96,9 @@ def database_url(value: str | None) -> str | None:
         return None
     value = value.strip()
     if not value.lower().startswith(SCHEMES):
-        raise ConfigError(DATABASE_URL_ENV, redact(value),
-                          "postgresql://user@host[:port]/database, or unset (SQLite)")
+        raise ConfigError(
+            DATABASE_URL_ENV, redact(value), "postgresql://user@host[:port]/database, or unset (SQLite)"
+        )
     return value
 
 

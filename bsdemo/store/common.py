@@ -40,8 +40,10 @@ def code_version() -> str:
 
 def run_key(config: dict[str, Any], device: dict[str, Any], version: str) -> str:
     settings = {k: v for k, v in config.items() if k not in KEY_IGNORES}
-    blob = json.dumps({"config": settings, "device": [device.get("type"), device.get("name")],
-                       "code": version}, sort_keys=True)
+    blob = json.dumps(
+        {"config": settings, "device": [device.get("type"), device.get("name")], "code": version},
+        sort_keys=True,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -63,11 +65,29 @@ class StoredRun:
         return cls(row[0], row[1], *(json.loads(v) if v else None for v in row[2:8]), row[8])
 
 
-def run_row(config: dict, device: dict, start: dict | None, steps: dict, evals: dict, end: dict,
-            version: str, created: float, host: str) -> tuple:
+def run_row(
+    config: dict,
+    device: dict,
+    start: dict | None,
+    steps: dict,
+    evals: dict,
+    end: dict,
+    version: str,
+    created: float,
+    host: str,
+) -> tuple:
     """The values of a new row, in WRITE_COLUMNS' order."""
-    return (run_key(config, device, version), created, json.dumps(device), json.dumps(config),
-            json.dumps(start), json.dumps(steps), json.dumps(evals), json.dumps(end), host)
+    return (
+        run_key(config, device, version),
+        created,
+        json.dumps(device),
+        json.dumps(config),
+        json.dumps(start),
+        json.dumps(steps),
+        json.dumps(evals),
+        json.dumps(end),
+        host,
+    )
 
 
 WRITE_COLUMNS = "key, created, device, config, start, steps, evals, end_record, host"
@@ -103,8 +123,9 @@ class Reopening:
         """The store's lock, waited for at most `wait` seconds (StoreBusy after that): a call
         stuck on a dead server never holds up the next caller longer than its own wait."""
         if not self._lock.acquire(timeout=wait):
-            raise StoreBusy(f"the run store is busy: another call to it has not returned within "
-                            f"{setting(wait)} s")
+            raise StoreBusy(
+                f"the run store is busy: another call to it has not returned within {setting(wait)} s"
+            )
         try:
             yield
         finally:
@@ -139,5 +160,6 @@ _PASSWORD = re.compile(r"(?<=:)[^:@/]*(?=@)|(?i:password\s*=\s*)\S+")
 def redact(where: str) -> str:
     """A database URL or connection string with any password replaced by "***" (for notices and
     logs: a sidebar must never show a credential)."""
-    return _PASSWORD.sub(lambda m: "password=***" if m.group(0).lower().startswith("password")
-                         else "***", where)
+    return _PASSWORD.sub(
+        lambda m: "password=***" if m.group(0).lower().startswith("password") else "***", where
+    )

@@ -70,14 +70,19 @@ class PostgresStore(Reopening):
         try:
             import psycopg
         except ImportError as exc:
-            self._unavailable(exc, "the PostgreSQL driver is not installed here "
-                                   "(pip install 'bsdemo[cluster]')")
+            self._unavailable(
+                exc, "the PostgreSQL driver is not installed here (pip install 'bsdemo[cluster]')"
+            )
             return
         try:
             db = psycopg.connect(
-                self.url, autocommit=True, connect_timeout=CONNECT_S, application_name="bsdemo",
+                self.url,
+                autocommit=True,
+                connect_timeout=CONNECT_S,
+                application_name="bsdemo",
                 options=f"-c statement_timeout={int(STATEMENT_S * 1000)} "
-                        f"-c lock_timeout={int(BUSY_S * 1000)}")
+                f"-c lock_timeout={int(BUSY_S * 1000)}",
+            )
         except psycopg.Error as exc:
             self._unavailable(exc, "it could not be reached")
             return
@@ -93,9 +98,11 @@ class PostgresStore(Reopening):
         self._db, self._retry_at = None, time.monotonic() + RETRY_S
         detail = redact(re.sub(r"\s+", " ", str(exc)).strip())
         self.problem = f"{what} ({type(exc).__name__}: {detail[:160]})"
-        self.notice = (f"Stored results are off for now: the run store at {self.where} "
-                       f"could not be used — {self.problem}. It is tried again in "
-                       f"{setting(RETRY_S)} s; runs still train.")
+        self.notice = (
+            f"Stored results are off for now: the run store at {self.where} "
+            f"could not be used — {self.problem}. It is tried again in "
+            f"{setting(RETRY_S)} s; runs still train."
+        )
         log.warning("run store %s unavailable: %s", self.where, detail)
 
     def _run(self, work, wait: float = CALL_S):
@@ -128,33 +135,46 @@ class PostgresStore(Reopening):
                     self._retry_at = 0.0  # reconnect now, once
         raise AssertionError("unreachable")
 
-    def put(self, config: dict, device: dict, start: dict | None, steps: dict, evals: dict,
-            end: dict, created: float | None = None) -> int:
+    def put(
+        self,
+        config: dict,
+        device: dict,
+        start: dict | None,
+        steps: dict,
+        evals: dict,
+        end: dict,
+        created: float | None = None,
+    ) -> int:
         """Keep a finished run (measured at `created`, default now); its row id."""
-        row = run_row(config, device, start, steps, evals, end, self.version,
-                      created or time.time(), self.host)
+        row = run_row(
+            config, device, start, steps, evals, end, self.version, created or time.time(), self.host
+        )
         sql = f"INSERT INTO runs ({WRITE_COLUMNS}) VALUES ({', '.join(['%s'] * 9)}) RETURNING id"
         return self._run(lambda db: db.execute(sql, row).fetchone()[0])
 
     def transact(self, work, wait: float = CALL_S):
         """work(connection)'s result, in one transaction (see _run for the deadlines)."""
+
         def inside(db):
             with db.transaction():
                 return work(db)
+
         return self._run(inside, wait)
 
     def find(self, config: dict, device: dict, wait: float = CALL_S) -> StoredRun | None:
         """The newest stored run with this config, code version and device, within `wait`
         seconds (see _run)."""
         key = run_key(config, device, self.version)
-        row = self._run(lambda db: db.execute(
-            f"SELECT {READ_COLUMNS} FROM runs WHERE key = %s ORDER BY created DESC LIMIT 1",
-            (key,)).fetchone(), wait)
+        row = self._run(
+            lambda db: db.execute(
+                f"SELECT {READ_COLUMNS} FROM runs WHERE key = %s ORDER BY created DESC LIMIT 1", (key,)
+            ).fetchone(),
+            wait,
+        )
         return None if row is None else StoredRun.from_row(row)
 
     def count(self) -> int:
         return self._run(lambda db: db.execute("SELECT count(*) FROM runs").fetchone()[0])
-
 
 
 class Deadline:

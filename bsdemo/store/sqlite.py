@@ -51,8 +51,10 @@ DAMAGE_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 def is_damage(exc: BaseException) -> bool:
     """Whether an sqlite3 error says the file is damaged (rather than busy, full or unreadable)."""
     return getattr(exc, "sqlite_errorname", None) in DAMAGE_CODES or (
-        isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)
-        and getattr(exc, "sqlite_errorname", None) is None)
+        isinstance(exc, sqlite3.DatabaseError)
+        and not isinstance(exc, sqlite3.OperationalError)
+        and getattr(exc, "sqlite_errorname", None) is None
+    )
 
 
 class RunStore(Reopening):
@@ -102,9 +104,11 @@ class RunStore(Reopening):
     def _unavailable(self, exc: BaseException) -> None:
         self._db, self._retry_at = None, time.monotonic() + RETRY_S
         self.problem = f"{type(exc).__name__}: {str(exc)[:120]}"
-        self.notice = (f"Stored results are off for now: the run store could not be used "
-                       f"({self.problem}). Its file is left as it is and "
-                       f"is tried again in {setting(RETRY_S)} s; runs still train.")
+        self.notice = (
+            f"Stored results are off for now: the run store could not be used "
+            f"({self.problem}). Its file is left as it is and "
+            f"is tried again in {setting(RETRY_S)} s; runs still train."
+        )
         log.warning("run store %s unavailable: %s", self.path, exc)
 
     def _salvage_aside(self, problem: str) -> None:
@@ -120,10 +124,11 @@ class RunStore(Reopening):
             return
         recovered = salvage(aside, db)
         self._db = db
-        self.notice = (f"The run store was damaged ({problem[:80]}) and was moved aside to "
-                       f"{aside.name}; " + (f"{recovered} stored run(s) were recovered from it."
-                                            if recovered else "no stored run could be recovered: "
-                                            "stored results start afresh."))
+        self.notice = f"The run store was damaged ({problem[:80]}) and was moved aside to {aside.name}; " + (
+            f"{recovered} stored run(s) were recovered from it."
+            if recovered
+            else "no stored run could be recovered: stored results start afresh."
+        )
         log.warning("run store %s: %s", self.path, self.notice)
 
     def _connect(self) -> sqlite3.Connection:
@@ -137,24 +142,48 @@ class RunStore(Reopening):
             raise
         return db
 
-    def put(self, config: dict, device: dict, start: dict | None, steps: dict, evals: dict,
-            end: dict, created: float | None = None) -> int:
+    def put(
+        self,
+        config: dict,
+        device: dict,
+        start: dict | None,
+        steps: dict,
+        evals: dict,
+        end: dict,
+        created: float | None = None,
+    ) -> int:
         """Keep a finished run (measured at `created`, default now); its row id."""
         with self._held(CALL_S):
             db = self._connection()
             with db:
-                cur = db.execute(f"INSERT INTO runs ({WRITE_COLUMNS}) VALUES ({', '.join('?' * 9)})",
-                                 run_row(config, device, start, steps, evals, end, self.version,
-                                         created or time.time(), self.host))
+                cur = db.execute(
+                    f"INSERT INTO runs ({WRITE_COLUMNS}) VALUES ({', '.join('?' * 9)})",
+                    run_row(
+                        config,
+                        device,
+                        start,
+                        steps,
+                        evals,
+                        end,
+                        self.version,
+                        created or time.time(),
+                        self.host,
+                    ),
+                )
             return cur.lastrowid
 
     def find(self, config: dict, device: dict, wait: float = CALL_S) -> StoredRun | None:
         """The newest stored run with this config, code version and device; StoreBusy when
         another call holds the store longer than `wait` seconds."""
         with self._held(wait):
-            row = self._connection().execute(
-                f"SELECT {READ_COLUMNS} FROM runs WHERE key = ? ORDER BY created DESC LIMIT 1",
-                (run_key(config, device, self.version),)).fetchone()
+            row = (
+                self._connection()
+                .execute(
+                    f"SELECT {READ_COLUMNS} FROM runs WHERE key = ? ORDER BY created DESC LIMIT 1",
+                    (run_key(config, device, self.version),),
+                )
+                .fetchone()
+            )
         return None if row is None else StoredRun.from_row(row)
 
     def transact(self, work, wait: float = CALL_S):
@@ -172,7 +201,6 @@ class RunStore(Reopening):
     def count(self) -> int:
         with self._held(CALL_S):
             return self._connection().execute("SELECT count(*) FROM runs").fetchone()[0]
-
 
 
 def salvage(damaged: Path, into: sqlite3.Connection, seconds: float = SALVAGE_S) -> int:
@@ -283,6 +311,5 @@ def _insert(into: sqlite3.Connection, rows: dict[int, tuple]) -> int:
             continue
         good.append(row)
     with into:
-        into.executemany(f"INSERT OR IGNORE INTO runs ({COLUMNS}) VALUES ({', '.join('?' * 10)})",
-                         good)
+        into.executemany(f"INSERT OR IGNORE INTO runs ({COLUMNS}) VALUES ({', '.join('?' * 10)})", good)
     return len(good)

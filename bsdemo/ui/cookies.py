@@ -77,8 +77,10 @@ def new_secret() -> str:
 
 def header(secret: str, secure: bool) -> bytes:
     """The Set-Cookie value that gives a browser its id."""
-    return (f"{COOKIE}={secret}; Path=/; Max-Age={COOKIE_DAYS * 86400}; HttpOnly; SameSite=Lax"
-            + ("; Secure" if secure else "")).encode("ascii")
+    return (
+        f"{COOKIE}={secret}; Path=/; Max-Age={COOKIE_DAYS * 86400}; HttpOnly; SameSite=Lax"
+        + ("; Secure" if secure else "")
+    ).encode("ascii")
 
 
 def has_id(cookie_header: bytes | None) -> bool:
@@ -118,8 +120,7 @@ class BrowserCookie:
 
         async def with_cookie(message: dict) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []),
-                                                  (b"set-cookie", value)]}
+                message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", value)]}
             await send(message)
 
         await self.app(scope, receive, with_cookie)
@@ -132,10 +133,16 @@ class BrowserCookie:
         held = _take((query.get("t") or [""])[0])
         secure = scope.get("scheme") == "https" or headers.get(b"x-forwarded-proto") == b"https"
         out = [(b"cache-control", b"no-store"), (b"content-length", b"0")]
-        for name, value in (held[0].items() if held else []):
+        for name, value in held[0].items() if held else []:
             age = held[1] if value is not None else 0
-            out.append((b"set-cookie", (f"{name}={value or ''}; Path=/; Max-Age={age}; HttpOnly; "
-                                        "SameSite=Lax" + ("; Secure" if secure else "")).encode()))
-        await send({"type": "http.response.start", "status": 204 if held else 404,
-                    "headers": out})
+            out.append(
+                (
+                    b"set-cookie",
+                    (
+                        f"{name}={value or ''}; Path=/; Max-Age={age}; HttpOnly; "
+                        "SameSite=Lax" + ("; Secure" if secure else "")
+                    ).encode(),
+                )
+            )
+        await send({"type": "http.response.start", "status": 204 if held else 404, "headers": out})
         await send({"type": "http.response.body", "body": b""})

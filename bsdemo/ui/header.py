@@ -41,10 +41,17 @@ def predict(slug: str) -> None:
         st.session_state[key] = saved[slug]
     # the question is the radio's own label (read out with its answers), in one tinted box
     # (PREDICT_CSS): a line shorter than a box above a radio, so Run stays high on the screen
-    st.radio(f":material/psychology: **Predict first:** {lesson.predict}"
-             + (" *(Answer its first part.)*" if lesson.predict.count("?") > 1 else ""),
-             lesson.answers, index=None, key=key, horizontal=True, on_change=_keep,
-             args=(slug, key), disabled=locked or (round_ is not None and round_.revealed))
+    st.radio(
+        f":material/psychology: **Predict first:** {lesson.predict}"
+        + (" *(Answer its first part.)*" if lesson.predict.count("?") > 1 else ""),
+        lesson.answers,
+        index=None,
+        key=key,
+        horizontal=True,
+        on_change=_keep,
+        args=(slug, key),
+        disabled=locked or (round_ is not None and round_.revealed),
+    )
     if round_ is not None:
         classroom.member_status(slug, round_)
     classroom.room_panel(slug)
@@ -53,8 +60,11 @@ def predict(slug: str) -> None:
 def _keep(slug: str, key: str) -> None:
     choice = st.session_state[key]
     answers = BY_SLUG[slug].answers
-    if slug in locked_predictions() and predictions().get(slug) is not None \
-            and classroom.member_round(slug)[0] is None:
+    if (
+        slug in locked_predictions()
+        and predictions().get(slug) is not None
+        and classroom.member_round(slug)[0] is None
+    ):
         st.session_state[key] = predictions()[slug]  # a change sent after the result: refused
         return
     if choice is not None and choice not in answers:  # a client that sent a value of its own
@@ -88,14 +98,21 @@ def prediction_check(slug: str, judged: tuple[int, str] | None, done: bool = Fal
 
 def _judged(guess: str | None, shown: str, numbers: str) -> None:
     if guess is None:
-        st.caption(plain(f"Your runs say “{shown}”: {numbers}. Predict before the next run "
-                         "and see whether you were right."))
+        st.caption(
+            plain(
+                f"Your runs say “{shown}”: {numbers}. Predict before the next run "
+                "and see whether you were right."
+            )
+        )
     elif guess == shown:
-        st.success(plain(f"You predicted “{guess}”, and your runs agree: {numbers}."),
-                   icon=":material/check_circle:")
+        st.success(
+            plain(f"You predicted “{guess}”, and your runs agree: {numbers}."), icon=":material/check_circle:"
+        )
     else:
-        st.warning(plain(f"You predicted “{guess}”; your runs show “{shown}”: {numbers}."),
-                   icon=":material/lightbulb:")
+        st.warning(
+            plain(f"You predicted “{guess}”; your runs show “{shown}”: {numbers}."),
+            icon=":material/lightbulb:",
+        )
 
 
 def finding(lesson: Lesson) -> None:

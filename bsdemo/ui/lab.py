@@ -31,16 +31,36 @@ from bsdemo.ui.widgets import (
 )
 from bsdemo.units import setting
 
-__all__ = ["PHONE_CSS", "history", "init_from_url", "live_view", "reattach", "run_controls",
-           "scenario_buttons", "settings_form"]
+__all__ = [
+    "PHONE_CSS",
+    "history",
+    "init_from_url",
+    "live_view",
+    "reattach",
+    "run_controls",
+    "scenario_buttons",
+    "settings_form",
+]
 PHONE_CSS = (Path(__file__).with_name("lab_phone.css")).read_text(encoding="utf-8")
 
 
 BATCH_POWERS = [2**i for i in range(13)]  # 1 … 4096 on the slider; any value via "exact"
 # the settings whose widget (w_<name>) holds the field's value as it is; the others: the preset
 # (dataset, model), the batch (a power of two, or exact), budgets where 0 means none
-AS_IS = ("norm", "width", "depth", "lr", "accumulation_steps", "optimizer", "warmup_steps",
-         "seed", "device", "eval_interval", "samples", "noise")
+AS_IS = (
+    "norm",
+    "width",
+    "depth",
+    "lr",
+    "accumulation_steps",
+    "optimizer",
+    "warmup_steps",
+    "seed",
+    "device",
+    "eval_interval",
+    "samples",
+    "noise",
+)
 
 
 # ----- settings <-> widgets -----
@@ -88,9 +108,15 @@ def reattach(raw: str | None) -> str | None:
     job = parse_run_id(raw)
     snap = scheduler().snapshot(job) if job is not None else None
     if snap is None:
-        return (f"Run {job} from this link is no longer on this server (it was restarted, or "
+        return (
+            (
+                f"Run {job} from this link is no longer on this server (it was restarted, or "
                 "the run is older than the runs it keeps): its settings are filled in, press "
-                "Run to train it again.") if job is not None else None
+                "Run to train it again."
+            )
+            if job is not None
+            else None
+        )
     if snap.kind != "train":
         return None
     if snap.id not in session_runs():
@@ -114,32 +140,46 @@ def settings_form(narrow: bool = False) -> RunConfig:
     s = st.session_state
     # first: how the settings below act (their panel's width holds its label whole)
     st.toggle("Live: trains as you change", key="live", value=True, help=LIVE_HELP)
-    st.selectbox("Dataset and model", list(PRESETS), key="w_preset",
-                 format_func=lambda name: PRESETS[name].label, on_change=_apply_preset)
+    st.selectbox(
+        "Dataset and model",
+        list(PRESETS),
+        key="w_preset",
+        format_func=lambda name: PRESETS[name].label,
+        on_change=_apply_preset,
+    )
     left, right = (st.container(), st.container()) if narrow else st.columns(2)
     with left:
         top = scheduler().limits.max_batch_size  # the server refuses more: never offer it
         if s["w_batch_exact"]:
             s["w_batch_value"] = min(s["w_batch_value"], top)
-            st.number_input("Batch size (samples per forward/backward pass)", 1, top,
-                            key="w_batch_value")
+            st.number_input("Batch size (samples per forward/backward pass)", 1, top, key="w_batch_value")
         else:
             powers = [b for b in BATCH_POWERS if b <= top] or [1]
             s["w_batch_pow"] = min(s["w_batch_pow"], powers[-1])
-            st.select_slider("Batch size (samples per forward/backward pass)", powers,
-                             key="w_batch_pow")
-        st.checkbox("Exact batch size", key="w_batch_exact",
-                    help="Type any batch size instead of picking a power of two.")
+            st.select_slider("Batch size (samples per forward/backward pass)", powers, key="w_batch_pow")
+        st.checkbox(
+            "Exact batch size",
+            key="w_batch_exact",
+            help="Type any batch size instead of picking a power of two.",
+        )
         lr_options = sorted(set(LR_CHOICES) | {s["w_lr"]})
-        st.select_slider("Learning rate (log scale)", lr_options, key="w_lr",
-                         format_func=setting)
-        st.number_input("Gradient-accumulation steps", 1, 1024, key="w_accumulation_steps",
-                        help="Micro-batches whose gradients are summed before one optimizer step.")
+        st.select_slider("Learning rate (log scale)", lr_options, key="w_lr", format_func=setting)
+        st.number_input(
+            "Gradient-accumulation steps",
+            1,
+            1024,
+            key="w_accumulation_steps",
+            help="Micro-batches whose gradients are summed before one optimizer step.",
+        )
     with right:
-        st.selectbox("Optimizer", OPTIMIZERS, key="w_optimizer",
-                     format_func=OPTIMIZER_LABELS.get)
-        st.number_input("Epoch budget (passes over the training set)", 0, 10_000, key="w_epochs",
-                        help="0 = no epoch budget: then set max steps under Advanced.")
+        st.selectbox("Optimizer", OPTIMIZERS, key="w_optimizer", format_func=OPTIMIZER_LABELS.get)
+        st.number_input(
+            "Epoch budget (passes over the training set)",
+            0,
+            10_000,
+            key="w_epochs",
+            help="0 = no epoch budget: then set max steps under Advanced.",
+        )
         st.number_input("Seed (model init and shuffling)", 0, 2**31 - 1, key="w_seed")
     with st.container(key="lab_advanced"), st.expander("Advanced"):  # keyed: hideable
         a, b, c = (st.container(),) * 3 if narrow else st.columns(3)
@@ -148,24 +188,30 @@ def settings_form(narrow: bool = False) -> RunConfig:
         a.number_input("Depth (hidden layers / conv blocks / LSTM layers)", 1, 16, key="w_depth")
         b.number_input("Warm-up steps (linear lr ramp)", 0, 10_000_000, key="w_warmup_steps")
         b.number_input("Max optimizer steps (0 = none)", 0, 10_000_000, key="w_max_steps")
-        b.number_input("Evaluate every N steps (0 = each epoch)", 0, 10_000_000,
-                       key="w_eval_interval")
+        b.number_input("Evaluate every N steps (0 = each epoch)", 0, 10_000_000, key="w_eval_interval")
         c.number_input("Dataset size (generated sets)", 20, 200_000, key="w_samples")
         c.number_input("Input noise (2-D sets)", 0.0, 10.0, key="w_noise", step=0.05)
-        c.selectbox("Device", DEVICES, key="w_device",
-                    help="auto = CUDA GPU, then Apple MPS, then the CPU.")
+        c.selectbox("Device", DEVICES, key="w_device", help="auto = CUDA GPU, then Apple MPS, then the CPU.")
         limit = scheduler().limits.max_wall_s
         s["w_time_limit_s"] = min(float(s["w_time_limit_s"]), limit)
-        b.number_input(f"Time cap in seconds (0 = this server's {setting(limit)})", 0.0, limit,
-                       key="w_time_limit_s", step=5.0)
+        b.number_input(
+            f"Time cap in seconds (0 = this server's {setting(limit)})",
+            0.0,
+            limit,
+            key="w_time_limit_s",
+            step=5.0,
+        )
     preset = PRESETS[s["w_preset"]].settings
-    as_is = {name: s[f"w_{name}"] for name in AS_IS} | {"lr": float(s["w_lr"]),
-                                                          "noise": float(s["w_noise"])}
+    as_is = {name: s[f"w_{name}"] for name in AS_IS} | {"lr": float(s["w_lr"]), "noise": float(s["w_noise"])}
     return RunConfig(
-        dataset=preset["dataset"], model=preset["model"],
+        dataset=preset["dataset"],
+        model=preset["model"],
         batch_size=s["w_batch_value"] if s["w_batch_exact"] else s["w_batch_pow"],
-        epochs=s["w_epochs"] or None, max_steps=s["w_max_steps"] or None,
-        time_limit_s=float(s["w_time_limit_s"]) or None, **as_is)
+        epochs=s["w_epochs"] or None,
+        max_steps=s["w_max_steps"] or None,
+        time_limit_s=float(s["w_time_limit_s"]) or None,
+        **as_is,
+    )
 
 
 # ----- run controls -----
@@ -189,29 +235,40 @@ def run_controls(cfg: RunConfig) -> None:
         shown = predictions().get("training_lab") is not None or bool(session_runs())
         meaning.markdown(
             f"**Effective batch** {checked.batch_size} × {checked.accumulation_steps} = "
-            f"**{checked.effective_batch_size}** samples a step · " + (
+            f"**{checked.effective_batch_size}** samples a step · "
+            + (
                 f"**{checked.updates_per_epoch}** updates per epoch "
                 f"(ceil({checked.train_samples} / {checked.effective_batch_size})) · "
-                f"**{checked.planned_steps:,}** planned" if shown else
-                "updates per epoch: predict, or run, first"))
+                f"**{checked.planned_steps:,}** planned"
+                if shown
+                else "updates per epoch: predict, or run, first"
+            )
+        )
     # callbacks run before the script reruns, so this very run already shows the new job
     # a run of this browser's that waits to start is superseded by the next Run (the
     # scheduler drops it; the new one takes its place in the queue)
     waiting = sched.waiting_job(owner()) if active is not None else None
-    run_col.button("Run" if active is None else "Queue another run" if waiting is None else
-                   "Run instead", type="primary", key="run",
-                   disabled=checked is None or not sched.can_submit(owner(), "train"),
-                   icon=":material/play_arrow:", on_click=submit, args=(cfg,),
-                   help=None if waiting is None else
-                   f"Run {waiting} has not started yet: these settings replace it in the queue.")
-    stop_col.button("Stop", key="stop", disabled=active is None, icon=":material/stop:",
-                    on_click=_stop)
+    run_col.button(
+        "Run" if active is None else "Queue another run" if waiting is None else "Run instead",
+        type="primary",
+        key="run",
+        disabled=checked is None or not sched.can_submit(owner(), "train"),
+        icon=":material/play_arrow:",
+        on_click=submit,
+        args=(cfg,),
+        help=None
+        if waiting is None
+        else f"Run {waiting} has not started yet: these settings replace it in the queue.",
+    )
+    stop_col.button("Stop", key="stop", disabled=active is None, icon=":material/stop:", on_click=_stop)
     if st.session_state.get("submit_error"):
         st.warning(plain(st.session_state.pop("submit_error")))
 
 
-LIVE_HELP = ("On: each change of a setting starts a run with it at once, stopping the run going "
-             "(its curve stays, faint, marked superseded). Off: changes wait for Run.")
+LIVE_HELP = (
+    "On: each change of a setting starts a run with it at once, stopping the run going "
+    "(its curve stays, faint, marked superseded). Off: changes wait for Run."
+)
 
 
 def _live_start(cfg: RunConfig | None, live: bool) -> None:
@@ -227,8 +284,9 @@ def _live_start(cfg: RunConfig | None, live: bool) -> None:
     # next step of a drag) must find these settings still to run
     state["live_seen"] = params
     started = state.get("live_started")
-    if started is not None and started[1] == params and st.query_params.get("run") != str(
-            started[0]):  # a rerun cut short after the run went in: the browser's next rerun
+    if (
+        started is not None and started[1] == params and st.query_params.get("run") != str(started[0])
+    ):  # a rerun cut short after the run went in: the browser's next rerun
         # brought back its old link, so the new run's is written again
         st.query_params.from_dict(params | {"run": str(started[0])} | view_params())
 

@@ -25,8 +25,9 @@ def _newest_finished(current: int) -> tuple[list[JobSnapshot], list[int]]:
     drawn unless dropped: the COMPARED newest that ran their course, and the newest run Live
     mode superseded that had drawn a step (faint: the curve the student was just watching; a
     quick drag's others are left out))."""
-    done = [s for j in session_runs() if j != current
-            and (s := scheduler().snapshot(j)) is not None and s.done]
+    done = [
+        s for j in session_runs() if j != current and (s := scheduler().snapshot(j)) is not None and s.done
+    ]
     whole = [s.id for s in done if s.superseded_by is None][-COMPARED:]
     replaced = [s.id for s in done if s.superseded_by is not None and s.steps["step"]][-1:]
     return done, whole + replaced
@@ -68,19 +69,34 @@ def history() -> list[JobSnapshot]:
     labels = {s.id: charts.run_label(s) for s in snaps}
     if finished:
         st.session_state["overlays"] = [s.id for s in compared_runs(runs[-1])]
-        st.multiselect("Earlier runs drawn beside this one", finished, key="overlays",
-                       format_func=lambda j: labels.get(j, str(j)), on_change=_chosen,
-                       args=(runs[-1],),
-                       help=f"Your {COMPARED} newest finished runs are drawn by default: remove "
-                            "one to drop it, add an older one to bring it back. Each batch size "
-                            "keeps its own colour on every chart.")
+        st.multiselect(
+            "Earlier runs drawn beside this one",
+            finished,
+            key="overlays",
+            format_func=lambda j: labels.get(j, str(j)),
+            on_change=_chosen,
+            args=(runs[-1],),
+            help=f"Your {COMPARED} newest finished runs are drawn by default: remove "
+            "one to drop it, add an older one to bring it back. Each batch size "
+            "keeps its own colour on every chart.",
+        )
     left, right = st.columns(2)
-    left.download_button("Download these runs (JSON)", export.runs_json(snaps),
-                         file_name="batch-size-lab-runs.json", mime="application/json",
-                         key="export_json", icon=":material/download:")
-    right.download_button("Download the steps (CSV)", export.runs_csv(snaps),
-                          file_name="batch-size-lab-steps.csv", mime="text/csv",
-                          key="export_csv", icon=":material/download:")
+    left.download_button(
+        "Download these runs (JSON)",
+        export.runs_json(snaps),
+        file_name="batch-size-lab-runs.json",
+        mime="application/json",
+        key="export_json",
+        icon=":material/download:",
+    )
+    right.download_button(
+        "Download the steps (CSV)",
+        export.runs_csv(snaps),
+        file_name="batch-size-lab-steps.csv",
+        mime="text/csv",
+        key="export_csv",
+        icon=":material/download:",
+    )
     return snaps
 
 
@@ -92,14 +108,21 @@ def submit(cfg: RunConfig, fresh: bool = False, supersede: bool = False) -> None
     a second one runs them again."""
     sched, state = scheduler(), st.session_state
     started, state["live_started"] = state.get("live_started"), None
-    if not fresh and not supersede and started is not None and state.get("live") \
-            and session_runs()[-1:] == [started[0]] and started[1] == cfg.to_params():
-        st.toast("Live mode started this run when you changed the setting; press Run again "
-                 "to run it once more.", icon=":material/bolt:")
+    if (
+        not fresh
+        and not supersede
+        and started is not None
+        and state.get("live")
+        and session_runs()[-1:] == [started[0]]
+        and started[1] == cfg.to_params()
+    ):
+        st.toast(
+            "Live mode started this run when you changed the setting; press Run again to run it once more.",
+            icon=":material/bolt:",
+        )
         return
     try:
-        job_id = sched.submit(cfg, owner(), fresh=fresh, address=client_address(),
-                              supersede=supersede)
+        job_id = sched.submit(cfg, owner(), fresh=fresh, address=client_address(), supersede=supersede)
     except (ConfigError, ActiveRunError, SchedulerLost) as exc:
         st.session_state["submit_error"] = str(exc)
     else:

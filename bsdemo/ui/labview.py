@@ -47,8 +47,6 @@ FAST_POLL_MOST_ACTIVE = 4
 FIRST_POINT_WAIT_S = 0.5
 
 
-
-
 def _quiet() -> bool:
     """Whether the server runs few enough jobs for a fresh run's fast polls."""
     load = scheduler().load()
@@ -61,8 +59,13 @@ def _snapshot_soon(job_id: int):
     now rather than at its next poll (half a second later)."""
     sched = scheduler()
     snap = sched.snapshot(job_id)
-    if (snap is None or snap.done or snap.steps.get("step")
-            or time.time() - snap.submitted_at > FIRST_POINT_WAIT_S or not _quiet()):
+    if (
+        snap is None
+        or snap.done
+        or snap.steps.get("step")
+        or time.time() - snap.submitted_at > FIRST_POINT_WAIT_S
+        or not _quiet()
+    ):
         return snap
     while time.time() < snap.submitted_at + FIRST_POINT_WAIT_S:
         time.sleep(0.02)
@@ -145,18 +148,35 @@ def _chart_controls(shown: list[JobSnapshot]) -> tuple[str, float, bool]:
     else:
         default = "samples" if len({s.effective_batch for s in shown}) > 1 else "steps"
         key = f"x_axis_{default}_by_default"
-    x_axis = st.segmented_control("x-axis", list(charts.X_AXES), key=key, default=default,
-                                  format_func=lambda k: charts.X_AXES[k][1], required=True,
-                                  on_change=_x_axis_chosen, args=(key,)) or default
+    x_axis = (
+        st.segmented_control(
+            "x-axis",
+            list(charts.X_AXES),
+            key=key,
+            default=default,
+            format_func=lambda k: charts.X_AXES[k][1],
+            required=True,
+            on_change=_x_axis_chosen,
+            args=(key,),
+        )
+        or default
+    )
     smooth_col, log_col, table_col = st.columns([2, 1, 1.3], vertical_alignment="bottom")
-    smoothing = smooth_col.slider("Smoothing", 0.0, 0.99, 0.6, 0.01, key="smoothing",
-                                  help="An exponential moving average over the per-step curves, "
-                                       "as TensorBoard draws it (0 = none); the raw curve stays "
-                                       "faint behind it.")
-    log = log_col.toggle("Log x", key="log_x", help="A logarithmic x-axis: long and short runs "
-                                                     "side by side.")
-    table_col.toggle("Data tables", key="show_tables",
-                     help="Every chart's data as a table (screen-reader friendly).")
+    smoothing = smooth_col.slider(
+        "Smoothing",
+        0.0,
+        0.99,
+        0.6,
+        0.01,
+        key="smoothing",
+        help="An exponential moving average over the per-step curves, "
+        "as TensorBoard draws it (0 = none); the raw curve stays "
+        "faint behind it.",
+    )
+    log = log_col.toggle("Log x", key="log_x", help="A logarithmic x-axis: long and short runs side by side.")
+    table_col.toggle(
+        "Data tables", key="show_tables", help="Every chart's data as a table (screen-reader friendly)."
+    )
     return x_axis, smoothing, log
 
 
@@ -173,13 +193,17 @@ def _charts(shown: list[JobSnapshot]) -> None:
     x_axis, smoothing, log = _chart_controls(shown)
 
     def build() -> tuple:
-        return (framed(charts.loss_chart(shown, x_axis, smoothing, log)),
-                framed(charts.throughput_chart(shown, x_axis, smoothing, log)),
-                recipes.lab_verdict(shown), framed(charts.memory_chart(shown, x_axis, log)))
+        return (
+            framed(charts.loss_chart(shown, x_axis, smoothing, log)),
+            framed(charts.throughput_chart(shown, x_axis, smoothing, log)),
+            recipes.lab_verdict(shown),
+            framed(charts.memory_chart(shown, x_axis, log)),
+        )
 
     # made once for every session drawing the same runs the same way (a room on one run)
     loss, throughput, verdict, memory = shared_figures(
-        ("lab", runs_key(shown), x_axis, smoothing, log, presenting()), build)
+        ("lab", runs_key(shown), x_axis, smoothing, log, presenting()), build
+    )
     # a 2-D dataset: what each run learned, beside its loss curve (redrawn with each snapshot)
     regions = any(latest_regions(snap) for snap in shown)
     with top:
@@ -202,11 +226,9 @@ def _charts(shown: list[JobSnapshot]) -> None:
         if regions:
             show_chart(memory, "memory_chart", is_framed=True)
         elif charts.has_utilization(shown):
-            show_chart(charts.utilization_chart(shown, x_axis, smoothing, log),
-                       "utilization_chart")
+            show_chart(charts.utilization_chart(shown, x_axis, smoothing, log), "utilization_chart")
         else:
-            st.caption("GPU utilisation appears here when the run is on an NVIDIA GPU "
-                       "(read from NVML).")
+            st.caption("GPU utilisation appears here when the run is on an NVIDIA GPU (read from NVML).")
     if regions and charts.has_utilization(shown):
         show_chart(charts.utilization_chart(shown, x_axis, smoothing, log), "utilization_chart")
     gans = [snap for snap in shown if is_gan(snap)]
@@ -216,12 +238,14 @@ def _charts(shown: list[JobSnapshot]) -> None:
             show_chart(samples_chart(gans[-1]), "gan_samples")
         with right:
             show_chart(frechet_chart(gans, x_axis), "gan_frechet")
-        st.caption("A GAN has two players. The loss chart shows the discriminator's loss "
-                   "(evaluated: on the training or test images against as many generated ones) "
-                   "and, dotted, the generator's, −log D(G(z)); the accuracy is the "
-                   "discriminator's share of right calls, so 50 % means the generator fools it "
-                   "half the time. Both update together in every step. The Fréchet distance "
-                   "says how far the generated images are from real ones — lower is better.")
+        st.caption(
+            "A GAN has two players. The loss chart shows the discriminator's loss "
+            "(evaluated: on the training or test images against as many generated ones) "
+            "and, dotted, the generator's, −log D(G(z)); the accuracy is the "
+            "discriminator's share of right calls, so 50 % means the generator fools it "
+            "half the time. Both update together in every step. The Fréchet distance "
+            "says how far the generated images are from real ones — lower is better."
+        )
 
 
 def _status(snap: JobSnapshot) -> None:
@@ -230,18 +254,22 @@ def _status(snap: JobSnapshot) -> None:
     elif snap.status == "running" and snap.start is None:
         st.info(f"Run {snap.run_number} is starting (loading data, building the model)…")
     elif snap.status == "running":
-        shared = " Another run shares the device, so its speed is shared too." \
-            if snap.shared_device else ""
+        shared = " Another run shares the device, so its speed is shared too." if snap.shared_device else ""
         turns = " " + turns_note(snap.turns_with) if snap.turns_with else ""
-        st.info(f"Run {snap.run_number} is training on {snap.start['device'].get('name')}."
-                f"{shared}{turns}")
+        st.info(f"Run {snap.run_number} is training on {snap.start['device'].get('name')}.{shared}{turns}")
     elif snap.status == "completed" and snap.stored_at is not None:
         device, when = measured_on(snap)
-        st.success(f"Stored result, measured on {plain(device)} at {when}: {snap.end['message']}",
-                   icon=":material/history:")
-        st.button("Run it fresh", key="fresh", on_click=submit,
-                  args=(RunConfig(**snap.config), True),
-                  help="The same settings, measured again now.")
+        st.success(
+            f"Stored result, measured on {plain(device)} at {when}: {snap.end['message']}",
+            icon=":material/history:",
+        )
+        st.button(
+            "Run it fresh",
+            key="fresh",
+            on_click=submit,
+            args=(RunConfig(**snap.config), True),
+            help="The same settings, measured again now.",
+        )
     elif snap.status == "completed":  # the engine's own words and numbers
         st.success(snap.end["message"])
     elif snap.status == "cancelled":
@@ -251,8 +279,10 @@ def _status(snap: JobSnapshot) -> None:
     for notice in (snap.start or {}).get("notices", []) + ([snap.notice] if snap.notice else []):
         st.caption(plain(notice))
     if snap.owner != owner():
-        st.caption("Read-only: another browser started this run. A link shares a run's settings "
-                   "and lets you watch it; Stop stays with the browser that pressed Run.")
+        st.caption(
+            "Read-only: another browser started this run. A link shares a run's settings "
+            "and lets you watch it; Stop stays with the browser that pressed Run."
+        )
 
 
 def _tiles(snap: JobSnapshot) -> None:
@@ -270,13 +300,14 @@ def _tiles(snap: JobSnapshot) -> None:
     if is_gan(snap):
         distances = [d for d in evals.get("frechet_distance", []) if d is not None]
         reference = snap.summary.get("frechet_reference")
-        cols[2]("Fréchet distance", f"{sig(distances[-1])}" if distances else "–",
-                       help="Generated against real test images, lower is better"
-                            + (f"; real training images score {sig(reference, 2)}." if reference
-                               else "."))
+        cols[2](
+            "Fréchet distance",
+            f"{sig(distances[-1])}" if distances else "–",
+            help="Generated against real test images, lower is better"
+            + (f"; real training images score {sig(reference, 2)}." if reference else "."),
+        )
     else:
-        cols[2]("Test accuracy", f"{percent(evals['test_accuracy'][-1])}"
-                       if evals["test_accuracy"] else "–")
+        cols[2]("Test accuracy", f"{percent(evals['test_accuracy'][-1])}" if evals["test_accuracy"] else "–")
     # live: the median of the steps so far; once ended, the run's own summary (full batches);
     # by the training thread's CPU time where the run has it (what the device did), else the
     # wall clock's median step
@@ -285,34 +316,54 @@ def _tiles(snap: JobSnapshot) -> None:
     final = stable_rate(snap.summary)
     rate = final if final is not None else statistics.median(cpu or rates) if rates else None
     by_cpu = bool(snap.summary.get("cpu_samples_per_sec")) if snap.summary else bool(cpu)
-    wall = (latest["samples_seen"] / latest["wall_time_s"]
-            if latest.get("wall_time_s") else None)  # what the run got over its wall clock
+    wall = (
+        latest["samples_seen"] / latest["wall_time_s"] if latest.get("wall_time_s") else None
+    )  # what the run got over its wall clock
     # short labels: five tiles fit 1280 px, in presentation mode too; the help says the rest
-    cols[3]("Samples/s", f"{fixed(rate, 0)}" if rate is not None else "–",
-                   help="Samples per second of the median step (the first few are warm-up and "
-                        "left out)" + (", by the training thread's CPU time, which other programs "
-                                       "on the machine cannot lengthen" if by_cpu else "") + "."
-                        + (f" Over its wall clock the run got {fixed(wall, 0)} samples/s."
-                           if wall else ""))
+    cols[3](
+        "Samples/s",
+        f"{fixed(rate, 0)}" if rate is not None else "–",
+        help="Samples per second of the median step (the first few are warm-up and "
+        "left out)"
+        + (
+            ", by the training thread's CPU time, which other programs on the machine cannot lengthen"
+            if by_cpu
+            else ""
+        )
+        + "."
+        + (f" Over its wall clock the run got {fixed(wall, 0)} samples/s." if wall else ""),
+    )
     rss = snap.summary.get("process_rss_bytes")
     data = (snap.start or {}).get("dataset_bytes") or 0
     # an accounted peak counts the step's tensors, not the data set resident beside them: said
     # beside the number, with the data set's size
-    outside = f"+ data set {fixed(data / MIB, 2)} MiB, not in it" if source == "accounted" and data \
-        else None
-    cols[4]("Memory, " + (source or "measured"),
-                   f"{fixed(max(peaks) / MIB, 2)} MiB" if peaks else "–",
-                   delta=outside if peaks else None, delta_color="off", delta_arrow="off",
-                   help=("Accounted: the tensors one step needs, counted exactly (parameters, "
-                         "gradients, optimizer state, saved activations) — a lower bound on what "
-                         "the process holds. The training and test sets stay in memory for the "
-                         "whole run beside them"
-                         + (f" ({fixed(data / MIB, 2)} MiB), not counted here." if data else ".")
-                         + (f" The worker process held {fixed(rss / MIB, 0)} MiB at the end (resident "
-                            "size: interpreter, libraries and the allocator's slack too)."
-                            if rss else "")) if source == "accounted" else None)
+    outside = f"+ data set {fixed(data / MIB, 2)} MiB, not in it" if source == "accounted" and data else None
+    cols[4](
+        "Memory, " + (source or "measured"),
+        f"{fixed(max(peaks) / MIB, 2)} MiB" if peaks else "–",
+        delta=outside if peaks else None,
+        delta_color="off",
+        delta_arrow="off",
+        help=(
+            "Accounted: the tensors one step needs, counted exactly (parameters, "
+            "gradients, optimizer state, saved activations) — a lower bound on what "
+            "the process holds. The training and test sets stay in memory for the "
+            "whole run beside them"
+            + (f" ({fixed(data / MIB, 2)} MiB), not counted here." if data else ".")
+            + (
+                f" The worker process held {fixed(rss / MIB, 0)} MiB at the end (resident "
+                "size: interpreter, libraries and the allocator's slack too)."
+                if rss
+                else ""
+            )
+        )
+        if source == "accounted"
+        else None,
+    )
     if rate and wall and rate > 1.3 * wall:
-        st.caption(f"Over its wall clock this run got {fixed(wall, 0)} samples/s, "
-                   f"{percent(1 - wall / rate, 0)} less than the median step: steps vary — the first "
-                   "ones, an epoch's partial last batch, and pauses while other processes had "
-                   "the CPU all count in the wall clock, not in the median.")
+        st.caption(
+            f"Over its wall clock this run got {fixed(wall, 0)} samples/s, "
+            f"{percent(1 - wall / rate, 0)} less than the median step: steps vary — the first "
+            "ones, an epoch's partial last batch, and pauses while other processes had "
+            "the CPU all count in the wall clock, not in the median."
+        )

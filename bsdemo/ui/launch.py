@@ -16,8 +16,7 @@ SERVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "serve.py")  # 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0].startswith("-"):
-        print("usage: python -m bsdemo.ui.launch app.py [streamlit run's options]",
-              file=sys.stderr)
+        print("usage: python -m bsdemo.ui.launch app.py [streamlit run's options]", file=sys.stderr)
         raise SystemExit(2)
     process_scheduler()
     from streamlit.web import cli

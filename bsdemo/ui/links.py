@@ -48,8 +48,9 @@ def areas():
     return second, first
 
 
-def scenario_row(row_key: str, prefix: str, named: Mapping[str, str],
-                 use: Callable[[str], None], label: str = "Scenarios:") -> None:
+def scenario_row(
+    row_key: str, prefix: str, named: Mapping[str, str], use: Callable[[str], None], label: str = "Scenarios:"
+) -> None:
     """A row of scenario buttons (name -> query string), keyed `{prefix}_0`, `{prefix}_1`, …,
     each calling use(query) on click; presentation mode can hide the row by `row_key`."""
     if not named:
@@ -58,8 +59,13 @@ def scenario_row(row_key: str, prefix: str, named: Mapping[str, str],
     row = st.container(key=row_key, horizontal=True, vertical_alignment="center")
     row.markdown(f"**{label}**", width="content")
     for i, (name, query) in enumerate(named.items()):
-        row.button(name, key=f"{prefix}_{i}", on_click=use, args=(query,),
-                   help="Sets every control: " + (query.replace("&", ", ") or "defaults"))
+        row.button(
+            name,
+            key=f"{prefix}_{i}",
+            on_click=use,
+            args=(query,),
+            help="Sets every control: " + (query.replace("&", ", ") or "defaults"),
+        )
 
 
 X_AXIS_PARAM = LAB_VIEW_PARAMS[0]  # the Lab's chart x-axis, in its link once one is chosen
@@ -91,33 +97,45 @@ class PageLink:
             self._read_view()
 
     # ----- widgets -----
-    def number(self, where, label: str, low: int, high: int, default: int, key: str,
-               param: str | None = None, **kw) -> int:
-        return self.control(where, Control(param or _param(key), key, label, "int", low, high,
-                                           default=default), **kw)
+    def number(
+        self, where, label: str, low: int, high: int, default: int, key: str, param: str | None = None, **kw
+    ) -> int:
+        return self.control(
+            where, Control(param or _param(key), key, label, "int", low, high, default=default), **kw
+        )
 
-    def choice(self, where, label: str, options: Sequence[Any], default: Any, key: str,
-               param: str | None = None, widget: str = "selectbox", **kw) -> Any:
-        return self.control(where, Control(param or _param(key), key, label, "choice",
-                                           options=tuple(options), default=default),
-                            widget=widget, **kw)
+    def choice(
+        self,
+        where,
+        label: str,
+        options: Sequence[Any],
+        default: Any,
+        key: str,
+        param: str | None = None,
+        widget: str = "selectbox",
+        **kw,
+    ) -> Any:
+        return self.control(
+            where,
+            Control(param or _param(key), key, label, "choice", options=tuple(options), default=default),
+            widget=widget,
+            **kw,
+        )
 
-    def toggle(self, where, label: str, default: bool, key: str, param: str | None = None,
-               **kw) -> bool:
-        return self.control(where, Control(param or _param(key), key, label, "bool",
-                                           default=default), **kw)
+    def toggle(self, where, label: str, default: bool, key: str, param: str | None = None, **kw) -> bool:
+        return self.control(where, Control(param or _param(key), key, label, "bool", default=default), **kw)
 
     def control(self, where, control: Control, widget: str | None = None, **kw) -> Any:
         """The widget of a control declared elsewhere (bsdemo.lessonlinks), filled from the
         link on the page's first run; `widget` picks selectbox or select_slider for a choice."""
         self._take(control)
         if control.kind == "int":
-            return where.number_input(control.label, control.low, control.high, key=control.key,
-                                      **kw)
+            return where.number_input(control.label, control.low, control.high, key=control.key, **kw)
         if control.kind == "bool":
             return where.toggle(control.label, key=control.key, **kw)
-        return getattr(where, widget or "selectbox")(control.label, list(control.options),
-                                                     key=control.key, **kw)
+        return getattr(where, widget or "selectbox")(
+            control.label, list(control.options), key=control.key, **kw
+        )
 
     def _take(self, control: Control) -> None:
         self.controls.append(control)
@@ -142,8 +160,7 @@ class PageLink:
         every linked control of the page, those it does not name to the page's default.
         Drawn after the controls (a click during the page's first run must find them)."""
         with self._strip if self._strip is not None else st.container():
-            scenario_row(f"{self.slug}_scenarios", f"{self.slug}_scenario", named, self._use,
-                         label)
+            scenario_row(f"{self.slug}_scenarios", f"{self.slug}_scenario", named, self._use, label)
             if self._scenario_error in st.session_state:
                 st.error(plain(st.session_state.pop(self._scenario_error)))
 
@@ -160,8 +177,7 @@ class PageLink:
             return areas()
         # keyed by page: the browser then draws each page's expander afresh (unkeyed, one
         # page's open expander could carry over to the next page's, drawn in the same place)
-        controls = st.expander(settings, expanded=False, icon=":material/tune:",
-                               key=f"settings_{self.slug}")
+        controls = st.expander(settings, expanded=False, icon=":material/tune:", key=f"settings_{self.slug}")
         results = st.container(key="lesson_results")  # keyed: a phone's order (BASE_CSS)
         self._strip = st.container()
         return controls, results
@@ -177,8 +193,9 @@ class PageLink:
         controls = {c.param: c for c in st.session_state.get(f"link_controls_{self.slug}", [])}
         unknown = [p for p in params if p not in controls]
         if unknown:
-            st.session_state[self._scenario_error] = str(ConfigError(
-                "scenario parameter", clip(unknown[0]), ", ".join(controls)))
+            st.session_state[self._scenario_error] = str(
+                ConfigError("scenario parameter", clip(unknown[0]), ", ".join(controls))
+            )
             return
         try:
             values = {controls[p].key: controls[p].parse(raw) for p, raw in params.items()}
@@ -197,8 +214,7 @@ class PageLink:
             except ConfigError as exc:
                 self._errors.append(str(exc))
         # a page with nothing to hide (Home, the quiz) leaves `hide` to the page the link is for
-        self._hide_raw = (self._params.pop("hide", None) if self.owns_url or self.controls
-                          else None)
+        self._hide_raw = self._params.pop("hide", None) if self.owns_url or self.controls else None
 
     # ----- the end of the page -----
     def finish(self) -> None:
@@ -214,12 +230,17 @@ class PageLink:
                 self._errors.append(str(exc))
             self._hide_raw = None
         for name in list(self._params)[:1] if self.owns_url else []:  # no control takes it
-            self._errors.append(str(ConfigError(
-                "parameter", clip(str(name)), ", ".join([*by_param, *links.VIEW_PARAMS]))))
+            self._errors.append(
+                str(ConfigError("parameter", clip(str(name)), ", ".join([*by_param, *links.VIEW_PARAMS])))
+            )
         self._params = {}
         if self._errors:
-            self._notice.error(plain(f"This link's settings could not all be used — "
-                                     f"{self._errors[0]}. The page's own value is shown there."))
+            self._notice.error(
+                plain(
+                    f"This link's settings could not all be used — "
+                    f"{self._errors[0]}. The page's own value is shown there."
+                )
+            )
         self._presenter(by_param)
         hidden = [p for p in st.session_state.get(self._hide_key, []) if p in by_param]
         view = View(presenting(), tuple(hidden))
@@ -234,31 +255,46 @@ class PageLink:
             wanted |= links.write([], {}, view)
             if current != wanted:
                 st.query_params.from_dict(wanted)
-        css = "".join(f".st-key-{key} {{ display: none; }}\n" for p in hidden
-                      for key in (by_param[p].key, *by_param[p].hides))
+        css = "".join(
+            f".st-key-{key} {{ display: none; }}\n"
+            for p in hidden
+            for key in (by_param[p].key, *by_param[p].hides)
+        )
         if presenting() or css:  # BASE_CSS: every page's (app.py)
             st.html(f"<style>{PRESENT_CSS if presenting() else ''}{css}</style>")
 
     def _presenter(self, by_param: dict[str, Control]) -> None:
         with st.sidebar:
-            st.toggle("Presentation mode", key=PRESENT_KEY,
-                      help="Large type and projector charts for a lecture; the link below opens "
-                           "this page the same way.")
+            st.toggle(
+                "Presentation mode",
+                key=PRESENT_KEY,
+                help="Large type and projector charts for a lecture; the link below opens "
+                "this page the same way.",
+            )
             if presenting():
-                st.multiselect("Hide these controls", list(by_param), key=self._hide_key,
-                               format_func=lambda p: by_param[p].label,
-                               help="Hidden controls keep their values; the link keeps them "
-                                    "hidden.")
+                st.multiselect(
+                    "Hide these controls",
+                    list(by_param),
+                    key=self._hide_key,
+                    format_func=lambda p: by_param[p].label,
+                    help="Hidden controls keep their values; the link keeps them hidden.",
+                )
             url = getattr(st.context, "url", None)
             if url:  # in either mode: a student shares settings as an instructor shares a view
-                view = View(presenting(), tuple(st.session_state.get(self._hide_key, []))
-                            if presenting() else ())
-                own = ({k: v for k, v in st.query_params.to_dict().items()
-                        if k not in links.VIEW_PARAMS} if not self.owns_url else
-                       links.write(self.controls, st.session_state, View()))
+                view = View(
+                    presenting(), tuple(st.session_state.get(self._hide_key, [])) if presenting() else ()
+                )
+                own = (
+                    {k: v for k, v in st.query_params.to_dict().items() if k not in links.VIEW_PARAMS}
+                    if not self.owns_url
+                    else links.write(self.controls, st.session_state, View())
+                )
                 query = urlencode(own | links.write([], {}, view), safe=",")
-                st.caption("This view's link (copy it with the icon):" if presenting() else
-                           "A link to this page with these settings (copy it with the icon):")
+                st.caption(
+                    "This view's link (copy it with the icon):"
+                    if presenting()
+                    else "A link to this page with these settings (copy it with the icon):"
+                )
                 st.code(f"{url.split('?')[0]}?{query}", language=None, wrap_lines=True)
 
 
@@ -267,5 +303,16 @@ def _param(key: str) -> str:
     return key.split("_", 1)[1] if "_" in key else key
 
 
-__all__ = ["BASE_CSS", "PRESENT_CSS", "PRESENT_KEY", "SKIP_LINK", "X_AXIS_PARAM", "PageLink", "areas",
-           "page_base", "presenting", "scenario_row", "view_params"]
+__all__ = [
+    "BASE_CSS",
+    "PRESENT_CSS",
+    "PRESENT_KEY",
+    "SKIP_LINK",
+    "X_AXIS_PARAM",
+    "PageLink",
+    "areas",
+    "page_base",
+    "presenting",
+    "scenario_row",
+    "view_params",
+]

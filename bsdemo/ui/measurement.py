@@ -29,8 +29,7 @@ from bsdemo.ui.waiting import waiting_message
 from bsdemo.ui.widgets import OPTIMIZER_LABELS, REFRESH_S, measured_on, polled, stored_time
 from bsdemo.units import GIB, MIB, fixed, format_bytes, powers_of_two
 
-CPU_BUDGETS = [m * MIB for m in (0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128,
-                                  256, 512, 1024)]
+CPU_BUDGETS = [m * MIB for m in (0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 512, 1024)]
 GPU_BUDGETS = [g * GIB for g in (0.25, 0.5, 1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 128)]
 
 
@@ -53,14 +52,16 @@ def workload(prefix: str, link: PageLink) -> RunConfig:
     preset, size, optimizer = workload_controls(prefix)
     left, middle, right = st.columns([3, 1, 2])
     name = link.control(left, preset, format_func=lambda n: PRESETS[n].label)
-    chosen = link.control(middle, size,
-                          help="S/M/L/XL set the width and depth: XL fills a large GPU.")
+    chosen = link.control(middle, size, help="S/M/L/XL set the width and depth: XL fills a large GPU.")
     # the preset's own optimizer (or the page's, for its default preset), unless the link or
     # the reader set one
     own = lessonlinks.default_optimizer(prefix, name)
-    picked = link.control(right, dataclasses.replace(optimizer, default=own),
-                          format_func=OPTIMIZER_LABELS.get,
-                          help="Adam keeps two extra copies of the parameters as state.")
+    picked = link.control(
+        right,
+        dataclasses.replace(optimizer, default=own),
+        format_func=OPTIMIZER_LABELS.get,
+        help="Adam keeps two extra copies of the parameters as state.",
+    )
     return lessonlinks.workload(name, chosen, picked)
 
 
@@ -71,27 +72,35 @@ def budget_options() -> list[int]:
     return [b for b in options if not total or b <= total] or options[:1]
 
 
-def budget_widget(prefix: str, link: PageLink, default: int | None = None,
-                  allow_none: bool = True) -> int | None:
+def budget_widget(
+    prefix: str, link: PageLink, default: int | None = None, allow_none: bool = True
+) -> int | None:
     sizes = budget_options()
     if default is not None and default not in sizes:
         sizes = sorted([*sizes, default])  # a page's own default is offered exactly as it is
     options = ([None] if allow_none else []) + sizes
     cpu = (scheduler().device_info or {}).get("type", "cpu") == "cpu"
     return link.choice(
-        st, "Memory budget (“pretend this device has …”)", options,
-        default if default is not None else options[0], key=f"{prefix}_budget",
-        widget="select_slider", format_func=lambda b: "the device's own" if b is None else format_bytes(b),
-        help=("On the CPU there is no allocator limit: the budget is enforced on accounted "
-              "memory and an out-of-memory is labelled simulated." if cpu else
-              "Caps the CUDA allocator for the run: past it the OOM is the allocator's own."))
+        st,
+        "Memory budget (“pretend this device has …”)",
+        options,
+        default if default is not None else options[0],
+        key=f"{prefix}_budget",
+        widget="select_slider",
+        format_func=lambda b: "the device's own" if b is None else format_bytes(b),
+        help=(
+            "On the CPU there is no allocator limit: the budget is enforced on accounted "
+            "memory and an out-of-memory is labelled simulated."
+            if cpu
+            else "Caps the CUDA allocator for the run: past it the OOM is the allocator's own."
+        ),
+    )
 
 
 def submit(prefix: str, kind: str, cfg: RunConfig, options: dict) -> None:
     """on_click callback: queue the job and remember it for this page."""
     try:
-        job = scheduler().submit(cfg, owner(), kind=kind, options=options,
-                                 address=client_address())
+        job = scheduler().submit(cfg, owner(), kind=kind, options=options, address=client_address())
     except (ConfigError, ActiveRunError, SchedulerLost) as exc:
         st.session_state[f"{prefix}_error"] = str(exc)
     else:
@@ -111,16 +120,26 @@ def trace_file(point: dict) -> bytes:
     return gzip.decompress(base64.b64decode(point["trace_gz_b64"]))
 
 
-def run_button(prefix: str, label: str, kind: str, cfg: RunConfig, options: dict,
-               key: str | None = None) -> None:
+def run_button(
+    prefix: str, label: str, kind: str, cfg: RunConfig, options: dict, key: str | None = None
+) -> None:
     sched = scheduler()
     active = sched.active_job(owner())
     waiting = sched.waiting_job(owner(), kind) if active is not None else None
-    st.button(label, type="primary", key=key or f"{prefix}_run",
-              disabled=not sched.can_submit(owner(), kind), on_click=submit,
-              args=(prefix, kind, cfg, options), icon=":material/play_arrow:",
-              help=f"Replaces your run {waiting}, which has not started yet." if waiting else
-              "Queued behind your other run." if active else None)
+    st.button(
+        label,
+        type="primary",
+        key=key or f"{prefix}_run",
+        disabled=not sched.can_submit(owner(), kind),
+        on_click=submit,
+        args=(prefix, kind, cfg, options),
+        icon=":material/play_arrow:",
+        help=f"Replaces your run {waiting}, which has not started yet."
+        if waiting
+        else "Queued behind your other run."
+        if active
+        else None,
+    )
     if st.session_state.get(f"{prefix}_error"):
         st.warning(plain(st.session_state.pop(f"{prefix}_error")))
 
@@ -139,16 +158,23 @@ def job_view(prefix: str, draw: Callable[[JobSnapshot], None]) -> None:
             st.warning("That measurement is no longer held by the server; run it again.")
             return False
         if snap.status == "queued":
-            st.info(waiting_message(snap, "Measurement") + (
-                " Measurements run alone on the device, so they wait for other runs to finish."
-                if KINDS[snap.kind].exclusive else ""), icon=":material/hourglass_top:")
+            st.info(
+                waiting_message(snap, "Measurement")
+                + (
+                    " Measurements run alone on the device, so they wait for other runs to finish."
+                    if KINDS[snap.kind].exclusive
+                    else ""
+                ),
+                icon=":material/hourglass_top:",
+            )
         elif snap.status == "running":
             planned = planned_points(snap.kind, snap.options)
             alone = KINDS[snap.kind].exclusive
-            st.info(f"{'Measuring alone on the device' if alone else 'Running'}… "
-                    f"{sum(p['kind'] not in PROGRESS_KINDS for p in snap.points)} "
-                    f"{'point' if alone else 'result'}(s) so far"
-                    + (f" of {planned}" if planned else "") + ".")
+            st.info(
+                f"{'Measuring alone on the device' if alone else 'Running'}… "
+                f"{sum(p['kind'] not in PROGRESS_KINDS for p in snap.points)} "
+                f"{'point' if alone else 'result'}(s) so far" + (f" of {planned}" if planned else "") + "."
+            )
         elif snap.status in ("failed", "oom"):
             st.error(plain(snap.end["message"]))
         elif snap.status == "cancelled":
@@ -165,8 +191,9 @@ def group_progress(snap: JobSnapshot, kind: str) -> None:
     measured (the `kind` progress records of a ddp or pipeline check)."""
     shown = [p for p in snap.points if p.get("kind") == kind]
     if shown and snap.result is None:
-        st.metric("One process, a step (measured)",
-                  f"{fixed(shown[-1]['single_process_step_s'] * 1e3, 1)} ms")
+        st.metric(
+            "One process, a step (measured)", f"{fixed(shown[-1]['single_process_step_s'] * 1e3, 1)} ms"
+        )
         st.caption(shown[-1]["message"])
 
 
@@ -182,17 +209,22 @@ def stored_note(prefix: str, snaps: list[tuple[str, JobSnapshot]]) -> None:
     names = "all" if len(stored) == len(snaps) else ", ".join(label for label, _ in stored)
     left, right = st.columns([5, 1], vertical_alignment="center")
     # plain text for the names and the device; the times stay readable (not code)
-    left.info(f"Stored results ({plain(names)}): measured earlier on {plain(device)}, {when}, "
-              "and served at once from the run store.", icon=":material/history:")
-    right.button("Train fresh", key=f"{prefix}_fresh", on_click=submit_group,
-                 args=(prefix, [RunConfig(**s.config) for _, s in snaps],
-                       [label for label, _ in snaps], True),
-                 disabled=not scheduler().can_submit(owner()),
-                 help="The same runs, all trained again now.")
+    left.info(
+        f"Stored results ({plain(names)}): measured earlier on {plain(device)}, {when}, "
+        "and served at once from the run store.",
+        icon=":material/history:",
+    )
+    right.button(
+        "Train fresh",
+        key=f"{prefix}_fresh",
+        on_click=submit_group,
+        args=(prefix, [RunConfig(**s.config) for _, s in snaps], [label for label, _ in snaps], True),
+        disabled=not scheduler().can_submit(owner()),
+        help="The same runs, all trained again now.",
+    )
 
 
-def submit_group(prefix: str, cfgs: list[RunConfig], labels: list[str],
-                 fresh: bool = False) -> None:
+def submit_group(prefix: str, cfgs: list[RunConfig], labels: list[str], fresh: bool = False) -> None:
     """on_click callback: queue a comparison (several training runs) for this page; runs the
     run store holds for this device are served from it unless `fresh`."""
     try:
@@ -203,11 +235,18 @@ def submit_group(prefix: str, cfgs: list[RunConfig], labels: list[str],
         shown()[f"{prefix}_group"] = list(zip(labels, ids, strict=True))
 
 
-def group_button(prefix: str, label: str, cfgs: list[RunConfig], labels: list[str],
-                 key: str | None = None) -> None:
-    st.button(label, type="primary", key=key or f"{prefix}_run",
-              disabled=not scheduler().can_submit(owner()), on_click=submit_group,
-              args=(prefix, cfgs, labels), icon=":material/play_arrow:")
+def group_button(
+    prefix: str, label: str, cfgs: list[RunConfig], labels: list[str], key: str | None = None
+) -> None:
+    st.button(
+        label,
+        type="primary",
+        key=key or f"{prefix}_run",
+        disabled=not scheduler().can_submit(owner()),
+        on_click=submit_group,
+        args=(prefix, cfgs, labels),
+        icon=":material/play_arrow:",
+    )
     if st.session_state.get(f"{prefix}_error"):
         st.warning(plain(st.session_state.pop(f"{prefix}_error")))
 
@@ -228,10 +267,11 @@ def group_view(prefix: str, draw: Callable[[list[tuple[str, JobSnapshot]]], None
         if done < len(snaps):
             running = [label for label, s in snaps if s.status == "running"]
             shared = any(s.shared_device for _, s in snaps)
-            st.info(f"{done} of {len(snaps)} runs done" + (f"; training: {', '.join(running)}"
-                                                           if running else "")
-                    + (". Runs share the device: their samples/s are measured under sharing."
-                       if shared else "."))
+            st.info(
+                f"{done} of {len(snaps)} runs done"
+                + (f"; training: {', '.join(running)}" if running else "")
+                + (". Runs share the device: their samples/s are measured under sharing." if shared else ".")
+            )
         draw(snaps)
         return done == len(snaps)
 

@@ -27,8 +27,10 @@ def device_badge() -> None:
         size = f" · {memory / GIB:.0f} GiB" if memory else ""
         if info["type"] == "cpu":
             st.badge(f"CPU{size}", icon=":material/memory:", color="blue")
-            st.caption(f"{info.get('name', 'CPU')} · {info.get('cores')} cores · torch "
-                       f"{info.get('torch')}. No GPU: runs train on the CPU, memory is accounted.")
+            st.caption(
+                f"{info.get('name', 'CPU')} · {info.get('cores')} cores · torch "
+                f"{info.get('torch')}. No GPU: runs train on the CPU, memory is accounted."
+            )
         else:
             st.badge(f"GPU{size}", icon=":material/bolt:", color="green")
             st.caption(f"{info.get('name')} · torch {info.get('torch')}")
@@ -39,10 +41,14 @@ def device_badge() -> None:
         load = scheduler().load()
         memory = ""
         if load["usable_memory_bytes"]:
-            memory = (f" · memory held by runs {format_bytes(load['held_memory_bytes'])} of "
-                      f"{format_bytes(load['usable_memory_bytes'])} (their predicted peaks)")
-        st.caption(f"Server now: {load['running']} running, {load['queued']} waiting, "
-                   f"{load['workers']} worker(s){memory}.")
+            memory = (
+                f" · memory held by runs {format_bytes(load['held_memory_bytes'])} of "
+                f"{format_bytes(load['usable_memory_bytes'])} (their predicted peaks)"
+            )
+        st.caption(
+            f"Server now: {load['running']} running, {load['queued']} waiting, "
+            f"{load['workers']} worker(s){memory}."
+        )
         for message in [*SERVER_NOTICES, scheduler().store_notice]:
             if message:
                 st.warning(plain(message))

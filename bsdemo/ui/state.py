@@ -61,10 +61,13 @@ def remember_browser() -> None:
     if secret is None:
         return
     with st.sidebar:
-        st.html(f"""<script>
+        st.html(
+            f"""<script>
 document.cookie = "{COOKIE}={secret}; path=/; max-age={COOKIE_DAYS * 86400}; samesite=lax"
   + (location.protocol === "https:" ? "; secure" : "");
-</script>""", unsafe_allow_javascript=True)
+</script>""",
+            unsafe_allow_javascript=True,
+        )
 
 
 @st.cache_resource(show_spinner=False)

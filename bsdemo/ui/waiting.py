@@ -21,9 +21,13 @@ def waiting_message(snap: JobSnapshot, what: str = "Run") -> str:
         text += f" ({snap.wait_reason})"
     if snap.estimated_wait_s is not None:
         if snap.wait_is_bound:
-            text += (f"; it should start within {duration_text(snap.estimated_wait_s)} "
-                     "(predicted; runs ahead with no measured speed yet count at their time cap)")
+            text += (
+                f"; it should start within {duration_text(snap.estimated_wait_s)} "
+                "(predicted; runs ahead with no measured speed yet count at their time cap)"
+            )
         else:
-            text += (f"; it should start in about {duration_text(snap.estimated_wait_s)} "
-                     "(predicted from the runs ahead: their progress and measured speeds)")
+            text += (
+                f"; it should start in about {duration_text(snap.estimated_wait_s)} "
+                "(predicted from the runs ahead: their progress and measured speeds)"
+            )
     return text + "."

@@ -31,8 +31,12 @@ FIGURES_KEPT = 64  # shared figures kept (shared_figures)
 _FIGURES: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
 _FIGURES_LOCK = threading.Lock()
 LR_CHOICES = list(LR_STEPS)
-OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD + momentum 0.9", "adam": "Adam",
-                    "adamw": "AdamW (weight decay 0.01)"}
+OPTIMIZER_LABELS = {
+    "sgd": "SGD",
+    "momentum": "SGD + momentum 0.9",
+    "adam": "Adam",
+    "adamw": "AdamW (weight decay 0.01)",
+}
 
 
 def framed(chart: Chart) -> Chart:
@@ -99,33 +103,40 @@ def takeaway(text: str | None, level: str = "info", key: str = "takeaway") -> No
             st.markdown(more)
 
 
-def show_table(rows: list[dict], key: str, height: int | None = None,
-               hide: tuple[str, ...] = ()) -> None:
+def show_table(rows: list[dict], key: str, height: int | None = None, hide: tuple[str, ...] = ()) -> None:
     """Rows as a table for people (bsdemo.charts.for_people): formatted numbers with units,
     short headers, empty columns left out, and `hide`'s columns (already in the run labels)."""
-    shown, columns = for_people([{k: v for k, v in r.items()
-                                  if k not in hide and not k.startswith("_")} for r in rows])
-    config = {name: st.column_config.NumberColumn(c["label"], format=c["format"]) if c["format"]
-              else st.column_config.Column(c["label"]) for name, c in columns.items()}
-    st.dataframe(shown, hide_index=True, key=key, column_config=config,
-                 **({"height": height} if height else {}))
+    shown, columns = for_people(
+        [{k: v for k, v in r.items() if k not in hide and not k.startswith("_")} for r in rows]
+    )
+    config = {
+        name: st.column_config.NumberColumn(c["label"], format=c["format"])
+        if c["format"]
+        else st.column_config.Column(c["label"])
+        for name, c in columns.items()
+    }
+    st.dataframe(
+        shown, hide_index=True, key=key, column_config=config, **({"height": height} if height else {})
+    )
 
 
-def numbers_table(rows: list[dict], key: str, helps: dict[str, str], formats: dict[str, str],
-                  default: str = "%.4g") -> None:
+def numbers_table(
+    rows: list[dict], key: str, helps: dict[str, str], formats: dict[str, str], default: str = "%.4g"
+) -> None:
     """Rows of numbers as a table: each column's printf format (`formats`, else `default`) and
     its help (`helps`, by column name or the start of one), every column but the first."""
+
     def help_for(name: str) -> str | None:
         return helps.get(name) or next((h for k, h in helps.items() if name.startswith(k)), None)
 
     def column(name: str):  # text where the page wrote the numbers itself (units.signed)
         if all(isinstance(r.get(name), str | None) for r in rows):
             return st.column_config.TextColumn(help=help_for(name))
-        return st.column_config.NumberColumn(format=formats.get(name, default),
-                                             help=help_for(name))
+        return st.column_config.NumberColumn(format=formats.get(name, default), help=help_for(name))
 
-    st.dataframe(rows, hide_index=True, key=key,
-                 column_config={name: column(name) for name in list(rows[0])[1:]})
+    st.dataframe(
+        rows, hide_index=True, key=key, column_config={name: column(name) for name in list(rows[0])[1:]}
+    )
 
 
 def polled(draw: Callable[[], bool], every: float | None) -> None:
@@ -135,6 +146,7 @@ def polled(draw: Callable[[], bool], every: float | None) -> None:
     has moved on (ended, or reached its next state); while polling, the whole page then reruns
     once to draw that state's view.
     """
+
     @st.fragment(run_every=every)
     def poll() -> None:
         try:
@@ -166,15 +178,30 @@ def downloads(page: str, key: str, rows: list[dict], chart: Chart | None = None)
     settings = st.query_params.to_dict()
     prediction = predictions().get(page)
     cols = st.columns([1, 1, 1, 2])
-    cols[0].download_button("Results (CSV)", export.results_csv(rows), f"{page}-results.csv",
-                            "text/csv", key=f"{key}_csv", icon=":material/download:")
-    cols[1].download_button("Results (JSON)", export.results_json(page, settings, rows, prediction),
-                            f"{page}-results.json", "application/json", key=f"{key}_json",
-                            icon=":material/download:")
+    cols[0].download_button(
+        "Results (CSV)",
+        export.results_csv(rows),
+        f"{page}-results.csv",
+        "text/csv",
+        key=f"{key}_csv",
+        icon=":material/download:",
+    )
+    cols[1].download_button(
+        "Results (JSON)",
+        export.results_json(page, settings, rows, prediction),
+        f"{page}-results.json",
+        "application/json",
+        key=f"{key}_json",
+        icon=":material/download:",
+    )
     if chart is not None:
         figure = chart.figure
-        cols[2].download_button("Chart (HTML)", lambda: figure.to_html(include_plotlyjs=True),
-                                f"{page}-chart.html", "text/html", key=f"{key}_html",
-                                icon=":material/download:",
-                                help="Interactive, works offline. For a picture, use the camera "
-                                     "icon above the chart.")
+        cols[2].download_button(
+            "Chart (HTML)",
+            lambda: figure.to_html(include_plotlyjs=True),
+            f"{page}-chart.html",
+            "text/html",
+            key=f"{key}_html",
+            icon=":material/download:",
+            help="Interactive, works offline. For a picture, use the camera icon above the chart.",
+        )

@@ -36,5 +36,6 @@ def run_until(at: AppTest, predicate, timeout: float = 120.0) -> None:
 def closing(at) -> str:
     """What the page says in words after a result: its takeaways (boxes) and the explanations
     folded under them (Markdown), as one text to search."""
-    return "\n\n".join(e.value for kind in (at.info, at.success, at.warning, at.error, at.markdown)
-                       for e in kind)
+    return "\n\n".join(
+        e.value for kind in (at.info, at.success, at.warning, at.error, at.markdown) for e in kind
+    )

@@ -58,8 +58,9 @@ def start(title: str = "Week 3") -> tuple[AppTest, str]:
 
 def texts(at: AppTest) -> str:
     """Everything the page says, with plain()'s Markdown escapes taken out."""
-    return "\n".join(e.value for kind in (at.error, at.success, at.caption, at.markdown, at.warning)
-                     for e in kind).replace("\\", "")
+    return "\n".join(
+        e.value for kind in (at.error, at.success, at.caption, at.markdown, at.warning) for e in kind
+    ).replace("\\", "")
 
 
 def test_a_class_votes_shows_and_asks_again():
@@ -77,7 +78,8 @@ def test_a_class_votes_shows_and_asks_again():
     teacher.switch_page(f"pages/{LESSON}.py").run()
     assert "vote 1: **3** of 3 answered" in texts(teacher)
     assert not teacher.get("plotly_chart") or all(
-        "room" not in (c.proto.id or "") for c in teacher.get("plotly_chart"))
+        "room" not in (c.proto.id or "") for c in teacher.get("plotly_chart")
+    )
     teacher.button(key=f"room_show_{LESSON}").click().run()
     students[0].run()
     assert students[0].radio(key=f"predict_{LESSON}").disabled

@@ -33,8 +33,10 @@ def test_regimes_page_trains_the_three_and_tabulates_them():
     assert shown["xaxis"]["type"] == "log" and shown["xaxis"]["title"]["text"] == "Optimizer steps"
     # the prediction beside what the runs showed, and kept for this tab
     said = unescape(at.warning[0].value)
-    assert said.startswith("You predicted “the full batch does”; your runs show “the SGD run "
-                           "(the smallest batch) does”: SGD (batch 1) made 2,876")
+    assert said.startswith(
+        "You predicted “the full batch does”; your runs show “the SGD run "
+        "(the smallest batch) does”: SGD (batch 1) made 2,876"
+    )
     assert at.session_state["predictions"] == {"regimes": "the full batch does"}
     # under the result, the lesson's finding (its Why folded under it) …
     assert any(BY_SLUG["regimes"].goal in e.label for e in at.expander)
@@ -58,8 +60,7 @@ def test_lr_scaling_page_compares_the_rules_and_draws_the_grid():
     at = open_page("pages/lr_scaling.py")
     at.number_input(key="lr_epochs").set_value(2).run()
     at.button(key="lr_run").click().run()
-    run_until(at, lambda a: group_done(a) and len(a.dataframe) == 1
-              and len(a.dataframe[0].value) == 5)
+    run_until(at, lambda a: group_done(a) and len(a.dataframe) == 1 and len(a.dataframe[0].value) == 5)
     runs = list(at.dataframe[0].value["run"])
     assert runs[2].startswith("linear rule") and "lr 0.08" in runs[2]  # 0.01 × 8
     at.number_input(key="lr_grid_epochs").set_value(1).run()
@@ -67,8 +68,9 @@ def test_lr_scaling_page_compares_the_rules_and_draws_the_grid():
     # while cells train: no verdict, and the page says how many are left
     assert not any("Best lr per batch" in m.value for m in at.markdown)
     assert any("cells still training" in c.value for c in at.caption)
-    run_until(at, lambda a: group_done(a) and any("Best lr per batch" in m.value
-                                                   for m in a.markdown), timeout=180)
+    run_until(
+        at, lambda a: group_done(a) and any("Best lr per batch" in m.value for m in a.markdown), timeout=180
+    )
     spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
     assert spec["data"][0]["type"] == "heatmap" and len(spec["data"][0]["z"]) == 4
 
@@ -99,8 +101,7 @@ def test_norms_page_trains_the_grid_and_says_what_it_showed():
     at = open_page("pages/norms.py", {"batches": "2,8,32", "epochs": "1"})
     at.radio(key="predict_norms").set_value("BatchNorm").run()
     at.button(key="nrm_run").click().run()
-    run_until(at, lambda a: "BatchNorm reached" in closing(a)
-              or bool(a.error), timeout=240)
+    run_until(at, lambda a: "BatchNorm reached" in closing(a) or bool(a.error), timeout=240)
     assert not at.error
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     names = [t["name"] for t in spec["data"]]
@@ -108,8 +109,7 @@ def test_norms_page_trains_the_grid_and_says_what_it_showed():
     table = at.dataframe[0].value  # a row per normalisation (BatchNorm: three), a column a batch
     assert len(table) == 6 and list(table.columns)[1:] == ["batch 2", "batch 8", "batch 32"]
     verdict = closing(at)
-    assert "At batch 2 BatchNorm reached" in verdict and "none of their predictions changed" in (
-        verdict)
+    assert "At batch 2 BatchNorm reached" in verdict and "none of their predictions changed" in (verdict)
     judged = [m.value for m in [*at.success, *at.warning] if "You predicted" in m.value]
     assert len(judged) == 1
 
@@ -118,12 +118,14 @@ def test_noise_page_measures_the_variance_and_both_noise_scales():
     at = open_page("pages/noise.py", {"draws": "8", "batches": "1,8,64,512"})
     at.radio(key="predict_noise").set_value("about 4× smaller").run()
     at.button(key="noi_run").click().run()
-    run_until(at, lambda a: "The gradient's variance fell" in closing(a)
-              or bool(a.error), timeout=180)
+    run_until(at, lambda a: "The gradient's variance fell" in closing(a) or bool(a.error), timeout=180)
     assert not at.error
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
-    assert titles == ["Gradient variance against batch size", "How well a mini-batch points the way",
-                      "SGD paths on the whole loss surface"]  # the last drawn on every visit
+    assert titles == [
+        "Gradient variance against batch size",
+        "How well a mini-batch points the way",
+        "SGD paths on the whole loss surface",
+    ]  # the last drawn on every visit
     tiles = {m.label: m.value for m in at.metric}
     assert read_number(tiles["Variance slope (log-log)"]) < -0.5
     assert float(tiles["B_simple, direct"]) > 1
@@ -135,39 +137,47 @@ def test_sharpness_page_trains_both_to_the_target_and_measures_each_minimum():
     at = open_page("pages/sharpness.py", {"target": "0.05", "noise": "1"})
     at.radio(key="predict_sharpness").set_value("the large batch's").run()
     at.button(key="shp_run").click().run()
-    run_until(at, lambda a: "trained to a training loss of" in closing(a)
-              or bool(a.error), timeout=240)
+    run_until(at, lambda a: "trained to a training loss of" in closing(a) or bool(a.error), timeout=240)
     assert not at.error
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
-    assert titles == ["Training loss until the target", "Sharpness during training",
-                      "The loss between the two solutions"]
+    assert titles == [
+        "Training loss until the target",
+        "Sharpness during training",
+        "The loss between the two solutions",
+    ]
     table = at.dataframe[0].value
     assert list(table["run"]) == ["batch 16", "full batch (1,438)", "full batch + small-batch noise"]
     assert (table["top eigenvalue"] > 0).all() and (table["train loss"] <= 0.05 + 1e-9).all()
     verdict = closing(at)
-    assert "trained to a training loss of 0.05" in verdict and "- **Added small-batch noise**" in (
-        verdict)
-    judged = [m.value for m in [*at.success, *at.warning, *at.caption] if "runs" in m.value
-              and "top Hessian eigenvalue" in m.value]
+    assert "trained to a training loss of 0.05" in verdict and "- **Added small-batch noise**" in (verdict)
+    judged = [
+        m.value
+        for m in [*at.success, *at.warning, *at.caption]
+        if "runs" in m.value and "top Hessian eigenvalue" in m.value
+    ]
     assert len(judged) == 1
 
 
 def test_noise_page_trains_to_the_target_at_each_batch_and_marks_the_critical_batch():
     at = open_page("pages/noise.py", {"target": "0.3", "draws": "4", "batches": "1,8,64,512"})
     at.button(key="noi_run").click().run()  # the noise measured first, at the same start
-    run_until(at, lambda a: "The gradient's variance fell" in closing(a)
-              or bool(a.error), timeout=180)
+    run_until(at, lambda a: "The gradient's variance fell" in closing(a) or bool(a.error), timeout=180)
     at.button(key="noc_run").click().run()
-    run_until(at, lambda a: any("steps to a training loss of 0.3" in m.value for m in a.markdown)
-              or bool(a.error), timeout=240)
+    run_until(
+        at,
+        lambda a: any("steps to a training loss of 0.3" in m.value for m in a.markdown) or bool(a.error),
+        timeout=240,
+    )
     assert not at.error
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
-    assert titles == ["Gradient variance against batch size", "How well a mini-batch points the way",
-                      "Steps to the target loss against batch size",
-                      "SGD paths on the whole loss surface"]
+    assert titles == [
+        "Gradient variance against batch size",
+        "How well a mini-batch points the way",
+        "Steps to the target loss against batch size",
+        "SGD paths on the whole loss surface",
+    ]
     tiles = {m.label: m.value for m in at.metric}
     # one value for one quantity: the study shows the measurement above's B_simple
     assert tiles["B_simple at initialisation"] == tiles["B_simple, direct"]
     assert float(tiles["B_simple at initialisation"]) > 1
-    assert tiles["Critical batch"] != "–" or any("No critical batch" in m.value
-                                                 for m in at.markdown)
+    assert tiles["Critical batch"] != "–" or any("No critical batch" in m.value for m in at.markdown)

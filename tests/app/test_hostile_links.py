@@ -13,8 +13,16 @@ from tests.app.helpers import open_page
 from tests.plain_check import is_plain
 
 LAB = "pages/training_lab.py"
-PAGES = ["pages/home.py", LAB, "pages/throughput.py", "pages/memory.py", "pages/finder.py",
-         "pages/regimes.py", "pages/lr_scaling.py", "pages/accumulation.py"]
+PAGES = [
+    "pages/home.py",
+    LAB,
+    "pages/throughput.py",
+    "pages/memory.py",
+    "pages/finder.py",
+    "pages/regimes.py",
+    "pages/lr_scaling.py",
+    "pages/accumulation.py",
+]
 ATTACKS = [
     {"run": "²"},
     {"run": "١٢"},
@@ -57,15 +65,19 @@ def test_every_page_ignores_a_hostile_query(page):
     check_messages(open_page(page, {"run": "²", "[a](https://example.com)": "x" * 5000}))
 
 
-names = st.one_of(st.sampled_from([*RunConfig.__dataclass_fields__, "run"]),
-                  st.text(min_size=1, max_size=80))
-values = st.one_of(st.text(max_size=200), st.sampled_from(
-    ["-inf", "nan", "1e306", "none", "", "²", "[x](https://example.com)", "9" * 300]))
+names = st.one_of(st.sampled_from([*RunConfig.__dataclass_fields__, "run"]), st.text(min_size=1, max_size=80))
+values = st.one_of(
+    st.text(max_size=200),
+    st.sampled_from(["-inf", "nan", "1e306", "none", "", "²", "[x](https://example.com)", "9" * 300]),
+)
 
 
 @given(st.dictionaries(names, values, min_size=1, max_size=5))
-@settings(max_examples=120, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 def test_fuzzed_links_never_show_an_exception_box(query):
     check_messages(open_page(LAB, query))
 
@@ -93,9 +105,17 @@ print(json.dumps({"exception": bool(at.exception), "notices": notices,
 """
 
 
-@pytest.mark.parametrize("setting", ["folder is a file", "damaged store", "database down",
-                                     "database URL malformed", "ray cluster down",
-                                     "ray address malformed"])
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "folder is a file",
+        "damaged store",
+        "database down",
+        "database URL malformed",
+        "ray cluster down",
+        "ray address malformed",
+    ],
+)
 def test_bad_server_settings_are_a_sidebar_notice_and_the_lab_trains_on(tmp_path, setting):
     """A fresh server (its own process: the scheduler is made once per process) with an
     unusable data folder and a bad thread setting, or with a damaged store: every page says so
@@ -120,17 +140,20 @@ def test_bad_server_settings_are_a_sidebar_notice_and_the_lab_trains_on(tmp_path
         from tests.services import free_port
 
         data.mkdir()
-        env = {"BSDEMO_RAY_ADDRESS": f"127.0.0.1:{free_port()}" if "down" in setting
-               else "ray://head"}
+        env = {"BSDEMO_RAY_ADDRESS": f"127.0.0.1:{free_port()}" if "down" in setting else "ray://head"}
     else:  # a course's shared store: nothing listens at its port, or the URL is not one
         from tests.services import free_port
 
         data.mkdir()
         scheme = "postgresql" if setting == "database down" else "mysql"
         env = {"BSDEMO_DATABASE_URL": f"{scheme}://lab:hunter2@127.0.0.1:{free_port()}/runs"}
-    out = subprocess.run([sys.executable, "-c", SERVER_WITH_BAD_SETTINGS, APP],
-                         capture_output=True, text=True, timeout=scaled(240),
-                         env={**os.environ, "BSDEMO_DATA_DIR": str(data), **env})
+    out = subprocess.run(
+        [sys.executable, "-c", SERVER_WITH_BAD_SETTINGS, APP],
+        capture_output=True,
+        text=True,
+        timeout=scaled(240),
+        env={**os.environ, "BSDEMO_DATA_DIR": str(data), **env},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert not seen["exception"] and seen["done"], seen

@@ -13,7 +13,8 @@ from tests.app.helpers import closing, open_page, run_until
 
 def sweep_done(at: AppTest) -> bool:
     return not any("Measuring" in i.value or "Waiting" in i.value for i in at.info) and bool(
-        at.get("plotly_chart"))
+        at.get("plotly_chart")
+    )
 
 
 def test_throughput_page_sweeps_and_draws_the_fit():
@@ -24,8 +25,10 @@ def test_throughput_page_sweeps_and_draws_the_fit():
     tiles = {m.label: m.value for m in at.metric}
     assert int(tiles["Throughput knee"]) in (1, 2, 4, 8, 16, 32, 64, 128, 256)
     assert tiles["Share of peak FLOP/s"].endswith("%")
-    charts = {json.loads(c.proto.spec)["layout"]["title"]["text"]: json.loads(c.proto.spec)
-              for c in at.get("plotly_chart")}
+    charts = {
+        json.loads(c.proto.spec)["layout"]["title"]["text"]: json.loads(c.proto.spec)
+        for c in at.get("plotly_chart")
+    }
     assert len(charts) == 4
     assert len(charts["Throughput against batch size"]["data"][0]["x"]) == 9  # batch 1 … 256
     step = charts["Step time: fixed overhead + per-sample work"]
@@ -91,12 +94,16 @@ def test_fit_batch_page_measures_each_technique_under_the_budget():
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert spec["layout"]["title"]["text"] == "The largest batch that fits, by technique"
     table = at.dataframe[0].value
-    assert list(table["technique"]) == ["fp32", "bf16", "checkpointing", "bf16+checkpointing",
-                                        "accumulation"]  # fp16 needs CUDA
+    assert list(table["technique"]) == [
+        "fp32",
+        "bf16",
+        "checkpointing",
+        "bf16+checkpointing",
+        "accumulation",
+    ]  # fp16 needs CUDA
     assert (table["batch"] > 0).all()
     verdict = closing(at)
-    assert "plain fp32 fits batch" in verdict and "Accumulation reaches an effective batch" in (
-        verdict)
+    assert "plain fp32 fits batch" in verdict and "Accumulation reaches an effective batch" in (verdict)
     judged = [m.value for m in [*at.success, *at.warning] if "You predicted" in m.value]
     assert len(judged) == 1
 
@@ -137,17 +144,20 @@ def test_finder_page_measures_each_architecture_against_the_rule_of_thumb():
     at.selectbox(key="find_arch_seconds").set_value(1.5).run()
     at.button(key="arch_run").click().run()
     # "of N of 4 architectures meets", or "of N of M architectures (of 4: ... not judged) meets"
-    run_until(at, lambda a: "architectures meets the rule of thumb" in closing(a)
-              or bool(a.error), timeout=600)
+    run_until(
+        at, lambda a: "architectures meets the rule of thumb" in closing(a) or bool(a.error), timeout=600
+    )
     assert not at.error
     table = next(t.value for t in at.dataframe if "rule of thumb" in t.value.columns)
     assert list(table["architecture"]) == ["CNN", "Transformer", "LSTM (an RNN)", "GAN"]
-    assert set(table["agreement"]) <= {"agrees", "overlaps", "disagrees",
-                                       "not judged: did not learn"}
+    assert set(table["agreement"]) <= {"agrees", "overlaps", "disagrees", "not judged: did not learn"}
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
-    assert {"Samples/s against the batch", "Peak memory against the batch",
-            "Test accuracy at the end of the budget",
-            "GAN: Fréchet distance at the end of the budget"} <= set(titles)
+    assert {
+        "Samples/s against the batch",
+        "Peak memory against the batch",
+        "Test accuracy at the end of the budget",
+        "GAN: Fréchet distance at the end of the budget",
+    } <= set(titles)
 
 
 def test_throughput_page_profiles_a_small_and_a_large_batch():
@@ -163,15 +173,22 @@ def test_throughput_page_profiles_a_small_and_a_large_batch():
     assert "Where one training step's time goes" in titles
     assert "The step split: fixed and growing" in titles
     # the overhead cut's chart, titled by what its own speed-ups showed (recipes.cut_title)
-    cut = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
-               if "samples/s" not in json.loads(c.proto.spec)["layout"]["title"]["text"]
-               and any(t.get("name") == "eager" for t in json.loads(c.proto.spec)["data"]))
+    cut = next(
+        json.loads(c.proto.spec)
+        for c in at.get("plotly_chart")
+        if "samples/s" not in json.loads(c.proto.spec)["layout"]["title"]["text"]
+        and any(t.get("name") == "eager" for t in json.loads(c.proto.spec)["data"])
+    )
     from bsdemo.recipes.profile import cut_effect
+
     effects = {cut_effect(float(x.rstrip("×"))) for x in cut["data"][1]["text"]}  # "0.81×"
     title = cut["layout"]["title"]["text"]
     assert title.startswith("Cutting the fixed cost") == (effects == {"faster"}), (title, effects)
-    split = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
-                 if json.loads(c.proto.spec)["layout"]["title"]["text"].startswith("The step"))
+    split = next(
+        json.loads(c.proto.spec)
+        for c in at.get("plotly_chart")
+        if json.loads(c.proto.spec)["layout"]["title"]["text"].startswith("The step")
+    )
     assert any(t.get("name") == "the sweep's fit t0 + t1·B" for t in split["data"])
     text = " ".join(m.value for m in at.markdown)
     assert "batch 256" in text and "sweep's fitted t0" in text and "torch.compile" in text

@@ -9,24 +9,34 @@ from bsdemo.plaintext import unescape
 from tests.app.helpers import open_page
 
 PAGES = {  # page -> a link's settings and the widget each lands in
-    "pages/lr_scaling.py": ({"k": "32", "ref_lr": "0.002", "optimizer": "adam"},
-                            {"lr_k": 32, "lr_ref_lr": 0.002, "lr_optimizer": "adam"}),
-    "pages/regimes.py": ({"epochs": "3", "mini": "64", "size": "M"},
-                         {"reg_epochs": 3, "reg_mini": 64, "reg_size": "M"}),
-    "pages/accumulation.py": ({"micro": "16", "k": "8", "bn": "1"},
-                              {"acc_micro": 16, "acc_k": 8, "acc_bn": True}),
-    "pages/throughput.py": ({"largest": "256", "preset": "moons-mlp"},
-                            {"tp_largest": 256, "tp_preset": "moons-mlp"}),
+    "pages/lr_scaling.py": (
+        {"k": "32", "ref_lr": "0.002", "optimizer": "adam"},
+        {"lr_k": 32, "lr_ref_lr": 0.002, "lr_optimizer": "adam"},
+    ),
+    "pages/regimes.py": (
+        {"epochs": "3", "mini": "64", "size": "M"},
+        {"reg_epochs": 3, "reg_mini": 64, "reg_size": "M"},
+    ),
+    "pages/accumulation.py": (
+        {"micro": "16", "k": "8", "bn": "1"},
+        {"acc_micro": 16, "acc_k": 8, "acc_bn": True},
+    ),
+    "pages/throughput.py": (
+        {"largest": "256", "preset": "moons-mlp"},
+        {"tp_largest": 256, "tp_preset": "moons-mlp"},
+    ),
     "pages/memory.py": ({"largest": "512"}, {"mem_largest": 512}),
-    "pages/norms.py": ({"epochs": "3", "batches": "2,8,32"}, {"nrm_epochs": 3,
-                                                              "nrm_batches": "2,8,32"}),
-    "pages/noise.py": ({"draws": "16", "after": "100", "rule": "linear", "cap": "1.6"},
-                       {"noi_draws": 16, "noi_after": 100, "noi_rule": "linear", "noi_cap": 1.6}),
+    "pages/norms.py": ({"epochs": "3", "batches": "2,8,32"}, {"nrm_epochs": 3, "nrm_batches": "2,8,32"}),
+    "pages/noise.py": (
+        {"draws": "16", "after": "100", "rule": "linear", "cap": "1.6"},
+        {"noi_draws": 16, "noi_after": 100, "noi_rule": "linear", "noi_cap": 1.6},
+    ),
     "pages/fit_batch.py": ({"accum": "8", "size": "L"}, {"fit_accum": 8, "fit_size": "L"}),
-    "pages/sharpness.py": ({"small": "32", "lr": "0.1", "longer": "1"},
-                           {"shp_small": 32, "shp_lr": 0.1, "shp_longer": True}),
-    "pages/finder.py": ({"margin": "0.2", "target": "512"}, {"find_margin": 0.2,
-                                                            "find_target": 512}),
+    "pages/sharpness.py": (
+        {"small": "32", "lr": "0.1", "longer": "1"},
+        {"shp_small": 32, "shp_lr": 0.1, "shp_longer": True},
+    ),
+    "pages/finder.py": ({"margin": "0.2", "target": "512"}, {"find_margin": 0.2, "find_target": 512}),
 }
 
 
@@ -45,8 +55,10 @@ def test_a_bad_value_is_said_as_plain_text_and_the_rest_is_used():
     at = open_page("pages/regimes.py", {"epochs": "999", "mini": "64", "x<b>": "1"})
     assert not at.exception
     message = unescape(at.error[0].value)
-    assert message.startswith("This link's settings could not all be used — epochs: got '999'; "
-                              "allowed: a whole number from 1 to 100")
+    assert message.startswith(
+        "This link's settings could not all be used — epochs: got '999'; "
+        "allowed: a whole number from 1 to 100"
+    )
     assert at.session_state["reg_epochs"] == 5 and at.session_state["reg_mini"] == 64
     assert dict(at.query_params)["epochs"] == "5"  # the URL now says what the page shows
 
@@ -74,8 +86,18 @@ def test_the_lab_keeps_its_own_link_and_adds_the_view():
     assert written["batch_size"] == "64" and written["present"] == "1" and written["hide"] == "lr"
 
 
-SCENARIO_PAGES = ["throughput", "memory", "finder", "regimes", "lr_scaling", "accumulation",
-                  "norms", "noise", "sharpness", "fit_batch"]
+SCENARIO_PAGES = [
+    "throughput",
+    "memory",
+    "finder",
+    "regimes",
+    "lr_scaling",
+    "accumulation",
+    "norms",
+    "noise",
+    "sharpness",
+    "fit_batch",
+]
 
 
 @pytest.mark.parametrize("slug", SCENARIO_PAGES)
@@ -121,9 +143,14 @@ def _keys_in_order(node) -> list[str]:
     return keys
 
 
-@pytest.mark.parametrize("page, run, control", [
-    ("pages/regimes.py", "reg_run", "reg_epochs"), ("pages/memory.py", "mem_run", "mem_largest"),
-    ("pages/training_lab.py", "run", "w_epochs")])
+@pytest.mark.parametrize(
+    "page, run, control",
+    [
+        ("pages/regimes.py", "reg_run", "reg_epochs"),
+        ("pages/memory.py", "mem_run", "mem_largest"),
+        ("pages/training_lab.py", "run", "w_epochs"),
+    ],
+)
 def test_presentation_mode_puts_the_run_and_its_results_above_the_controls(page, run, control):
     normal = _keys_in_order(open_page(page).main)
     assert normal.index(control) < normal.index(run)  # a student reads the settings first
@@ -177,9 +204,13 @@ def test_a_comparison_trained_once_is_served_from_the_store_in_another_tab(tmp_p
     from tests.app.helpers import APP
     from tests.timeouts import scaled
 
-    out = subprocess.run([sys.executable, "-c", STORED_COMPARISON, APP], capture_output=True,
-                         text=True, timeout=scaled(400),
-                         env={**os.environ, "BSDEMO_DATA_DIR": str(tmp_path)})
+    out = subprocess.run(
+        [sys.executable, "-c", STORED_COMPARISON, APP],
+        capture_output=True,
+        text=True,
+        timeout=scaled(400),
+        env={**os.environ, "BSDEMO_DATA_DIR": str(tmp_path)},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert not seen["exception"] and seen["rows"] == 3

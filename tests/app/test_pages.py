@@ -39,6 +39,7 @@ def test_home_lists_the_lessons_and_links_the_lab():
     assert "Gradient variance falls as 1/B" not in text
     assert sum(c.value == "Coming" for c in at.caption) == 0  # every lesson built
     from bsdemo.lessons import LESSONS
+
     assert all(f"**{lesson.number}. {lesson.title}**" in text for lesson in LESSONS)  # a card each
     pictures = at.get("image")  # each card's sketch of its main chart
     assert len(pictures) == len(LESSONS)
@@ -59,8 +60,7 @@ def test_lab_run_draws_live_charts_and_tiles():
     # the updates an epoch are the lab's question: not counted before it is answered
     assert "**32**" in text and "updates per epoch: predict, or run, first" in text
     assert "updates per epoch (ceil(" not in text
-    at.radio(key="predict_training_lab").set_value(at.radio(key="predict_training_lab")
-                                                   .options[2]).run()
+    at.radio(key="predict_training_lab").set_value(at.radio(key="predict_training_lab").options[2]).run()
     assert "**45** updates per epoch" in " ".join(m.value for m in at.markdown)
     at.select_slider[0].set_value(64).run()  # batch size
     at.button(key="run").click().run()
@@ -87,8 +87,13 @@ def test_a_second_run_is_compared_with_the_first_by_default_and_can_be_dropped()
     run_until(at, lambda a: bool(a.success))
     at.select_slider[0].set_value(256).run()
     at.button(key="run").click().run()
-    run_until(at, lambda a: len(a.success) == 1 and "256" in " ".join(
-        str(r) for r in a.dataframe[-1].value["effective batch"]))
+    run_until(
+        at,
+        lambda a: (
+            len(a.success) == 1
+            and "256" in " ".join(str(r) for r in a.dataframe[-1].value["effective batch"])
+        ),
+    )
     compared = at.multiselect(key="overlays")
     assert len(compared.options) == 1 and len(compared.value) == 1  # drawn without asking
     assert len(at.get("download_button")) == 2  # the session's runs as JSON and CSV
@@ -125,8 +130,13 @@ def test_the_chosen_x_axis_stays_for_the_browser_and_goes_into_the_link():
     x_axis_control(at).set_value("epochs").run()
     assert at.session_state["lab_view"] == {"x_axis": "epochs"}  # kept for the browser
     at.select_slider[0].set_value(256).run()  # Live: the next run, and its link
-    run_until(at, lambda a: len(a.success) == 1 and "256" in " ".join(
-        str(r) for r in a.dataframe[-1].value["effective batch"]))
+    run_until(
+        at,
+        lambda a: (
+            len(a.success) == 1
+            and "256" in " ".join(str(r) for r in a.dataframe[-1].value["effective batch"])
+        ),
+    )
     link = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
     assert link["x_axis"] == "epochs" and link["batch_size"] == "256"
     assert x_axis_control(at).value == "epochs"  # the choice, over samples' default
@@ -287,8 +297,10 @@ def test_the_lab_trains_a_gan_and_shows_its_images_and_frechet_distance():
     assert "Fréchet distance" in at.success[0].value
     tiles = {m.label: m.value for m in at.metric}
     assert float(tiles["Fréchet distance"]) > 0 and "Test accuracy" not in tiles
-    specs = {json.loads(c.proto.spec)["layout"]["title"]["text"]: json.loads(c.proto.spec)
-             for c in at.get("plotly_chart")}
+    specs = {
+        json.loads(c.proto.spec)["layout"]["title"]["text"]: json.loads(c.proto.spec)
+        for c in at.get("plotly_chart")
+    }
     grid = next(s for t, s in specs.items() if t.startswith("Generated images at step"))
     assert len(grid["data"][0]["z"]) == 4 * 9 + 1  # 4 images of 8 px, a line after each, a border
     assert "Fréchet distance to real test images" in specs
@@ -332,8 +344,7 @@ def test_a_link_to_a_run_this_server_no_longer_has_says_so():
     at = open_lab({"run": "123456789", "batch_size": "64"})
     text = " ".join(e.value for e in [*at.error, *at.warning, *at.info])
     assert "Run 123456789 from this link is no longer on this server" in text
-    assert at.session_state["w_batch_value" if at.session_state["w_batch_exact"]
-                            else "w_batch_pow"] == 64
+    assert at.session_state["w_batch_value" if at.session_state["w_batch_exact"] else "w_batch_pow"] == 64
 
 
 def test_every_setting_of_a_run_has_one_place_in_the_labs_widgets():

@@ -24,8 +24,15 @@ from tests.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("BSDEMO_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 LOSS_POINTS = """() => {
   const plot = document.querySelector('.js-plotly-plot');
   return plot && plot.data && plot.data.length > 0 ? plot.data[0].x.length : 0;
@@ -46,21 +53,40 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(log_dir: Path, address: str = "127.0.0.1", env: dict | None = None,
-            started: list | None = None, launcher: bool = False):
+def serving(
+    log_dir: Path,
+    address: str = "127.0.0.1",
+    env: dict | None = None,
+    started: list | None = None,
+    launcher: bool = False,
+):
     """The real app served by `streamlit run` (or, with `launcher`, by `python -m
     bsdemo.ui.launch`, as the image runs it) on a free port of `address`; yields its port
     (and appends its process to `started`, for a test that ends it early)."""
     if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
         pytest.fail(f"Chromium not found at {CHROMIUM}: install the chromium package")
     port = free_port()
-    cmd = [sys.executable, "-m", *(["bsdemo.ui.launch"] if launcher else ["streamlit", "run"]),
-           str(ROOT / "app.py"), "--server.port", str(port), "--server.address", address,
-           "--server.headless", "true"]
+    cmd = [
+        sys.executable,
+        "-m",
+        *(["bsdemo.ui.launch"] if launcher else ["streamlit", "run"]),
+        str(ROOT / "app.py"),
+        "--server.port",
+        str(port),
+        "--server.address",
+        address,
+        "--server.headless",
+        "true",
+    ]
     log = open(log_dir / "streamlit.log", "wb")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, **(env or {})},
-                            start_new_session=True)  # its own group: we end it and its workers
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+    )  # its own group: we end it and its workers
     if started is not None:
         started.append(proc)
     url = f"http://127.0.0.1:{port}"
@@ -76,8 +102,10 @@ def serving(log_dir: Path, address: str = "127.0.0.1", env: dict | None = None,
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         log.close()
-        pytest.fail("the server did not answer /_stcore/health within 60 s: "
-                    + Path(log.name).read_text(errors="replace")[-2000:])
+        pytest.fail(
+            "the server did not answer /_stcore/health within 60 s: "
+            + Path(log.name).read_text(errors="replace")[-2000:]
+        )
     try:
         yield port
     finally:
@@ -169,9 +197,11 @@ def test_live_mode_a_quick_drag_leaves_one_run_going_and_the_first_superseded(br
             page.keyboard.press("ArrowRight")
         # the link follows where the slider ended: a new run, of the slider's value (read with
         # the link in one poll: a step's rerun may not have begun when the keys return)
-        follows = ("([slider, first]) => { const params = new URLSearchParams(location.search);"
-                   " return params.get('batch_size') === slider.getAttribute('aria-valuetext')"
-                   " && params.get('run') !== null && params.get('run') !== first; }")
+        follows = (
+            "([slider, first]) => { const params = new URLSearchParams(location.search);"
+            " return params.get('batch_size') === slider.getAttribute('aria-valuetext')"
+            " && params.get('run') !== null && params.get('run') !== first; }"
+        )
         for _ in range(2):  # and again once no rerun is in flight: a step between two keys
             page.wait_for_function(follows, arg=[slider.element_handle(), first], timeout=ms(30))
             settled(page)
@@ -181,13 +211,16 @@ def test_live_mode_a_quick_drag_leaves_one_run_going_and_the_first_superseded(br
         # the replaced run stays, faint and named so; the one going has its own entry
         page.wait_for_function(
             f"() => ({LEGEND})().some(t => t.endsWith('superseded'))"
-            f" && ({LEGEND})().some(t => t.startsWith('#{last} batch {value},'))", timeout=ms(60))
+            f" && ({LEGEND})().some(t => t.startsWith('#{last} batch {value},'))",
+            timeout=ms(60),
+        )
         names = page.evaluate(LEGEND)
         assert not any(n.startswith(f"#{last} ") and "superseded" in n for n in names), names
         assert page.locator(".stException").count() == 0
         # the page follows the last run, which trains on (or, short, has completed)
-        page.get_by_text(re.compile(rf"^(Run {last} is training|Completed \d+ steps)")).first \
-            .wait_for(timeout=ms(60))
+        page.get_by_text(re.compile(rf"^(Run {last} is training|Completed \d+ steps)")).first.wait_for(
+            timeout=ms(60)
+        )
         page.close()
 
 
@@ -207,11 +240,9 @@ def test_memory_page_marks_the_out_of_memory_point(server, browser):
     page.goto(f"{server}/memory")
     page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(30))
     page.get_by_role("button", name="Measure memory").click()
-    page.get_by_text(re.compile(r"^Memory grew .*; batch \d+ ran out\.$")).wait_for(
-        timeout=ms(60))
+    page.get_by_text(re.compile(r"^Memory grew .*; batch \d+ ran out\.$")).wait_for(timeout=ms(60))
     page.locator("[data-testid=stExpander] summary").get_by_text("More", exact=True).first.click()
-    page.get_by_text(re.compile(r"ran out of memory \(simulated\)\.")).first.wait_for(
-        timeout=ms(30))
+    page.get_by_text(re.compile(r"ran out of memory \(simulated\)\.")).first.wait_for(timeout=ms(30))
     page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=ms(30))  # the chart has drawn
     traces = page.evaluate("() => document.querySelector('.js-plotly-plot').data.map(t => t.name)")
     assert "Saved activations" in traces and any(t.startswith("out of memory") for t in traces)
@@ -232,8 +263,7 @@ def test_the_profile_s_trace_downloads_as_a_chrome_trace(server, browser, tmp_pa
     page.goto(f"{server}/throughput")
     page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(30))
     page.get_by_role("button", name=re.compile(r"^Profile batch 8 and \d+$")).click()
-    page.get_by_text(re.compile(r"^At batch 8 about \d+% of a step is fixed cost")).wait_for(
-        timeout=ms(180))
+    page.get_by_text(re.compile(r"^At batch 8 about \d+% of a step is fixed cost")).wait_for(timeout=ms(180))
     with page.expect_download(timeout=ms(30)) as info:
         page.get_by_role("button", name="Trace, batch 8 (JSON)").click()
     assert info.value.suggested_filename == "profile-batch8.json"
@@ -251,8 +281,7 @@ def test_accumulation_page_toggles_a_pitfall(server, browser):
     page.goto(f"{server}/accumulation")
     page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(30))
     page.get_by_role("button", name="Compare").click()
-    page.get_by_text(re.compile(r"^Equivalent: \d+ micro-batches of \d+ gave")).wait_for(
-        timeout=ms(60))
+    page.get_by_text(re.compile(r"^Equivalent: \d+ micro-batches of \d+ gave")).wait_for(timeout=ms(60))
     # the first result can show before its job has ended (the result record comes before the
     # end record): let that rerun settle before the toggle, and the toggle's before Compare
     settled(page)
@@ -260,8 +289,11 @@ def test_accumulation_page_toggles_a_pitfall(server, browser):
     tick(page, "Forget to divide the loss by k")
     settled(page)
     # Compare is disabled while this browser's first check still counts as active
-    page.wait_for_function("""() => [...document.querySelectorAll('button')].some(b =>
-        b.innerText.trim().endsWith('Compare') && !b.disabled)""", timeout=ms(120))
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('button')].some(b =>
+        b.innerText.trim().endsWith('Compare') && !b.disabled)""",
+        timeout=ms(120),
+    )
     page.get_by_role("button", name="Compare").click()
     page.get_by_text(re.compile(r"^Not equivalent: ")).wait_for(timeout=ms(180))
     assert page.locator(".stException").count() == 0
@@ -312,13 +344,11 @@ def test_lr_page_warm_up_preset_shows_the_spike_it_prevents(server, browser):
     assert page.get_by_label("Batch multiplier k").input_value() == "32"
     page.get_by_role("button", name="Compare").click()
     # the takeaway under the chart, then the explanation folded under it
-    page.get_by_text(re.compile(r"^At [\d.]+× the batch, the same lr reached")).wait_for(
-        timeout=ms(180))
+    page.get_by_text(re.compile(r"^At [\d.]+× the batch, the same lr reached")).wait_for(timeout=ms(180))
     page.locator("[data-testid=stExpander] summary").get_by_text("More", exact=True).first.click()
     # held under the 5× mark ("prevents"), or lowered but still over it (said so, with how much);
     # where the square-root rule did better still, a sentence on it follows in the paragraph
-    verdict = page.get_by_text(re.compile(
-        r"(That jump is what warm-up prevents|but \d+× smaller)\."))
+    verdict = page.get_by_text(re.compile(r"(That jump is what warm-up prevents|but \d+× smaller)\."))
     verdict.wait_for(timeout=ms(30))
     assert re.search(r"jumped to [\d.]+, \d+× its first step's", verdict.inner_text())
     assert page.locator(".stException").count() == 0
@@ -394,8 +424,19 @@ def test_the_keyboard_reaches_every_lab_control_and_run_in_page_order(server, br
     # a context of its own: no cookie from an earlier test, whose run the lab would restore
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
-    wanted = ["live", "w_preset", "w_batch_pow", "w_lr", "w_accumulation_steps", "w_optimizer",
-              "w_epochs", "w_seed", "lab_advanced", "predict_training_lab", "run"]
+    wanted = [
+        "live",
+        "w_preset",
+        "w_batch_pow",
+        "w_lr",
+        "w_accumulation_steps",
+        "w_optimizer",
+        "w_epochs",
+        "w_seed",
+        "lab_advanced",
+        "predict_training_lab",
+        "run",
+    ]
     for _ in range(3):  # a fresh load each time: Tab starts from the top
         page.goto(f"{server}/training_lab")
         page.get_by_role("button", name="Run", exact=True).wait_for(timeout=ms(60))
@@ -424,8 +465,7 @@ def test_the_skip_link_reaches_run_within_five_tabs(server, browser, route, run)
     page.keyboard.press("Tab")
     tabs += 1
     assert page.evaluate("() => document.activeElement.id") == "bsdemo-skip"
-    assert page.evaluate("() => document.activeElement.textContent") == \
-        "Skip to the question and Run"
+    assert page.evaluate("() => document.activeElement.textContent") == "Skip to the question and Run"
     page.keyboard.press("Enter")
     assert page.evaluate(FOCUSED_KEY) == f"predict_{route}"
     while key != run and tabs < 5:
@@ -438,8 +478,9 @@ def test_the_skip_link_reaches_run_within_five_tabs(server, browser, route, run)
 
 def settled(page) -> None:
     """No script run in flight (Streamlit's status widget gone)."""
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                           timeout=ms(60))
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=ms(60)
+    )
 
 
 def stop_button(page):
@@ -475,7 +516,8 @@ def test_a_reload_keeps_the_runs_the_predictions_and_the_quiz_answers(server, br
     page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=ms(120))
     page.goto(f"{server}/quiz")
     page.locator(".st-key-quiz_pick_updates-per-epoch").get_by_text(
-        "About an eighth: 6 instead of 45").click()
+        "About an eighth: 6 instead of 45"
+    ).click()
     settled(page)
     page.locator(".st-key-quiz_check_updates-per-epoch").get_by_role("button").click()
     page.get_by_text(re.compile(r"Score: 1 of 1")).wait_for(timeout=ms(30))
@@ -493,8 +535,13 @@ def test_a_reload_keeps_the_runs_the_predictions_and_the_quiz_answers(server, br
     page.get_by_text(re.compile(r"^Completed \d+ steps")).wait_for(timeout=ms(60))
     checked = page.locator(".st-key-predict_training_lab input[type=radio]:checked")
     checked.wait_for(state="attached", timeout=ms(30))
-    assert page.locator(".st-key-predict_training_lab label").filter(
-        has=page.locator("input:checked")).inner_text().strip() == "about 8× fewer"
+    assert (
+        page.locator(".st-key-predict_training_lab label")
+        .filter(has=page.locator("input:checked"))
+        .inner_text()
+        .strip()
+        == "about 8× fewer"
+    )
     context.close()
     fresh = browser.new_context(viewport={"width": 1280, "height": 720})
     page = fresh.new_page()
@@ -530,9 +577,12 @@ def test_a_copied_link_shows_the_run_but_control_stays_with_its_browser(server, 
     page.wait_for_function(f"({LOSS_POINTS})() > 0", timeout=ms(60))
     stop = stop_button(page)
     stop.wait_for(timeout=ms(30))
-    page.wait_for_function("() => [...document.querySelectorAll("
-                           "'[data-testid=stMainBlockContainer] button')].some("
-                           "b => b.innerText.includes('Stop') && !b.disabled)", timeout=ms(30))
+    page.wait_for_function(
+        "() => [...document.querySelectorAll("
+        "'[data-testid=stMainBlockContainer] button')].some("
+        "b => b.innerText.includes('Stop') && !b.disabled)",
+        timeout=ms(30),
+    )
     stop.click()
     page.get_by_text(re.compile(r"^Stopped after \d+ steps")).wait_for(timeout=ms(60))
     other.get_by_text(re.compile(r"^Stopped after \d+ steps")).wait_for(timeout=ms(60))
@@ -541,9 +591,13 @@ def test_a_copied_link_shows_the_run_but_control_stays_with_its_browser(server, 
     stranger.close()
 
 
-INJECTIONS = ["[click me](https://example.com/x)", "![p](https://example.com/p.png)",
-              "https://example.com/bare", "<img src=https://example.com/h.png>",
-              ":red[alarm] $x^2$ a@example.com"]
+INJECTIONS = [
+    "[click me](https://example.com/x)",
+    "![p](https://example.com/p.png)",
+    "https://example.com/bare",
+    "<img src=https://example.com/h.png>",
+    ":red[alarm] $x^2$ a@example.com",
+]
 
 
 @pytest.mark.parametrize("value", INJECTIONS)
@@ -568,12 +622,28 @@ def test_a_link_cannot_put_links_or_images_into_the_page(server, browser, value)
     page.close()
 
 
-@pytest.mark.parametrize("name", ["", "training_lab", "throughput", "memory", "finder", "regimes",
-                                  "lr_scaling", "accumulation", "norms", "noise", "sharpness", "fit_batch",
-                                  "quiz", "training_lab-gan", "training_lab-spirals",
-                                  "training_lab-present"])
-def test_every_page_after_its_default_experiment_reads_cleanly(server, browser, tmp_path, name,
-                                                                axe):
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        "training_lab",
+        "throughput",
+        "memory",
+        "finder",
+        "regimes",
+        "lr_scaling",
+        "accumulation",
+        "norms",
+        "noise",
+        "sharpness",
+        "fit_batch",
+        "quiz",
+        "training_lab-gan",
+        "training_lab-spirals",
+        "training_lab-present",
+    ],
+)
+def test_every_page_after_its_default_experiment_reads_cleanly(server, browser, tmp_path, name, axe):
     """At both sizes, after the page's default experiment: its main result starting on the first
     screen, normal and projected (?present=1, the same results after a reload), the prediction
     above the results, every legend right under its plot, no chart text over another or on the
@@ -586,11 +656,25 @@ def test_every_page_after_its_default_experiment_reads_cleanly(server, browser, 
         assert problems == [], f"{path.name}: {problems}"
 
 
-@pytest.mark.parametrize("name", ["training_lab", "throughput", "memory", "finder", "regimes",
-                                  "lr_scaling", "accumulation", "norms", "noise", "sharpness",
-                                  "fit_batch"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "training_lab",
+        "throughput",
+        "memory",
+        "finder",
+        "regimes",
+        "lr_scaling",
+        "accumulation",
+        "norms",
+        "noise",
+        "sharpness",
+        "fit_batch",
+    ],
+)
 def test_on_a_phone_each_lesson_asks_runs_and_shows_its_chart_before_its_settings(
-        server, browser, tmp_path, name):
+    server, browser, tmp_path, name
+):
     """390x844 after the default experiment: the question, Run, the main chart, then the
     settings, in that order down the page; nothing wider than the screen."""
     path, problems = shoot(browser, server, name, tmp_path, PHONE)
@@ -610,21 +694,21 @@ def test_six_browsers_behind_one_address_get_its_limit_however_they_connect(brow
             context = browser.new_context(extra_http_headers=headers)
             page = context.new_page()
             # distinct seeds: six different runs (identical ones would ride one run, limit-free)
-            page.goto(f"http://{hosts[i % 3]}:{port}/training_lab?batch_size=1&epochs=200"
-                      f"&seed={i}")
+            page.goto(f"http://{hosts[i % 3]}:{port}/training_lab?batch_size=1&epochs=200&seed={i}")
             page.get_by_role("button", name="Run").wait_for(timeout=ms(60))
             page.get_by_text("No GPU: runs train on the CPU").wait_for(timeout=ms(60))
             page.get_by_role("button", name="Run").click()
-            page.wait_for_function("""() => location.search.includes('run=')
+            page.wait_for_function(
+                """() => location.search.includes('run=')
                 || document.body.innerText.includes('from your network address')""",
-                                   timeout=ms(60))
+                timeout=ms(60),
+            )
             refused = "from your network address" in page.inner_text("body")
             outcomes.append("refused" if refused else "queued")
         assert outcomes == ["queued"] * 3 + ["refused"] * 3, outcomes
 
 
-def test_on_a_phone_the_labs_first_screen_holds_the_batch_slider_run_and_the_loss_chart(
-        server, browser):
+def test_on_a_phone_the_labs_first_screen_holds_the_batch_slider_run_and_the_loss_chart(server, browser):
     """390x844: the batch size, the prediction, Run, the takeaway and the loss chart's whole
     plot inside the first screen; the other settings (the learning rate among them) follow the
     charts."""

@@ -46,16 +46,17 @@ def joined(page, code: str) -> None:
     same instant."""
     page.get_by_text(re.compile(rf"You joined the class {code}")).wait_for(timeout=ms(30))
     assert "join=" not in page.url  # taken off the address once read
-    page.wait_for_function("() => document.cookie.includes('bsdemo_class=') && "
-                           "document.cookie.includes('bsdemo_browser=')", timeout=ms(30))
+    page.wait_for_function(
+        "() => document.cookie.includes('bsdemo_class=') && document.cookie.includes('bsdemo_browser=')",
+        timeout=ms(30),
+    )
 
 
 def open_lesson(page, url: str) -> None:
     """A member opens the lesson and waits for their line under the question (the page has
     run: a click before that can be lost to the page's first drawing)."""
     page.goto(f"{url}/{LESSON}")
-    page.get_by_text(re.compile(r"Vote 1: the room's answers stay hidden")).wait_for(
-        timeout=ms(30))
+    page.get_by_text(re.compile(r"Vote 1: the room's answers stay hidden")).wait_for(timeout=ms(30))
 
 
 def join_and_vote(page, url: str, code: str, answer: str) -> None:
@@ -65,8 +66,7 @@ def join_and_vote(page, url: str, code: str, answer: str) -> None:
     vote(page, answer)
 
 
-def after_restart(browser, tmp_path: Path, data: Path, cookies: dict, page_name: str,
-                  said: str) -> None:
+def after_restart(browser, tmp_path: Path, data: Path, cookies: dict, page_name: str, said: str) -> None:
     """A fresh server on the same data folder: the instructor's browser (its cookies) opens
     the page and finds it saying `said` — nothing of the class was lost."""
     with serving(tmp_path, env={"BSDEMO_DATA_DIR": str(data)}) as port:
@@ -86,8 +86,7 @@ def test_a_room_joins_votes_and_sees_its_answers_after_show(browser, tmp_path):
         teacher = browser.new_context(viewport={"width": 1280, "height": 720})
         projector = teacher.new_page()
         code = start_class(projector, url)
-        projector.wait_for_function("() => document.cookie.includes('bsdemo_teach=')",
-                                    timeout=ms(30))
+        projector.wait_for_function("() => document.cookie.includes('bsdemo_teach=')", timeout=ms(30))
         projector.get_by_text("or type the code on the lab's Home page:").wait_for(timeout=ms(30))
         projector.screenshot(path=str(folder / "class-home-join-screen-1280.png"))
         assert re.fullmatch(r"[A-HJ-KMNP-Z2-9]{6}", code)
@@ -95,11 +94,12 @@ def test_a_room_joins_votes_and_sees_its_answers_after_show(browser, tmp_path):
         # the key is in the projector's cookie, never in the page's address
         assert "teach" not in projector.url
         students = []
-        phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                    has_touch=True)
-        for how, context in (("link", phone),
-                             ("typed", browser.new_context(viewport={"width": 1280, "height": 720})),
-                             ("link", browser.new_context(viewport={"width": 1280, "height": 720}))):
+        phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+        for how, context in (
+            ("link", phone),
+            ("typed", browser.new_context(viewport={"width": 1280, "height": 720})),
+            ("link", browser.new_context(viewport={"width": 1280, "height": 720})),
+        ):
             page = context.new_page()
             if how == "link":
                 page.goto(f"{url}/?join={code.lower()}")
@@ -135,15 +135,17 @@ def test_a_room_joins_votes_and_sees_its_answers_after_show(browser, tmp_path):
         # a second vote: the projector asks again, a student changes their mind
         projector.get_by_role("button", name=re.compile("Ask again")).click()
         students[2].get_by_text(re.compile(r"Vote 2: the room's answers stay hidden")).wait_for(
-            timeout=ms(30))
+            timeout=ms(30)
+        )
         vote(students[2], ANSWERS[1])
         projector.get_by_text(re.compile(r"vote 2: 1 of 3 answered")).wait_for(timeout=ms(30))
         for page in [projector, *students]:
             assert page.locator(".stException").count() == 0
         cookies = {c["name"]: c["value"] for c in teacher.cookies()}
     # a restart of the server keeps the class, its votes and its instructor
-    after_restart(browser, tmp_path, data, cookies, LESSON,
-                  rf"The room.*class {code}.*vote 2: 1 of 3 answered")
+    after_restart(
+        browser, tmp_path, data, cookies, LESSON, rf"The room.*class {code}.*vote 2: 1 of 3 answered"
+    )
 
 
 def test_wrong_codes_get_one_message_and_the_server_keeps_serving(browser, tmp_path):
@@ -152,8 +154,10 @@ def test_wrong_codes_get_one_message_and_the_server_keeps_serving(browser, tmp_p
         page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
         page.goto(f"{url}/?join=" + "Ж" * 3000)
         page.get_by_text(re.compile(r"join code: got")).wait_for(timeout=ms(30))
-        for typed, said in (("ABC234", "No open class has this code"),
-                            ("<b>x</b>", "join code: got '<b>x</b>'")):  # plain text, not HTML
+        for typed, said in (
+            ("ABC234", "No open class has this code"),
+            ("<b>x</b>", "join code: got '<b>x</b>'"),
+        ):  # plain text, not HTML
             page.get_by_label("Class code").last.fill(typed)
             page.get_by_role("button", name="Join the class").last.click()
             page.get_by_text(said).first.wait_for(timeout=ms(30))
@@ -178,12 +182,14 @@ def test_a_class_fills_the_learning_rate_map_together(browser, tmp_path):
         teacher = browser.new_context(viewport={"width": 1280, "height": 720})
         projector = teacher.new_page()
         code = start_class(projector, url)
-        projector.wait_for_function("() => document.cookie.includes('bsdemo_teach=')",
-                                    timeout=ms(30))
+        projector.wait_for_function("() => document.cookie.includes('bsdemo_teach=')", timeout=ms(30))
         students = []
         for size in ((390, 844), (1280, 720), (1280, 720)):
-            context = browser.new_context(viewport={"width": size[0], "height": size[1]},
-                                          is_mobile=size[0] < 500, has_touch=size[0] < 500)
+            context = browser.new_context(
+                viewport={"width": size[0], "height": size[1]},
+                is_mobile=size[0] < 500,
+                has_touch=size[0] < 500,
+            )
             page = context.new_page()
             page.goto(f"{url}/?join={code}")
             joined(page, code)
@@ -203,13 +209,16 @@ def test_a_class_fills_the_learning_rate_map_together(browser, tmp_path):
             page.get_by_text(re.compile(r"Sent to the room: ")).wait_for(timeout=ms(180))
         full_page(students[0], folder / "class-sweep-phone-sent.png", 390)
         projector.get_by_text(re.compile(r"Sweep 1: 3 of 24 cells have a run \(3 runs\)")).wait_for(
-            timeout=ms(30))
+            timeout=ms(30)
+        )
         box = projector.locator(f".st-key-class_sweep_{page_name}")
         box.locator(".js-plotly-plot").first.wait_for(timeout=ms(30))
         # the map says "not run" in the 21 cells nobody ran (plotly's cell texts, in the SVG)
         projector.wait_for_function(
             "() => [...document.querySelectorAll('.st-key-class_sweep_lr_scaling text')]"
-            ".filter(t => t.textContent === 'not run').length === 21", timeout=ms(30))
+            ".filter(t => t.textContent === 'not run').length === 21",
+            timeout=ms(30),
+        )
         projector.mouse.move(0, 0)  # no button's tooltip in the picture
         projector.screenshot(path=str(folder / "class-sweep-projector-1280-first-screen.png"))
         full_page(projector, folder / "class-sweep-projector-1280.png", 1280)
@@ -218,8 +227,7 @@ def test_a_class_fills_the_learning_rate_map_together(browser, tmp_path):
         for page in [projector, *students]:
             assert page.locator(".stException").count() == 0
         cookies = {c["name"]: c["value"] for c in teacher.cookies()}
-    after_restart(browser, tmp_path, data, cookies, page_name,
-                  r"Sweep 1: 3 of 24 cells have a run")
+    after_restart(browser, tmp_path, data, cookies, page_name, r"Sweep 1: 3 of 24 cells have a run")
 
 
 def test_through_the_launcher_a_key_and_a_seat_are_cookies_no_script_can_read(browser, tmp_path):

@@ -28,8 +28,7 @@ def server_load(page) -> str:
     return page.get_by_text(re.compile(r"^Server now: ")).inner_text()
 
 
-def test_two_replicas_behind_nginx_share_one_queue_its_limits_and_the_store(
-        browser, tmp_path, postgres_url):
+def test_two_replicas_behind_nginx_share_one_queue_its_limits_and_the_store(browser, tmp_path, postgres_url):
     """Student A presses Run on replica A. On replica B, the server's load shows A's run, and
     a student B from A's address is refused a second run (the per-address limit counts across
     both). When A's run ends, student C on replica B asking for the same run is served it from
@@ -41,22 +40,32 @@ def test_two_replicas_behind_nginx_share_one_queue_its_limits_and_the_store(
     from tests.unit.test_cluster import replica
 
     cluster = RayCluster(nodes=2)
-    env = {**cluster.env, "BSDEMO_DATABASE_URL": postgres_url, "BSDEMO_TRUSTED_PROXIES":
-           "127.0.0.1", "BSDEMO_MAX_ACTIVE_PER_ADDRESS": "1"}
+    env = {
+        **cluster.env,
+        "BSDEMO_DATABASE_URL": postgres_url,
+        "BSDEMO_TRUSTED_PROXIES": "127.0.0.1",
+        "BSDEMO_MAX_ACTIVE_PER_ADDRESS": "1",
+    }
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     replicas: list = []
     try:
-        with serving(tmp_path / "a", env=env, started=replicas) as port_a, \
-                serving(tmp_path / "b", env=env, started=replicas) as port_b:
+        with (
+            serving(tmp_path / "a", env=env, started=replicas) as port_a,
+            serving(tmp_path / "b", env=env, started=replicas) as port_b,
+        ):
             proxy = NginxProxy([port_a, port_b])
             served_by = {f"127.0.0.1:{port_a}": "A", f"127.0.0.1:{port_b}": "B"}
             try:
+
                 def student(replica_index: int, address: str):
-                    context = browser.new_context(viewport={"width": 1400, "height": 1000},
-                                                  extra_http_headers={"X-Forwarded-For": address})
-                    context.add_cookies([{"name": "bsdemo_replica", "value": str(replica_index),
-                                          "url": proxy.url}])
+                    context = browser.new_context(
+                        viewport={"width": 1400, "height": 1000},
+                        extra_http_headers={"X-Forwarded-For": address},
+                    )
+                    context.add_cookies(
+                        [{"name": "bsdemo_replica", "value": str(replica_index), "url": proxy.url}]
+                    )
                     return context.new_page()
 
                 def open_lab(page, path: str) -> str:
@@ -90,8 +99,7 @@ def test_two_replicas_behind_nginx_share_one_queue_its_limits_and_the_store(
                 teacher = student(0, "198.51.100.1")
                 code = start_class(teacher, proxy.url)
                 members = [student(i, f"198.51.100.{10 + i}") for i in (0, 1, 1)]
-                for page, answer in zip(members, (ANSWERS[0], ANSWERS[0], ANSWERS[1]),
-                                        strict=True):
+                for page, answer in zip(members, (ANSWERS[0], ANSWERS[0], ANSWERS[1]), strict=True):
                     join_and_vote(page, proxy.url, code, answer)
                 teacher.goto(f"{proxy.url}/{LESSON}")
                 tally = re.compile(rf"class {code}.*vote 1: 3 of 3 answered")

@@ -56,16 +56,24 @@ def test_a_sweep_on_cuda_is_timed_by_cuda_events_within_the_wall_clock(torch):
 def test_an_allocator_cap_gives_a_real_out_of_memory_and_memory_comes_back(torch):
     from bsdemo.engine.train import train
 
-    cfg = RunConfig(dataset="synthetic", model="mlp", width=2048, depth=4, device="cuda",
-                    epochs=None, max_steps=1, samples=40_000)
+    cfg = RunConfig(
+        dataset="synthetic",
+        model="mlp",
+        width=2048,
+        depth=4,
+        device="cuda",
+        epochs=None,
+        max_steps=1,
+        samples=40_000,
+    )
     baseline = torch.cuda.memory_allocated()
     for _ in range(3):
-        end = list(train(dataclasses.replace(cfg, batch_size=32768), evaluations=False,
-                         memory_budget_bytes=BUDGET))[-1]
+        end = list(
+            train(dataclasses.replace(cfg, batch_size=32768), evaluations=False, memory_budget_bytes=BUDGET)
+        )[-1]
         assert end.status == "oom" and not end.summary.get("simulated")
         assert torch.cuda.memory_allocated() <= baseline + 2**20
-    after = list(train(dataclasses.replace(cfg, batch_size=64, max_steps=5),
-                       evaluations=False))[-1]
+    after = list(train(dataclasses.replace(cfg, batch_size=64, max_steps=5), evaluations=False))[-1]
     assert after.status == "completed"
 
 
@@ -73,8 +81,11 @@ def test_fp16_with_a_gradient_scaler_is_a_way_to_fit_a_bigger_batch_on_cuda(torc
     from bsdemo.engine.fitbatch import fit_batch
 
     cnn = RunConfig(dataset="digits", model="cnn", width=32, depth=3, device="cuda")
-    rows = [r for r in fit_batch(cnn, memory_budget_bytes=BUDGET, max_batch=4096,
-                                 budget_steps=20) if r["kind"] == "fit_batch_result"]
+    rows = [
+        r
+        for r in fit_batch(cnn, memory_budget_bytes=BUDGET, max_batch=4096, budget_steps=20)
+        if r["kind"] == "fit_batch_result"
+    ]
     by = {r["technique"]: r for r in rows}
     assert "fp16" in by and "fp32" in by  # fp16's scaler: CUDA's only (bf16 elsewhere)
     assert by["fp16"]["max_batch_size"] and by["fp16"]["max_batch_size"] > 0

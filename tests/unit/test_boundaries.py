@@ -47,14 +47,21 @@ def top(name: str) -> str:
 
 
 def test_only_the_engine_imports_torch():
-    wrong = sorted(m for m, names in modules().items()
-                   if "torch" in map(top, names) and not m.startswith("bsdemo.engine"))
+    wrong = sorted(
+        m
+        for m, names in modules().items()
+        if "torch" in map(top, names) and not m.startswith("bsdemo.engine")
+    )
     assert not wrong, f"torch imported outside bsdemo/engine: {wrong}"
 
 
 def test_only_the_ui_the_pages_and_app_import_streamlit():
-    wrong = sorted(m for m, names in modules().items() if "streamlit" in map(top, names)
-                   and not (m.startswith("bsdemo.ui") or m.startswith("pages/") or m == "app.py"))
+    wrong = sorted(
+        m
+        for m, names in modules().items()
+        if "streamlit" in map(top, names)
+        and not (m.startswith("bsdemo.ui") or m.startswith("pages/") or m == "app.py")
+    )
     assert not wrong, f"streamlit imported outside bsdemo/ui, pages/ and app.py: {wrong}"
 
 
@@ -70,31 +77,42 @@ def test_the_pure_layers_reach_neither_torch_nor_streamlit_through_another_modul
                 reach(name, seen)
         return seen
 
-    pure = [m for m in graph if m.startswith(("bsdemo.charts", "bsdemo.recipes", "bsdemo.scheduler",
-                                              "bsdemo.classroom"))
-            or m in ("bsdemo.config", "bsdemo.runs", "bsdemo.events", "bsdemo.footprint",
-                     "bsdemo.jobkinds", "bsdemo.lessons", "bsdemo.units", "bsdemo.fits")]
+    pure = [
+        m
+        for m in graph
+        if m.startswith(("bsdemo.charts", "bsdemo.recipes", "bsdemo.scheduler", "bsdemo.classroom"))
+        or m
+        in (
+            "bsdemo.config",
+            "bsdemo.runs",
+            "bsdemo.events",
+            "bsdemo.footprint",
+            "bsdemo.jobkinds",
+            "bsdemo.lessons",
+            "bsdemo.units",
+            "bsdemo.fits",
+        )
+    ]
     assert len(pure) > 20
     leaks = {m: sorted(reach(m, set()) & {"torch", "streamlit"}) for m in pure}
     assert not {m: v for m, v in leaks.items() if v}, leaks
     # the pages reach the scheduler, never the engine (its workers run in other processes)
     pages = [m for m in graph if m.startswith("pages/")]
-    assert pages and not [p for p in pages if any(n.startswith("bsdemo.engine") for n in
-                                                   reach(p, set()))]
+    assert pages and not [p for p in pages if any(n.startswith("bsdemo.engine") for n in reach(p, set()))]
 
 
 def test_the_cluster_extras_are_imported_only_where_they_belong_and_only_when_asked():
     """psycopg lives in bsdemo/store/postgres.py alone and Ray in bsdemo/cluster/actor.py,
     workers.py and groups.py alone (the cluster extra), and the embedded default never loads
     those modules: a lab with SQLite, or no store, and no cluster never imports them."""
-    wrong = sorted(m for m, names in modules().items()
-                   if "psycopg" in map(top, names) and m != "bsdemo.store.postgres")
+    wrong = sorted(
+        m for m, names in modules().items() if "psycopg" in map(top, names) and m != "bsdemo.store.postgres"
+    )
     assert not wrong, f"psycopg imported outside bsdemo/store/postgres.py: {wrong}"
     importers = sorted(m for m, names in modules().items() if "bsdemo.store.postgres" in names)
     assert importers == ["bsdemo.store"], importers  # open_store, inside the function
     ray_modules = ("bsdemo.cluster.actor", "bsdemo.cluster.workers", "bsdemo.cluster.groups")
-    wrong = sorted(m for m, names in modules().items()
-                   if "ray" in map(top, names) and m not in ray_modules)
+    wrong = sorted(m for m, names in modules().items() if "ray" in map(top, names) and m not in ray_modules)
     assert not wrong, f"ray imported outside {ray_modules}: {wrong}"
     importers = sorted(m for m, names in modules().items() if "bsdemo.cluster.workers" in names)
     assert importers == ["bsdemo.cluster.actor"], importers  # inside the scheduler actor
@@ -107,11 +125,13 @@ def test_the_cluster_extras_are_imported_only_where_they_belong_and_only_when_as
     import subprocess
     import sys
 
-    probe = ("import sys, tempfile; from bsdemo.store import open_store; "
-             "from bsdemo.scheduler import Scheduler; from bsdemo.cli import checks; "
-             "import bsdemo.ui.state, bsdemo.cluster; open_store(tempfile.mkdtemp()).count(); "
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'ray') "
-             "or m in ('bsdemo.store.postgres', 'bsdemo.cluster.actor', 'bsdemo.cluster.workers', "
-             "'bsdemo.cluster.groups')))")
+    probe = (
+        "import sys, tempfile; from bsdemo.store import open_store; "
+        "from bsdemo.scheduler import Scheduler; from bsdemo.cli import checks; "
+        "import bsdemo.ui.state, bsdemo.cluster; open_store(tempfile.mkdtemp()).count(); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'ray') "
+        "or m in ('bsdemo.store.postgres', 'bsdemo.cluster.actor', 'bsdemo.cluster.workers', "
+        "'bsdemo.cluster.groups')))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr[-500:]

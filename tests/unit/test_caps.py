@@ -70,16 +70,16 @@ def test_every_kind_ends_within_its_cap_and_the_next_job_runs(capped, kind, sett
     assert snap.ending == "time_cap" or "time cap" in snap.end["message"], snap.end["message"]
     # the kill comes at cap + grace on the scheduler's clock; a killed worker takes a moment
     assert _ran_for(snap) < CAP + GRACE + scaled(4.0), (_ran_for(snap), snap.end["message"])
-    tiny = capped.wait(capped.submit(RunConfig(epochs=None, max_steps=3), owner="next"),
-                       timeout=scaled(120))
+    tiny = capped.wait(capped.submit(RunConfig(epochs=None, max_steps=3), owner="next"), timeout=scaled(120))
     assert tiny.status == "completed"
 
 
 @pytest.mark.slow
 def test_stop_takes_effect_within_the_grace_inside_a_long_phase(capped):
     pids = capped.worker_pids()
-    job = capped.submit(RunConfig(**HEAVY[8][1]), owner="heavy", kind="fit_batch",
-                        options={"memory_budget_bytes": 2**33})
+    job = capped.submit(
+        RunConfig(**HEAVY[8][1]), owner="heavy", kind="fit_batch", options={"memory_budget_bytes": 2**33}
+    )
     wait_for(lambda: capped.snapshot(job).status == "running", timeout=60)
     time.sleep(0.5)
     asked = time.time()
@@ -93,8 +93,18 @@ def test_stop_takes_effect_within_the_grace_inside_a_long_phase(capped):
 
 def test_a_step_that_cannot_finish_within_the_cap_is_refused_before_it_is_queued(capped):
     # the link: 250 micro-batches of 64 on an 8-layer MLP of width 2048
-    cfg = RunConfig(dataset="synthetic", model="mlp", width=2048, depth=8, samples=20000,
-                    batch_size=64, accumulation_steps=250, epochs=None, max_steps=3, seed=21)
+    cfg = RunConfig(
+        dataset="synthetic",
+        model="mlp",
+        width=2048,
+        depth=8,
+        samples=20000,
+        batch_size=64,
+        accumulation_steps=250,
+        epochs=None,
+        max_steps=3,
+        seed=21,
+    )
     with pytest.raises(ConfigError) as err:
         capped.submit(cfg, owner="heavy")
     assert err.value.field == "accumulation_steps"
@@ -104,8 +114,12 @@ def test_a_step_that_cannot_finish_within_the_cap_is_refused_before_it_is_queued
 
 def test_a_job_list_that_holds_the_huge_batch_is_named(capped):
     with pytest.raises(ConfigError) as err:
-        capped.submit(RunConfig(**dict(WIDE, width=2048, depth=8, epochs=1, lr=0.01)),
-                      owner="heavy", kind="sharpness", options={"batch_sizes": [16, 16000]})
+        capped.submit(
+            RunConfig(**dict(WIDE, width=2048, depth=8, epochs=1, lr=0.01)),
+            owner="heavy",
+            kind="sharpness",
+            options={"batch_sizes": [16, 16000]},
+        )
     assert err.value.field == "batch_sizes" and "lower the largest batch size" in err.value.allowed
 
 
@@ -114,9 +128,7 @@ def test_a_run_waiting_behind_a_measurement_is_told_which():
 
     from bsdemo.scheduler.admission import EXCLUSIVE_WAIT, exclusive_wait
 
-    running = [SimpleNamespace(kind="train", exclusive=False),
-               SimpleNamespace(kind="ddp", exclusive=True)]
+    running = [SimpleNamespace(kind="train", exclusive=False), SimpleNamespace(kind="ddp", exclusive=True)]
     assert exclusive_wait(running) == "a data-parallel check has the device to itself until it ends"
-    assert exclusive_wait([SimpleNamespace(kind="sweep", exclusive=True)]).startswith(
-        "a throughput sweep")
+    assert exclusive_wait([SimpleNamespace(kind="sweep", exclusive=True)]).startswith("a throughput sweep")
     assert exclusive_wait([]) == EXCLUSIVE_WAIT

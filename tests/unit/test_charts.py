@@ -20,25 +20,61 @@ def fake_snapshot(job_id=1, batch_size=32, accum=1, n=20, memory_source="account
     cfg = vars(RunConfig(batch_size=batch_size, accumulation_steps=accum)).copy()
     steps = {f: [] for f in STEP_FIELDS}
     for i in range(1, n + 1):
-        row = dict(step=i, epoch=i / 10, samples_seen=i * batch_size * accum, wall_time_s=i * 0.01,
-                   loss=2.0 / i, lr=0.05, step_time_s=0.01, samples_per_sec=3200.0 + i,
-                   memory_allocated_bytes=1000, memory_reserved_bytes=None,
-                   peak_memory_bytes=2 * 2**20, utilization_pct=None)
+        row = dict(
+            step=i,
+            epoch=i / 10,
+            samples_seen=i * batch_size * accum,
+            wall_time_s=i * 0.01,
+            loss=2.0 / i,
+            lr=0.05,
+            step_time_s=0.01,
+            samples_per_sec=3200.0 + i,
+            memory_allocated_bytes=1000,
+            memory_reserved_bytes=None,
+            peak_memory_bytes=2 * 2**20,
+            utilization_pct=None,
+        )
         for f in STEP_FIELDS:
             steps[f].append(row.get(f))  # a field this run has not (a GAN's): None
     evals = {f: [] for f in EVAL_FIELDS}
     for i in (0, n):
-        row = dict(step=i, epoch=i / 10, samples_seen=i * batch_size, wall_time_s=i * 0.01,
-                   train_loss=2.3 - i * 0.1, train_accuracy=0.5, test_loss=2.4 - i * 0.1,
-                   test_accuracy=0.5)
+        row = dict(
+            step=i,
+            epoch=i / 10,
+            samples_seen=i * batch_size,
+            wall_time_s=i * 0.01,
+            train_loss=2.3 - i * 0.1,
+            train_accuracy=0.5,
+            test_loss=2.4 - i * 0.1,
+            test_accuracy=0.5,
+        )
         for f in EVAL_FIELDS:
             evals[f].append(row.get(f))
-    return JobSnapshot(id=job_id, owner="o", status="completed", config=cfg, queue_position=None,
-                       start={"memory_source": memory_source}, steps=steps, evals=evals,
-                       latest=None, end={"summary": {"steps": n, "samples_per_sec": 3210.0,
-                                                     "peak_memory_bytes": 2 * 2**20,
-                                                     "test_accuracy": 0.5, "device": "cpu"}},
-                       stride=1, submitted_at=0, started_at=0, finished_at=1, shared_device=False)
+    return JobSnapshot(
+        id=job_id,
+        owner="o",
+        status="completed",
+        config=cfg,
+        queue_position=None,
+        start={"memory_source": memory_source},
+        steps=steps,
+        evals=evals,
+        latest=None,
+        end={
+            "summary": {
+                "steps": n,
+                "samples_per_sec": 3210.0,
+                "peak_memory_bytes": 2 * 2**20,
+                "test_accuracy": 0.5,
+                "device": "cpu",
+            }
+        },
+        stride=1,
+        submitted_at=0,
+        started_at=0,
+        finished_at=1,
+        shared_device=False,
+    )
 
 
 def test_batch_colour_is_fixed_per_batch_and_ordered_by_log2():
@@ -63,8 +99,7 @@ def test_loss_chart_has_step_and_eval_series_with_axis_titles():
 def test_runs_share_a_chart_each_in_its_batch_colour():
     a, b = fake_snapshot(1, 32), fake_snapshot(2, 64, accum=4)
     chart = charts.throughput_chart([a, b], "seconds")
-    assert [t.line.color for t in chart.figure.data] == [charts.batch_colour(32),
-                                                         charts.batch_colour(256)]
+    assert [t.line.color for t in chart.figure.data] == [charts.batch_colour(32), charts.batch_colour(256)]
     assert "batch 256 (64×4)" in chart.figure.data[1].name
     assert chart.figure.layout.xaxis.title.text == "Wall-clock time (s)"
     # two runs by the wall clock: the chart says each speed is its own conditions'
@@ -83,8 +118,7 @@ def test_runs_with_thread_cpu_times_are_drawn_by_that_clock():
     assert "CPU time" in chart.figure.layout.title.subtitle.text
     assert [round(t.y[0]) for t in chart.figure.data] == [3201, 3200]
     loaded.steps["cpu_time_s"] = [None] * 20  # one run without: both by the wall clock
-    assert [round(t.y[0]) for t in charts.throughput_chart([quiet, loaded]).figure.data] == [
-        3201, 320]
+    assert [round(t.y[0]) for t in charts.throughput_chart([quiet, loaded]).figure.data] == [3201, 320]
 
 
 def test_memory_chart_is_in_mib_and_labels_its_source():
@@ -115,10 +149,12 @@ def test_runs_table_rows():
 
 
 def test_lr_grid_marks_the_best_lr_per_batch_and_skips_diverged_cells():
-    cells = [{"batch": 8, "lr": 0.1, "accuracy": 0.9, "diverged": False},
-             {"batch": 8, "lr": 1.0, "accuracy": None, "diverged": True},
-             {"batch": 64, "lr": 0.1, "accuracy": 0.5, "diverged": False},
-             {"batch": 64, "lr": 1.0, "accuracy": 0.8, "diverged": False}]
+    cells = [
+        {"batch": 8, "lr": 0.1, "accuracy": 0.9, "diverged": False},
+        {"batch": 8, "lr": 1.0, "accuracy": None, "diverged": True},
+        {"batch": 64, "lr": 0.1, "accuracy": 0.5, "diverged": False},
+        {"batch": 64, "lr": 1.0, "accuracy": 0.8, "diverged": False},
+    ]
     assert charts.best_lr_per_batch(cells) == {8: 0.1, 64: 1.0}
     chart = charts.lr_grid_chart(cells)
     heat, linear, root = chart.figure.data
@@ -130,26 +166,29 @@ def test_lr_grid_marks_the_best_lr_per_batch_and_skips_diverged_cells():
     # the rules from batch 8's best (0.1): linear 0.8 at batch 64 (nearest column 1), √ 0.283
     # (nearest 0.1 of the two columns); both within the grid, exact lrs in the hover and alt
     assert linear.name == "linear rule" and list(linear.x) == ["0.1", "1"]
-    assert list(root.x) == ["0.1", "0.1"] and "square root rule at batch 64: lr 0.283" in \
-        root.hovertext[1]
+    assert list(root.x) == ["0.1", "0.1"] and "square root rule at batch 64: lr 0.283" in root.hovertext[1]
     assert "linear rule batch 8: 0.1, batch 64: 0.8" in chart.alt
-    past = charts.lr_grid_chart([dict(c, batch=c["batch"] * 8) if c["batch"] == 64 else c
-                                 for c in cells])  # batches 8 and 512: linear says lr 6.4
+    past = charts.lr_grid_chart(
+        [dict(c, batch=c["batch"] * 8) if c["batch"] == 64 else c for c in cells]
+    )  # batches 8 and 512: linear says lr 6.4
     assert past.figure.data[1].marker.symbol[1] == "triangle-right-open"
     assert "(past the grid)" in past.figure.data[1].hovertext[1]
 
 
 def test_a_grid_row_still_training_names_no_best_lr():
     """No star and no rule from a batch whose row has a cell queued or running."""
-    cells = [{"batch": 8, "lr": 0.1, "accuracy": 0.9, "status": "completed"},
-             {"batch": 8, "lr": 1.0, "accuracy": 0.7, "status": "completed"},
-             {"batch": 64, "lr": 0.1, "accuracy": 0.5, "status": "completed"},
-             {"batch": 64, "lr": 1.0, "accuracy": None, "status": "running"}]
+    cells = [
+        {"batch": 8, "lr": 0.1, "accuracy": 0.9, "status": "completed"},
+        {"batch": 8, "lr": 1.0, "accuracy": 0.7, "status": "completed"},
+        {"batch": 64, "lr": 0.1, "accuracy": 0.5, "status": "completed"},
+        {"batch": 64, "lr": 1.0, "accuracy": None, "status": "running"},
+    ]
     assert charts.best_lr_per_batch(cells) == {8: 0.1}
     texts = charts.lr_grid_chart(cells).figure.data[0].text  # rows: batches 8, 64
     assert [t for row in texts for t in row if t.startswith("★")] == ["★ 90%"]
-    assert not any(t.marker.symbol == "star" for t in charts.lr_grid_chart(cells).figure.data
-                   if t.type == "scatter")  # no marker over a cell's number
+    assert not any(
+        t.marker.symbol == "star" for t in charts.lr_grid_chart(cells).figure.data if t.type == "scatter"
+    )  # no marker over a cell's number
     cells[-1].update(accuracy=0.8, status="completed")
     assert charts.best_lr_per_batch(cells) == {8: 0.1, 64: 1.0}
 
@@ -277,11 +316,20 @@ def test_log_x_leaves_out_step_zero_and_an_empty_chart_says_what_comes():
 
 
 def test_lr_grid_axes_are_categories_and_missing_cells_say_why():
-    cells = [{"batch": 8, "lr": 0.1, "accuracy": 0.9, "diverged": False, "status": "completed"},
-             {"batch": 512, "lr": 0.1, "accuracy": None, "diverged": False,
-              "status": "cancelled", "time_capped": True}]
-    chart = charts.lr_grid_chart(cells + [{"batch": 8, "lr": 1.0, "accuracy": 0.5,
-                                           "diverged": False, "status": "completed"}])
+    cells = [
+        {"batch": 8, "lr": 0.1, "accuracy": 0.9, "diverged": False, "status": "completed"},
+        {
+            "batch": 512,
+            "lr": 0.1,
+            "accuracy": None,
+            "diverged": False,
+            "status": "cancelled",
+            "time_capped": True,
+        },
+    ]
+    chart = charts.lr_grid_chart(
+        cells + [{"batch": 8, "lr": 1.0, "accuracy": 0.5, "diverged": False, "status": "completed"}]
+    )
     heat = chart.figure.data[0]
     assert chart.figure.layout.yaxis.type == "category"
     assert heat.text[1][0] == "time cap" and heat.text[1][1] == "not run"
@@ -308,17 +356,41 @@ def test_a_run_with_one_evaluation_never_shows_negative_epochs():
 def test_memory_breakdown_draws_only_the_parts_there_are_in_colours_apart():
     """SGD on a CPU has no optimizer state and no allocator cache: no zero-height band and no
     legend entry for them; the bands drawn each have a colour of their own."""
-    parts = {"parameters": 2 * MIB, "gradients": 2 * MIB, "optimizer_state": 0,
-             "workspace": MIB // 4, "allocator_cache": None}
-    points = [{"status": "ok", "batch_size": b, "peak_memory_bytes": 5 * MIB + b * 1024,
-               "memory_breakdown": {**parts, "activations": b * 1024}, "message": ""}
-              for b in (8, 64, 512)]
-    points.append({"status": "oom", "batch_size": 4096, "peak_memory_bytes": None,
-                   "memory_breakdown": None, "simulated": True, "message": "Simulated OOM"})
+    parts = {
+        "parameters": 2 * MIB,
+        "gradients": 2 * MIB,
+        "optimizer_state": 0,
+        "workspace": MIB // 4,
+        "allocator_cache": None,
+    }
+    points = [
+        {
+            "status": "ok",
+            "batch_size": b,
+            "peak_memory_bytes": 5 * MIB + b * 1024,
+            "memory_breakdown": {**parts, "activations": b * 1024},
+            "message": "",
+        }
+        for b in (8, 64, 512)
+    ]
+    points.append(
+        {
+            "status": "oom",
+            "batch_size": 4096,
+            "peak_memory_bytes": None,
+            "memory_breakdown": None,
+            "simulated": True,
+            "message": "Simulated OOM",
+        }
+    )
     fig = charts.memory_breakdown_chart(points, None, None, None).figure
     bands = [t for t in fig.data if t.stackgroup == "memory"]
-    assert [t.name for t in bands] == ["Parameters", "Gradients", "Saved activations",
-                                       "Workspace / temporaries"]
+    assert [t.name for t in bands] == [
+        "Parameters",
+        "Gradients",
+        "Saved activations",
+        "Workspace / temporaries",
+    ]
     assert len({t.line.color for t in bands}) == len(bands)
 
 
@@ -334,8 +406,7 @@ def test_log_axes_label_every_tick_in_full():
 def test_a_warm_up_spike_between_evaluations_is_drawn_inside_the_comparison():
     calm, jumpy = fake_snapshot(1, 32), fake_snapshot(2, 1024)
     jumpy.steps["loss"][3] = 52.1  # one step's loss jumps (an lr too large, no warm-up)
-    fig = charts.labelled_loss_chart([("reference", calm), ("linear rule", jumpy)],
-                                     "epochs").figure
+    fig = charts.labelled_loss_chart([("reference", calm), ("linear rule", jumpy)], "epochs").figure
     spikes = [t for t in fig.data if t.text and str(t.text[0]).startswith("spike")]
     assert len(spikes) == 1 and spikes[0].y[0] == 52.1
     assert fig.layout.yaxis.type == "log"  # the spike and the curves both in the plot
@@ -346,8 +417,7 @@ def test_a_warm_up_spike_between_evaluations_is_drawn_inside_the_comparison():
 
 
 def test_the_legend_gets_a_row_for_every_line_it_wraps_to():
-    names = ["measured", "tr(Σ)/B: 1/B from the batch-1 variance",
-             "× (N − B)/(N − 1), drawn from N = 1,438"]
+    names = ["measured", "tr(Σ)/B: 1/B from the batch-1 variance", "× (N − B)/(N − 1), drawn from N = 1,438"]
     assert charts.style.legend_rows(names, 12) == 3  # each on a line of its own in half a page
     assert charts.style.legend_rows(["batch 32", "batch 256"], 12) == 1
     fig = go.Figure([go.Scatter(x=[1], y=[1], name=n) for n in names])
@@ -368,18 +438,25 @@ def test_fitting_a_legend_twice_changes_nothing():
 
 
 def test_accumulation_chart_sets_each_gradient_against_its_difference_on_a_log_axis():
-    per_layer = [{"layer": "net.0.weight", "module": "Linear", "max_abs_grad_diff": 3e-8,
-                  "grad_norm": 0.4},
-                 {"layer": "net.0.bias", "module": "Linear", "max_abs_grad_diff": 0.0,
-                  "grad_norm": 0.05},
-                 {"layer": "net.2.weight", "module": "Linear", "max_abs_grad_diff": 2e-8,
-                  "grad_norm": 0.3}]
-    r = {"per_layer": per_layer, "equivalent": True, "accumulation_steps": 4, "micro_batch": 32,
-         "effective_batch_size": 128}
+    per_layer = [
+        {"layer": "net.0.weight", "module": "Linear", "max_abs_grad_diff": 3e-8, "grad_norm": 0.4},
+        {"layer": "net.0.bias", "module": "Linear", "max_abs_grad_diff": 0.0, "grad_norm": 0.05},
+        {"layer": "net.2.weight", "module": "Linear", "max_abs_grad_diff": 2e-8, "grad_norm": 0.3},
+    ]
+    r = {
+        "per_layer": per_layer,
+        "equivalent": True,
+        "accumulation_steps": 4,
+        "micro_batch": 32,
+        "effective_batch_size": 128,
+    }
     chart = charts.accumulation_chart(r)
     norm, diff = chart.figure.data
-    assert list(norm.y) == ["linear layer 1 weights", "linear layer 1 biases",
-                            "linear layer 2 weights"]  # names a person reads, in model order
+    assert list(norm.y) == [
+        "linear layer 1 weights",
+        "linear layer 1 biases",
+        "linear layer 2 weights",
+    ]  # names a person reads, in model order
     assert list(norm.x) == [0.4, 0.05, 0.3]
     assert diff.x[1] > 0 and diff.x[0] == 3e-8  # an exact zero still has a (tiny) bar
     assert chart.figure.layout.xaxis.type == "log"
@@ -390,8 +467,9 @@ def test_accumulation_chart_sets_each_gradient_against_its_difference_on_a_log_a
     assert vision.distinguishable(broken[0].marker.color, broken[1].marker.color)
 
 
-@pytest.mark.parametrize("subtitle", ["by the training thread's CPU time",
-                                      "budget 2 MiB · each batch verified · by CPU time"])
+@pytest.mark.parametrize(
+    "subtitle", ["by the training thread's CPU time", "budget 2 MiB · each batch verified · by CPU time"]
+)
 def test_projected_a_subtitle_of_one_line_or_several_gets_room_above_the_plot(subtitle):
     """At a projector's type size the subtitle sits in a top margin grown for its lines, so it
     neither runs onto the plot nor over the y title (one line used to keep the margin it had)."""
@@ -399,8 +477,12 @@ def test_projected_a_subtitle_of_one_line_or_several_gets_room_above_the_plot(su
     from bsdemo.charts.style import PROJECTOR_TEXT_PX
 
     fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
-    fig.update_layout(title=dict(text="Throughput", subtitle=dict(text=subtitle)),
-                      margin=dict(t=60), height=320, yaxis_title="Samples per second")
+    fig.update_layout(
+        title=dict(text="Throughput", subtitle=dict(text=subtitle)),
+        margin=dict(t=60),
+        height=320,
+        yaxis_title="Samples per second",
+    )
     before = fig.layout.height
     projected = projector(fig)
     lines = len(subtitle.split(" · "))
@@ -415,8 +497,10 @@ def test_a_run_live_mode_superseded_is_drawn_faint_and_named_so():
 
     old = dataclasses.replace(fake_snapshot(1, 32), status="cancelled", superseded_by=2)
     new = fake_snapshot(2, 64)
-    for chart in (charts.loss_chart([old, new], smoothing=0.6),
-                  charts.throughput_chart([old, new], smoothing=0.6)):
+    for chart in (
+        charts.loss_chart([old, new], smoothing=0.6),
+        charts.throughput_chart([old, new], smoothing=0.6),
+    ):
         data = chart.figure.to_plotly_json()["data"]
         faint = [t for t in data if t.get("legendgroup") == "1" and t.get("name")]
         full = [t for t in data if t.get("legendgroup") == "2" and t.get("name")]
@@ -430,14 +514,26 @@ def test_a_run_live_mode_superseded_is_drawn_faint_and_named_so():
 def test_the_finders_chart_fits_its_prediction_to_the_probes_before_it():
     """Probes 1 and 2 predict, 3 verifies, 4 ran out of memory: the fit is probes 1-2's own
     line (probe 3 is not on it by construction), the verified batch is marked, the failure too."""
-    def probe(n, b, peak, reason, status="ok"):
-        return {"kind": "find_probe", "probe": n, "batch_size": b, "status": status,
-                "peak_memory_bytes": peak, "samples_per_sec": 100.0, "reason": reason,
-                "simulated": True, "message": "out of memory" if status == "oom" else ""}
 
-    points = [probe(1, 8, 1.0 * MIB, "probe"), probe(2, 32, 2.0 * MIB, "probe"),
-              probe(3, 64, 3.5 * MIB, "verify the prediction"),
-              probe(4, 128, None, "bisect", "oom")]
+    def probe(n, b, peak, reason, status="ok"):
+        return {
+            "kind": "find_probe",
+            "probe": n,
+            "batch_size": b,
+            "status": status,
+            "peak_memory_bytes": peak,
+            "samples_per_sec": 100.0,
+            "reason": reason,
+            "simulated": True,
+            "message": "out of memory" if status == "oom" else "",
+        }
+
+    points = [
+        probe(1, 8, 1.0 * MIB, "probe"),
+        probe(2, 32, 2.0 * MIB, "probe"),
+        probe(3, 64, 3.5 * MIB, "verify the prediction"),
+        probe(4, 128, None, "bisect", "oom"),
+    ]
     result = {"capacity_bytes": 4 * MIB, "margin": 0.1, "max_batch_size": 64}
     chart = charts.finder_chart(points, result)
     fit = next(t for t in chart.figure.data if t.name.startswith("fit through probe(s) 1, 2"))

@@ -17,14 +17,37 @@ from bsdemo.errors import ConfigError
 from bsdemo.timing import THREAD_CLOCK, WALL_CLOCK
 
 
-def report(batch: int, lr: float = 0.05, accuracy: float | None = 0.9, speed: float = 1000.0,
-           status: str = "completed", shared: bool = False, device: str = "CPU", seed: int = 1,
-           clock: str = THREAD_CLOCK, busy: float | None = 0.05):
-    return {"batch": batch, "lr": lr, "seed": seed, "status": status, "accuracy": accuracy,
-            "samples_per_sec": speed * 0.9, "speed": speed, "clock": clock,
-            "others_busy_share": busy, "torch_threads": 1, "curve": [[0.5, 2.0], [1.0, 1.0]],
-            "device": device, "shared": shared, "stored": False, "turns": 0, "run": 1,
-            "time_capped": False}
+def report(
+    batch: int,
+    lr: float = 0.05,
+    accuracy: float | None = 0.9,
+    speed: float = 1000.0,
+    status: str = "completed",
+    shared: bool = False,
+    device: str = "CPU",
+    seed: int = 1,
+    clock: str = THREAD_CLOCK,
+    busy: float | None = 0.05,
+):
+    return {
+        "batch": batch,
+        "lr": lr,
+        "seed": seed,
+        "status": status,
+        "accuracy": accuracy,
+        "samples_per_sec": speed * 0.9,
+        "speed": speed,
+        "clock": clock,
+        "others_busy_share": busy,
+        "torch_threads": 1,
+        "curve": [[0.5, 2.0], [1.0, 1.0]],
+        "device": device,
+        "shared": shared,
+        "stored": False,
+        "turns": 0,
+        "run": 1,
+        "time_capped": False,
+    }
 
 
 # ----- the pure part -----
@@ -62,21 +85,40 @@ def test_a_members_run_is_the_instructors_workload_with_the_cell_and_a_seed_of_i
 
 def test_a_report_comes_from_the_runs_record():
     steps = {"epoch": [i / 100 for i in range(500)], "loss": [2.0 - i / 500 for i in range(500)]}
-    out = sweep.cell_report(status="completed", config={"batch_size": 8, "lr": 0.1, "seed": 3},
-                            summary={"test_accuracy": 0.91, "samples_per_sec": 1234.5,
-                                     "cpu_samples_per_sec": 1500.0, "others_busy_share": 0.4,
-                                     "torch_threads": 1},
-                            steps=steps, start={"device": {"name": "CPU (2 cores)"}},
-                            shared_device=True, turns_with=4, stored_at=None, run=17)
+    out = sweep.cell_report(
+        status="completed",
+        config={"batch_size": 8, "lr": 0.1, "seed": 3},
+        summary={
+            "test_accuracy": 0.91,
+            "samples_per_sec": 1234.5,
+            "cpu_samples_per_sec": 1500.0,
+            "others_busy_share": 0.4,
+            "torch_threads": 1,
+        },
+        steps=steps,
+        start={"device": {"name": "CPU (2 cores)"}},
+        shared_device=True,
+        turns_with=4,
+        stored_at=None,
+        run=17,
+    )
     assert out["accuracy"] == 0.91 and out["samples_per_sec"] == 1234.5
     # the class compares speeds by the training thread's CPU time where the run has it
     assert (out["speed"], out["clock"], out["others_busy_share"]) == (1500.0, THREAD_CLOCK, 0.4)
     assert len(out["curve"]) == sweep.CURVE_POINTS
     assert out["curve"][0] == [0.0, 2.0] and out["curve"][-1] == [4.99, steps["loss"][-1]]
     assert (out["device"], out["shared"], out["turns"], out["run"]) == ("CPU (2 cores)", True, 4, 17)
-    diverged = sweep.cell_report(status="diverged", config={"batch_size": 8, "lr": 3.0},
-                                 summary={"test_accuracy": 0.1}, steps={}, start=None,
-                                 shared_device=False, turns_with=0, stored_at=5.0, run=1)
+    diverged = sweep.cell_report(
+        status="diverged",
+        config={"batch_size": 8, "lr": 3.0},
+        summary={"test_accuracy": 0.1},
+        steps={},
+        start=None,
+        shared_device=False,
+        turns_with=0,
+        stored_at=5.0,
+        run=1,
+    )
     assert diverged["accuracy"] is None and diverged["stored"] and diverged["curve"] == []
     assert diverged["clock"] == WALL_CLOCK and diverged["speed"] is None
     assert json.loads(json.dumps(out)) == out  # kept as JSON
@@ -84,10 +126,13 @@ def test_a_report_comes_from_the_runs_record():
 
 def test_the_room_combined_by_cell_median_spread_empty_and_conditions():
     cells = sweep.grid("throughput")
-    results = [(0, report(8, accuracy=0.8, speed=100)), (0, report(8, accuracy=0.9, speed=300)),
-               (0, report(8, accuracy=0.85, speed=200)), (2, report(32, status="diverged",
-                                                                     accuracy=None)),
-               (99, report(4))]  # outside the grid: left out
+    results = [
+        (0, report(8, accuracy=0.8, speed=100)),
+        (0, report(8, accuracy=0.9, speed=300)),
+        (0, report(8, accuracy=0.85, speed=200)),
+        (2, report(32, status="diverged", accuracy=None)),
+        (99, report(4)),
+    ]  # outside the grid: left out
     combined = sweep.combine(cells, results)
     first = combined.cells[0]
     assert first.runs == 3 and first.median("accuracy") == 0.85
@@ -98,21 +143,31 @@ def test_the_room_combined_by_cell_median_spread_empty_and_conditions():
     # by the thread's CPU time, load and a shared device do not part runs of one device
     same = sweep.combine(cells, [(0, report(8, busy=0.0)), (1, report(16, shared=True, busy=0.9))])
     assert not same.mixed
-    mixed = sweep.combine(cells, [(0, report(8)), (1, report(16, device="NVIDIA H100")),
-                                  (2, report(32, clock=WALL_CLOCK, busy=0.05)),
-                                  (3, report(64, clock=WALL_CLOCK, busy=0.02)),
-                                  (4, report(128, clock=WALL_CLOCK, busy=0.5)),
-                                  (5, report(256, clock=WALL_CLOCK, busy=0.05, shared=True))])
+    mixed = sweep.combine(
+        cells,
+        [
+            (0, report(8)),
+            (1, report(16, device="NVIDIA H100")),
+            (2, report(32, clock=WALL_CLOCK, busy=0.05)),
+            (3, report(64, clock=WALL_CLOCK, busy=0.02)),
+            (4, report(128, clock=WALL_CLOCK, busy=0.5)),
+            (5, report(256, clock=WALL_CLOCK, busy=0.05, shared=True)),
+        ],
+    )
     assert mixed.mixed and len(mixed.conditions) == 5, mixed.conditions
     assert "CPU, wall clock, 1 torch thread(s), other processes 45%–60% busy" in mixed.conditions
-    assert "CPU, wall clock, 1 torch thread(s), shared with other jobs, other processes 0%–15% busy" \
+    assert (
+        "CPU, wall clock, 1 torch thread(s), shared with other jobs, other processes 0%–15% busy"
         in mixed.conditions
+    )
 
 
 def test_the_rooms_charts_show_medians_ranges_and_the_empty_cells():
     cells = sweep.grid("throughput")
-    combined = sweep.combine(cells, [(0, report(8, speed=100)), (0, report(8, speed=300)),
-                                     (1, report(16, speed=500, clock=WALL_CLOCK))])
+    combined = sweep.combine(
+        cells,
+        [(0, report(8, speed=100)), (0, report(8, speed=300)), (1, report(16, speed=500, clock=WALL_CLOCK))],
+    )
     speed = class_speed_chart(combined)
     lines = [t for t in speed.figure.data if t.mode == "lines+markers"]
     assert len(lines) == 2  # one line a condition: a wall-clock speed is not joined to the rest
@@ -125,8 +180,16 @@ def test_the_rooms_charts_show_medians_ranges_and_the_empty_cells():
     curves = class_curves_chart(combined)
     assert len(curves.figure.data) == 3 and sum(bool(t.showlegend) for t in curves.figure.data) == 2
     grid = sweep.grid("lr_scaling")
-    heat = class_grid_chart(sweep.combine(grid, [(0, report(8, 0.01, 0.7)), (0, report(8, 0.01, 0.9)),
-                                                 (5, report(8, 3.0, None, status="diverged"))]))
+    heat = class_grid_chart(
+        sweep.combine(
+            grid,
+            [
+                (0, report(8, 0.01, 0.7)),
+                (0, report(8, 0.01, 0.9)),
+                (5, report(8, 3.0, None, status="diverged")),
+            ],
+        )
+    )
     texts = heat.figure.data[0].text
     assert texts[0][0] == "★ 80%<br>2 runs, 70%–90%" and texts[0][5] == "diverged ×1"
     assert texts[3][2] == "not run" and heat.alt.startswith("The room's map: 2 of 24 cells")
@@ -202,6 +265,10 @@ def test_an_expired_class_takes_its_sweeps_with_it(classes):
     now[0] += 15 * 86400
     assert classes.purge(14) == 1
     assert classes.sweep_results(code, "lr_scaling") is None
-    leftovers = classes._do(lambda q: [q(f"SELECT count(*) FROM {t}").fetchone()[0]
-                                       for t in ("class_sweeps", "class_cells", "class_results")])
+    leftovers = classes._do(
+        lambda q: [
+            q(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("class_sweeps", "class_cells", "class_results")
+        ]
+    )
     assert leftovers == [0, 0, 0]

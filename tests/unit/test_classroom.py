@@ -27,14 +27,27 @@ def test_codes_use_an_alphabet_without_look_alikes():
     assert rules.new_code(random.Random(3)) == rules.new_code(random.Random(3))
 
 
-@pytest.mark.parametrize("typed,code", [("abc234", "ABC234"), (" ab-c 234 ", "ABC234"),
-                                        ("ＡＢＣ２３４", "ABC234")])  # full-width: NFKC makes it ASCII
+@pytest.mark.parametrize(
+    "typed,code", [("abc234", "ABC234"), (" ab-c 234 ", "ABC234"), ("ＡＢＣ２３４", "ABC234")]
+)  # full-width: NFKC makes it ASCII
 def test_a_typed_code_is_normalised(typed, code):
     assert rules.parse_code(typed) == code
 
 
-@pytest.mark.parametrize("typed", ["", "ABC23", "ABC2345", "ABC0O1", "АВС234",  # Cyrillic А В С
-                                   "X" * 10_000, "ABC23\x00", None, 123456])
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "",
+        "ABC23",
+        "ABC2345",
+        "ABC0O1",
+        "АВС234",  # Cyrillic А В С
+        "X" * 10_000,
+        "ABC23\x00",
+        None,
+        123456,
+    ],
+)
 def test_a_bad_code_is_refused_with_the_rule(typed):
     with pytest.raises(ConfigError) as caught:
         rules.parse_code(typed)
@@ -208,8 +221,16 @@ def test_the_export_holds_counts_not_members(classes):
         classes.export(code, "guess")
     out = classes.export(code, key)
     assert out["class"]["members"] == 3 and out["class"]["title"] == "Week 4"
-    assert out["rounds"] == [{"question": "regimes", "round": 1, "opened": out["rounds"][0]["opened"],
-                              "revealed": None, "supported": None, "counts": {0: 2, 2: 1}}]
+    assert out["rounds"] == [
+        {
+            "question": "regimes",
+            "round": 1,
+            "opened": out["rounds"][0]["opened"],
+            "revealed": None,
+            "supported": None,
+            "counts": {0: 2, 2: 1},
+        }
+    ]
     assert key not in str(out) and rules.key_hash(key) not in str(out)  # nothing of the key
 
 

@@ -12,27 +12,46 @@ from tests.timeouts import scaled
 
 
 def bsdemo(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "bsdemo", *args], capture_output=True, text=True,
-                          timeout=scaled(timeout))
+    return subprocess.run(
+        [sys.executable, "-m", "bsdemo", *args], capture_output=True, text=True, timeout=scaled(timeout)
+    )
 
 
 def test_json_lines_follow_the_documented_schema():
-    out = bsdemo("train", "--steps", "12", "--batch-size", "16", "--accum", "2", "--json",
-                 "--eval-interval", "5")
+    out = bsdemo(
+        "train", "--steps", "12", "--batch-size", "16", "--accum", "2", "--json", "--eval-interval", "5"
+    )
     assert out.returncode == 0, out.stderr
     events = [json.loads(line) for line in out.stdout.splitlines()]
     assert all("kind" in e for e in events)
     assert events[0]["kind"] == "start" and events[0]["effective_batch_size"] == 32
     steps = [e for e in events if e["kind"] == "step"]
     assert [e["step"] for e in steps] == list(range(1, 13))
-    for key in ("step", "epoch", "samples_seen", "wall_time_s", "loss", "lr", "step_time_s",
-                "samples_per_sec", "memory_allocated_bytes", "peak_memory_bytes"):
+    for key in (
+        "step",
+        "epoch",
+        "samples_seen",
+        "wall_time_s",
+        "loss",
+        "lr",
+        "step_time_s",
+        "samples_per_sec",
+        "memory_allocated_bytes",
+        "peak_memory_bytes",
+    ):
         assert key in steps[0]
     assert steps[-1]["samples_seen"] == 12 * 32
     end = events[-1]
     assert end["kind"] == "end" and end["status"] == "completed" and end["message"]
-    assert set(end["summary"]) >= {"steps", "samples_per_sec", "peak_memory_bytes",
-                                   "memory_source", "final_train_loss", "test_accuracy", "device"}
+    assert set(end["summary"]) >= {
+        "steps",
+        "samples_per_sec",
+        "peak_memory_bytes",
+        "memory_source",
+        "final_train_loss",
+        "test_accuracy",
+        "device",
+    }
     assert end["summary"]["steps"] == 12 and end["summary"]["memory_source"] == "accounted"
 
 
@@ -46,8 +65,12 @@ def test_on_a_terminal_train_draws_a_tqdm_progress_bar_and_in_a_pipe_none():
 
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "bsdemo", "train", "--steps", "60"],
-                            stdout=subprocess.DEVNULL, stderr=slave, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bsdemo", "train", "--steps", "60"],
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -80,21 +103,24 @@ def test_diverged_run_exits_nonzero_with_a_message():
     assert "Diverged at step" in out.stdout
 
 
-@pytest.mark.parametrize("args,flag", [
-    (["--batch-size", "0"], "--batch-size"),
-    (["--batch-size", "-3"], "--batch-size"),
-    (["--batch-size", "many"], "--batch-size"),
-    (["--lr", "nan"], "--lr"),
-    (["--lr", "-1"], "--lr"),
-    (["--accum", "0"], "--accum"),
-    (["--optimizer", "lion"], "--optimizer"),
-    (["--dataset", "mnist"], "--dataset"),
-    (["--model", "cnn", "--dataset", "spirals"], "--dataset"),
-    (["--steps", "0"], "--steps"),
-    (["--device", "cuda"], "--device"),
-    (["--epochs", "1", "--steps", "3"], "--steps"),
-    (["--bogus", "1"], "--bogus"),
-])
+@pytest.mark.parametrize(
+    "args,flag",
+    [
+        (["--batch-size", "0"], "--batch-size"),
+        (["--batch-size", "-3"], "--batch-size"),
+        (["--batch-size", "many"], "--batch-size"),
+        (["--lr", "nan"], "--lr"),
+        (["--lr", "-1"], "--lr"),
+        (["--accum", "0"], "--accum"),
+        (["--optimizer", "lion"], "--optimizer"),
+        (["--dataset", "mnist"], "--dataset"),
+        (["--model", "cnn", "--dataset", "spirals"], "--dataset"),
+        (["--steps", "0"], "--steps"),
+        (["--device", "cuda"], "--device"),
+        (["--epochs", "1", "--steps", "3"], "--steps"),
+        (["--bogus", "1"], "--bogus"),
+    ],
+)
 def test_bad_flags_exit_2_with_one_line_and_no_traceback(args, flag):
     out = bsdemo("train", *args)
     if flag == "--device" and out.returncode == 0:
@@ -117,24 +143,47 @@ def test_cli_uses_the_workers_thread_rule_and_rejects_a_bad_setting():
 
     from bsdemo.limits import default_threads
 
-    code = ("import torch, bsdemo.cli as c; c.main(['train', '--steps', '1']); "
-            "print('threads', torch.get_num_threads())")
+    code = (
+        "import torch, bsdemo.cli as c; c.main(['train', '--steps', '1']); "
+        "print('threads', torch.get_num_threads())"
+    )
     env = {**os.environ, "BSDEMO_TORCH_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          timeout=scaled(120))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=scaled(120)
+    )
     assert done.stdout.strip().splitlines()[-1] == "threads 1"
     assert default_threads(1) == max(1, (os.cpu_count() or 1) - 1)  # no variable: cores less one
-    out = subprocess.run([sys.executable, "-m", "bsdemo", "train", "--steps", "1"],
-                         capture_output=True, text=True, timeout=scaled(120),
-                         env={**os.environ, "BSDEMO_TORCH_THREADS": "many"})
+    out = subprocess.run(
+        [sys.executable, "-m", "bsdemo", "train", "--steps", "1"],
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+        env={**os.environ, "BSDEMO_TORCH_THREADS": "many"},
+    )
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert "BSDEMO_TORCH_THREADS" in out.stderr and "'many'" in out.stderr
 
 
-HOSTILE = ["", "-inf", "nan", "1e306", "1e306GiB", "x" * 5000, "²", "-1", "9" * 5000,
-           "[x](https://example.com)", " ", "0x10", "x" * 5000 + ".py:f", "1,,2", "1_000", "١٢"]
+HOSTILE = [
+    "",
+    "-inf",
+    "nan",
+    "1e306",
+    "1e306GiB",
+    "x" * 5000,
+    "²",
+    "-1",
+    "9" * 5000,
+    "[x](https://example.com)",
+    " ",
+    "0x10",
+    "x" * 5000 + ".py:f",
+    "1,,2",
+    "1_000",
+    "١٢",
+]
 PATHS = ["", "x" * 5000, "/dev/null/x"]  # a folder flag: these cannot be folders
-WALK = r'''
+WALK = r"""
 import contextlib, io, json, sys
 from bsdemo.cli import build_parser, main
 
@@ -172,7 +221,7 @@ for name, sub in subparsers.choices.items():
             else:  # the dataset names
                 run([name, "list", value])
 print(json.dumps(results))
-'''
+"""
 
 
 def test_every_flag_of_every_command_rejects_hostile_values_before_importing_torch():
@@ -180,14 +229,27 @@ def test_every_flag_of_every_command_rejects_hostile_values_before_importing_tor
     one fresh interpreter: exit code 2, one line of at most 200 characters naming the flag, no
     traceback, nothing on stdout, and torch never imported."""
     # a ceiling, not a speed: about 1,100 commands parsed and refused in one interpreter
-    out = subprocess.run([sys.executable, "-c", WALK, json.dumps([HOSTILE, PATHS])],
-                         capture_output=True, text=True, timeout=scaled(400))
+    out = subprocess.run(
+        [sys.executable, "-c", WALK, json.dumps([HOSTILE, PATHS])],
+        capture_output=True,
+        text=True,
+        timeout=scaled(400),
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads(out.stdout)
     assert len(results) > 400  # every command's every flag, each value twice (--f v, --f=v)
-    bad = [r for r in results if not (
-        r["code"] == 2 and r["stdout"] == "" and not r["torch"] and "Traceback" not in r["stderr"]
-        and r["stderr"].count("\n") == 1 and len(r["stderr"]) <= 201)]
+    bad = [
+        r
+        for r in results
+        if not (
+            r["code"] == 2
+            and r["stdout"] == ""
+            and not r["torch"]
+            and "Traceback" not in r["stderr"]
+            and r["stderr"].count("\n") == 1
+            and len(r["stderr"]) <= 201
+        )
+    ]
     assert bad == [], bad[:5]
     for r in results:  # the line names the flag it is about
         flag = ([a.split("=")[0] for a in r["argv"] if a.startswith("--")] or [None])[-1]

@@ -7,10 +7,11 @@ from bsdemo.recipes import closing
 
 
 def test_the_takeaway_is_the_first_paragraph_and_the_rest_is_folded():
-    text = closing.join("Batch 256 ran 4.0× the samples/s of batch 32.", "", "Why: overhead.",
-                        "More detail.")
-    assert closing.split(text) == ("Batch 256 ran 4.0× the samples/s of batch 32.",
-                                   "Why: overhead.\n\nMore detail.")
+    text = closing.join("Batch 256 ran 4.0× the samples/s of batch 32.", "", "Why: overhead.", "More detail.")
+    assert closing.split(text) == (
+        "Batch 256 ran 4.0× the samples/s of batch 32.",
+        "Why: overhead.\n\nMore detail.",
+    )
     assert closing.split("Only a lead.") == ("Only a lead.", "")
 
 

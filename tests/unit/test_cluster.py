@@ -115,9 +115,13 @@ print(json.dumps(seen, default=str))
 
 
 def replica(cluster, steps: list[dict], **env) -> dict:
-    out = subprocess.run([sys.executable, "-c", REPLICA, json.dumps(steps)], capture_output=True,
-                         text=True, timeout=scaled(240),
-                         env={**os.environ, **cluster.env, **env})
+    out = subprocess.run(
+        [sys.executable, "-c", REPLICA, json.dumps(steps)],
+        capture_output=True,
+        text=True,
+        timeout=scaled(240),
+        env={**os.environ, **cluster.env, **env},
+    )
     assert out.returncode == 0, out.stderr[-3000:] + cluster.client_server_logs()
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -153,17 +157,22 @@ def test_a_ray_client_whose_server_died_starting_is_tried_again(monkeypatch):
             calls.append(kwargs["address"])
             if len(calls) <= times:
                 raise exc
+
         return init
 
     monkeypatch.setattr(actor.time, "sleep", lambda s: None)
-    died = ConnectionAbortedError("Initialization failure from server: Starting Ray client "
-                                  "server failed. See ray_client_server_23000.err")
+    died = ConnectionAbortedError(
+        "Initialization failure from server: Starting Ray client "
+        "server failed. See ray_client_server_23000.err"
+    )
     monkeypatch.setattr(actor.ray, "init", fails(2, died))
     actor.join("ray://head:10001")
     assert calls == ["ray://head:10001"] * 3
-    for address, exc, tries in (("ray://head:10001", died, 3),
-                                ("ray://head:10001", ConnectionError("refused"), 1),
-                                ("head:6379", died, 1)):
+    for address, exc, tries in (
+        ("ray://head:10001", died, 3),
+        ("ray://head:10001", ConnectionError("refused"), 1),
+        ("head:6379", died, 1),
+    ):
         calls.clear()
         monkeypatch.setattr(actor.ray, "init", fails(99, exc))
         with pytest.raises(actor.ClusterUnreachable, match=type(exc).__name__):
@@ -179,20 +188,27 @@ def test_two_replicas_share_one_queue_one_set_of_limits_and_the_store(ray_cluste
     a third replica asking for the same run is served it from the shared store. Then the
     scheduler is shut down and no actor is left behind."""
     limits = {"BSDEMO_MAX_ACTIVE_PER_ADDRESS": "1", "BSDEMO_DATABASE_URL": postgres_url}
-    a = replica(ray_cluster, [{"op": "submit", "as": "job", "owner": "student-a",
-                               "address": "10.0.0.7", "steps": 400_000}], **limits)
+    a = replica(
+        ray_cluster,
+        [{"op": "submit", "as": "job", "owner": "student-a", "address": "10.0.0.7", "steps": 400_000}],
+        **limits,
+    )
     # (minutes of training: still going while B connects, however long Ray Client takes to
     # start B's server, and asks; B stops it when it has seen what it came for)
     assert a["where"]["node_id"] in ray_cluster.node_ids()
     job = a["job"]
-    b = replica(ray_cluster, [  # student A's page reconnects here: B keeps it attended
-        {"op": "snapshot", "as": "a_job", "job": job, "attend": ["student-a"]},
-        {"op": "submit", "as": "same_address", "owner": "student-b", "address": "10.0.0.7"},
-        {"op": "submit", "as": "other_address", "owner": "student-b", "address": "10.0.0.8"},
-        {"op": "running", "as": "a_running", "job": job, "timeout": scaled(120)},
-        {"op": "cancel", "as": "a_stopped", "job": job, "owner": "student-a"},
-        {"op": "wait", "as": "a_done", "job": job, "timeout": scaled(120)},
-    ], BSDEMO_RAY_ADDRESS=ray_cluster.client_address)  # B stays outside: Ray Client
+    b = replica(
+        ray_cluster,
+        [  # student A's page reconnects here: B keeps it attended
+            {"op": "snapshot", "as": "a_job", "job": job, "attend": ["student-a"]},
+            {"op": "submit", "as": "same_address", "owner": "student-b", "address": "10.0.0.7"},
+            {"op": "submit", "as": "other_address", "owner": "student-b", "address": "10.0.0.8"},
+            {"op": "running", "as": "a_running", "job": job, "timeout": scaled(120)},
+            {"op": "cancel", "as": "a_stopped", "job": job, "owner": "student-a"},
+            {"op": "wait", "as": "a_done", "job": job, "timeout": scaled(120)},
+        ],
+        BSDEMO_RAY_ADDRESS=ray_cluster.client_address,
+    )  # B stays outside: Ray Client
     assert b["where"] == a["where"]  # one scheduler, whichever replica asks
     assert b["a_job"]["owner"] == "student-a"
     assert b["a_job"]["status"] in ("queued", "running")  # A's exit lost nothing
@@ -200,13 +216,22 @@ def test_two_replicas_share_one_queue_one_set_of_limits_and_the_store(ray_cluste
     assert isinstance(b["other_address"], int) and b["other_address"] != job
     assert b["a_running"]["status"] == "running" and b["a_stopped"] is True
     assert b["a_done"]["status"] == "cancelled" and len(b["a_done"]["loss"]) > 0
-    c = replica(ray_cluster, [
-        {"op": "wait", "as": "b_done", "job": b["other_address"], "timeout": scaled(120)},
-        {"op": "submit", "as": "again", "owner": "student-c", "address": "10.0.0.9",
-         "steps": 3, "fresh": False},
-        {"op": "wait", "as": "served", "job": "again", "timeout": scaled(60)},
-        {"op": "metrics", "as": "metrics"},
-    ])
+    c = replica(
+        ray_cluster,
+        [
+            {"op": "wait", "as": "b_done", "job": b["other_address"], "timeout": scaled(120)},
+            {
+                "op": "submit",
+                "as": "again",
+                "owner": "student-c",
+                "address": "10.0.0.9",
+                "steps": 3,
+                "fresh": False,
+            },
+            {"op": "wait", "as": "served", "job": "again", "timeout": scaled(60)},
+            {"op": "metrics", "as": "metrics"},
+        ],
+    )
     # any replica's metrics are the course's: the run B stopped, the one it ran
     assert "bsdemo_scheduler_up 1.0" in c["metrics"]
     assert 'bsdemo_runs_total{kind="train",status="cancelled"} 1.0' in c["metrics"]
@@ -218,8 +243,6 @@ def test_two_replicas_share_one_queue_one_set_of_limits_and_the_store(ray_cluste
     assert end["left_behind"] == []
 
 
-
-
 def test_the_lab_page_trains_through_the_courses_scheduler(ray_cluster):
     """A replica's page with BSDEMO_RAY_ADDRESS set: its scheduler is the cluster's actor (no
     notice), Run trains there and the page draws the finished run; then the course is shut
@@ -227,9 +250,13 @@ def test_the_lab_page_trains_through_the_courses_scheduler(ray_cluster):
     from tests.app.helpers import APP
     from tests.app.test_hostile_links import SERVER_WITH_BAD_SETTINGS as LAB_RUN
 
-    out = subprocess.run([sys.executable, "-c", LAB_RUN, APP],
-                         capture_output=True, text=True, timeout=scaled(300),
-                         env={**os.environ, **ray_cluster.env})
+    out = subprocess.run(
+        [sys.executable, "-c", LAB_RUN, APP],
+        capture_output=True,
+        text=True,
+        timeout=scaled(300),
+        env={**os.environ, **ray_cluster.env},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["kind"] == "RemoteScheduler" and seen["notices"] == []
@@ -271,19 +298,22 @@ def test_a_lost_scheduler_is_a_message_on_the_page_not_a_trace(ray_cluster):
     exception box."""
     from tests.app.helpers import APP
 
-    out = subprocess.run([sys.executable, "-c", LOST_SCHEDULER, APP], capture_output=True,
-                         text=True, timeout=scaled(300), env={**os.environ, **ray_cluster.env})
+    out = subprocess.run(
+        [sys.executable, "-c", LOST_SCHEDULER, APP],
+        capture_output=True,
+        text=True,
+        timeout=scaled(300),
+        env={**os.environ, **ray_cluster.env},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["kind"] == "RemoteScheduler" and seen["exception"] == [], seen
     said = [e.replace("\\", "") for e in seen["errors"]]  # plain text: Markdown escaped
-    assert any(e.startswith("The course's scheduler was lost") and "Reload the page" in e
-               for e in said), seen
+    assert any(e.startswith("The course's scheduler was lost") and "Reload the page" in e for e in said), seen
     assert seen["alive"] == [], seen  # nothing left behind
 
 
-def test_runs_land_on_both_nodes_a_lost_node_fails_only_its_job_and_stop_and_the_reaper_work(
-        ray_cluster):
+def test_runs_land_on_both_nodes_a_lost_node_fails_only_its_job_and_stop_and_the_reaper_work(ray_cluster):
     """Two workers (one CPU each, one per node): two runs at once run on the two nodes. The
     worker node is then removed mid-run: its job fails with a message naming what was lost,
     the other runs on, and the next run goes to the node that is left. Stop ends a run between
@@ -292,12 +322,16 @@ def test_runs_land_on_both_nodes_a_lost_node_fails_only_its_job_and_stop_and_the
 
     env = {"BSDEMO_WORKERS": "2", "BSDEMO_UNATTENDED_GRACE_S": str(scaled(10))}
     long_run = {"op": "submit", "steps": 400_000, "cap": 120.0}
-    a = replica(ray_cluster, [
-        {**long_run, "as": "one", "owner": "s1", "address": "10.0.0.1"},
-        {**long_run, "as": "two", "owner": "s2", "address": "10.0.0.2"},
-        {"op": "running", "as": "one_on", "job": "one", "timeout": scaled(120)},
-        {"op": "running", "as": "two_on", "job": "two", "timeout": scaled(120)},
-    ], **env)
+    a = replica(
+        ray_cluster,
+        [
+            {**long_run, "as": "one", "owner": "s1", "address": "10.0.0.1"},
+            {**long_run, "as": "two", "owner": "s2", "address": "10.0.0.2"},
+            {"op": "running", "as": "one_on", "job": "one", "timeout": scaled(120)},
+            {"op": "running", "as": "two_on", "job": "two", "timeout": scaled(120)},
+        ],
+        **env,
+    )
     nodes = {a["one_on"]["node"], a["two_on"]["node"]}
     assert nodes == set(ray_cluster.node_ids()), a  # one run on each node
     head = ray_cluster.cluster.head_node.node_id
@@ -306,17 +340,24 @@ def test_runs_land_on_both_nodes_a_lost_node_fails_only_its_job_and_stop_and_the
     other = next(n for n in ray_cluster.cluster.list_all_nodes() if n.node_id != head)
     started = time.monotonic()
     ray_cluster.cluster.remove_node(other)  # the worker node goes away mid-run
-    b = replica(ray_cluster, [  # another replica: the students' pages reconnect to it
-        {"op": "wait", "as": "lost", "job": a[lost_job], "timeout": scaled(120),
-         "attend": ["s1", "s2"]},
-        {"op": "snapshot", "as": "kept", "job": a[kept_job]},
-        {"op": "cancel", "as": "stopped", "job": a[kept_job], "owner": {"one": "s1", "two": "s2"}[kept_job]},
-        {"op": "wait", "as": "kept_end", "job": a[kept_job], "timeout": scaled(60)},
-        {"op": "submit", "as": "next", "owner": "s3", "address": "10.0.0.3", "steps": 3},
-        {"op": "wait", "as": "next_end", "job": "next", "timeout": scaled(120)},
-        {**long_run, "as": "orphan", "owner": "s4", "address": "10.0.0.4", "unattended": True},
-        {"op": "wait", "as": "orphan_end", "job": "orphan", "timeout": scaled(120)},
-    ])
+    b = replica(
+        ray_cluster,
+        [  # another replica: the students' pages reconnect to it
+            {"op": "wait", "as": "lost", "job": a[lost_job], "timeout": scaled(120), "attend": ["s1", "s2"]},
+            {"op": "snapshot", "as": "kept", "job": a[kept_job]},
+            {
+                "op": "cancel",
+                "as": "stopped",
+                "job": a[kept_job],
+                "owner": {"one": "s1", "two": "s2"}[kept_job],
+            },
+            {"op": "wait", "as": "kept_end", "job": a[kept_job], "timeout": scaled(60)},
+            {"op": "submit", "as": "next", "owner": "s3", "address": "10.0.0.3", "steps": 3},
+            {"op": "wait", "as": "next_end", "job": "next", "timeout": scaled(120)},
+            {**long_run, "as": "orphan", "owner": "s4", "address": "10.0.0.4", "unattended": True},
+            {"op": "wait", "as": "orphan_end", "job": "orphan", "timeout": scaled(120)},
+        ],
+    )
     assert b["lost"]["status"] == "failed" and "Ray actor was lost" in b["lost"]["message"], b
     assert b["lost"]["message"].count(other.node_id[:12]) == 1  # it names the node
     assert time.monotonic() - started < scaled(150)
@@ -342,18 +383,33 @@ def test_a_data_parallel_group_spans_the_nodes_in_one_placement_group():
     # room on each node for the worker (1 CPU) and one member (a member's threads, as here)
     cluster = RayCluster(nodes=2, cpus=1 + member_threads(2))
     try:
-        out = replica(cluster, [
-            {"op": "submit", "as": "ddp", "owner": "s1", "address": "10.0.0.1", "kind": "ddp",
-             "options": {"processes": 2, "steps": 3}},
-            {"op": "wait", "as": "done", "job": "ddp", "timeout": scaled(180)},
-            {"op": "members", "as": "members"},
-            {"op": "submit", "as": "long", "owner": "s2", "address": "10.0.0.2", "kind": "ddp",
-             "options": {"processes": 2, "steps": 200}},
-            {"op": "measuring", "as": "timed", "job": "long", "timeout": scaled(120)},
-            {"op": "cancel", "as": "stopped", "job": "long", "owner": "s2"},
-            {"op": "wait", "as": "long_end", "job": "long", "timeout": scaled(120)},
-            {"op": "members", "as": "after"},
-        ])
+        out = replica(
+            cluster,
+            [
+                {
+                    "op": "submit",
+                    "as": "ddp",
+                    "owner": "s1",
+                    "address": "10.0.0.1",
+                    "kind": "ddp",
+                    "options": {"processes": 2, "steps": 3},
+                },
+                {"op": "wait", "as": "done", "job": "ddp", "timeout": scaled(180)},
+                {"op": "members", "as": "members"},
+                {
+                    "op": "submit",
+                    "as": "long",
+                    "owner": "s2",
+                    "address": "10.0.0.2",
+                    "kind": "ddp",
+                    "options": {"processes": 2, "steps": 200},
+                },
+                {"op": "measuring", "as": "timed", "job": "long", "timeout": scaled(120)},
+                {"op": "cancel", "as": "stopped", "job": "long", "owner": "s2"},
+                {"op": "wait", "as": "long_end", "job": "long", "timeout": scaled(120)},
+                {"op": "members", "as": "after"},
+            ],
+        )
         assert out["done"]["status"] == "completed", out["done"]
         result = out["done"]["result"]
         assert result["kind"] == "ddp_check" and result["equivalent"] is True, result
@@ -383,21 +439,31 @@ def test_a_course_cluster_refuses_every_process_without_its_token():
 
     head = TokenRayHead("course-" + "7" * 40)
     try:
+
         def joined(env):
-            return subprocess.run([sys.executable, "-c", JOIN, head.address], text=True,
-                                  capture_output=True, timeout=scaled(120),
-                                  env={**os.environ, **env})
+            return subprocess.run(
+                [sys.executable, "-c", JOIN, head.address],
+                text=True,
+                capture_output=True,
+                timeout=scaled(120),
+                env={**os.environ, **env},
+            )
 
         wait_for(lambda: joined(head.env).returncode == 0, timeout=120)  # the head is up
-        seen = replica(head, [
-            {"op": "submit", "as": "job", "owner": "s1", "address": "10.0.0.1", "steps": 3},
-            {"op": "wait", "job": "job", "as": "end", "timeout": scaled(180)}])
+        seen = replica(
+            head,
+            [
+                {"op": "submit", "as": "job", "owner": "s1", "address": "10.0.0.1", "steps": 3},
+                {"op": "wait", "job": "job", "as": "end", "timeout": scaled(180)},
+            ],
+        )
         assert seen["end"]["status"] == "completed" and len(seen["end"]["loss"]) == 3
-        for env in ({**head.env, "RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN": ""},
-                    {**head.env, "RAY_AUTH_TOKEN": "stranger-" + "1" * 40}):
+        for env in (
+            {**head.env, "RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN": ""},
+            {**head.env, "RAY_AUTH_TOKEN": "stranger-" + "1" * 40},
+        ):
             out = joined(env)
             assert out.returncode != 0 and "joined" not in out.stdout, out.stdout
-            assert "ConnectionError" in out.stderr or "Authentication" in out.stderr, \
-                out.stderr[-2000:]
+            assert "ConnectionError" in out.stderr or "Authentication" in out.stderr, out.stderr[-2000:]
     finally:
         head.close()

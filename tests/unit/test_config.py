@@ -21,25 +21,28 @@ def test_defaults_are_valid_and_derived_numbers_follow():
     assert cfg.planned_steps == 10 * cfg.updates_per_epoch
 
 
-@pytest.mark.parametrize("field,value,allowed", [
-    ("batch_size", 0, "from 1 to 65536"),
-    ("batch_size", -4, "from 1 to 65536"),
-    ("batch_size", 10**9, "from 1 to 65536"),
-    ("lr", 0.0, "greater than 0"),
-    ("lr", float("nan"), "finite"),
-    ("lr", float("inf"), "finite"),
-    ("accumulation_steps", 0, "from 1 to 1024"),
-    ("optimizer", "rmsprop", "sgd, momentum, adam, adamw"),
-    ("dataset", "imagenet", "digits, synthetic"),
-    ("device", "tpu", "auto, cpu, cuda, mps"),
-    ("norm", "instance", "none, batch, group, layer"),
-    ("epochs", 0, "from 1 to"),
-    ("seed", -1, "from 0 to"),
-    ("warmup_steps", -1, "from 0 to"),
-    ("samples", 5, "from 20 to"),
-    ("batch_size", 2.5, "whole number"),
-    ("batch_size", True, "whole number"),
-])
+@pytest.mark.parametrize(
+    "field,value,allowed",
+    [
+        ("batch_size", 0, "from 1 to 65536"),
+        ("batch_size", -4, "from 1 to 65536"),
+        ("batch_size", 10**9, "from 1 to 65536"),
+        ("lr", 0.0, "greater than 0"),
+        ("lr", float("nan"), "finite"),
+        ("lr", float("inf"), "finite"),
+        ("accumulation_steps", 0, "from 1 to 1024"),
+        ("optimizer", "rmsprop", "sgd, momentum, adam, adamw"),
+        ("dataset", "imagenet", "digits, synthetic"),
+        ("device", "tpu", "auto, cpu, cuda, mps"),
+        ("norm", "instance", "none, batch, group, layer"),
+        ("epochs", 0, "from 1 to"),
+        ("seed", -1, "from 0 to"),
+        ("warmup_steps", -1, "from 0 to"),
+        ("samples", 5, "from 20 to"),
+        ("batch_size", 2.5, "whole number"),
+        ("batch_size", True, "whole number"),
+    ],
+)
 def test_invalid_values_name_field_value_and_what_is_allowed(field, value, allowed):
     with pytest.raises(ConfigError) as err:
         RunConfig(**{field: value}).validated()
@@ -75,8 +78,13 @@ def test_effective_batch_larger_than_training_set_clamps_accumulation():
 def test_params_round_trip_and_only_non_defaults_are_written():
     cfg = RunConfig(batch_size=256, lr=0.003, accumulation_steps=4, optimizer="adam", seed=9)
     params = cfg.to_params()
-    assert params == {"batch_size": "256", "lr": "0.003", "accumulation_steps": "4",
-                      "optimizer": "adam", "seed": "9"}
+    assert params == {
+        "batch_size": "256",
+        "lr": "0.003",
+        "accumulation_steps": "4",
+        "optimizer": "adam",
+        "seed": "9",
+    }
     assert RunConfig.from_params(params) == cfg
     assert RunConfig().to_params() == {}
 
@@ -86,13 +94,16 @@ def test_step_budget_alone_replaces_the_epoch_budget():
     assert cfg.epochs is None and cfg.planned_steps == 50
 
 
-@pytest.mark.parametrize("params,field", [
-    ({"batch_sise": "8"}, "batch_sise"),
-    ({"batch_size": "eight"}, "batch_size"),
-    ({"batch_size": "8.5"}, "batch_size"),
-    ({"lr": "fast"}, "lr"),
-    ({"dataset": "x" * 500}, "dataset"),
-])
+@pytest.mark.parametrize(
+    "params,field",
+    [
+        ({"batch_sise": "8"}, "batch_sise"),
+        ({"batch_size": "eight"}, "batch_size"),
+        ({"batch_size": "8.5"}, "batch_size"),
+        ({"lr": "fast"}, "lr"),
+        ({"dataset": "x" * 500}, "dataset"),
+    ],
+)
 def test_bad_query_params_raise_config_errors(params, field):
     with pytest.raises(ConfigError) as err:
         RunConfig.from_params(params).validated()
@@ -112,14 +123,22 @@ def test_every_preset_is_a_valid_config():
 
 configs = st.builds(
     RunConfig,
-    dataset=st.sampled_from([d for d in DATASETS if d != "arithmetic"]), model=st.just("mlp"),
+    dataset=st.sampled_from([d for d in DATASETS if d != "arithmetic"]),
+    model=st.just("mlp"),
     norm=st.sampled_from(NORMS),
-    width=st.integers(1, 4096), depth=st.integers(1, 16), batch_size=st.integers(1, 65536),
-    lr=st.floats(1e-6, 100.0, allow_nan=False), accumulation_steps=st.integers(1, 1024),
-    optimizer=st.sampled_from(OPTIMIZERS), warmup_steps=st.integers(0, 10**6),
-    epochs=st.one_of(st.none(), st.integers(1, 10_000)), max_steps=st.integers(1, 10**6),
-    seed=st.integers(0, 2**31 - 1), device=st.sampled_from(DEVICES),
-    eval_interval=st.integers(0, 1000), samples=st.integers(20, 200_000),
+    width=st.integers(1, 4096),
+    depth=st.integers(1, 16),
+    batch_size=st.integers(1, 65536),
+    lr=st.floats(1e-6, 100.0, allow_nan=False),
+    accumulation_steps=st.integers(1, 1024),
+    optimizer=st.sampled_from(OPTIMIZERS),
+    warmup_steps=st.integers(0, 10**6),
+    epochs=st.one_of(st.none(), st.integers(1, 10_000)),
+    max_steps=st.integers(1, 10**6),
+    seed=st.integers(0, 2**31 - 1),
+    device=st.sampled_from(DEVICES),
+    eval_interval=st.integers(0, 1000),
+    samples=st.integers(20, 200_000),
     noise=st.floats(0.0, 10.0, allow_nan=False),
 ).filter(lambda c: not (c.norm == "batch" and c.batch_size < 2))  # refused: tested below
 
@@ -133,8 +152,13 @@ def test_valid_configs_round_trip_through_the_url(cfg):
     assert RunConfig.from_params(checked.to_params()) == checked
 
 
-@given(st.dictionaries(st.sampled_from([f for f in RunConfig.__dataclass_fields__] + ["junk"]),
-                       st.text(max_size=80), max_size=6))
+@given(
+    st.dictionaries(
+        st.sampled_from([f for f in RunConfig.__dataclass_fields__] + ["junk"]),
+        st.text(max_size=80),
+        max_size=6,
+    )
+)
 @settings(max_examples=300, deadline=None)
 def test_arbitrary_strings_are_a_valid_config_or_a_config_error(params):
     try:
@@ -147,10 +171,13 @@ def test_arbitrary_strings_are_a_valid_config_or_a_config_error(params):
 
 @given(st.sampled_from(MODELS), st.sampled_from(DATASETS))
 def test_model_dataset_pairs(model, dataset):
-    takes = {"mlp": set(DATASETS) - {"arithmetic"}, "cnn": set(IMAGE_DATASETS),
-             "transformer": {*IMAGE_DATASETS, "arithmetic"},
-             "lstm": {*IMAGE_DATASETS, "arithmetic"},
-             "gan": {"digits", "mnist", "fashion"}}
+    takes = {
+        "mlp": set(DATASETS) - {"arithmetic"},
+        "cnn": set(IMAGE_DATASETS),
+        "transformer": {*IMAGE_DATASETS, "arithmetic"},
+        "lstm": {*IMAGE_DATASETS, "arithmetic"},
+        "gan": {"digits", "mnist", "fashion"},
+    }
     if dataset not in takes[model]:
         with pytest.raises(ConfigError):
             RunConfig(model=model, dataset=dataset).validated()
@@ -159,11 +186,29 @@ def test_model_dataset_pairs(model, dataset):
 
 
 # ----- hostile links: any URL gives a config and, at worst, a short message -----
-names = st.one_of(st.sampled_from([*RunConfig.__dataclass_fields__, "run"]),
-                  st.text(min_size=0, max_size=300))
-values = st.one_of(st.text(max_size=300), st.sampled_from(
-    ["²", "-inf", "nan", "1e306", "[click me](https://example.com)", "![p](https://example.com/p.png)",
-     "<script>alert(1)</script>", "x" * 100_000, "", "none", "0x10", "١٢٣", "9" * 5000]))
+names = st.one_of(
+    st.sampled_from([*RunConfig.__dataclass_fields__, "run"]), st.text(min_size=0, max_size=300)
+)
+values = st.one_of(
+    st.text(max_size=300),
+    st.sampled_from(
+        [
+            "²",
+            "-inf",
+            "nan",
+            "1e306",
+            "[click me](https://example.com)",
+            "![p](https://example.com/p.png)",
+            "<script>alert(1)</script>",
+            "x" * 100_000,
+            "",
+            "none",
+            "0x10",
+            "١٢٣",
+            "9" * 5000,
+        ]
+    ),
+)
 
 
 @given(st.dictionaries(names, values, max_size=8))
@@ -188,10 +233,22 @@ def test_a_huge_or_crowded_query_is_answered_without_echoing_it():
     assert cfg == RunConfig() and "3,000 settings" in message
 
 
-@pytest.mark.parametrize("raw,job", [("12", 12), ("12.deadbeef", 12), (["3", "4"], 4), ("²", None),
-                                     ("١٢", None), ("-1", None), ("", None), (None, None),
-                                     ("1" * 12, 111111111111), ("1" * 13, None),
-                                     ("x" * 100_000, None)])
+@pytest.mark.parametrize(
+    "raw,job",
+    [
+        ("12", 12),
+        ("12.deadbeef", 12),
+        (["3", "4"], 4),
+        ("²", None),
+        ("١٢", None),
+        ("-1", None),
+        ("", None),
+        (None, None),
+        ("1" * 12, 111111111111),
+        ("1" * 13, None),
+        ("x" * 100_000, None),
+    ],
+)
 def test_a_links_run_id_is_ascii_digits_or_nothing(raw, job):
     from bsdemo.config import parse_run_id
 
@@ -222,8 +279,19 @@ def test_plain_text_escapes_every_markdown_mark(text):
     assert is_plain(shown), shown
 
 
-@pytest.mark.parametrize("text", ["https://example.com", "www.example.com", "a@example.com",
-                                  ":red[x]", ":smile:", "mailto:x", "`https://x`", "``:``"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "https://example.com",
+        "www.example.com",
+        "a@example.com",
+        ":red[x]",
+        ":smile:",
+        "mailto:x",
+        "`https://x`",
+        "``:``",
+    ],
+)
 def test_words_that_could_autolink_go_into_code_spans(text):
     from bsdemo.plaintext import plain, unescape
 

@@ -13,8 +13,9 @@ def _response(scope_extra: dict, cookie: bytes | None = None) -> list[tuple[byte
     sent = []
 
     async def app(scope, receive, send):
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/html")]})
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/html")]}
+        )
         await send({"type": "http.response.body", "body": b"ok"})
 
     async def send(message):
@@ -46,8 +47,12 @@ def test_over_https_the_id_is_secure_and_a_good_id_is_left_alone():
     assert "; Secure" in _set_cookies(proxied)[0]
     good = f"other=1; {COOKIE}={'a' * 32}".encode()
     assert _set_cookies(_response({}, good)) == []
-    for bad in (f"{COOKIE}=xyz".encode(), f"{COOKIE}={'A' * 32}".encode(), b"\xff\x00;;=",
-                f"{COOKIE}={'a' * 33}".encode()):
+    for bad in (
+        f"{COOKIE}=xyz".encode(),
+        f"{COOKIE}={'A' * 32}".encode(),
+        b"\xff\x00;;=",
+        f"{COOKIE}={'a' * 33}".encode(),
+    ):
         assert len(_set_cookies(_response({}, bad))) == 1, bad
 
 
@@ -78,8 +83,13 @@ def _fetch(path: str, scheme: str = "http") -> dict:
         sent.append(message)
 
     url, _, query = path.partition("?")
-    asyncio.run(BrowserCookie(app)({"type": "http", "scheme": scheme, "path": url,
-                                    "query_string": query.encode(), "headers": []}, None, send))
+    asyncio.run(
+        BrowserCookie(app)(
+            {"type": "http", "scheme": scheme, "path": url, "query_string": query.encode(), "headers": []},
+            None,
+            send,
+        )
+    )
     return sent[0]
 
 

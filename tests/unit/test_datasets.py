@@ -19,8 +19,12 @@ RNG = np.random.RandomState(0)
 
 
 def mnist_like(n_train=120, n_test=30):
-    return (RNG.randint(0, 256, (n_train, 28, 28)).astype(np.uint8), RNG.randint(0, 10, n_train),
-            RNG.randint(0, 256, (n_test, 28, 28)).astype(np.uint8), RNG.randint(0, 10, n_test))
+    return (
+        RNG.randint(0, 256, (n_train, 28, 28)).astype(np.uint8),
+        RNG.randint(0, 10, n_train),
+        RNG.randint(0, 256, (n_test, 28, 28)).astype(np.uint8),
+        RNG.randint(0, 10, n_test),
+    )
 
 
 @pytest.fixture
@@ -40,10 +44,12 @@ def mirror(tmp_path):
 
 def publish_mnist(root, arrays):
     xtr, ytr, xte, yte = arrays
-    blobs = {"train-images-idx3-ubyte.gz": datasets.write_idx_gz(xtr),
-             "train-labels-idx1-ubyte.gz": datasets.write_idx_gz(ytr.astype(np.uint8)),
-             "t10k-images-idx3-ubyte.gz": datasets.write_idx_gz(xte),
-             "t10k-labels-idx1-ubyte.gz": datasets.write_idx_gz(yte.astype(np.uint8))}
+    blobs = {
+        "train-images-idx3-ubyte.gz": datasets.write_idx_gz(xtr),
+        "train-labels-idx1-ubyte.gz": datasets.write_idx_gz(ytr.astype(np.uint8)),
+        "t10k-images-idx3-ubyte.gz": datasets.write_idx_gz(xte),
+        "t10k-labels-idx1-ubyte.gz": datasets.write_idx_gz(yte.astype(np.uint8)),
+    }
     for name, blob in blobs.items():
         (root / name).write_bytes(blob)
     return {name: hashlib.md5(blob).hexdigest() for name, blob in blobs.items()}
@@ -55,8 +61,7 @@ def test_idx_files_fetch_verify_and_read_back(mirror, tmp_path):
     sums = publish_mnist(root, arrays)
     folder = datasets.fetch("mnist", tmp_path / "cache", base_url=url, checksums=sums)
     assert sorted(p.name for p in folder.iterdir()) == sorted(sums)
-    x_train, y_train, x_test, y_test = datasets.load("mnist", tmp_path / "cache",
-                                                     fetch_missing=False)
+    x_train, y_train, x_test, y_test = datasets.load("mnist", tmp_path / "cache", fetch_missing=False)
     assert x_train.shape == (120, 1, 28, 28) and x_test.shape == (30, 1, 28, 28)
     assert (x_train[:, 0] == arrays[0]).all() and (y_test == arrays[3]).all()
     # a second fetch finds verified files and downloads nothing
@@ -87,8 +92,9 @@ def test_cifar_binary_archive_reads_without_pickle(mirror, tmp_path):
     x_test, y_test = RNG.randint(0, 256, (10, 3, 32, 32)).astype(np.uint8), RNG.randint(0, 10, 10)
     blob = datasets.write_cifar_tar_gz(x_train, y_train, x_test, y_test)
     (root / "cifar-10-binary.tar.gz").write_bytes(blob)
-    datasets.fetch("cifar10", tmp_path, base_url=url,
-                   checksums={"cifar-10-binary.tar.gz": hashlib.md5(blob).hexdigest()})
+    datasets.fetch(
+        "cifar10", tmp_path, base_url=url, checksums={"cifar-10-binary.tar.gz": hashlib.md5(blob).hexdigest()}
+    )
     xtr, ytr, xte, yte = datasets.load("cifar10", tmp_path, fetch_missing=False)
     assert xtr.shape == (50, 3, 32, 32) and (xtr == x_train).all() and (yte == y_test).all()
 
@@ -113,8 +119,9 @@ def test_the_engine_trains_on_a_cached_real_dataset(mirror, tmp_path, monkeypatc
 
     data._real_dataset.cache_clear()
     try:
-        events = list(train(RunConfig(dataset="mnist", model="cnn", width=8, depth=2,
-                                      batch_size=50, epochs=1)))
+        events = list(
+            train(RunConfig(dataset="mnist", model="cnn", width=8, depth=2, batch_size=50, epochs=1))
+        )
     finally:
         data._real_dataset.cache_clear()
     start, end = events[0], events[-1]
@@ -126,13 +133,21 @@ def test_datasets_cli_lists_and_reports_offline_in_one_line(tmp_path):
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "bsdemo", "datasets", "list", "--cache",
-                          str(tmp_path)], capture_output=True, text=True, timeout=scaled(60))
+    out = subprocess.run(
+        [sys.executable, "-m", "bsdemo", "datasets", "list", "--cache", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
+    )
     assert out.returncode == 0 and "mnist" in out.stdout and "not fetched" in out.stdout
     env = {"BSDEMO_DATASET_MIRROR": "http://127.0.0.1:9/", "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-m", "bsdemo", "datasets", "fetch", "mnist",
-                          "--cache", str(tmp_path)], capture_output=True, text=True, timeout=scaled(60),
-                         env=env)
+    out = subprocess.run(
+        [sys.executable, "-m", "bsdemo", "datasets", "fetch", "mnist", "--cache", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
+        env=env,
+    )
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     assert "Offline?" in out.stderr and "Traceback" not in out.stderr
 
@@ -143,12 +158,14 @@ def test_the_bundled_digits_load_without_importing_scikit_learn():
     import subprocess
     import sys
 
-    probe = ("import sys, torch\n"
-             "from bsdemo.engine.data import load_dataset\n"
-             "from bsdemo.config import RunConfig\n"
-             "data = load_dataset(RunConfig(), torch.device('cpu'))\n"
-             "assert 'sklearn' not in sys.modules, 'scikit-learn was imported'\n"
-             "print(len(data.y_train) + len(data.y_test))")
+    probe = (
+        "import sys, torch\n"
+        "from bsdemo.engine.data import load_dataset\n"
+        "from bsdemo.config import RunConfig\n"
+        "data = load_dataset(RunConfig(), torch.device('cpu'))\n"
+        "assert 'sklearn' not in sys.modules, 'scikit-learn was imported'\n"
+        "print(len(data.y_train) + len(data.y_test))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=scaled(120))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1797"]

@@ -17,10 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def final_stage(dockerfile: str) -> list[str]:
     """Instructions of the last FROM stage, continuation lines joined."""
     text = re.sub(r"\\\n\s*", " ", dockerfile)
-    lines = [line.strip() for line in text.splitlines() if line.strip() and
-             not line.lstrip().startswith("#")]
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     starts = [i for i, line in enumerate(lines) if line.upper().startswith("FROM ")]
-    return lines[starts[-1]:]
+    return lines[starts[-1] :]
 
 
 def test_dockerfile_runs_as_non_root_with_healthcheck_and_port():
@@ -48,8 +47,9 @@ def test_dockerfile_and_makefile_install_the_same_way():
     assert (ROOT / "scripts/install.sh").stat().st_mode & 0o111, "install.sh must be executable"
 
 
-def _install_plan(index: str, torch_req: str = "", nvidia: bool = False, tmp_path=None,
-                  extras: str = "", mode: str = "dev") -> str:
+def _install_plan(
+    index: str, torch_req: str = "", nvidia: bool = False, tmp_path=None, extras: str = "", mode: str = "dev"
+) -> str:
     """What scripts/install.sh would do (its dry run), with or without an nvidia-smi on PATH."""
     import subprocess
 
@@ -59,8 +59,13 @@ def _install_plan(index: str, torch_req: str = "", nvidia: bool = False, tmp_pat
         (bindir / "nvidia-smi").write_text("#!/bin/sh\nexit 0\n")
         (bindir / "nvidia-smi").chmod(0o755)
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "BSDEMO_INSTALL_DRY_RUN": "1"}
-    out = subprocess.run(["/bin/sh", str(ROOT / "scripts/install.sh"), "/venv/bin/pip", torch_req,
-                          mode, index, extras], env=env, capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        ["/bin/sh", str(ROOT / "scripts/install.sh"), "/venv/bin/pip", torch_req, mode, index, extras],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if out.returncode != 0:
         raise ValueError(f"exit {out.returncode}: {out.stderr}")
     return out.stdout
@@ -141,7 +146,7 @@ def test_production_streamlit_settings():
 def test_healthcheck_command_is_valid_python():
     stage = final_stage((ROOT / "Dockerfile").read_text())
     health = next(line for line in stage if line.upper().startswith("HEALTHCHECK "))
-    exec_form = health[health.index("CMD") + 3:].strip()
+    exec_form = health[health.index("CMD") + 3 :].strip()
     argv = yaml.safe_load(exec_form)  # the JSON exec form
     assert argv[:2] == ["python", "-c"]
     compile(argv[2], "<healthcheck>", "exec")
@@ -173,10 +178,14 @@ def test_every_data_file_of_the_package_is_installed_with_it():
     package data would be missing there while every test from the checkout still passed."""
     import fnmatch
 
-    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-data"]["bsdemo"]
-    files = [p.relative_to(ROOT / "bsdemo").as_posix() for p in (ROOT / "bsdemo").rglob("*")
-             if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts]
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "bsdemo"
+    ]
+    files = [
+        p.relative_to(ROOT / "bsdemo").as_posix()
+        for p in (ROOT / "bsdemo").rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    ]
     assert files, "the quiz's questions live in bsdemo/"
     missing = [f for f in files if not any(fnmatch.fnmatch(f, pattern) for pattern in declared)]
     assert missing == [], f"not in [tool.setuptools.package-data]: {missing}"
@@ -197,9 +206,21 @@ def test_the_course_compose_file_wires_replicas_ray_and_postgresql_together():
     env = {k: str(v) for k, v in lab["environment"].items()}
     assert ray_address(env["BSDEMO_RAY_ADDRESS"]) == "ray-head:6379"
     assert database_url(env["BSDEMO_DATABASE_URL"]).endswith("@db:5432/bsdemo")
-    Limits.load({k: v for k, v in env.items() if k.startswith("BSDEMO_") and k not in (
-        "BSDEMO_RAY_ADDRESS", "BSDEMO_DATABASE_URL", "BSDEMO_TRUSTED_PROXIES", "BSDEMO_PUBLIC_URL",
-        "BSDEMO_CLASS_PASSWORD")})
+    Limits.load(
+        {
+            k: v
+            for k, v in env.items()
+            if k.startswith("BSDEMO_")
+            and k
+            not in (
+                "BSDEMO_RAY_ADDRESS",
+                "BSDEMO_DATABASE_URL",
+                "BSDEMO_TRUSTED_PROXIES",
+                "BSDEMO_PUBLIC_URL",
+                "BSDEMO_CLASS_PASSWORD",
+            )
+        }
+    )
     assert env["BSDEMO_TRUSTED_PROXIES"] == proxy["networks"]["edge"]["ipv4_address"]
     labels = "\n".join(lab["labels"])
     assert "loadbalancer.sticky.cookie=true" in labels and "server.port=8501" in labels
@@ -268,22 +289,25 @@ def exposure(compose: dict, text: str) -> list[str]:
             own = list(own) if isinstance(own, list) else list(own)
             if published:
                 found.append(f"{name} mounts the Docker socket and publishes a port")
-            if str(env.get("POST", "1")) != "0" or not all(m.endswith(":ro") for m in mounts
-                                                             if SOCKET in m):
+            if str(env.get("POST", "1")) != "0" or not all(m.endswith(":ro") for m in mounts if SOCKET in m):
                 found.append(f"{name} mounts the Docker socket with writes allowed")
             if not own or any(not (networks.get(n) or {}).get("internal") for n in own):
                 found.append(f"{name} mounts the Docker socket on a network that is not internal")
         env = service.get("environment", {}) or {}
-        for key, value in (env.items() if isinstance(env, dict) else []):
+        for key, value in env.items() if isinstance(env, dict) else []:
             # a secret comes from the operator: required (${X:?…}), or off when unset (${X:-},
             # the class password); never a value written here or a default one
-            if any(word in key for word in SECRETS) and value is not None and not (
-                    str(value).startswith("${") and ":-" not in str(value).replace(":-}", "")):
+            if (
+                any(word in key for word in SECRETS)
+                and value is not None
+                and not (str(value).startswith("${") and ":-" not in str(value).replace(":-}", ""))
+            ):
                 found.append(f"{name}: {key} has a default")
         command = " ".join(map(str, service.get("command", []) or []))
         if "ray start" in command or service.get("command", [None])[0] == "ray":
-            if env.get("RAY_AUTH_MODE") != "token" or not str(env.get("RAY_AUTH_TOKEN", "")
-                                                              ).startswith("${RAY_AUTH_TOKEN:?"):
+            if env.get("RAY_AUTH_MODE") != "token" or not str(env.get("RAY_AUTH_TOKEN", "")).startswith(
+                "${RAY_AUTH_TOKEN:?"
+            ):
                 found.append(f"{name} runs Ray without token authentication")
         image = str(service.get("image", ""))
         if "ray start" in command and "--head" not in command and "bsdemo.ui.launch" in command:
@@ -320,11 +344,15 @@ def test_the_exposure_check_finds_each_way_in():
     services["db"]["environment"]["POSTGRES_PASSWORD"] = "change-me"
     compose["networks"]["course"]["internal"] = False
     found = "\n".join(exposure(compose, text + "\n# ${RAY_AUTH_TOKEN:-x}"))
-    for hole in ("ray-head publishes port 6379", "proxy mounts the Docker socket and publishes",
-                 "docker-api mounts the Docker socket with writes allowed",
-                 "gpu-node runs Ray without token authentication",
-                 "db: POSTGRES_PASSWORD has a default", "RAY_AUTH_TOKEN has a default",
-                 "ray-head is on a network that is not internal"):
+    for hole in (
+        "ray-head publishes port 6379",
+        "proxy mounts the Docker socket and publishes",
+        "docker-api mounts the Docker socket with writes allowed",
+        "gpu-node runs Ray without token authentication",
+        "db: POSTGRES_PASSWORD has a default",
+        "RAY_AUTH_TOKEN has a default",
+        "ray-head is on a network that is not internal",
+    ):
         assert hole in found, (hole, found)
 
 
@@ -340,6 +368,12 @@ def test_every_ray_process_of_the_course_proves_the_token():
     assert compose["networks"]["course"]["internal"] is True
     docs = (ROOT / "docs/deploy.md").read_text()
     security = docs.split("## Security", 1)[1].split("\n## ", 1)[0]
-    for word in ("RAY_AUTH_TOKEN", "POSTGRES_PASSWORD", "BSDEMO_CLASS_PASSWORD",
-                 "BSDEMO_METRICS_ADDRESS", "docker-api", "tls.yml"):
+    for word in (
+        "RAY_AUTH_TOKEN",
+        "POSTGRES_PASSWORD",
+        "BSDEMO_CLASS_PASSWORD",
+        "BSDEMO_METRICS_ADDRESS",
+        "docker-api",
+        "tls.yml",
+    ):
         assert word in security, word

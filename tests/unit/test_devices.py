@@ -60,8 +60,7 @@ def started_on(sched: Scheduler, jobs: list[int]) -> list[int | None]:
     while sched.workers_ready() < len(sched._pool) and time.monotonic() < deadline:
         time.sleep(0.01)
     with sched._lock:
-        return [sched._jobs[j].worker if sched._jobs[j].status == "running" else None
-                for j in jobs]
+        return [sched._jobs[j].worker if sched._jobs[j].status == "running" else None for j in jobs]
 
 
 def test_device_keys_tell_a_nodes_gpus_apart_and_this_machine_is_one_device():
@@ -76,9 +75,13 @@ def test_a_measurement_holds_its_own_gpu_while_runs_go_on_on_the_others():
     A's GPU (worker 0); a training run then skips worker 1 (same GPU) for worker 2; a second
     sweep takes B's other GPU alone; the next run waits, told which measurement holds the GPU."""
     layout = [{"node_id": "A", "gpus": ["0"], "total_memory_bytes": 80 * GIB}] * 2 + [
-        {"node_id": "B", "gpus": [g], "total_memory_bytes": 80 * GIB} for g in ("0", "1")]
-    sched = Scheduler(workers=4, pool=cluster(layout), limits=Limits(
-        workers=4, max_active_per_session=10, max_active_per_address=10))
+        {"node_id": "B", "gpus": [g], "total_memory_bytes": 80 * GIB} for g in ("0", "1")
+    ]
+    sched = Scheduler(
+        workers=4,
+        pool=cluster(layout),
+        limits=Limits(workers=4, max_active_per_session=10, max_active_per_address=10),
+    )
     try:
         started_on(sched, [])
         sweep = sched.submit(RunConfig(), owner="s1", kind="sweep", options=SWEEP)
@@ -107,8 +110,11 @@ def test_memory_is_admitted_against_each_gpus_own_memory():
         probe.close()
     # room for the two contexts and one run's prediction, not two (margin 10% by default)
     small["total_memory_bytes"] = int((2 * 512 * 2**20 + need * 1.5) / 0.9)
-    sched = Scheduler(workers=4, pool=cluster([small, small, large, large]), limits=Limits(
-        workers=4, max_active_per_session=10, max_active_per_address=10))
+    sched = Scheduler(
+        workers=4,
+        pool=cluster([small, small, large, large]),
+        limits=Limits(workers=4, max_active_per_session=10, max_active_per_address=10),
+    )
     try:
         started_on(sched, [])
         one, two, three = (sched.submit(RunConfig(seed=i), owner=f"s{i}") for i in range(3))

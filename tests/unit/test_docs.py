@@ -13,8 +13,12 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 
 
 def test_the_cli_reference_is_generated_from_the_parser_and_is_current():
-    out = subprocess.run([sys.executable, str(ROOT / "scripts/docs.py"), "--check"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/docs.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     text = (ROOT / "docs/cli.md").read_text()
     for command in ("train", "sweep", "find", "fit-batch", "warm", "datasets"):
@@ -40,8 +44,7 @@ def test_the_readme_is_a_one_screen_map_into_the_docs():
     code_map = readme.split("## Code map", 1)[1].split("\n## ", 1)[0]
     for place in ("bsdemo/engine/", "bsdemo/jobkinds/", "bsdemo/tunables.py", "bsdemo/ui/"):
         assert place in code_map, place
-    for doc in ("architecture", "lessons", "instructor", "cli", "deploy", "contributing",
-                "own-model"):
+    for doc in ("architecture", "lessons", "instructor", "cli", "deploy", "contributing", "own-model"):
         assert f"docs/{doc}.md" in readme, doc
     assert "make run" in readme and "make test" in readme
 

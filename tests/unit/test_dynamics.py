@@ -28,10 +28,13 @@ def test_accumulation_matches_one_big_batch_to_float32_rounding():
     assert r["accumulated_samples_per_sec"] > 0 and r["big_samples_per_sec"] > 0
 
 
-@pytest.mark.parametrize("kw,lowest", [
-    ({"unscaled_loss": True}, 1.0),  # gradients k times too large: relative difference k - 1
-    ({"variable_length": True}, 1e-3),
-])
+@pytest.mark.parametrize(
+    "kw,lowest",
+    [
+        ({"unscaled_loss": True}, 1.0),  # gradients k times too large: relative difference k - 1
+        ({"variable_length": True}, 1e-3),
+    ],
+)
 def test_each_pitfall_makes_the_difference_jump(kw, lowest):
     r = accumulation_check(RunConfig(), 32, 4, steps=3, **kw)
     assert not r["equivalent"] and r["rel_grad_diff"] > lowest
@@ -70,8 +73,9 @@ def test_regimes_with_a_time_cap_stop_and_say_so():
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "bsdemo", *args], capture_output=True, text=True,
-                          timeout=scaled(120))
+    return subprocess.run(
+        [sys.executable, "-m", "bsdemo", *args], capture_output=True, text=True, timeout=scaled(120)
+    )
 
 
 def test_cli_accum_check_json():
@@ -79,8 +83,7 @@ def test_cli_accum_check_json():
     assert out.returncode == 0, out.stderr
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["kind"] == "accum_check" and r["equivalent"] is True
-    assert set(r) >= {"max_abs_grad_diff", "rel_grad_diff", "max_abs_param_diff", "steps",
-                      "equivalent"}
+    assert set(r) >= {"max_abs_grad_diff", "rel_grad_diff", "max_abs_param_diff", "steps", "equivalent"}
     unscaled = json.loads(cli("accum-check", "--unscaled-loss", "--json").stdout)
     assert unscaled["equivalent"] is False
 
@@ -92,19 +95,21 @@ def test_cli_regimes_json_ends_with_one_result_per_regime():
     results = [e for e in lines if e["kind"] == "regime_result"]
     assert [r["name"] for r in results] == ["SGD (batch 1)", "full batch", "mini-batch"]
     assert [r["weight_updates"] for r in results] == [1438, 1, 45]
-    for key in ("batch_size", "wall_time_s", "peak_memory_bytes", "final_train_accuracy",
-                "test_accuracy"):
+    for key in ("batch_size", "wall_time_s", "peak_memory_bytes", "final_train_accuracy", "test_accuracy"):
         assert key in results[0]
     assert any(e.get("regime") == "mini-batch" and e["kind"] == "step" for e in lines)
 
 
-@pytest.mark.parametrize("args,flag", [
-    (["accum-check", "--accum", "0"], "--accum"),
-    (["accum-check", "--micro-batch", "many"], "--micro-batch"),
-    (["accum-check", "--micro-batch", "1000"], "--micro-batch"),
-    (["regimes", "--epochs", "0"], "--epochs"),
-    (["regimes", "--time-limit", "nan"], "--time-limit"),
-])
+@pytest.mark.parametrize(
+    "args,flag",
+    [
+        (["accum-check", "--accum", "0"], "--accum"),
+        (["accum-check", "--micro-batch", "many"], "--micro-batch"),
+        (["accum-check", "--micro-batch", "1000"], "--micro-batch"),
+        (["regimes", "--epochs", "0"], "--epochs"),
+        (["regimes", "--time-limit", "nan"], "--time-limit"),
+    ],
+)
 def test_cli_bad_input_exits_2_with_one_line(args, flag):
     out = cli(*args)
     assert out.returncode == 2 and flag in out.stderr

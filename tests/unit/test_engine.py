@@ -27,10 +27,21 @@ def steps_of(events):
 @pytest.mark.parametrize("optimizer", ["sgd", "momentum", "adam"])
 def test_accumulation_equals_one_big_batch(optimizer):
     """k micro-batches of b and one batch of k*b: the same parameters after several steps."""
-    common = dict(dataset="digits", model="mlp", width=64, depth=2, optimizer=optimizer,
-                  lr=0.05 if optimizer != "adam" else 1e-3, epochs=None, max_steps=6, seed=3)
-    big, small = prepare(RunConfig(batch_size=64, **common)), \
-        prepare(RunConfig(batch_size=16, accumulation_steps=4, **common))
+    common = dict(
+        dataset="digits",
+        model="mlp",
+        width=64,
+        depth=2,
+        optimizer=optimizer,
+        lr=0.05 if optimizer != "adam" else 1e-3,
+        epochs=None,
+        max_steps=6,
+        seed=3,
+    )
+    big, small = (
+        prepare(RunConfig(batch_size=64, **common)),
+        prepare(RunConfig(batch_size=16, accumulation_steps=4, **common)),
+    )
     big_events, small_events = run(big.cfg, prepared=big), run(small.cfg, prepared=small)
     assert big_events[-1].status == small_events[-1].status == "completed"
     for p, q in zip(big.model.parameters(), small.model.parameters(), strict=True):
@@ -43,13 +54,16 @@ def test_accumulation_equals_one_big_batch(optimizer):
 
 def test_accumulation_with_batchnorm_differs():
     """The equivalence breaks with BatchNorm: its statistics are per micro-batch."""
-    common = dict(dataset="digits", model="mlp", width=64, depth=2, norm="batch",
-                  epochs=None, max_steps=4)
-    big, small = prepare(RunConfig(batch_size=64, **common)), \
-        prepare(RunConfig(batch_size=4, accumulation_steps=16, **common))
+    common = dict(dataset="digits", model="mlp", width=64, depth=2, norm="batch", epochs=None, max_steps=4)
+    big, small = (
+        prepare(RunConfig(batch_size=64, **common)),
+        prepare(RunConfig(batch_size=4, accumulation_steps=16, **common)),
+    )
     run(big.cfg, prepared=big), run(small.cfg, prepared=small)
-    diff = max((p - q).abs().max().item()
-               for p, q in zip(big.model.parameters(), small.model.parameters(), strict=True))
+    diff = max(
+        (p - q).abs().max().item()
+        for p, q in zip(big.model.parameters(), small.model.parameters(), strict=True)
+    )
     assert diff > 1e-4
 
 
@@ -137,14 +151,31 @@ def test_events_carry_the_documented_fields():
     events = run(RunConfig(epochs=None, max_steps=3))
     assert [e.kind for e in events][:2] == ["start", "eval"]
     step = steps_of(events)[0].to_dict()
-    for key in ("step", "epoch", "samples_seen", "wall_time_s", "loss", "lr", "step_time_s",
-                "samples_per_sec", "memory_allocated_bytes", "memory_reserved_bytes",
-                "peak_memory_bytes"):
+    for key in (
+        "step",
+        "epoch",
+        "samples_seen",
+        "wall_time_s",
+        "loss",
+        "lr",
+        "step_time_s",
+        "samples_per_sec",
+        "memory_allocated_bytes",
+        "memory_reserved_bytes",
+        "peak_memory_bytes",
+    ):
         assert step[key] is not None or key == "memory_reserved_bytes", key
     assert step["samples_per_sec"] == pytest.approx(32 / step["step_time_s"])
     summary = events[-1].summary
-    for key in ("steps", "samples_per_sec", "peak_memory_bytes", "memory_source",
-                "final_train_loss", "test_accuracy", "device"):
+    for key in (
+        "steps",
+        "samples_per_sec",
+        "peak_memory_bytes",
+        "memory_source",
+        "final_train_loss",
+        "test_accuracy",
+        "device",
+    ):
         assert summary[key] is not None, key
 
 
@@ -195,18 +226,39 @@ def test_arithmetic_task_scores_only_the_answer_digits():
 def test_transformer_accumulation_equals_one_big_batch():
     # momentum SGD: Adam divides by sqrt(v), which turns float32 rounding in near-zero
     # gradients (unused embedding rows) into visible update differences
-    common = dict(dataset="arithmetic", model="transformer", width=32, depth=1, samples=400,
-                  optimizer="momentum", lr=0.05, epochs=None, max_steps=4)
-    big, small = prepare(RunConfig(batch_size=32, **common)), \
-        prepare(RunConfig(batch_size=8, accumulation_steps=4, **common))
+    common = dict(
+        dataset="arithmetic",
+        model="transformer",
+        width=32,
+        depth=1,
+        samples=400,
+        optimizer="momentum",
+        lr=0.05,
+        epochs=None,
+        max_steps=4,
+    )
+    big, small = (
+        prepare(RunConfig(batch_size=32, **common)),
+        prepare(RunConfig(batch_size=8, accumulation_steps=4, **common)),
+    )
     run(big.cfg, prepared=big), run(small.cfg, prepared=small)
     for p, q in zip(big.model.parameters(), small.model.parameters(), strict=True):
         assert (p - q).abs().max().item() < 1e-6
 
 
 def test_tiny_transformer_learns_arithmetic_digits():
-    end = run(RunConfig(dataset="arithmetic", model="transformer", width=64, depth=2,
-                        samples=4000, optimizer="adamw", lr=0.003, epochs=4))[-1]
+    end = run(
+        RunConfig(
+            dataset="arithmetic",
+            model="transformer",
+            width=64,
+            depth=2,
+            samples=4000,
+            optimizer="adamw",
+            lr=0.003,
+            epochs=4,
+        )
+    )[-1]
     assert end.status == "completed"
     assert end.summary["test_accuracy"] > 0.35  # per answer digit; chance is 0.1
 
@@ -224,8 +276,11 @@ def test_tiny_transformer_reads_digits_row_by_row_and_learns_them():
     changed[:, :, -1] += 1.0
     h2 = prepared.model.blocks(prepared.model.embed(changed))
     assert torch.allclose(h[:, 0], h2[:, 0]) and not torch.allclose(h[:, -1], h2[:, -1])
-    end = run(RunConfig(dataset="digits", model="transformer", width=64, depth=2,
-                        optimizer="adamw", lr=0.003, epochs=4))[-1]
+    end = run(
+        RunConfig(
+            dataset="digits", model="transformer", width=64, depth=2, optimizer="adamw", lr=0.003, epochs=4
+        )
+    )[-1]
     assert end.status == "completed"
     assert end.summary["test_accuracy"] > 0.8  # chance is 0.1
 
@@ -273,7 +328,7 @@ def test_summary_throughput_is_the_median_over_full_batches():
     sizes = [s.samples_seen - p for s, p in zip(steps, before, strict=True)]
     assert sorted(set(sizes)) == [414, 1024]
     full = [s for s, n in zip(steps, sizes, strict=True) if n == 1024]
-    steady = full[end.summary["warmup_steps_excluded"]:]
+    steady = full[end.summary["warmup_steps_excluded"] :]
     assert end.summary["samples_per_sec"] == statistics.median(s.samples_per_sec for s in steady)
     assert end.summary["step_time_s"] == statistics.median(s.step_time_s for s in steady)
 

@@ -18,10 +18,14 @@ from tests.timeouts import scaled
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("settings", [
-    {"model": "mlp"}, {"model": "cnn", "width": 8, "depth": 2},
-    {"dataset": "arithmetic", "model": "transformer", "width": 32, "depth": 2},
-])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"model": "mlp"},
+        {"model": "cnn", "width": 8, "depth": 2},
+        {"dataset": "arithmetic", "model": "transformer", "width": 32, "depth": 2},
+    ],
+)
 def test_the_segments_compose_to_the_model(settings):
     from bsdemo.engine.fitbatch import Stepper
 
@@ -46,8 +50,9 @@ def test_checkpointing_gives_the_same_gradients_and_holds_strictly_less():
         stepper.model.zero_grad()
         torch.nn.functional.cross_entropy(stepper._forward(x, technique), y).backward()
         grads[technique] = [p.grad.clone() for p in stepper.params]
-    assert all(torch.allclose(a, b, atol=1e-6) for a, b in
-               zip(grads["fp32"], grads["checkpointing"], strict=True))
+    assert all(
+        torch.allclose(a, b, atol=1e-6) for a, b in zip(grads["fp32"], grads["checkpointing"], strict=True)
+    )
     for batch in (64, 512):
         plain = stepper.step(batch, "fp32")[0] - stepper.fixed
         kept = stepper.step(batch, "checkpointing")[0] - stepper.fixed
@@ -74,7 +79,8 @@ def test_accumulation_reaches_the_loss_of_the_whole_batch_and_bf16_close_to_it()
     cfg = RunConfig(width=64, depth=2, lr=0.1)
     fp32 = loss_after(cfg, "fp32", steps=20, batch=64)
     assert loss_after(cfg, "accumulation", steps=20, batch=64, accumulation=4) == pytest.approx(
-        fp32, rel=1e-4)
+        fp32, rel=1e-4
+    )
     assert loss_after(cfg, "bf16", steps=20, batch=64) == pytest.approx(fp32, rel=0.05)
     assert fp32 < 2.2  # it trained
 
@@ -83,11 +89,16 @@ def test_each_technique_fits_the_largest_batch_its_step_verified_under_the_budge
     from bsdemo.engine.fitbatch import fit_batch
 
     budget = 3 * 2**20
-    events = list(fit_batch(RunConfig(width=128, depth=3), budget, budget_steps=5,
-                            techniques=["fp32", "checkpointing", "accumulation"]))
+    events = list(
+        fit_batch(
+            RunConfig(width=128, depth=3),
+            budget,
+            budget_steps=5,
+            techniques=["fp32", "checkpointing", "accumulation"],
+        )
+    )
     results = {e["technique"]: e for e in events if e["kind"] == "fit_batch_result"}
-    assert events[-1]["kind"] == "fit_batch_end" and set(results) == {
-        "fp32", "checkpointing", "accumulation"}
+    assert events[-1]["kind"] == "fit_batch_end" and set(results) == {"fp32", "checkpointing", "accumulation"}
     for r in results.values():
         assert 0 < r["peak_memory_bytes"] <= budget and r["samples_per_sec"] > 0
         # timed by the thread's own CPU time where one torch thread does the work
@@ -99,42 +110,82 @@ def test_each_technique_fits_the_largest_batch_its_step_verified_under_the_budge
 
 
 def test_bsdemo_fit_batch_json_has_a_result_per_technique():
-    out = subprocess.run([sys.executable, "-m", "bsdemo", "fit-batch", "--memory-budget", "2MiB",
-                          "--techniques", "fp32,bf16", "--width", "64", "--depth", "2",
-                          "--json"], capture_output=True, text=True, timeout=scaled(240),
-                         cwd=ROOT)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bsdemo",
+            "fit-batch",
+            "--memory-budget",
+            "2MiB",
+            "--techniques",
+            "fp32,bf16",
+            "--width",
+            "64",
+            "--depth",
+            "2",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=scaled(240),
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     assert [e["kind"] for e in lines] == ["fit_batch_result"] * 2 + ["fit_batch_end"]
     for r in lines[:2]:
-        assert {"technique", "max_batch_size", "samples_per_sec", "peak_memory_bytes",
-                "loss_after", "loss_vs_fp32"} <= set(r)
+        assert {
+            "technique",
+            "max_batch_size",
+            "samples_per_sec",
+            "peak_memory_bytes",
+            "loss_after",
+            "loss_vs_fp32",
+        } <= set(r)
     assert [r["technique"] for r in lines[:2]] == ["fp32", "bf16"]
-    small = subprocess.run([sys.executable, "-m", "bsdemo", "fit-batch", "--memory-budget", "1KiB"],
-                           capture_output=True, text=True, timeout=scaled(120), cwd=ROOT)
+    small = subprocess.run(
+        [sys.executable, "-m", "bsdemo", "fit-batch", "--memory-budget", "1KiB"],
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+        cwd=ROOT,
+    )
     assert small.returncode == 2 and small.stdout == "" and "--memory-budget" in small.stderr
 
 
 def _result(technique, batch, per_sample, speed, loss_vs=0.0, k=1):
-    return {"kind": "fit_batch_result", "technique": technique, "max_batch_size": batch,
-            "effective_batch_size": batch * k, "accumulation_steps": k,
-            "samples_per_sec": speed, "peak_memory_bytes": 8 * 2**20, "predicted_max": batch,
-            "fixed_bytes": 1_200_000, "bytes_per_sample": per_sample,
-            "loss_after": 2.0 + loss_vs, "loss_vs_fp32": loss_vs, "budget_steps": 100,
-            "budget_batch": 64}
+    return {
+        "kind": "fit_batch_result",
+        "technique": technique,
+        "max_batch_size": batch,
+        "effective_batch_size": batch * k,
+        "accumulation_steps": k,
+        "samples_per_sec": speed,
+        "peak_memory_bytes": 8 * 2**20,
+        "predicted_max": batch,
+        "fixed_bytes": 1_200_000,
+        "bytes_per_sample": per_sample,
+        "loss_after": 2.0 + loss_vs,
+        "loss_vs_fp32": loss_vs,
+        "budget_steps": 100,
+        "budget_batch": 64,
+    }
 
 
 def test_the_verdict_and_prediction_come_from_the_measurement():
     from bsdemo.recipes.fitbatch import fit_prediction, fit_verdict
 
-    rows = [_result("fp32", 2000, 3376, 19000), _result("bf16", 4000, 1712, 1500),
-            _result("checkpointing", 3000, 2352, 17000),
-            _result("bf16+checkpointing", 5000, 1300, 1400, loss_vs=0.02),
-            _result("accumulation", 2000, 3376, 19000, k=4)]
+    rows = [
+        _result("fp32", 2000, 3376, 19000),
+        _result("bf16", 4000, 1712, 1500),
+        _result("checkpointing", 3000, 2352, 17000),
+        _result("bf16+checkpointing", 5000, 1300, 1400, loss_vs=0.02),
+        _result("accumulation", 2000, 3376, 19000, k=4),
+    ]
     text = fit_verdict(rows, 8 * 2**20, "cpu")
     assert "plain fp32 fits batch 2,000 (3,376 bytes of activations a sample" in text
-    assert ("bf16 autocast fits 4,000 (2.0× fp32's). It ran at 1,500 samples/s (0.08× "
-            "fp32's)") in text
+    assert ("bf16 autocast fits 4,000 (2.0× fp32's). It ran at 1,500 samples/s (0.08× fp32's)") in text
     assert "bf16 with checkpointing fits 5,000" in text and "mostly bf16's arithmetic" in text
     # what the speed ratio measured, never a guess about the hardware
     assert "on this device mixed precision bought memory with time" in text
@@ -152,8 +203,11 @@ def test_the_verdict_and_prediction_come_from_the_measurement():
     text = fit_verdict(fast, 8 * 2**20, "cpu")
     assert "too noisy to read" in text and "4.00× as fast" in text and "76,000" not in text
     # bf16 fast on this CPU, bf16 + checkpointing slow: the recomputation is to blame, not bf16
-    quick = [_result("fp32", 2000, 3376, 19000), _result("bf16", 4000, 1712, 40000),
-             _result("bf16+checkpointing", 5000, 1300, 9000)]
+    quick = [
+        _result("fp32", 2000, 3376, 19000),
+        _result("bf16", 4000, 1712, 40000),
+        _result("bf16+checkpointing", 5000, 1300, 9000),
+    ]
     text = fit_verdict(quick, 8 * 2**20, "cpu")
     assert "mostly bf16" not in text and "bf16 alone was not slower here" in text
     assert "on this device it was faster as well" in text
@@ -167,24 +221,34 @@ def test_on_the_cpu_a_saving_is_claimed_only_where_the_real_peak_is_lower():
     def real(row, peak):
         return row | {"real_peak_bytes": peak, "real_batch": 2000}
 
-    rows = [real(_result("fp32", 2000, 3376, 19000), 10 * 2**20),
-            real(_result("bf16", 4000, 1712, 1500), 8 * 2**20),
-            real(_result("checkpointing", 3000, 2352, 17000), 10 * 2**20 + 4096),
-            real(_result("accumulation", 2000, 3376, 19000, k=4), 12 * 2**20)]
+    rows = [
+        real(_result("fp32", 2000, 3376, 19000), 10 * 2**20),
+        real(_result("bf16", 4000, 1712, 1500), 8 * 2**20),
+        real(_result("checkpointing", 3000, 2352, 17000), 10 * 2**20 + 4096),
+        real(_result("accumulation", 2000, 3376, 19000, k=4), 12 * 2**20),
+    ]
     text = fit_verdict(rows, 8 * 2**20, "cpu")
-    assert ("bf16 autocast fits 4,000 (2.0× fp32's) by the accounting; at batch 2,000 the "
-            "allocator's real peak was 8.00 MiB against fp32's 10.0 MiB (20% less): a real saving") \
-        in text
-    assert ("Gradient checkpointing fits 3,000 (1.5× fp32's) by the accounting, but not in real "
-            "memory: at batch 2,000 the allocator's real peak was 10.0 MiB against fp32's 10.0 MiB, "
-            "no lower") in text
-    assert ("the allocator's real peak 12.0 MiB against fp32's 10.0 MiB for one batch of 2,000: "
-            "2.00 MiB more while the micro-batches' gradients are summed") in text
+    assert (
+        "bf16 autocast fits 4,000 (2.0× fp32's) by the accounting; at batch 2,000 the "
+        "allocator's real peak was 8.00 MiB against fp32's 10.0 MiB (20% less): a real saving"
+    ) in text
+    assert (
+        "Gradient checkpointing fits 3,000 (1.5× fp32's) by the accounting, but not in real "
+        "memory: at batch 2,000 the allocator's real peak was 10.0 MiB against fp32's 10.0 MiB, "
+        "no lower"
+    ) in text
+    assert (
+        "the allocator's real peak 12.0 MiB against fp32's 10.0 MiB for one batch of 2,000: "
+        "2.00 MiB more while the micro-batches' gradients are summed"
+    ) in text
     # the budget is the accounting's: real peaks over it are said, in the text and the chart
-    assert ("the allocator's real peaks at batch 2,000 ran over it (fp32 10.0 MiB, checkpointing "
-            "10.0 MiB, accumulation 12.0 MiB)") in text
+    assert (
+        "the allocator's real peaks at batch 2,000 ran over it (fp32 10.0 MiB, checkpointing "
+        "10.0 MiB, accumulation 12.0 MiB)"
+    ) in text
     assert "at the memory of one micro-batch and one more gradient" in text
     from bsdemo.charts import fit_chart
+
     subtitle = fit_chart(rows, 8 * 2**20).figure.layout.title.subtitle.text
     assert "by the accounting" in subtitle and "real peaks over it: 3 of 4" in subtitle
     assert "real peaks under it" in fit_chart(rows, 16 * 2**20).figure.layout.title.subtitle.text

@@ -44,8 +44,11 @@ def test_knee_is_the_smallest_batch_within_ten_percent_of_the_best():
     assert knee_batch([], []) is None
 
 
-@given(st.floats(-1e3, 1e3), st.floats(-1e3, 1e3),
-       st.lists(st.integers(1, 10_000), min_size=2, max_size=12, unique=True))
+@given(
+    st.floats(-1e3, 1e3),
+    st.floats(-1e3, 1e3),
+    st.lists(st.integers(1, 10_000), min_size=2, max_size=12, unique=True),
+)
 def test_fit_recovers_any_line(intercept, slope, xs):
     fit = linear_fit(xs, [intercept + slope * x for x in xs])
     assert fit.slope == pytest.approx(slope, abs=1e-6 * (1 + abs(slope)) + 1e-9)
@@ -74,8 +77,14 @@ def test_the_step_fit_honours_the_small_batches_and_shrugs_off_a_burst():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 4096), st.floats(1e-5, 10.0)), min_size=2,
-                max_size=12, unique_by=lambda p: p[0]))
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 4096), st.floats(1e-5, 10.0)),
+        min_size=2,
+        max_size=12,
+        unique_by=lambda p: p[0],
+    )
+)
 def test_the_fitted_line_never_sits_above_or_below_every_point(pairs):
     xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
     fit = step_time_fit(xs, ys)
@@ -110,4 +119,3 @@ def test_spread_rates_and_intervals():
     assert round_order(range(10), 1, 0) != round_order(range(10), 2, 0)
     assert sorted(round_order(range(10), 3, 7)) == list(range(10))
     assert disagreement([1.0, 1.1, 0.9]) == pytest.approx(0.2) and disagreement([1.0]) > 1
-

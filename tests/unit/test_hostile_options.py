@@ -16,11 +16,18 @@ from bsdemo.jobkinds import KINDS, assess
 from bsdemo.limits import Limits
 
 LEAF = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(10**400), max_value=10**400),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20),
-    st.sampled_from(["", " ", "none", "1,,2", "x" * 5000, "batch", "sgd", "fp16", "mlp"]))
-HOSTILE = st.recursive(LEAF, lambda inner: st.lists(inner, max_size=4)
-                       | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**400), max_value=10**400),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.sampled_from(["", " ", "none", "1,,2", "x" * 5000, "batch", "sgd", "fp16", "mlp"]),
+)
+HOSTILE = st.recursive(
+    LEAF,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
 
 
 def _config(kind: str) -> RunConfig:
@@ -56,9 +63,15 @@ def test_admission_refuses_every_hostile_option_cleanly(kind, data):
     _admitted_or_refused(kind, {name: data.draw(HOSTILE, label=name) for name in chosen})
 
 
-@pytest.mark.parametrize(("kind", "option"), [
-    ("norms", "norms"), ("sharpness", "remedies"), ("fit_batch", "techniques"),
-    ("architectures", "architectures")])
+@pytest.mark.parametrize(
+    ("kind", "option"),
+    [
+        ("norms", "norms"),
+        ("sharpness", "remedies"),
+        ("fit_batch", "techniques"),
+        ("architectures", "architectures"),
+    ],
+)
 def test_nested_lists_of_names_are_refused_by_name(kind, option):
     """The four kinds whose option is a list of names: a nested list, a number among the names
     and a repeat are each a refusal naming the option (a TypeError before)."""
@@ -72,12 +85,10 @@ def test_nested_lists_of_names_are_refused_by_name(kind, option):
 def test_a_huge_whole_number_is_refused_as_a_number():
     """10**400 has no float: a real-valued option refuses it (an OverflowError before)."""
     with pytest.raises(ConfigError) as caught:
-        assess("sweep", _config("sweep"), {"batch_sizes": [8], "min_timed_s": 10**400},
-               Limits(), 60.0)
+        assess("sweep", _config("sweep"), {"batch_sizes": [8], "min_timed_s": 10**400}, Limits(), 60.0)
     assert caught.value.field == "min_timed_s"
     with pytest.raises(ConfigError):
-        assess("sweep", _config("sweep"), {"batch_sizes": [8], "min_timed_s": math.inf},
-               Limits(), 60.0)
+        assess("sweep", _config("sweep"), {"batch_sizes": [8], "min_timed_s": math.inf}, Limits(), 60.0)
 
 
 def test_the_pipeline_refuses_batchnorm_micro_batches_of_one_sample():

@@ -47,8 +47,9 @@ def test_an_exclusive_kind_says_what_a_waiting_run_waits_for():
         job = Job.__new__(Job)
         job.kind = kind.name
         said = exclusive_wait([job])
-        assert said == (f"a {kind.label} has the device to itself until it ends"
-                        if kind.label else EXCLUSIVE_WAIT)
+        assert said == (
+            f"a {kind.label} has the device to itself until it ends" if kind.label else EXCLUSIVE_WAIT
+        )
 
 
 def test_planned_points_follow_each_kinds_declaration():

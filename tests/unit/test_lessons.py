@@ -24,7 +24,6 @@ def test_every_page_is_one_lesson_and_every_built_lesson_has_its_page_and_header
         assert "st.title(" not in text  # … and from nowhere else
 
 
-
 def test_every_lesson_card_has_a_sketch_that_reads_as_a_sketch():
     """Home's pictures: valid SVG, the shape of the main chart with no numbers in it (nothing
     that could pass for a result), labelled a sketch, with alt text saying what it shows."""
@@ -52,17 +51,23 @@ def test_every_word_a_page_asks_for_is_in_its_content_file_and_every_word_there_
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    helpers = {"fit_batch": ["bsdemo/ui/parallel.py"], "noise": ["bsdemo/ui/critical.py"],
-               "finder": ["bsdemo/recipes/measurements.py"]}
+    helpers = {
+        "fit_batch": ["bsdemo/ui/parallel.py"],
+        "noise": ["bsdemo/ui/critical.py"],
+        "finder": ["bsdemo/recipes/measurements.py"],
+    }
     for lesson in LESSONS:
-        code = "".join((root / f).read_text()
-                       for f in [lesson.page, *helpers.get(lesson.slug, [])])
+        code = "".join((root / f).read_text() for f in [lesson.page, *helpers.get(lesson.slug, [])])
         asked = set(re.findall(r"lesson\.text\(\s*\"(\w+)\"", code))
         asked |= set(re.findall(r"lesson\.texts\[\s*\"(\w+)\"\]", code))
-        asked |= {name for a, b in re.findall(r"lesson\.text\(\"(\w+)\" if \w+ else \"(\w+)\"\)",
-                                               code) for name in (a, b)}
-        asked |= {g for g in re.findall(r"for group in \(([^)]*)\)", code) for g in
-                  re.findall(r"\"(\w+)\"", g)}
+        asked |= {
+            name
+            for a, b in re.findall(r"lesson\.text\(\"(\w+)\" if \w+ else \"(\w+)\"\)", code)
+            for name in (a, b)
+        }
+        asked |= {
+            g for g in re.findall(r"for group in \(([^)]*)\)", code) for g in re.findall(r"\"(\w+)\"", g)
+        }
         # the header shows a lesson's "why", where it has one, under its first result
         asked |= {"why"} & set(lesson.texts)
         missing = asked - set(lesson.texts)

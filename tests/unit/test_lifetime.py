@@ -35,8 +35,9 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_server_killed_outright_leaves_no_worker_even_one_busy_training():
-    with subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True,
-                          stderr=subprocess.DEVNULL) as server:
+    with subprocess.Popen(
+        [sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True, stderr=subprocess.DEVNULL
+    ) as server:
         try:
             worker = int(server.stdout.readline())
             assert _alive(worker)
@@ -49,8 +50,12 @@ def test_a_server_killed_outright_leaves_no_worker_even_one_busy_training():
 
 
 def test_folders_of_launchers_that_are_gone_are_removed(tmp_path):
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, timeout=scaled(30))
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        timeout=scaled(30),
+    )
     dead = tmp_path / f"{GROUP_PREFIX}{int(gone.stdout)}-abc"
     live = tmp_path / f"{GROUP_PREFIX}{os.getpid()}-def"
     other = tmp_path / "unrelated-folder"

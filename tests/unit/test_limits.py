@@ -31,19 +31,22 @@ def ready(sched: Scheduler) -> Scheduler:
 SMALL = Limits(max_batch_size=256, max_effective_batch_size=1024, max_steps=5000, max_wall_s=60)
 
 
-@pytest.mark.parametrize("kind,cfg,options,limit", [
-    ("train", RunConfig(batch_size=512), {}, "max_batch_size"),
-    ("train", RunConfig(batch_size=64, accumulation_steps=32), {}, "max_effective_batch_size"),
-    ("train", RunConfig(batch_size=1, epochs=5), {}, "max_steps"),
-    ("sweep", RunConfig(), {"batch_sizes": [8, 512]}, "max_batch_size"),
-    ("sweep", RunConfig(), {"batch_sizes": [1, 2, 4]}, "max_steps"),  # 2,000-step points
-    ("profile", RunConfig(), {"batch_sizes": [8, 512]}, "max_batch_size"),
-    ("accum_check", RunConfig(), {"micro_batch": 128, "accum": 4}, "max_batch_size"),
-    ("accum_check", RunConfig(), {"micro_batch": 1, "accum": 200, "steps": 100}, "max_steps"),
-    ("find", RunConfig(), {"target_effective_batch": 4096}, "max_effective_batch_size"),
-    # the single process that checks the group trains the global batch: 2 x 200 in one pass
-    ("ddp", RunConfig(batch_size=200), {"processes": 2}, "max_batch_size"),
-])
+@pytest.mark.parametrize(
+    "kind,cfg,options,limit",
+    [
+        ("train", RunConfig(batch_size=512), {}, "max_batch_size"),
+        ("train", RunConfig(batch_size=64, accumulation_steps=32), {}, "max_effective_batch_size"),
+        ("train", RunConfig(batch_size=1, epochs=5), {}, "max_steps"),
+        ("sweep", RunConfig(), {"batch_sizes": [8, 512]}, "max_batch_size"),
+        ("sweep", RunConfig(), {"batch_sizes": [1, 2, 4]}, "max_steps"),  # 2,000-step points
+        ("profile", RunConfig(), {"batch_sizes": [8, 512]}, "max_batch_size"),
+        ("accum_check", RunConfig(), {"micro_batch": 128, "accum": 4}, "max_batch_size"),
+        ("accum_check", RunConfig(), {"micro_batch": 1, "accum": 200, "steps": 100}, "max_steps"),
+        ("find", RunConfig(), {"target_effective_batch": 4096}, "max_effective_batch_size"),
+        # the single process that checks the group trains the global batch: 2 x 200 in one pass
+        ("ddp", RunConfig(batch_size=200), {"processes": 2}, "max_batch_size"),
+    ],
+)
 def test_every_kind_is_held_to_the_same_limits(kind, cfg, options, limit):
     cfg, _ = cfg.validated()
     with pytest.raises(ConfigError, match=limit):
@@ -52,41 +55,57 @@ def test_every_kind_is_held_to_the_same_limits(kind, cfg, options, limit):
 
 def test_within_the_limits_each_kind_passes_and_the_finder_stops_at_the_server_ceiling():
     cfg, _ = RunConfig().validated()
-    _, cost = assess("sweep", cfg, {"batch_sizes": [1, 2, 4], "min_timed_s": 0, "timed_steps": 2},
-                     SMALL, 60.0)
+    _, cost = assess(
+        "sweep", cfg, {"batch_sizes": [1, 2, 4], "min_timed_s": 0, "timed_steps": 2}, SMALL, 60.0
+    )
     # per point: 3 warm-up, then up to 2 × 3 rounds of 1 warm-up + room for 1 timed step (3)
     assert (cost.micro_batch, cost.steps, cost.wall_s) == (4, 3 * (3 + 2 * 3 * (1 + 3)), 60.0)
     options, cost = assess("find", cfg, {}, SMALL, 60.0)
     assert options["max_batch"] == 256 and cost.micro_batch == 256  # never searches past it
-    options, _ = assess("sweep", cfg, {"batch_sizes": [8], "memory_budget_bytes": 1.5 * 2**20},
-                        SMALL, 60.0)
+    options, _ = assess("sweep", cfg, {"batch_sizes": [8], "memory_budget_bytes": 1.5 * 2**20}, SMALL, 60.0)
     assert options["memory_budget_bytes"] == 1572864  # the pages' budgets may be whole floats
     _, cost = assess("accum_check", cfg, {"micro_batch": 32, "accum": 8}, SMALL, 60.0)
     assert cost.micro_batch == 256  # the one batch of k·b is a forward pass of its own
-    _, cost = assess("norms", RunConfig(epochs=1).validated()[0], {"batch_sizes": [2, 64]},
-                     SMALL, 60.0)  # at 10 epochs, 4 x 7,190 steps at batch 2: over max_steps
+    _, cost = assess(
+        "norms", RunConfig(epochs=1).validated()[0], {"batch_sizes": [2, 64]}, SMALL, 60.0
+    )  # at 10 epochs, 4 x 7,190 steps at batch 2: over max_steps
     assert cost.micro_batch == 64
     _, cost = assess("profile", cfg, {"batch_sizes": [8, 256]}, SMALL, 60.0)
     # per size: two unprofiled blocks and the profiled one (3 warm-up + steps + 1 each), the
     # cut's compiling step, both models' warm-ups and 4 × 2 blocks of 20 steps
     assert (cost.micro_batch, cost.steps) == (256, 2 * ((2 * 24 + 14) + (1 + 6 + 160)))
-    assert set(KINDS) == {"train", "sweep", "profile", "find", "accum_check", "norms", "noise",
-                          "sharpness", "critical", "fit_batch", "ddp",
-                          "pipeline", "architectures"}
+    assert set(KINDS) == {
+        "train",
+        "sweep",
+        "profile",
+        "find",
+        "accum_check",
+        "norms",
+        "noise",
+        "sharpness",
+        "critical",
+        "fit_batch",
+        "ddp",
+        "pipeline",
+        "architectures",
+    }
 
 
-@pytest.mark.parametrize("kind,options,field", [
-    ("sweep", {"batch_sizes": [8, 8]}, "batch_sizes"),
-    ("sweep", {"batch_sizes": [8], "timed_steps": 10**9}, "timed_steps"),
-    ("sweep", {"batch_sizes": [8], "min_timed_s": float("inf")}, "min_timed_s"),
-    ("sweep", {"batch_sizes": [8], "rm_rf": True}, "rm_rf"),
-    ("profile", {"batch_sizes": [8, 512], "trace_dir": "/tmp"}, "trace_dir"),
-    ("find", {"margin": 2.0}, "margin"),
-    ("accum_check", {"micro_batch": 1000, "accum": 1000}, "micro_batch"),
-    ("accum_check", {"unscaled_loss": "yes"}, "unscaled_loss"),
-    ("train", {"batch_sizes": [1]}, "batch_sizes"),
-    ("dance", {}, "kind"),
-])
+@pytest.mark.parametrize(
+    "kind,options,field",
+    [
+        ("sweep", {"batch_sizes": [8, 8]}, "batch_sizes"),
+        ("sweep", {"batch_sizes": [8], "timed_steps": 10**9}, "timed_steps"),
+        ("sweep", {"batch_sizes": [8], "min_timed_s": float("inf")}, "min_timed_s"),
+        ("sweep", {"batch_sizes": [8], "rm_rf": True}, "rm_rf"),
+        ("profile", {"batch_sizes": [8, 512], "trace_dir": "/tmp"}, "trace_dir"),
+        ("find", {"margin": 2.0}, "margin"),
+        ("accum_check", {"micro_batch": 1000, "accum": 1000}, "micro_batch"),
+        ("accum_check", {"unscaled_loss": "yes"}, "unscaled_loss"),
+        ("train", {"batch_sizes": [1]}, "batch_sizes"),
+        ("dance", {}, "kind"),
+    ],
+)
 def test_options_are_checked_before_a_worker_sees_them(kind, options, field):
     cfg, _ = RunConfig().validated()
     with pytest.raises(ConfigError, match=field):
@@ -114,8 +133,9 @@ def test_a_sweeps_time_cap_is_for_the_whole_sweep():
     sched = ready(Scheduler(workers=1, limits=Limits(max_wall_s=1.0)))
     try:
         sizes = [2**i for i in range(11)]  # 11 points of at least 0.4 s each: far over 1 s
-        job = sched.submit(RunConfig(), owner="a", kind="sweep",
-                           options={"batch_sizes": sizes, "min_timed_s": 0.4})
+        job = sched.submit(
+            RunConfig(), owner="a", kind="sweep", options={"batch_sizes": sizes, "min_timed_s": 0.4}
+        )
         snap = sched.wait(job, timeout=scaled(120))
         assert snap.status == "cancelled" and "time cap of 1 s" in snap.end["message"]
         assert snap.result is not None  # what it measured until then is kept and shown
@@ -128,9 +148,11 @@ def test_a_sweeps_time_cap_is_for_the_whole_sweep():
 def test_stop_and_the_reaper_end_every_kind_between_steps():
     sched = ready(Scheduler(workers=1, limits=Limits(unattended_grace_s=1.0)))
     try:
-        for kind, options in (("accum_check", LONG_CHECK),
-                              ("sweep", {"batch_sizes": [1, 2], "min_timed_s": 60}),
-                              ("find", {})):
+        for kind, options in (
+            ("accum_check", LONG_CHECK),
+            ("sweep", {"batch_sizes": [1, 2], "min_timed_s": 60}),
+            ("find", {}),
+        ):
             job = sched.submit(RunConfig(), owner="me", kind=kind, options=options)
             wait_for(lambda j=job: sched.snapshot(j).status != "queued")
             assert sched.cancel(job, owner="someone else") is False  # not theirs to stop
@@ -217,8 +239,7 @@ def test_a_failing_store_lookup_means_running_it_fresh(tmp_path):
 
 
 def test_cpu_workers_run_under_an_address_space_ceiling():
-    sched = ready(Scheduler(workers=1, limits=Limits(device_memory=512 * 2**20,
-                                                     memory_margin=0.5)))
+    sched = ready(Scheduler(workers=1, limits=Limits(device_memory=512 * 2**20, memory_margin=0.5)))
     try:
         info = sched.device_info
         assert info["type"] == "cpu"
@@ -251,8 +272,7 @@ gc.collect()
 after = list(train(RunConfig(epochs=None, max_steps=3)))[-1]
 print(after.status)
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=scaled(240))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(240))
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["oom", "False", "completed"]
 

@@ -19,8 +19,7 @@ def test_the_written_out_lstm_computes_what_nn_lstm_computes():
     ref = nn.LSTM(5, 7, num_layers=2, batch_first=True)
     h = 7
     with torch.no_grad():  # ours orders the gates i, f, o, g; PyTorch's i, f, g, o
-        order = torch.cat([torch.arange(0, 2 * h), torch.arange(3 * h, 4 * h),
-                           torch.arange(2 * h, 3 * h)])
+        order = torch.cat([torch.arange(0, 2 * h), torch.arange(3 * h, 4 * h), torch.arange(2 * h, 3 * h)])
         for i, layer in enumerate(ours.layers):
             getattr(ref, f"weight_ih_l{i}").copy_(layer.input.weight[order])
             getattr(ref, f"bias_ih_l{i}").copy_(layer.input.bias[order])
@@ -55,8 +54,20 @@ def test_the_frechet_distance_is_zero_for_one_set_and_the_squared_shift_for_a_mo
 
 
 def test_a_gan_trains_in_the_loop_and_reports_both_players_and_its_images():
-    events = list(train(RunConfig(model="gan", dataset="digits", width=64, depth=1,
-                                  optimizer="adam", lr=1e-3, batch_size=64, epochs=3)))
+    events = list(
+        train(
+            RunConfig(
+                model="gan",
+                dataset="digits",
+                width=64,
+                depth=1,
+                optimizer="adam",
+                lr=1e-3,
+                batch_size=64,
+                epochs=3,
+            )
+        )
+    )
     steps = [e for e in events if e.kind == "step"]
     evals = [e for e in events if e.kind == "eval"]
     end = events[-1]
@@ -71,18 +82,35 @@ def test_a_gan_trains_in_the_loop_and_reports_both_players_and_its_images():
 
 @pytest.mark.parametrize("dataset", ["digits", "arithmetic"])
 def test_an_lstm_trains_on_images_row_by_row_and_on_characters(dataset):
-    events = list(train(RunConfig(model="lstm", dataset=dataset, width=32, depth=1,
-                                  optimizer="adam", lr=0.01, samples=400, epochs=2)))
+    events = list(
+        train(
+            RunConfig(
+                model="lstm",
+                dataset=dataset,
+                width=32,
+                depth=1,
+                optimizer="adam",
+                lr=0.01,
+                samples=400,
+                epochs=2,
+            )
+        )
+    )
     end = events[-1]
     assert end.status == "completed", end.message
     evals = [e for e in events if e.kind == "eval"]
     assert evals[-1].train_loss < evals[0].train_loss
 
 
-@pytest.mark.parametrize("model,dataset,field", [("gan", "spirals", "dataset"),
-                                                 ("gan", "cifar10", "dataset"),
-                                                 ("lstm", "moons", "dataset"),
-                                                 ("mlp", "arithmetic", "model")])
+@pytest.mark.parametrize(
+    "model,dataset,field",
+    [
+        ("gan", "spirals", "dataset"),
+        ("gan", "cifar10", "dataset"),
+        ("lstm", "moons", "dataset"),
+        ("mlp", "arithmetic", "model"),
+    ],
+)
 def test_a_model_on_data_it_cannot_take_is_refused_by_name(model, dataset, field):
     with pytest.raises(ConfigError) as err:
         RunConfig(model=model, dataset=dataset).validated()

@@ -33,9 +33,12 @@ def finished(scheduler):
     cfg = RunConfig(dataset="digits", model="mlp", batch_size=32, max_steps=5)
     run = scheduler.submit(cfg, "metrics-test")
     assert scheduler.wait(run, scaled(120)).status == "completed"
-    sweep = scheduler.submit(cfg, "metrics-test", kind="sweep",
-                             options={"batch_sizes": [8, 1024], "memory_budget_bytes": BUDGET,
-                                      "rounds": 1, "min_timed_s": 0.0})
+    sweep = scheduler.submit(
+        cfg,
+        "metrics-test",
+        kind="sweep",
+        options={"batch_sizes": [8, 1024], "memory_budget_bytes": BUDGET, "rounds": 1, "min_timed_s": 0.0},
+    )
     snap = scheduler.wait(sweep, scaled(120))
     assert snap.status == "completed"
     assert [p["status"] for p in snap.points] == ["ok", "oom"], snap.points
@@ -69,8 +72,11 @@ def test_the_grafana_dashboard_asks_only_for_metrics_the_lab_exposes(finished):
     queries = dashboard_queries()
     asked = {name for q in queries for name in re.findall(r"bsdemo_\w+", q)}
     assert len(queries) >= 8 and asked and asked <= exposed, asked - exposed
-    for needed in ("bsdemo_run_samples_per_second", "bsdemo_job_peak_memory_bytes",
-                   "bsdemo_oom_events_total"):  # throughput by batch, memory, OOM events
+    for needed in (
+        "bsdemo_run_samples_per_second",
+        "bsdemo_job_peak_memory_bytes",
+        "bsdemo_oom_events_total",
+    ):  # throughput by batch, memory, OOM events
         assert needed in asked
 
 
@@ -108,8 +114,7 @@ def test_a_real_prometheus_scrapes_the_runs_and_the_oom(finished):
 def test_the_batch_label_is_a_bounded_bucket():
     from bsdemo.scheduler.tally import batch_bucket
 
-    assert [batch_bucket(b) for b in (1, 2, 3, 5, 8, 9, 1000, 65536)] == [
-        1, 2, 4, 8, 8, 16, 1024, 65536]
+    assert [batch_bucket(b) for b in (1, 2, 3, 5, 8, 9, 1000, 65536)] == [1, 2, 4, 8, 8, 16, 1024, 65536]
     assert len({batch_bucket(b) for b in range(1, 65537)}) == 17
 
 
@@ -147,13 +152,30 @@ def test_a_server_started_by_the_launcher_serves_metrics_before_any_browser(tmp_
     from tests.services import free_port
 
     web, port = free_port(), free_port()
-    env = {**os.environ, "BSDEMO_METRICS_PORT": str(port), "BSDEMO_REPLICA": "replica-7",
-           "BSDEMO_DATA_DIR": str(tmp_path)}
+    env = {
+        **os.environ,
+        "BSDEMO_METRICS_PORT": str(port),
+        "BSDEMO_REPLICA": "replica-7",
+        "BSDEMO_DATA_DIR": str(tmp_path),
+    }
     env.pop("BSDEMO_METRICS_ADDRESS", None)
-    proc = subprocess.Popen([sys.executable, "-m", "bsdemo.ui.launch", str(ROOT / "app.py"),
-                             "--server.port", str(web), "--server.address", "127.0.0.1"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bsdemo.ui.launch",
+            str(ROOT / "app.py"),
+            "--server.port",
+            str(web),
+            "--server.address",
+            "127.0.0.1",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
     def get(url: str) -> str | None:
         try:

@@ -25,13 +25,17 @@ from tests.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "own_model.py"
-LAB_MODELS = [RunConfig(), RunConfig(model="cnn", width=16, depth=2),
-              RunConfig(dataset="arithmetic", model="transformer", width=32, depth=2)]
+LAB_MODELS = [
+    RunConfig(),
+    RunConfig(model="cnn", width=16, depth=2),
+    RunConfig(dataset="arithmetic", model="transformer", width=32, depth=2),
+]
 
 
 def _linear():
-    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 32), torch.nn.ReLU(),
-                               torch.nn.Linear(32, 4))
+    return torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+    )
 
 
 def _batch(n):
@@ -40,8 +44,9 @@ def _batch(n):
 
 
 def _probes(records):
-    return [(r["batch_size"], r["status"], r["peak_memory_bytes"]) for r in records
-            if r["kind"] == "find_probe"]
+    return [
+        (r["batch_size"], r["status"], r["peak_memory_bytes"]) for r in records if r["kind"] == "find_probe"
+    ]
 
 
 @pytest.mark.parametrize("cfg", LAB_MODELS, ids=lambda c: c.model)
@@ -51,14 +56,16 @@ def test_the_finder_on_the_labs_model_gives_the_pages_numbers_through_either_doo
     the page's job (the engine from a config). Memory only: the knee a finder recommends without
     a target is timed, and timings are not compared across runs."""
     budget, _ = simulated_device(cfg, FINDER_DEVICE_MARGIN)
-    page = list(engine_find(cfg, memory_budget_bytes=budget, max_batch=1024,
-                            target_effective_batch=1000))
-    own = api.find_batch_size(api.lab_workload(cfg), memory_budget=budget, max_batch=1024,
-                              target_effective_batch=1000)
+    page = list(engine_find(cfg, memory_budget_bytes=budget, max_batch=1024, target_effective_batch=1000))
+    own = api.find_batch_size(
+        api.lab_workload(cfg), memory_budget=budget, max_batch=1024, target_effective_batch=1000
+    )
     assert _probes(page) == _probes(own.records) and len(own.probes) <= 5
     assert page[-1]["max_batch_size"] == own.result["max_batch_size"]
     assert (page[-1]["batch_size"], page[-1]["accumulation_steps"]) == (
-        own.batch_size, own.accumulation_steps)
+        own.batch_size,
+        own.accumulation_steps,
+    )
     assert own.batch_size * own.accumulation_steps == 1000
 
 
@@ -72,16 +79,20 @@ def test_sweep_and_fit_batch_memory_match_the_labs_path():
     peaks = {r["batch_size"]: r["peak_memory_bytes"] for r in page if r["kind"] == "sweep_point"}
     assert peaks == {p["batch_size"]: p["peak_memory_bytes"] for p in own.points}
     assert page[-1]["fit"]["m_bytes_per_sample"] == pytest.approx(
-        own.end["fit"]["m_bytes_per_sample"], rel=1e-9)
+        own.end["fit"]["m_bytes_per_sample"], rel=1e-9
+    )
     assert list(own.to_frame()["batch_size"]) == sizes
     assert own.figure().data and own.step_time_figure().data and own.memory_figure().data
     budget = 4 * 2**20
-    page_fit = [r for r in engine_fit(cfg, budget, techniques=["fp32", "bf16"], budget_steps=2)
-                if r["kind"] == "fit_batch_result"]
-    own_fit = api.fit_batch(api.lab_workload(cfg), budget, techniques=["fp32", "bf16"],
-                            pool=cfg.train_samples)
-    assert ([r["max_batch_size"] for r in page_fit]
-            == [r["max_batch_size"] for r in own_fit.techniques])
+    page_fit = [
+        r
+        for r in engine_fit(cfg, budget, techniques=["fp32", "bf16"], budget_steps=2)
+        if r["kind"] == "fit_batch_result"
+    ]
+    own_fit = api.fit_batch(
+        api.lab_workload(cfg), budget, techniques=["fp32", "bf16"], pool=cfg.train_samples
+    )
+    assert [r["max_batch_size"] for r in page_fit] == [r["max_batch_size"] for r in own_fit.techniques]
 
 
 def test_the_users_model_and_random_state_are_left_as_they_were():
@@ -90,8 +101,7 @@ def test_the_users_model_and_random_state_are_left_as_they_were():
     torch.manual_seed(1234)
     expected = torch.rand(3)
     torch.manual_seed(1234)
-    work = api.Workload(model, batch=_batch,
-                        optimizer=lambda p: torch.optim.Adam(p, lr=1e-3), name="mine")
+    work = api.Workload(model, batch=_batch, optimizer=lambda p: torch.optim.Adam(p, lr=1e-3), name="mine")
     found = api.find_batch_size(work, memory_budget="1MiB", max_batch=512, reference_batch=32)
     assert found.batch_size and found.batch_size <= found.result["max_batch_size"] <= 512
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
@@ -100,9 +110,13 @@ def test_the_users_model_and_random_state_are_left_as_they_were():
     torch.manual_seed(99)
     expected = torch.rand(3)
     torch.manual_seed(99)  # a factory and a batch function that draw from the global stream
-    api.sweep(api.Workload(_linear, batch=lambda n: (torch.randn(n, 4, 4),
-                                                     torch.randint(0, 4, (n,)))),
-              [8], rounds=1, timed_steps=2, min_timed_s=0.0)
+    api.sweep(
+        api.Workload(_linear, batch=lambda n: (torch.randn(n, 4, 4), torch.randint(0, 4, (n,)))),
+        [8],
+        rounds=1,
+        timed_steps=2,
+        min_timed_s=0.0,
+    )
     assert torch.equal(torch.rand(3), expected)
     assert found.records[0]["kind"] == "find_probe" and "Use batch" in found.summary
     # the optimizer's own learning rate, not the lab's default, is what the lr rules scale
@@ -129,8 +143,7 @@ def test_a_model_that_fails_at_one_batch_is_a_failed_point_naming_its_line():
                 raise RuntimeError("picky: this reshape needs at most 40")
             return self.layer(x.flatten(1))
 
-    r = api.sweep(api.Workload(Picky, batch=_batch), [8, 64], rounds=1, timed_steps=2,
-                  min_timed_s=0.0)
+    r = api.sweep(api.Workload(Picky, batch=_batch), [8, 64], rounds=1, timed_steps=2, min_timed_s=0.0)
     ok, failed = r.points
     assert ok["status"] == "ok" and failed["status"] == "failed"
     assert "picky: this reshape needs at most 40" in failed["message"]
@@ -138,25 +151,39 @@ def test_a_model_that_fails_at_one_batch_is_a_failed_point_naming_its_line():
 
 
 BROKEN = {  # what is wrong -> (the workload, the field the message names, words it says)
-    "factory raises": (lambda: api.Workload(lambda: 1 / 0, batch=_batch), "model",
-                       "ZeroDivisionError"),
-    "not a module": (lambda: api.Workload(lambda: "a model", batch=_batch), "model",
-                     "torch.nn.Module"),
-    "ignores the size": (lambda: api.Workload(_linear, batch=lambda n: _batch(8)), "batch",
-                         "exactly the number of samples"),
-    "not a pair": (lambda: api.Workload(_linear, batch=lambda n: torch.zeros(n, 16)), "batch",
-                   "(inputs, targets)"),
-    "forward fails": (lambda: api.Workload(lambda: torch.nn.Linear(3, 2), batch=_batch),
-                      "model", "forward pass"),
-    "NaN loss": (lambda: api.Workload(_linear, batch=_batch,
-                                      loss=lambda o, y: o.sum() * float("nan")), "loss",
-                 "finite"),
-    "loss not scalar": (lambda: api.Workload(_linear, batch=_batch, loss=lambda o, y: o),
-                        "loss", "scalar"),
-    "optimizer wrong": (lambda: api.Workload(_linear, batch=_batch, optimizer=lambda p: 3),
-                        "optimizer", "torch.optim.Optimizer"),
-    "both batch and data": (lambda: api.Workload(_linear, batch=_batch, data=_batch(8)),
-                            "batch", "exactly one"),
+    "factory raises": (lambda: api.Workload(lambda: 1 / 0, batch=_batch), "model", "ZeroDivisionError"),
+    "not a module": (lambda: api.Workload(lambda: "a model", batch=_batch), "model", "torch.nn.Module"),
+    "ignores the size": (
+        lambda: api.Workload(_linear, batch=lambda n: _batch(8)),
+        "batch",
+        "exactly the number of samples",
+    ),
+    "not a pair": (
+        lambda: api.Workload(_linear, batch=lambda n: torch.zeros(n, 16)),
+        "batch",
+        "(inputs, targets)",
+    ),
+    "forward fails": (
+        lambda: api.Workload(lambda: torch.nn.Linear(3, 2), batch=_batch),
+        "model",
+        "forward pass",
+    ),
+    "NaN loss": (
+        lambda: api.Workload(_linear, batch=_batch, loss=lambda o, y: o.sum() * float("nan")),
+        "loss",
+        "finite",
+    ),
+    "loss not scalar": (lambda: api.Workload(_linear, batch=_batch, loss=lambda o, y: o), "loss", "scalar"),
+    "optimizer wrong": (
+        lambda: api.Workload(_linear, batch=_batch, optimizer=lambda p: 3),
+        "optimizer",
+        "torch.optim.Optimizer",
+    ),
+    "both batch and data": (
+        lambda: api.Workload(_linear, batch=_batch, data=_batch(8)),
+        "batch",
+        "exactly one",
+    ),
 }
 
 
@@ -168,8 +195,7 @@ def test_a_broken_piece_is_named_before_any_long_work_and_the_process_goes_on(na
     assert caught.value.field == field and words in caught.value.allowed, str(caught.value)
     assert len(str(caught.value)) < 400 and "\n" not in str(caught.value)
     # the process is left usable: a good workload runs right after
-    good = api.sweep(api.Workload(_linear, batch=_batch), [8], rounds=1, timed_steps=2,
-                     min_timed_s=0.0)
+    good = api.sweep(api.Workload(_linear, batch=_batch), [8], rounds=1, timed_steps=2, min_timed_s=0.0)
     assert good.points[0]["status"] == "ok"
 
 
@@ -181,21 +207,31 @@ def test_a_lab_server_never_takes_user_code():
 
 
 def test_the_api_imports_neither_torch_nor_streamlit():
-    code = ("import sys, bsdemo.api; print(json.dumps(['torch' in sys.modules, "
-            "'streamlit' in sys.modules]))")
-    out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True,
-                         text=True, timeout=scaled(60), cwd=ROOT)
+    code = "import sys, bsdemo.api; print(json.dumps(['torch' in sys.modules, 'streamlit' in sys.modules]))"
+    out = subprocess.run(
+        [sys.executable, "-c", "import json; " + code],
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
+        cwd=ROOT,
+    )
     assert json.loads(out.stdout) == [False, False], out.stderr
 
 
 def _cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "bsdemo", *args], capture_output=True,
-                          text=True, timeout=scaled(timeout), cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "bsdemo", *args],
+        capture_output=True,
+        text=True,
+        timeout=scaled(timeout),
+        cwd=ROOT,
+    )
 
 
 def test_the_cli_finds_a_batch_for_the_example_resnet_as_the_api_does():
-    out = _cli("find", "--model-file", f"{EXAMPLE}:resnet", "--memory-budget", "48MiB",
-               "--max-batch", "64", "--json")
+    out = _cli(
+        "find", "--model-file", f"{EXAMPLE}:resnet", "--memory-budget", "48MiB", "--max-batch", "64", "--json"
+    )
     assert out.returncode == 0, out.stderr
     records = [json.loads(line) for line in out.stdout.splitlines()]
     sys.path.insert(0, str(EXAMPLE.parent))
@@ -208,13 +244,16 @@ def test_the_cli_finds_a_batch_for_the_example_resnet_as_the_api_does():
     assert records[-1]["max_batch_size"] == same.result["max_batch_size"]
 
 
-@pytest.mark.parametrize("factory,words", [
-    ("raises", "ValueError: no budget here"),
-    ("ignores_size", "exactly the number of samples"),
-    ("nan_loss", "finite"),
-    ("wrong_type", "a bsdemo.api.Workload"),
-    ("missing", "no function missing"),
-])
+@pytest.mark.parametrize(
+    "factory,words",
+    [
+        ("raises", "ValueError: no budget here"),
+        ("ignores_size", "exactly the number of samples"),
+        ("nan_loss", "finite"),
+        ("wrong_type", "a bsdemo.api.Workload"),
+        ("missing", "no function missing"),
+    ],
+)
 def test_a_broken_model_file_exits_2_in_one_line(tmp_path, factory, words):
     (tmp_path / "mine.py").write_text(
         "from __future__ import annotations\nimport dataclasses\n"
@@ -226,7 +265,8 @@ def test_a_broken_model_file_exits_2_in_one_line(tmp_path, factory, words):
         "def ignores_size():\n    return Workload(lambda: torch.nn.Linear(4, 2), "
         "batch=lambda n: batch(8))\n"
         "def nan_loss():\n    return Workload(lambda: torch.nn.Linear(4, 2), batch=batch, "
-        "loss=lambda o, y: o.sum() * float('nan'))\n")
+        "loss=lambda o, y: o.sum() * float('nan'))\n"
+    )
     out = _cli("sweep", "--model-file", f"{tmp_path / 'mine.py'}:{factory}", timeout=120)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
@@ -237,8 +277,7 @@ def test_lab_flags_beside_a_model_file_are_refused_before_torch():
     from bsdemo.cli.ownmodel import check_flag
     from bsdemo.cli.parser import build_parser
 
-    args = build_parser().parse_args(["sweep", "--model-file", f"{EXAMPLE}:gpt",
-                                      "--model", "cnn"])
+    args = build_parser().parse_args(["sweep", "--model-file", f"{EXAMPLE}:gpt", "--model", "cnn"])
     with pytest.raises(ConfigError) as caught:
         check_flag(args)
     assert caught.value.field == "model" and "--model-file" in caught.value.allowed
@@ -258,8 +297,9 @@ def test_the_example_notebook_is_stored_without_outputs_and_runs_top_to_bottom()
     nb = nbformat.read(NOTEBOOK, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code and all(c.outputs == [] and c.execution_count is None for c in code)
-    NotebookClient(nb, timeout=scaled(600), kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+    NotebookClient(
+        nb, timeout=scaled(600), kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+    ).execute()
     outputs = [o for c in code for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
@@ -275,17 +315,19 @@ def test_profile_on_an_own_model_splits_its_step_and_cuts_its_overhead(tmp_path)
     """The Throughput page's "Inside one step" on the user's model: both batches profiled, a
     larger fixed share at the small batch, the overhead cut run with the user's optimizer, the
     trace written where asked (and not carried in the result)."""
-    r = api.profile(api.Workload(_linear, batch=_batch,
-                                 optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3)),
-                    # batches far apart: on so small a model the larger one's extra time must
-                    # stand clear of a loaded machine's noise (8 against 256 did not, once)
-                    [8, 8192], steps=4, trace_dir=str(tmp_path))
+    r = api.profile(
+        api.Workload(_linear, batch=_batch, optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3)),
+        # batches far apart: on so small a model the larger one's extra time must
+        # stand clear of a loaded machine's noise (8 against 256 did not, once)
+        [8, 8192],
+        steps=4,
+        trace_dir=str(tmp_path),
+    )
     assert [p["status"] for p in r.points] == ["ok", "ok"]
     frame = r.to_frame()
     assert frame["fixed_share"][0] > frame["fixed_share"][1]
     assert all(c["status"] in ("ok", "unavailable") for c in r.cuts) and len(r.cuts) == 2
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace_batch8.json",
-                                                          "trace_batch8192.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace_batch8.json", "trace_batch8192.json"]
     assert not any("trace_gz_b64" in rec for rec in r.records)
     assert r.figure().data and r.split_figure().data and r.summary
 
@@ -294,13 +336,16 @@ def test_a_model_whose_loss_turns_nan_at_a_batch_is_said_to_diverge_not_to_not_f
     """A user's model whose loss is NaN from batch 64 up (finite on the small batches the check
     and the first probes use): the finder ends at the first probe that diverged and says so —
     no batch recommended, not "does not fit", nor 63 found by bisecting towards the NaN."""
+
     def loss(outputs, targets):
         bad = float("nan") if outputs.shape[0] >= 64 else 0.0
         return torch.nn.functional.cross_entropy(outputs, targets) + bad
 
-    found = api.find_batch_size(api.Workload(_linear, batch=_batch, loss=loss,
-                                             optimizer=lambda p: torch.optim.SGD(p, lr=0.1)),
-                                memory_budget="256MiB", max_batch=1024)
+    found = api.find_batch_size(
+        api.Workload(_linear, batch=_batch, loss=loss, optimizer=lambda p: torch.optim.SGD(p, lr=0.1)),
+        memory_budget="256MiB",
+        max_batch=1024,
+    )
     r = found.result
     assert r["outcome"] == "diverged" and r["batch_size"] is None and r["failed_at_batch"] >= 64
     assert [p["status"] for p in found.probes][-1] == "diverged"
@@ -318,8 +363,10 @@ class _Allocator(torch.nn.Module):
 
     def forward(self, x):
         if x.shape[0] > self.limit:
-            raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: "
-                               "can't allocate memory: you tried to allocate 68719476736 bytes")
+            raise RuntimeError(
+                "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: "
+                "can't allocate memory: you tried to allocate 68719476736 bytes"
+            )
         return self.net(x)
 
 
@@ -327,14 +374,14 @@ def test_fit_batch_reports_the_devices_own_out_of_memory_as_sweep_and_find_do():
     """bsdemo.api.fit_batch raised the allocator's RuntimeError; now a step the device cannot
     hold is out of memory: the search goes on below it, the result names the batch, the text
     says the device ran out before the budget — and with nothing left, says only that."""
-    workload = api.Workload(lambda: _Allocator(200), batch=_batch,
-                            optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+    workload = api.Workload(
+        lambda: _Allocator(200), batch=_batch, optimizer=lambda p: torch.optim.SGD(p, lr=0.1)
+    )
     found = api.fit_batch(workload, "1GiB", techniques=["fp32"], max_batch=4096)
     row = found.techniques[0]
     assert 1 <= row["max_batch_size"] <= 200 and row["device_oom_batch"] > 200
     assert "ran out of memory before the budget: fp32 at batch" in found.summary
-    tiny = api.Workload(lambda: _Allocator(40), batch=_batch,
-                        optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+    tiny = api.Workload(lambda: _Allocator(40), batch=_batch, optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
     none = api.fit_batch(tiny, "1GiB", techniques=["fp32"], max_batch=4096)
     assert none.techniques[0]["max_batch_size"] == 0 and none.techniques[0]["device_oom_batch"] == 64
     assert none.summary.startswith("Out of memory: the device ran out at batch 64, an fp32 memory probe")
@@ -378,8 +425,16 @@ def test_a_hung_step_of_the_users_model_is_stopped_by_its_time_limit(tmp_path, m
     with pytest.raises(TimeoutError, match="at batch 64 took longer than 2 s"):
         api.sweep(work, [8, 64], rounds=1, timed_steps=2)
     assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL)[0] == 0
-    out = _cli("sweep", "--model-file", f"{tmp_path / 'mine.py'}:hang", "--batch-sizes", "8,64",
-               "--probe-timeout", "2", timeout=180)
+    out = _cli(
+        "sweep",
+        "--model-file",
+        f"{tmp_path / 'mine.py'}:hang",
+        "--batch-sizes",
+        "8,64",
+        "--probe-timeout",
+        "2",
+        timeout=180,
+    )
     # the progress lines, then one line that says why it stopped
     last = out.stderr.strip().splitlines()[-1]
     assert out.returncode == 1 and last.startswith("bsdemo sweep: a step of your model"), out.stderr
@@ -395,10 +450,23 @@ def test_ctrl_c_ends_a_command_with_one_line_and_code_130(tmp_path):
 
     (tmp_path / "mine.py").write_text(HANG)
     mark = tmp_path / "mark"
-    proc = subprocess.Popen([sys.executable, "-m", "bsdemo", "sweep", "--model-file",
-                             f"{tmp_path / 'mine.py'}:hang", "--batch-sizes", "8,64"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "BSDEMO_TEST_MARK": str(mark)})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bsdemo",
+            "sweep",
+            "--model-file",
+            f"{tmp_path / 'mine.py'}:hang",
+            "--batch-sizes",
+            "8,64",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "BSDEMO_TEST_MARK": str(mark)},
+    )
     try:
         deadline = time.monotonic() + scaled(180)
         while not mark.exists() and proc.poll() is None and time.monotonic() < deadline:

@@ -17,10 +17,29 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bsdemo_pipeline_check_matches_one_process_and_splits_the_memory():
-    out = subprocess.run([sys.executable, "-m", "bsdemo", "pipeline-check", "--width", "128",
-                          "--depth", "4", "--batch-size", "64", "--micro-batches", "4",
-                          "--steps", "3", "--json"], capture_output=True, text=True,
-                         timeout=scaled(240), cwd=ROOT)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bsdemo",
+            "pipeline-check",
+            "--width",
+            "128",
+            "--depth",
+            "4",
+            "--batch-size",
+            "64",
+            "--micro-batches",
+            "4",
+            "--steps",
+            "3",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=scaled(240),
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr
     r = json.loads(out.stdout)
     assert r["kind"] == "pipeline_check" and r["stages"] == 2 and r["micro_batches"] == 4
@@ -50,11 +69,14 @@ def test_the_gpipe_schedule_of_equal_stages_idles_as_the_formula_says():
         assert all(a[1] <= b[0] + 1e-12 for a, b in zip(spans, spans[1:], strict=False))
 
 
-@pytest.mark.parametrize("cfg,micro,field", [
-    (RunConfig(model="cnn"), 4, "model"),
-    (RunConfig(depth=1), 4, "depth"),
-    (RunConfig(batch_size=30), 4, "batch_size"),
-])
+@pytest.mark.parametrize(
+    "cfg,micro,field",
+    [
+        (RunConfig(model="cnn"), 4, "model"),
+        (RunConfig(depth=1), 4, "depth"),
+        (RunConfig(batch_size=30), 4, "batch_size"),
+    ],
+)
 def test_a_model_the_pipeline_cannot_cut_is_refused(cfg, micro, field):
     from bsdemo.jobkinds import check_pipeline
 
@@ -64,8 +86,12 @@ def test_a_model_the_pipeline_cannot_cut_is_refused(cfg, micro, field):
 
 
 def test_the_pipeline_job_runs_under_the_scheduler(scheduler):
-    job = scheduler.submit(RunConfig(width=64, depth=2, batch_size=32), owner="pia",
-                           kind="pipeline", options={"micro_batches": 2, "steps": 2})
+    job = scheduler.submit(
+        RunConfig(width=64, depth=2, batch_size=32),
+        owner="pia",
+        kind="pipeline",
+        options={"micro_batches": 2, "steps": 2},
+    )
     snap = scheduler.wait(job, timeout=scaled(180))
     assert snap.status == "completed", snap.end
     assert snap.result["kind"] == "pipeline_check" and snap.result["equivalent"]

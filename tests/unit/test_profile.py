@@ -36,8 +36,7 @@ def synthetic(b: int, steps: int = 3) -> dict:
         bwd = 4 + 1.5 * b
         events.append(op("autograd::engine::evaluate_function: AddmmBackward0", t, bwd))
         t += bwd
-        events += [op("Optimizer.step#SGD.step", t, 5, cat="user_annotation"),
-                   op("aten::add_", t, 5)]
+        events += [op("Optimizer.step#SGD.step", t, 5, cat="user_annotation"), op("aten::add_", t, 5)]
         t += 5 + 3
         events.append(op(f"{profiling.STEP_PREFIX}{i}", start, t - start, cat="user_annotation"))
         events.append(op("aten::mm", start + 2, 50, tid=2))  # another thread
@@ -52,8 +51,7 @@ def test_a_synthetic_trace_gives_the_split_exactly():
     # the loop's, between two steps (a step's own time leaves them out too)
     assert p8.dur == pytest.approx(14 + 7 + 16 + 5)
     assert p8.gaps == pytest.approx(7) and p8.busy == pytest.approx(14 + 16 + 5)
-    assert p8.by_part() == pytest.approx({"gap": 7, "forward": 14, "backward": 16,
-                                          "optimizer": 5})
+    assert p8.by_part() == pytest.approx({"gap": 7, "forward": 14, "backward": 16, "optimizer": 5})
     assert [s.part for s in p8.spans] == ["forward", "gap", "backward", "optimizer"]
     rows = {b: profiling.per_step_rows(ps) for b, ps in traces.items()}
     parted = profiling.split(rows)
@@ -71,10 +69,12 @@ def test_a_synthetic_trace_gives_the_split_exactly():
 def test_kernels_count_and_the_gpu_busy_share_is_their_union():
     trace = synthetic(8, steps=1)
     start = trace["traceEvents"][-2]["ts"]  # the step mark
-    trace["traceEvents"] += [op("gemm", start + 30, 10, tid=7, cat="kernel"),
-                             op("relu", start + 35, 10, tid=8, cat="kernel"),  # overlaps: 5
-                             op("copy", start + 60, 4, tid=7, cat="gpu_memcpy"),
-                             op("late", start + 10_000, 4, tid=7, cat="kernel")]  # next step's
+    trace["traceEvents"] += [
+        op("gemm", start + 30, 10, tid=7, cat="kernel"),
+        op("relu", start + 35, 10, tid=8, cat="kernel"),  # overlaps: 5
+        op("copy", start + 60, 4, tid=7, cat="gpu_memcpy"),
+        op("late", start + 10_000, 4, tid=7, cat="kernel"),
+    ]  # next step's
     step = profiling.steps(trace)[0]
     assert len(step.kernels) == 3 and step.kernel_busy == pytest.approx(15 + 4)
 
@@ -126,8 +126,7 @@ def real_profile():
 
 def test_a_real_trace_is_a_chrome_trace_and_travels_with_its_point(real_profile):
     _, records = real_profile
-    assert [r["kind"] for r in records] == ["profile_start", "profile_point", "profile_point",
-                                            "profile_end"]
+    assert [r["kind"] for r in records] == ["profile_start", "profile_point", "profile_point", "profile_end"]
     for point in records[1:3]:
         assert point["status"] == "ok" and point["profiled_steps"] >= 3
         trace = json.loads(gzip.decompress(base64.b64decode(point["trace_gz_b64"])))
@@ -175,44 +174,71 @@ def test_a_real_profile_s_split_agrees_with_a_real_sweep_s_fit(real_profile):
 def test_the_closing_text_reads_the_overhead_cut_from_its_numbers():
     """Built records: the lead from the unprofiled steps' t0 + t1·B, the cut read as it ran —
     larger at the small batch, slower there, no change — and a technique that did not run."""
+
     def point(b, own_s):
-        return {"kind": "profile_point", "batch_size": b, "status": "ok",
-                "plain_own_s": {"median": own_s}, "parts_us": {"gap": 50.0, "forward": 50.0},
-                "shown_step_us": 100.0, "others_cpu_share": 0.0}
+        return {
+            "kind": "profile_point",
+            "batch_size": b,
+            "status": "ok",
+            "plain_own_s": {"median": own_s},
+            "parts_us": {"gap": 50.0, "forward": 50.0},
+            "shown_step_us": 100.0,
+            "others_cpu_share": 0.0,
+        }
 
     def cut(b, speedup, status="ok"):
-        return {"kind": "cut_point", "batch_size": b, "technique": "compile", "status": status,
-                "speedup": speedup, "prepare_s": 1.0,
-                "message": "torch.compile did not run here: RuntimeError: no compiler"}
+        return {
+            "kind": "cut_point",
+            "batch_size": b,
+            "technique": "compile",
+            "status": status,
+            "speedup": speedup,
+            "prepare_s": 1.0,
+            "message": "torch.compile did not run here: RuntimeError: no compiler",
+        }
 
     points = [point(8, 500e-6), point(512, 3500e-6)]
-    end = {"technique": "compile", "plain_fit": {"t0_us": 450.0, "t1_us": 6.0},
-           "split": {"t0_us": 600.0, "t1_us": 6.2, "fixed_us": {profiling.GAP: 300.0}},
-           "t0_agreement": 1.33, "t1_agreement": 1.03, "profiler_cost_us": [[8, 150], [512, 200]],
-           "cut_fit": {"eager": [400.0, 6.0], "cut": [120.0, 6.1]}}
+    end = {
+        "technique": "compile",
+        "plain_fit": {"t0_us": 450.0, "t1_us": 6.0},
+        "split": {"t0_us": 600.0, "t1_us": 6.2, "fixed_us": {profiling.GAP: 300.0}},
+        "t0_agreement": 1.33,
+        "t1_agreement": 1.03,
+        "profiler_cost_us": [[8, 150], [512, 200]],
+        "cut_fit": {"eager": [400.0, 6.0], "cut": [120.0, 6.1]},
+    }
     text = profile_verdict(points, [cut(8, 1.8), cut(512, 1.05)], end)
     assert text.startswith("At batch 8 about 90% of a step is fixed cost") and "512, 13%." in text
     assert "1.80× at batch 8" in text and "largest where the fixed cost" in text
     assert "t0 went from 0.400 ms eager to 0.120 ms with torch.compile" in text
-    assert "made the small batch slower" in profile_verdict(points, [cut(8, 0.7), cut(512, 1.0)],
-                                                            end)
+    assert "made the small batch slower" in profile_verdict(points, [cut(8, 0.7), cut(512, 1.0)], end)
     assert "about the same at both" in profile_verdict(points, [cut(8, 1.0), cut(512, 1.0)], end)
     assert "did not run here" in profile_verdict(points, [cut(8, 0, "unavailable")], end)
     assert "agrees with the unprofiled steps' (t1 ratio 1.03)" in text
     assert "gaps (Python between operators) (50%)" in text
 
 
-@pytest.mark.parametrize("argv, flag", [
-    (["--batch-sizes", "512,8"], "--batch-sizes"), (["--batch-sizes", "8"], "--batch-sizes"),
-    (["--batch-sizes", "1,2,4,8,16"], "--batch-sizes"), (["--steps", "1"], "--steps"),
-    (["--trace-dir", "/dev/null/x"], "--trace-dir"), (["--model", "gan"], "--model")])
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["--batch-sizes", "512,8"], "--batch-sizes"),
+        (["--batch-sizes", "8"], "--batch-sizes"),
+        (["--batch-sizes", "1,2,4,8,16"], "--batch-sizes"),
+        (["--steps", "1"], "--steps"),
+        (["--trace-dir", "/dev/null/x"], "--trace-dir"),
+        (["--model", "gan"], "--model"),
+    ],
+)
 def test_bsdemo_profile_s_bad_flags_exit_2_in_one_line_before_torch(argv, flag):
     import subprocess
     import sys
 
-    code = ("import sys; from bsdemo.cli import main; code = main(sys.argv[1:]); "
-            "print('torch' in sys.modules); raise SystemExit(code)")
-    out = subprocess.run([sys.executable, "-c", code, "profile", *argv], capture_output=True,
-                         text=True, timeout=scaled(60))
+    code = (
+        "import sys; from bsdemo.cli import main; code = main(sys.argv[1:]); "
+        "print('torch' in sys.modules); raise SystemExit(code)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, "profile", *argv], capture_output=True, text=True, timeout=scaled(60)
+    )
     assert out.returncode == 2 and out.stdout.strip() == "False", out
     assert out.stderr.count("\n") == 1 and flag in out.stderr and "Traceback" not in out.stderr

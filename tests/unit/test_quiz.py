@@ -42,22 +42,25 @@ def test_the_quiz_tip_names_scenarios_the_lab_offers():
     assert set(COMPARED_SCENARIOS) <= set(LAB_SCENARIOS) and len(set(COMPARED_SCENARIOS)) == 2
 
 
-@pytest.mark.parametrize("change, message", [
-    ('answer = 1', None),
-    ('answer = 2', "question 1 (a) answer: got 2; allowed: a choice index from 0 to 1"),
-    ('answer = true', "question 1 answer: got True; allowed: a whole number"),
-    ('lesson = 12', "question 1 (a) lesson: got 12; allowed: a lesson from 1 to 11"),
-    ('id = "Bad Id"', "question 1 (Bad Id) id: got 'Bad Id'; allowed: lowercase letters"),
-    ('choices = ["only"]', "question 1 (a) choices: got ['only']; allowed: 2 to 6 non-empty"),
-    ('choices = ["same", "same"]', "question 1 (a) choices: got ['same', 'same']; allowed: texts "
-     "that differ"),
-    ('explanation = "  "', "question 1 (a) explanation: got '  '; allowed: an explanation"),
-    ('colour = "red"', "question 1 field: got 'colour'; allowed: id, lesson, text, choices"),
-    ('evidence = "vibes"', "question 1 (a) evidence: got 'vibes'; allowed: updates, speed, "
-     "memory"),
-])
-def test_a_broken_question_names_the_question_the_field_and_what_is_allowed(tmp_path, change,
-                                                                             message):
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ("answer = 1", None),
+        ("answer = 2", "question 1 (a) answer: got 2; allowed: a choice index from 0 to 1"),
+        ("answer = true", "question 1 answer: got True; allowed: a whole number"),
+        ("lesson = 12", "question 1 (a) lesson: got 12; allowed: a lesson from 1 to 11"),
+        ('id = "Bad Id"', "question 1 (Bad Id) id: got 'Bad Id'; allowed: lowercase letters"),
+        ('choices = ["only"]', "question 1 (a) choices: got ['only']; allowed: 2 to 6 non-empty"),
+        (
+            'choices = ["same", "same"]',
+            "question 1 (a) choices: got ['same', 'same']; allowed: texts that differ",
+        ),
+        ('explanation = "  "', "question 1 (a) explanation: got '  '; allowed: an explanation"),
+        ('colour = "red"', "question 1 field: got 'colour'; allowed: id, lesson, text, choices"),
+        ('evidence = "vibes"', "question 1 (a) evidence: got 'vibes'; allowed: updates, speed, memory"),
+    ],
+)
+def test_a_broken_question_names_the_question_the_field_and_what_is_allowed(tmp_path, change, message):
     key = change.split(" = ")[0]
     lines = [line for line in GOOD.strip().splitlines() if not line.startswith(f"{key} =")]
     path = tmp_path / "quiz.toml"
@@ -72,10 +75,12 @@ def test_a_broken_question_names_the_question_the_field_and_what_is_allowed(tmp_
 
 def test_a_file_that_is_not_a_quiz_is_refused(tmp_path):
     path = tmp_path / "quiz.toml"
-    for text, message in (("", "allowed: one or more [[question]] tables"),
-                          ("[[question", "allowed: a TOML file"),
-                          (GOOD + GOOD, "question 2 id: got 'a'; allowed: an id no other"),
-                          (GOOD.replace('lesson = 1\n', ''), "question 1 lesson: got None")):
+    for text, message in (
+        ("", "allowed: one or more [[question]] tables"),
+        ("[[question", "allowed: a TOML file"),
+        (GOOD + GOOD, "question 2 id: got 'a'; allowed: an id no other"),
+        (GOOD.replace("lesson = 1\n", ""), "question 1 lesson: got None"),
+    ):
         path.write_text(text)
         with pytest.raises(ConfigError) as err:
             quiz.load_questions(path)
@@ -92,9 +97,19 @@ def test_the_score_counts_checked_answers_only():
 def run(job_id, batch, rate, peak, epochs=10.0, **conditions):
     snap = fake_snapshot(job_id, batch_size=batch)
     steps = round(epochs * 1438 / batch)
-    end = {"summary": {"steps": steps, "epochs": epochs, "samples_seen": int(epochs * 1438),
-                       "samples_per_sec": rate, "peak_memory_bytes": peak, "device": "cpu",
-                       "torch_threads": 1, "others_busy_share": 0.0} | conditions}
+    end = {
+        "summary": {
+            "steps": steps,
+            "epochs": epochs,
+            "samples_seen": int(epochs * 1438),
+            "samples_per_sec": rate,
+            "peak_memory_bytes": peak,
+            "device": "cpu",
+            "torch_threads": 1,
+            "others_busy_share": 0.0,
+        }
+        | conditions
+    }
     return dataclasses.replace(snap, end=end)
 
 
@@ -105,7 +120,8 @@ def test_the_explanation_quotes_the_students_own_runs():
     assert "batch 16 trained at 9,000 samples/s" in speed and "5.0× slower per sample" in speed
     assert "an epoch of 90 steps in about 0.16 s" in speed and "(12 steps in about 0.03 s)" in speed
     assert "batch 16 made 90 updates per epoch, batch 128 made 12" in quiz.evidence(
-        questions["updates"], [small, large])
+        questions["updates"], [small, large]
+    )
     assert "1.00 MiB" in quiz.evidence(questions["memory"], [small, large])
     # one batch size only, or a run that did not complete: nothing to quote
     assert quiz.evidence(questions["speed"], [small, run(3, 16, 8_000.0, 2**20)]) is None
@@ -123,9 +139,12 @@ def test_a_quiet_speed_is_never_quoted_against_a_loaded_one():
     quiet = run(1, 32, 36_446.0, 2**20, others_busy_share=0.02)
     loaded = run(2, 256, 3_817.0, 2**20, others_busy_share=0.85)
     assert quiz.evidence(questions["speed"], [quiet, loaded]) is None
-    assert quiz.evidence(questions["speed"], [quiet, run(3, 256, 3_817.0, 2**20, torch_threads=2)]
-                         ) is None
-    stable = quiz.evidence(questions["speed"], [
-        run(1, 32, 36_446.0, 2**20, others_busy_share=0.02, cpu_samples_per_sec=40_000.0),
-        run(2, 256, 3_817.0, 2**20, others_busy_share=0.85, cpu_samples_per_sec=160_000.0)])
+    assert quiz.evidence(questions["speed"], [quiet, run(3, 256, 3_817.0, 2**20, torch_threads=2)]) is None
+    stable = quiz.evidence(
+        questions["speed"],
+        [
+            run(1, 32, 36_446.0, 2**20, others_busy_share=0.02, cpu_samples_per_sec=40_000.0),
+            run(2, 256, 3_817.0, 2**20, others_busy_share=0.85, cpu_samples_per_sec=160_000.0),
+        ],
+    )
     assert "batch 32 trained at 40,000 samples/s" in stable and "4.0× slower" in stable

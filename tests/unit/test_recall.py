@@ -30,8 +30,7 @@ def test_only_the_most_recently_seen_browsers_are_kept():
 def test_many_sessions_at_once_share_one_entry_per_browser():
     memory = BrowserMemory()
     got = []
-    threads = [threading.Thread(target=lambda: got.append(memory.get("a", "runs", list)))
-               for _ in range(16)]
+    threads = [threading.Thread(target=lambda: got.append(memory.get("a", "runs", list))) for _ in range(16)]
     for t in threads:
         t.start()
     for t in threads:

@@ -31,12 +31,12 @@ def test_a_planar_dataset_reports_its_regions_at_every_evaluation():
 
 def _index(point, regions) -> int:
     from bsdemo.charts.regions import _cell
+
     return _cell(point, regions)
 
 
 def test_images_and_sequences_carry_no_regions():
-    assert all(e.regions is None for e in evaluations(RunConfig(dataset="digits", max_steps=2,
-                                                                epochs=None)))
+    assert all(e.regions is None for e in evaluations(RunConfig(dataset="digits", max_steps=2, epochs=None)))
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +45,7 @@ def spiral_runs():
     snaps = []
     for i, batch in enumerate((8, 256), start=1):
         snap = fake_snapshot(i, batch)
-        evs = evaluations(RunConfig(dataset="spirals", batch_size=batch, epochs=4, width=32,
-                                    depth=2, lr=0.1))
+        evs = evaluations(RunConfig(dataset="spirals", batch_size=batch, epochs=4, width=32, depth=2, lr=0.1))
         snap.evals = {f: [getattr(e, f) for e in evs] for f in snap.evals}
         snaps.append(snap)
     return snaps

@@ -86,44 +86,54 @@ def test_long_run_buffers_stay_bounded(scheduler):
 
 
 def test_server_side_modules_never_import_torch():
-    code = ("import sys, bsdemo.scheduler, bsdemo.charts, bsdemo.config, bsdemo.events, bsdemo.cli, "
-            "bsdemo.ui.lab, bsdemo.ui.sidebar\n"
-            "from bsdemo.scheduler import Scheduler\nfrom bsdemo.config import RunConfig\n"
-            "s = Scheduler(workers=1)\nsnap = s.wait(s.submit(RunConfig(epochs=1), 'x'), 120)\n"
-            "assert snap.status == 'completed', snap.end\n"
-            "print('torch' in sys.modules)\ns.close()\n")
+    code = (
+        "import sys, bsdemo.scheduler, bsdemo.charts, bsdemo.config, bsdemo.events, bsdemo.cli, "
+        "bsdemo.ui.lab, bsdemo.ui.sidebar\n"
+        "from bsdemo.scheduler import Scheduler\nfrom bsdemo.config import RunConfig\n"
+        "s = Scheduler(workers=1)\nsnap = s.wait(s.submit(RunConfig(epochs=1), 'x'), 120)\n"
+        "assert snap.status == 'completed', snap.end\n"
+        "print('torch' in sys.modules)\ns.close()\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(180))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
 
 
 def test_sweep_and_find_jobs_stream_their_points(scheduler):
-    job = scheduler.submit(RunConfig(), owner="ivan", kind="sweep",
-                           options={"batch_sizes": [8, 64, 512], "memory_budget_bytes": 3 * 2**20,
-                                    "timed_steps": 2})
+    job = scheduler.submit(
+        RunConfig(),
+        owner="ivan",
+        kind="sweep",
+        options={"batch_sizes": [8, 64, 512], "memory_budget_bytes": 3 * 2**20, "timed_steps": 2},
+    )
     snap = scheduler.wait(job, timeout=scaled(60))
     assert snap.status == "completed" and snap.kind == "sweep"
     assert [p["status"] for p in snap.points] == ["ok", "ok", "oom"]
     assert snap.result["kind"] == "sweep_end" and snap.result["max_batch_size_fits"] == 64
-    job = scheduler.submit(RunConfig(), owner="ivan", kind="find",
-                           options={"memory_budget_bytes": 3 * 2**20})
+    job = scheduler.submit(RunConfig(), owner="ivan", kind="find", options={"memory_budget_bytes": 3 * 2**20})
     snap = scheduler.wait(job, timeout=scaled(60))
     assert snap.status == "completed" and snap.result["kind"] == "find_result"
     # it recommends a size it ran: a memory probe, or one whose samples/s it timed in rounds
-    ran = [p["batch_size"] for p in snap.points] + [
-        t["batch_size"] for t in snap.result["throughput"]]
+    ran = [p["batch_size"] for p in snap.points] + [t["batch_size"] for t in snap.result["throughput"]]
     assert snap.result["batch_size"] in ran
 
 
 def test_a_norms_grid_streams_its_cells_and_stops_between_steps(scheduler):
-    job = scheduler.submit(RunConfig(epochs=1), owner="nora", kind="norms",
-                           options={"batch_sizes": [16, 64], "norms": ["batch", "layer"]})
+    job = scheduler.submit(
+        RunConfig(epochs=1),
+        owner="nora",
+        kind="norms",
+        options={"batch_sizes": [16, 64], "norms": ["batch", "layer"]},
+    )
     snap = scheduler.wait(job, timeout=scaled(90))
     assert snap.status == "completed" and snap.result["kind"] == "norms_end"
     assert [(p["norm"], p["batch_size"]) for p in snap.points] == [
-        ("batch", 16), ("batch", 64), ("layer", 16), ("layer", 64)]
-    long = scheduler.submit(RunConfig(epochs=50), owner="nora", kind="norms",
-                            options={"batch_sizes": [2]})
+        ("batch", 16),
+        ("batch", 64),
+        ("layer", 16),
+        ("layer", 64),
+    ]
+    long = scheduler.submit(RunConfig(epochs=50), owner="nora", kind="norms", options={"batch_sizes": [2]})
     wait_for(lambda: scheduler.snapshot(long).status == "running", timeout=60)
     assert scheduler.cancel(long, "nora")
     snap = scheduler.wait(long, timeout=scaled(60))
@@ -138,8 +148,13 @@ def test_unknown_job_kind_is_rejected(scheduler):
 def test_live_mode_replaces_only_a_kind_declared_live(scheduler):
     # a noise measurement is not a run Live mode may stop for a changed setting
     with pytest.raises(ConfigError, match="Live mode"):
-        scheduler.submit(RunConfig(), owner="judy", kind="noise", supersede=True,
-                         options={"batch_sizes": [1, 4], "draws": 2})
+        scheduler.submit(
+            RunConfig(),
+            owner="judy",
+            kind="noise",
+            supersede=True,
+            options={"batch_sizes": [1, 4], "draws": 2},
+        )
     assert scheduler.waiting_job("judy", "noise") is None  # refused: nothing was queued
 
 
@@ -151,8 +166,9 @@ def test_sweeps_run_alone_on_the_device():
         wait_for(lambda: sched.workers_ready() == 2, timeout=60)
         first = sched.submit(RunConfig(batch_size=2, epochs=3), owner="a")
         wait_for(lambda: sched.snapshot(first).latest)
-        sweep_job = sched.submit(RunConfig(), owner="b", kind="sweep",
-                                 options={"batch_sizes": [4, 16], "timed_steps": 2})
+        sweep_job = sched.submit(
+            RunConfig(), owner="b", kind="sweep", options={"batch_sizes": [4, 16], "timed_steps": 2}
+        )
         behind = sched.submit(RunConfig(epochs=1), owner="c")
         time.sleep(0.5)  # a free worker exists, but the sweep waits for the device to be idle
         assert sched.snapshot(sweep_job).status == "queued"
@@ -170,17 +186,23 @@ def test_sweeps_run_alone_on_the_device():
 
 
 def test_twenty_ooms_in_the_worker_leave_it_healthy(scheduler):
-    before = scheduler.wait(scheduler.submit(RunConfig(epochs=1, seed=5), owner="kim"),
-                            timeout=scaled(60))
+    before = scheduler.wait(scheduler.submit(RunConfig(epochs=1, seed=5), owner="kim"), timeout=scaled(60))
     sizes = list(range(600, 620))  # every one over a 3 MiB budget for the digits MLP
-    job = scheduler.submit(RunConfig(), owner="kim", kind="sweep",
-                           options={"batch_sizes": sizes, "memory_budget_bytes": 3 * 2**20,
-                                    "warmup_steps": 0, "timed_steps": 1,
-                                    "continue_after_oom": True})
+    job = scheduler.submit(
+        RunConfig(),
+        owner="kim",
+        kind="sweep",
+        options={
+            "batch_sizes": sizes,
+            "memory_budget_bytes": 3 * 2**20,
+            "warmup_steps": 0,
+            "timed_steps": 1,
+            "continue_after_oom": True,
+        },
+    )
     snap = scheduler.wait(job, timeout=scaled(60))
     assert [p["status"] for p in snap.points] == ["oom"] * 20
-    after = scheduler.wait(scheduler.submit(RunConfig(epochs=1, seed=5), owner="kim"),
-                           timeout=scaled(60))
+    after = scheduler.wait(scheduler.submit(RunConfig(epochs=1, seed=5), owner="kim"), timeout=scaled(60))
     assert after.status == "completed"
     # the same run trained by the same worker before the OOMs: same process, same thread count,
     # so the same bits (a run in this test process could use another thread count, and float
@@ -189,8 +211,7 @@ def test_twenty_ooms_in_the_worker_leave_it_healthy(scheduler):
 
 
 def test_a_comparison_queues_its_runs_together(scheduler):
-    ids = scheduler.submit_group([RunConfig(batch_size=b, epochs=1) for b in (8, 64, 512)],
-                                 owner="lee")
+    ids = scheduler.submit_group([RunConfig(batch_size=b, epochs=1) for b in (8, 64, 512)], owner="lee")
     behind = scheduler.submit(RunConfig(epochs=1), owner="lee")  # the group counts as one
     with pytest.raises(ActiveRunError):  # no room for another comparison
         scheduler.submit_group([RunConfig(), RunConfig(seed=1)], owner="lee")
@@ -204,13 +225,13 @@ def test_a_comparison_queues_its_runs_together(scheduler):
     assert scheduler.active_job("lee") is None
 
 
-
 def test_server_limits_reject_oversize_runs_and_cap_wall_time():
     from bsdemo.limits import Limits
     from bsdemo.scheduler import Scheduler
 
-    sched = Scheduler(workers=1, limits=Limits(max_batch_size=256, max_steps=1000,
-                                               max_wall_s=0.1, submits_per_minute=3))
+    sched = Scheduler(
+        workers=1, limits=Limits(max_batch_size=256, max_steps=1000, max_wall_s=0.1, submits_per_minute=3)
+    )
     try:
         with pytest.raises(ConfigError, match="at most 256 on this server"):
             sched.submit(RunConfig(batch_size=512), owner="m")
@@ -236,8 +257,7 @@ def test_live_changes_replace_a_run_and_count_against_their_own_larger_limit():
     from bsdemo.scheduler import Scheduler
     from bsdemo.scheduler.admission import SharingLimits
 
-    sched = Scheduler(workers=1, limits=Limits(submits_per_minute=2, live_changes_per_minute=4,
-                                               turns=1))
+    sched = Scheduler(workers=1, limits=Limits(submits_per_minute=2, live_changes_per_minute=4, turns=1))
     try:
         long = dict(batch_size=1, epochs=200)
         ids = [sched.submit(RunConfig(**long, seed=0), owner="drag")]
@@ -261,6 +281,7 @@ def test_live_changes_replace_a_run_and_count_against_their_own_larger_limit():
 
 def admission_active(sched, owner: str) -> list:
     from bsdemo.scheduler import admission
+
     with sched._lock:
         return admission.active_units(sched._jobs.values(), owner)
 
@@ -334,8 +355,9 @@ def test_memory_admission_waits_with_reason_and_estimate_then_starts():
 
     small, big = LONG, RunConfig(batch_size=1024, width=1024, epochs=2)
     assert predict(small).device + predict(big).device > 38 * 10**6 > predict(big).device
-    sched = Scheduler(workers=2, threads_per_worker=1,
-                      limits=Limits(device_memory=40 * 10**6, memory_margin=0.05))
+    sched = Scheduler(
+        workers=2, threads_per_worker=1, limits=Limits(device_memory=40 * 10**6, memory_margin=0.05)
+    )
     try:
         wait_for(lambda: sched.workers_ready() == 2, timeout=60)
         assert sched.usable_memory() == 38 * 10**6
@@ -383,8 +405,7 @@ def test_a_run_too_big_for_the_device_runs_alone_with_a_notice():
 def test_memory_limits_load_and_reject_bad_values():
     from bsdemo.limits import Limits
 
-    lim = Limits.load({"BSDEMO_DEVICE_MEMORY": "8GiB", "BSDEMO_MEMORY_MARGIN": "0.2",
-                       "BSDEMO_WORKERS": "3"})
+    lim = Limits.load({"BSDEMO_DEVICE_MEMORY": "8GiB", "BSDEMO_MEMORY_MARGIN": "0.2", "BSDEMO_WORKERS": "3"})
     assert (lim.device_memory, lim.memory_margin, lim.workers) == (8 * 2**30, 0.2, 3)
     with pytest.raises(ConfigError, match="memory_margin"):
         Limits.load({"BSDEMO_MEMORY_MARGIN": "1.5"})

@@ -68,8 +68,7 @@ def test_hessian_product_of_a_small_network_matches_the_full_hessian():
         got = torch.cat([h.flatten() for h in product(pieces)])
         assert torch.allclose(got, exact @ v, rtol=1e-8, atol=1e-10)
         v = torch.randn(flat.numel(), dtype=torch.float64)
-    top, _ = sharpness.top_eigenvalue(product, params, iters=300,
-                                      generator=torch.Generator().manual_seed(1))
+    top, _ = sharpness.top_eigenvalue(product, params, iters=300, generator=torch.Generator().manual_seed(1))
     eigenvalues = torch.linalg.eigvalsh(exact)
     largest = eigenvalues[eigenvalues.abs().argmax()]
     assert top == pytest.approx(float(largest), rel=1e-4)
@@ -126,15 +125,18 @@ def test_remedy_lr_scales_by_the_square_root_of_the_batch_ratio_up_to_a_cap():
     assert remedy_lr(1.0, 16, 1438, "scale_lr") == 1.0  # a remedy never lowers the lr
 
 
-@pytest.mark.parametrize("options, field", [
-    ({"batch_sizes": [16]}, "batch_sizes"),
-    ({"batch_sizes": [64, 16]}, "batch_sizes"),
-    ({"batch_sizes": [16, 64, 256]}, "batch_sizes"),
-    ({"remedies": ["magic"]}, "remedies"),
-    ({"remedies": ["noise", "noise"]}, "remedies"),
-    ({"target_loss": 0}, "target_loss"),
-    ({"max_steps": 10**9}, "max_steps"),
-])
+@pytest.mark.parametrize(
+    "options, field",
+    [
+        ({"batch_sizes": [16]}, "batch_sizes"),
+        ({"batch_sizes": [64, 16]}, "batch_sizes"),
+        ({"batch_sizes": [16, 64, 256]}, "batch_sizes"),
+        ({"remedies": ["magic"]}, "remedies"),
+        ({"remedies": ["noise", "noise"]}, "remedies"),
+        ({"target_loss": 0}, "target_loss"),
+        ({"max_steps": 10**9}, "max_steps"),
+    ],
+)
 def test_sharpness_options_are_checked(options, field):
     with pytest.raises(ConfigError) as err:
         assess("sharpness", RunConfig().validated()[0], options, Limits(), 60.0)
@@ -154,17 +156,35 @@ def test_sharpness_needs_plain_sgd_on_a_classifier():
 def test_sharpness_cost_bounds_every_run_and_the_longer_remedy():
     cfg = RunConfig().validated()[0]
     _, plain = assess("sharpness", cfg, {"max_steps": 100}, Limits(), 60.0)
-    _, more = assess("sharpness", cfg, {"max_steps": 100, "remedies": ["longer", "noise"]},
-                     Limits(), 60.0)
+    _, more = assess("sharpness", cfg, {"max_steps": 100, "remedies": ["longer", "noise"]}, Limits(), 60.0)
     assert plain.steps >= 2 * 100 and more.steps >= (2 + 2 + 3) * 100
     assert plain.effective_batch == cfg.train_samples  # the large batch is the whole set
 
 
 def test_bsdemo_sharpness_json_ends_with_the_result_and_its_runs():
-    out = subprocess.run([sys.executable, "-m", "bsdemo", "sharpness", "--batch-sizes", "32,4096",
-                          "--target-loss", "0.1", "--width", "64", "--depth", "1", "--remedies",
-                          "longer", "--json"], capture_output=True, text=True,
-                         timeout=scaled(240), cwd=ROOT)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bsdemo",
+            "sharpness",
+            "--batch-sizes",
+            "32,4096",
+            "--target-loss",
+            "0.1",
+            "--width",
+            "64",
+            "--depth",
+            "1",
+            "--remedies",
+            "longer",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=scaled(240),
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     progress = [e for e in lines if e["kind"] == "sharpness_progress"]  # only if a run takes 1 s
@@ -175,27 +195,42 @@ def test_bsdemo_sharpness_json_ends_with_the_result_and_its_runs():
     end = lines[-1]
     assert [r["label"] for r in end["runs"]] == ["small", "large", "large + longer"]
     for run in end["runs"]:
-        assert {"batch_size", "train_loss", "test_loss", "train_accuracy", "test_accuracy",
-                "top_hessian_eigenvalue"} <= set(run)
+        assert {
+            "batch_size",
+            "train_loss",
+            "test_loss",
+            "train_accuracy",
+            "test_accuracy",
+            "top_hessian_eigenvalue",
+        } <= set(run)
         assert run["status"] == "completed" and run["top_hessian_eigenvalue"] > 0
     small, large, longer = end["runs"]
     assert small["batch_size"] == 32 and large["batch_size"] == end["train_samples"]
     assert small["train_loss"] <= 0.1 and large["train_loss"] <= 0.1  # both reached the target
     assert small["lr"] == large["lr"] == 0.3  # the study's default lr, not train's
-    assert longer["steps"] == 4 * longer["reached_at"] and longer["reached_at"] == \
-        large["reached_at"]  # the same run, trained on past the target
+    assert (
+        longer["steps"] == 4 * longer["reached_at"] and longer["reached_at"] == large["reached_at"]
+    )  # the same run, trained on past the target
     assert len(end["slice"]["t"]) == len(end["slice"]["train_loss"]) == 41
 
 
 def test_the_study_runs_as_a_job_and_stops_when_asked(scheduler):
-    job = scheduler.submit(RunConfig(width=32, depth=1).validated()[0], owner="kim",
-                           kind="sharpness", options={"target_loss": 0.3, "batch_sizes": [64, 512]})
+    job = scheduler.submit(
+        RunConfig(width=32, depth=1).validated()[0],
+        owner="kim",
+        kind="sharpness",
+        options={"target_loss": 0.3, "batch_sizes": [64, 512]},
+    )
     snap = scheduler.wait(job, timeout=scaled(120))
     assert snap.status == "completed", snap.end
     assert snap.result["kind"] == "sharpness_result"
     assert [p["label"] for p in snap.points if p["kind"] == "sharpness_run"] == ["small", "large"]
-    long = scheduler.submit(RunConfig(lr=0.001).validated()[0], owner="kim", kind="sharpness",
-                            options={"target_loss": 0.0001, "max_steps": 20_000})
+    long = scheduler.submit(
+        RunConfig(lr=0.001).validated()[0],
+        owner="kim",
+        kind="sharpness",
+        options={"target_loss": 0.0001, "max_steps": 20_000},
+    )
     wait_for(lambda: scheduler.snapshot(long).status == "running", timeout=60)
     assert scheduler.cancel(long, "kim")
     snap = scheduler.wait(long, timeout=scaled(60))
@@ -211,14 +246,14 @@ def test_a_run_in_training_streams_its_loss_curve_before_its_record(monkeypatch)
     from bsdemo.engine import sharpness as study
 
     monkeypatch.setattr(study, "PROGRESS_S", 0.0)
-    records = list(study.sharpness_study(RunConfig(width=32, depth=1), batch_sizes=(64, 512),
-                                         target_loss=0.3))
+    records = list(
+        study.sharpness_study(RunConfig(width=32, depth=1), batch_sizes=(64, 512), target_loss=0.3)
+    )
     kinds = [r["kind"] for r in records]
     assert kinds[-1] == "sharpness_result" and kinds[0] == "sharpness_progress"
     for label in ("small", "large"):
         shown = [r for r in records if r["kind"] == "sharpness_progress" and r["label"] == label]
-        done = next(i for i, r in enumerate(records)
-                    if r["kind"] == "sharpness_run" and r["label"] == label)
+        done = next(i for i, r in enumerate(records) if r["kind"] == "sharpness_run" and r["label"] == label)
         assert shown and all(records.index(r) < done for r in shown)
         steps = [r["steps"] for r in shown]
         assert steps == sorted(steps) and steps[-1] <= records[done]["steps"]
@@ -231,48 +266,84 @@ def test_a_run_in_training_streams_its_loss_curve_before_its_record(monkeypatch)
     for r in records[:-1]:
         add_point(kept, r, 256)
     assert [(r["kind"], r["label"]) for r in kept] == [
-        ("sharpness_progress", "small"), ("sharpness_run", "small"),
-        ("sharpness_progress", "large"), ("sharpness_run", "large")]
-    assert kept[0] is [r for r in records if r["kind"] == "sharpness_progress"
-                       and r["label"] == "small"][-1]
+        ("sharpness_progress", "small"),
+        ("sharpness_run", "small"),
+        ("sharpness_progress", "large"),
+        ("sharpness_run", "large"),
+    ]
+    assert kept[0] is [r for r in records if r["kind"] == "sharpness_progress" and r["label"] == "small"][-1]
 
 
 def _run(batch, remedy=None, **kw):
-    base = {"kind": "sharpness_run", "label": "x", "remedy": remedy, "batch_size": batch,
-            "lr": 0.3, "warmup_steps": 0, "last_lr": 0.3, "steps": 300, "reached_at": 300,
-            "status": "completed", "train_loss": 0.01, "test_loss": 0.06,
-            "train_accuracy": 1.0, "test_accuracy": 0.98, "loss_gap": 0.05,
-            "accuracy_gap": 0.02, "top_hessian_eigenvalue": 1.0, "two_over_lr": 2 / 0.3,
-            "neighbourhood_rise": 1e-4, "trace": [[1, 0.5], [300, 1.0]],
-            "curve": [[0, 2.3], [300, 0.01]]}
+    base = {
+        "kind": "sharpness_run",
+        "label": "x",
+        "remedy": remedy,
+        "batch_size": batch,
+        "lr": 0.3,
+        "warmup_steps": 0,
+        "last_lr": 0.3,
+        "steps": 300,
+        "reached_at": 300,
+        "status": "completed",
+        "train_loss": 0.01,
+        "test_loss": 0.06,
+        "train_accuracy": 1.0,
+        "test_accuracy": 0.98,
+        "loss_gap": 0.05,
+        "accuracy_gap": 0.02,
+        "top_hessian_eigenvalue": 1.0,
+        "two_over_lr": 2 / 0.3,
+        "neighbourhood_rise": 1e-4,
+        "trace": [[1, 0.5], [300, 1.0]],
+        "curve": [[0, 2.3], [300, 0.01]],
+    }
     return base | kw
 
 
 def _result(*runs):
-    return {"kind": "sharpness_result", "runs": list(runs), "lr": 0.3, "target_loss": 0.01,
-            "train_samples": 1438, "radius": 0.1, "trace_samples": 512, "hessian_samples": 1438,
-            "slice": {"t": [-0.5, 0.0, 0.5, 1.0, 1.5], "train_loss": [0.02, 0.01, 0.013, 0.01, 0.3],
-                      "test_loss": [0.07, 0.06, 0.06, 0.07, 0.4]}}
+    return {
+        "kind": "sharpness_result",
+        "runs": list(runs),
+        "lr": 0.3,
+        "target_loss": 0.01,
+        "train_samples": 1438,
+        "radius": 0.1,
+        "trace_samples": 512,
+        "hessian_samples": 1438,
+        "slice": {
+            "t": [-0.5, 0.0, 0.5, 1.0, 1.5],
+            "train_loss": [0.02, 0.01, 0.013, 0.01, 0.3],
+            "test_loss": [0.07, 0.06, 0.06, 0.07, 0.4],
+        },
+    }
 
 
 def test_the_verdict_names_the_sharper_minimum_and_the_gap_from_the_numbers():
     from bsdemo import recipes
 
-    r = _result(_run(16, top_hessian_eigenvalue=0.5, test_loss=0.05, loss_gap=0.04),
-                _run(1438, top_hessian_eigenvalue=4.0, test_loss=0.07, loss_gap=0.06,
-                     trace=[[1, 1.0], [250, 4.4]]))
+    r = _result(
+        _run(16, top_hessian_eigenvalue=0.5, test_loss=0.05, loss_gap=0.04),
+        _run(1438, top_hessian_eigenvalue=4.0, test_loss=0.07, loss_gap=0.06, trace=[[1, 1.0], [250, 4.4]]),
+    )
     text = recipes.sharpness_verdict(r)
-    assert text.startswith("The full batch (1,438) found the sharper minimum: top Hessian "
-                           "eigenvalue 4.00 against 0.500 (8.0×).\n\n")
-    assert ("Over the second half of training the full batch (1,438)'s sharpness, traced on 512 "
-            "samples, was 4.40 (median), 66% of 2/lr = 6.67, and batch 16's 1.00.") in text
+    assert text.startswith(
+        "The full batch (1,438) found the sharper minimum: top Hessian "
+        "eigenvalue 4.00 against 0.500 (8.0×).\n\n"
+    )
+    assert (
+        "Over the second half of training the full batch (1,438)'s sharpness, traced on 512 "
+        "samples, was 4.40 (median), 66% of 2/lr = 6.67, and batch 16's 1.00."
+    ) in text
     assert "stopped short of that edge" in text and "rose to that edge" not in text
     # both rises are 1e-4: the neighbourhood measure is named as not agreeing, not cited
     assert "The random-neighbourhood measure does not agree" in text
     assert "In this run batch 16 generalised better: test loss 0.0500 against 0.0700" in text
     assert "rises by 0.00300 between them (a barrier)" in text and "past the full batch" in text
     assert recipes.sharpness_prediction(r) == (
-        1, "top Hessian eigenvalue 0.500 at batch 16 against 4.00 at batch 1,438")
+        1,
+        "top Hessian eigenvalue 0.500 at batch 16 against 4.00 at batch 1,438",
+    )
 
 
 def test_the_verdict_cites_only_the_measures_that_agree_with_it():
@@ -281,25 +352,40 @@ def test_the_verdict_cites_only_the_measures_that_agree_with_it():
     reached 2/lr."""
     from bsdemo import recipes
 
-    agree = _result(_run(16, top_hessian_eigenvalue=0.5, neighbourhood_rise=3e-4),
-                    _run(1438, top_hessian_eigenvalue=4.0, neighbourhood_rise=1.2e-3,
-                         trace=[[1, 1.0], [200, 6.5], [250, 6.4]]))
+    agree = _result(
+        _run(16, top_hessian_eigenvalue=0.5, neighbourhood_rise=3e-4),
+        _run(
+            1438,
+            top_hessian_eigenvalue=4.0,
+            neighbourhood_rise=1.2e-3,
+            trace=[[1, 1.0], [200, 6.5], [250, 6.4]],
+        ),
+    )
     text = recipes.sharpness_verdict(agree)
-    assert ("The random-neighbourhood measure agrees (a random step of 10% of each weight row's "
-            "norm raises the full batch (1,438)'s training loss by 0.0012 against 3.0 × 10⁻⁴)") in text
+    assert (
+        "The random-neighbourhood measure agrees (a random step of 10% of each weight row's "
+        "norm raises the full batch (1,438)'s training loss by 0.0012 against 3.0 × 10⁻⁴)"
+    ) in text
     assert "does not agree" not in text
     assert "rose to that edge" in text and "stopped short" not in text
-    against = _result(_run(16, top_hessian_eigenvalue=0.5, neighbourhood_rise=1e-3),
-                      _run(1438, top_hessian_eigenvalue=4.0, neighbourhood_rise=1e-4))
+    against = _result(
+        _run(16, top_hessian_eigenvalue=0.5, neighbourhood_rise=1e-3),
+        _run(1438, top_hessian_eigenvalue=4.0, neighbourhood_rise=1e-4),
+    )
     text = recipes.sharpness_verdict(against)
-    assert ("does not agree: a random step of 10% of each weight row's norm raises the full "
-            "batch (1,438)'s training loss by 1.0 × 10⁻⁴ and batch 16's by 0.0010") in text
-    split = _result(_run(16, test_loss=0.05, test_accuracy=0.97),
-                    _run(1438, top_hessian_eigenvalue=4.0, test_loss=0.07, test_accuracy=0.98))
+    assert (
+        "does not agree: a random step of 10% of each weight row's norm raises the full "
+        "batch (1,438)'s training loss by 1.0 × 10⁻⁴ and batch 16's by 0.0010"
+    ) in text
+    split = _result(
+        _run(16, test_loss=0.05, test_accuracy=0.97),
+        _run(1438, top_hessian_eigenvalue=4.0, test_loss=0.07, test_accuracy=0.98),
+    )
     text = recipes.sharpness_verdict(split)
     assert "In this run" not in text
-    assert ("Test loss and test accuracy disagree on which generalised better: test loss 0.0500 "
-            "against 0.0700") in text
+    assert (
+        "Test loss and test accuracy disagree on which generalised better: test loss 0.0500 against 0.0700"
+    ) in text
     assert "the loss favours batch 16, the accuracy the full batch (1,438)" in text
 
 
@@ -313,14 +399,15 @@ def test_the_verdict_says_when_the_usual_finding_did_not_appear_or_a_run_missed_
     assert "about as sharp" in recipes.sharpness_verdict(alike)
     assert "generalised about equally" in recipes.sharpness_verdict(alike)
     assert recipes.sharpness_prediction(alike)[0] == 2
-    capped = _result(_run(16), _run(1438, reached_at=None, status="capped", steps=3000,
-                                    train_loss=0.02))
+    capped = _result(_run(16), _run(1438, reached_at=None, status="capped", steps=3000, train_loss=0.02))
     text = recipes.sharpness_verdict(capped)
     assert "did not reach the training loss 0.01 (it stopped at 3,000 steps with loss 0.0200)" in text
-    assert text.startswith("The full batch (1,438) did not reach the training loss 0.01, so the "
-                           "two minima are not compared.\n\n")
-    diverged = _result(_run(16), _run(1438, reached_at=None, status="diverged",
-                                      top_hessian_eigenvalue=float("nan")))
+    assert text.startswith(
+        "The full batch (1,438) did not reach the training loss 0.01, so the two minima are not compared.\n\n"
+    )
+    diverged = _result(
+        _run(16), _run(1438, reached_at=None, status="diverged", top_hessian_eigenvalue=float("nan"))
+    )
     text = recipes.sharpness_verdict(diverged)
     assert "it diverged at lr 0.3" in text and "sharper" not in text
     assert recipes.sharpness_prediction(diverged) is None
@@ -329,22 +416,35 @@ def test_the_verdict_says_when_the_usual_finding_did_not_appear_or_a_run_missed_
 def test_each_remedy_is_reported_against_the_plain_large_batch():
     from bsdemo import recipes
 
-    r = _result(_run(16), _run(1438, test_loss=0.07, loss_gap=0.06),
-                _run(1438, "scale_lr", status="diverged", reached_at=None, lr=2.8,
-                     two_over_lr=2 / 2.8, top_hessian_eigenvalue=float("nan")),
-                _run(1438, "noise", test_loss=0.062, loss_gap=0.052, top_hessian_eigenvalue=0.6))
+    r = _result(
+        _run(16),
+        _run(1438, test_loss=0.07, loss_gap=0.06),
+        _run(
+            1438,
+            "scale_lr",
+            status="diverged",
+            reached_at=None,
+            lr=2.8,
+            two_over_lr=2 / 2.8,
+            top_hessian_eigenvalue=float("nan"),
+        ),
+        _run(1438, "noise", test_loss=0.062, loss_gap=0.052, top_hessian_eigenvalue=0.6),
+    )
     text = recipes.sharpness_verdict(r)
     assert "(without one: test loss 0.0700, test minus train 0.0600, top eigenvalue 1.00):\n" in text
     assert "\n- **The lr scaled by √k** (lr 2.8): diverged" in text
-    assert ("\n- **Added small-batch noise** (lr 0.3, 300 steps): test loss 0.0620, test minus "
-            "train 0.0520, top eigenvalue 0.600.") in text
+    assert (
+        "\n- **Added small-batch noise** (lr 0.3, 300 steps): test loss 0.0620, test minus "
+        "train 0.0520, top eigenvalue 0.600."
+    ) in text
 
 
 def test_every_run_of_a_study_has_its_own_colour_and_the_charts_their_alt_text():
     from bsdemo import charts
 
-    r = _result(_run(16), _run(1438), *(_run(1438, remedy) for remedy in
-                                        ("scale_lr", "warmup", "longer", "noise")))
+    r = _result(
+        _run(16), _run(1438), *(_run(1438, remedy) for remedy in ("scale_lr", "warmup", "longer", "noise"))
+    )
     curves, trace, cut = charts.sharpness_charts(r)
     colours = [t.line.color for t in curves.figure.data]
     assert len(colours) == 6 and len(set(colours)) == 6

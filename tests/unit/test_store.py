@@ -21,9 +21,14 @@ DEVICE = {"type": "cpu", "name": "Test CPU"}
 
 
 def record(store: RunStore, cfg: RunConfig, loss: float = 1.0) -> int:
-    return store.put(vars(cfg), DEVICE, {"memory_source": "accounted"},
-                     {"step": [1, 2], "loss": [loss, loss / 2]}, {"step": [2], "test_loss": [0.5]},
-                     {"kind": "end", "status": "completed", "message": "ok", "summary": {}})
+    return store.put(
+        vars(cfg),
+        DEVICE,
+        {"memory_source": "accounted"},
+        {"step": [1, 2], "loss": [loss, loss / 2]},
+        {"step": [2], "test_loss": [0.5]},
+        {"kind": "end", "status": "completed", "message": "ok", "summary": {}},
+    )
 
 
 def test_put_then_find_by_config_and_device(tmp_path):
@@ -72,7 +77,7 @@ def _damage_middle_pages(path, pages: int = 3) -> None:
     data = bytearray(path.read_bytes())
     middle = (len(data) // page) // 2
     for i in range(middle, middle + pages):
-        data[i * page:(i + 1) * page] = bytes([0xA5]) * page
+        data[i * page : (i + 1) * page] = bytes([0xA5]) * page
     path.write_bytes(bytes(data))
 
 
@@ -80,9 +85,14 @@ def test_a_partly_damaged_store_is_noticed_at_open_and_salvaged(tmp_path):
     path = tmp_path / "runs.sqlite3"
     store = RunStore(path)
     for seed in range(300):  # big rows: the table spans many pages
-        store.put(vars(RunConfig(seed=seed)), DEVICE, {"memory_source": "accounted"},
-                  {"step": list(range(400)), "loss": [seed / 7] * 400}, {"step": [400]},
-                  {"kind": "end", "status": "completed", "message": "ok", "summary": {}})
+        store.put(
+            vars(RunConfig(seed=seed)),
+            DEVICE,
+            {"memory_source": "accounted"},
+            {"step": list(range(400)), "loss": [seed / 7] * 400},
+            {"step": [400]},
+            {"kind": "end", "status": "completed", "message": "ok", "summary": {}},
+        )
     store.close()
     for suffix in ("-wal", "-shm"):  # checkpointed at close: the damage is in the main file
         assert not (tmp_path / f"runs.sqlite3{suffix}").exists()
@@ -134,9 +144,23 @@ def test_warm_precomputes_what_the_scheduler_then_serves(tmp_path):
 
     from bsdemo.scheduler import Scheduler
 
-    out = subprocess.run([sys.executable, "-m", "bsdemo", "warm", "--preset", "digits-mlp",
-                          "--batch-sizes", "64", "--data-dir", str(tmp_path)],
-                         capture_output=True, text=True, timeout=scaled(120))
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bsdemo",
+            "warm",
+            "--preset",
+            "digits-mlp",
+            "--batch-sizes",
+            "64",
+            "--data-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+    )
     assert out.returncode == 0, out.stderr
     assert "1 runs" in out.stdout
     sched = Scheduler(workers=1, store=RunStore(tmp_path / "runs.sqlite3"))
@@ -154,9 +178,14 @@ def _filled(path, runs: int = 300) -> bytes:
     """A healthy store of `runs` big runs, closed (checkpointed); returns its bytes."""
     store = RunStore(path)
     for seed in range(runs):
-        store.put(vars(RunConfig(seed=seed)), DEVICE, {"memory_source": "accounted"},
-                  {"step": list(range(400)), "loss": [seed / 7] * 400}, {"step": [400]},
-                  {"kind": "end", "status": "completed", "message": "ok", "summary": {}})
+        store.put(
+            vars(RunConfig(seed=seed)),
+            DEVICE,
+            {"memory_source": "accounted"},
+            {"step": list(range(400)), "loss": [seed / 7] * 400},
+            {"step": [400]},
+            {"kind": "end", "status": "completed", "message": "ok", "summary": {}},
+        )
     store.close()
     return path.read_bytes()
 
@@ -215,7 +244,7 @@ def test_a_full_disk_makes_the_store_unavailable_and_loses_no_run(tmp_path):
 def test_a_truncated_store_keeps_the_runs_on_its_surviving_pages(tmp_path):
     path = tmp_path / "runs.sqlite3"
     good = _filled(path)
-    path.write_bytes(good[:len(good) // 2])
+    path.write_bytes(good[: len(good) // 2])
     store = RunStore(path)
     assert "damaged" in store.notice
     kept = store.count()

@@ -26,9 +26,14 @@ CREATE INDEX runs_key ON runs (key, created);"""
 
 
 def record(store, cfg: RunConfig, loss: float = 1.0) -> int:
-    return store.put(vars(cfg), DEVICE, {"memory_source": "accounted"},
-                     {"step": [1, 2], "loss": [loss, loss / 2]}, {"step": [2], "test_loss": [0.5]},
-                     {"kind": "end", "status": "completed", "message": "ok", "summary": {}})
+    return store.put(
+        vars(cfg),
+        DEVICE,
+        {"memory_source": "accounted"},
+        {"step": [1, 2], "loss": [loss, loss / 2]},
+        {"step": [2], "test_loss": [0.5]},
+        {"kind": "end", "status": "completed", "message": "ok", "summary": {}},
+    )
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -62,8 +67,12 @@ def closed_after():
 
 def _versions(store) -> list[int]:
     if store.backend == "sqlite":
-        return [v for (v,) in sqlite3.connect(store.path).execute(
-            "SELECT version FROM schema_version ORDER BY version")]
+        return [
+            v
+            for (v,) in sqlite3.connect(store.path).execute(
+                "SELECT version FROM schema_version ORDER BY version"
+            )
+        ]
     import psycopg
 
     with psycopg.connect(store.url) as db:
@@ -114,36 +123,50 @@ def test_racing_openers_and_writers_lose_nothing(target):
     assert [p.exitcode for p in procs] == [0, 0, 0, 0]
     store = open_store(*target)
     assert store.count() == 80 and _versions(store) == list(range(1, LATEST + 1))
-    assert all(store.find(vars(RunConfig(seed=100 * k + i)), DEVICE)
-               for k in range(4) for i in range(20))
+    assert all(store.find(vars(RunConfig(seed=100 * k + i)), DEVICE) for k in range(4) for i in range(20))
 
 
 def _make_old_store(target) -> None:
     """A store as the lab wrote it before migrations: version 1's table, one run, no versions."""
     from bsdemo.store.common import code_version, run_key
 
-    row = (run_key(vars(RunConfig()), DEVICE, code_version()), time.time(), '{"type": "cpu", '
-           '"name": "Test CPU"}', "{}", "null", '{"loss": [4.0]}', "{}", '{"status": "completed"}')
+    row = (
+        run_key(vars(RunConfig()), DEVICE, code_version()),
+        time.time(),
+        '{"type": "cpu", "name": "Test CPU"}',
+        "{}",
+        "null",
+        '{"loss": [4.0]}',
+        "{}",
+        '{"status": "completed"}',
+    )
     if target[1] is None:
         import pathlib
 
         pathlib.Path(target[0]).mkdir(parents=True)
         db = sqlite3.connect(pathlib.Path(target[0]) / "runs.sqlite3")
         db.executescript(OLD_SQLITE)
-        db.execute("INSERT INTO runs (key, created, device, config, start, steps, evals, "
-                   "end_record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+        db.execute(
+            "INSERT INTO runs (key, created, device, config, start, steps, evals, "
+            "end_record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            row,
+        )
         db.commit()
         db.close()
         return
     import psycopg
 
     with psycopg.connect(target[1], autocommit=True) as db:
-        for sql in OLD_SQLITE.replace("INTEGER PRIMARY KEY AUTOINCREMENT",
-                                      "BIGSERIAL PRIMARY KEY").split(";"):
+        for sql in OLD_SQLITE.replace("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY").split(
+            ";"
+        ):
             if sql.strip():
                 db.execute(sql)
-        db.execute("INSERT INTO runs (key, created, device, config, start, steps, evals, "
-                   "end_record) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", row)
+        db.execute(
+            "INSERT INTO runs (key, created, device, config, start, steps, evals, "
+            "end_record) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            row,
+        )
 
 
 def test_a_store_from_before_migrations_is_upgraded_in_place(target):
@@ -195,8 +218,7 @@ def test_a_database_url_is_checked_and_never_shown_with_its_password():
     assert "hunter2" not in message and "mysql://lab:***@db/runs" in message
 
 
-def test_an_unreachable_server_turns_stored_results_off_then_back_on(postgres_server,
-                                                                     monkeypatch):
+def test_an_unreachable_server_turns_stored_results_off_then_back_on(postgres_server, monkeypatch):
     """Down at open: unavailable, a notice naming where (password masked), the lookups fail
     fast; once the server is back and the retry is due, the store works."""
     from tests.services import PostgresServer
@@ -282,9 +304,13 @@ def _warm(url: str):
     import sys
 
     env = {k: v for k, v in os.environ.items() if k != "BSDEMO_DATA_DIR"}
-    return subprocess.run([sys.executable, "-m", "bsdemo", "warm", "--preset", "digits-mlp",
-                           "--batch-sizes", "64"], capture_output=True, text=True,
-                          timeout=scaled(180), env={**env, "BSDEMO_DATABASE_URL": url})
+    return subprocess.run(
+        [sys.executable, "-m", "bsdemo", "warm", "--preset", "digits-mlp", "--batch-sizes", "64"],
+        capture_output=True,
+        text=True,
+        timeout=scaled(180),
+        env={**env, "BSDEMO_DATABASE_URL": url},
+    )
 
 
 def test_warm_fills_the_shared_store_or_says_in_one_line_why_it_cannot(postgres_url):

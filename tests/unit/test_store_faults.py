@@ -45,8 +45,7 @@ def own_postgres():
 def test_a_frozen_database_neither_blocks_a_run_press_nor_loses_the_run(own_postgres, tmp_path):
     server = own_postgres
     spool = tmp_path / "spool"
-    sched = _ready(Scheduler(workers=1, store=open_store(None, server.new_database()),
-                             spool=spool))
+    sched = _ready(Scheduler(workers=1, store=open_store(None, server.new_database()), spool=spool))
     pids = server.processes()
     try:
         first = sched.wait(sched.submit(SHORT, owner="a", fresh=True), timeout=scaled(120))
@@ -81,8 +80,7 @@ def test_a_frozen_database_neither_blocks_a_run_press_nor_loses_the_run(own_post
         sched.close()
 
 
-def test_runs_finished_while_the_database_is_down_survive_a_server_restart(own_postgres,
-                                                                           tmp_path):
+def test_runs_finished_while_the_database_is_down_survive_a_server_restart(own_postgres, tmp_path):
     server = own_postgres
     url, spool = server.new_database(), tmp_path / "spool"
     server.stop()
@@ -90,8 +88,13 @@ def test_runs_finished_while_the_database_is_down_survive_a_server_restart(own_p
     try:
         # three runs back to back: each reaches the disk at once, while the writer is busy
         # failing on the one before
-        snaps = [a.wait(a.submit(RunConfig(epochs=None, max_steps=3, seed=s), owner="a",
-                                 fresh=True), timeout=scaled(120)) for s in (0, 1, 2)]
+        snaps = [
+            a.wait(
+                a.submit(RunConfig(epochs=None, max_steps=3, seed=s), owner="a", fresh=True),
+                timeout=scaled(120),
+            )
+            for s in (0, 1, 2)
+        ]
         assert [s.status for s in snaps] == ["completed"] * 3
         snap = snaps[0]
         wait_for(lambda: len(_spooled(spool)) == 3, timeout=30)

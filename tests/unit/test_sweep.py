@@ -70,8 +70,13 @@ def test_continue_after_oom_tries_every_size():
 def test_twenty_ooms_in_a_row_leave_the_engine_healthy():
     baseline = list(train(RunConfig(epochs=1, seed=5)))[-1].summary["final_train_loss"]
     for _ in range(20):
-        end = list(train(RunConfig(batch_size=1024, epochs=None, max_steps=2), evaluations=False,
-                         memory_budget_bytes=2 * MIB))[-1]
+        end = list(
+            train(
+                RunConfig(batch_size=1024, epochs=None, max_steps=2),
+                evaluations=False,
+                memory_budget_bytes=2 * MIB,
+            )
+        )[-1]
         assert end.status == "oom" and end.summary["simulated"]
     again = list(train(RunConfig(epochs=1, seed=5)))[-1]
     assert again.status == "completed" and again.summary["final_train_loss"] == baseline
@@ -88,8 +93,9 @@ def test_sizes_beyond_the_training_set_are_not_tried():
 
 
 def test_generated_datasets_grow_to_hold_the_largest_batch():
-    events = list(sweep(RunConfig(dataset="moons", width=16, samples=100), [8, 2048],
-                        warmup_steps=0, timed_steps=1))
+    events = list(
+        sweep(RunConfig(dataset="moons", width=16, samples=100), [8, 2048], warmup_steps=0, timed_steps=1)
+    )
     assert [e["status"] for e in final_points(events[1:-1])] == ["ok", "ok"]
 
 
@@ -125,8 +131,15 @@ def test_every_point_is_timed_in_rounds_by_the_stable_clock():
 def test_stop_in_a_later_round_keeps_the_points_measured():
     stop = []
     events = []
-    for e in sweep(RunConfig(), [1, 4], warmup_steps=1, timed_steps=3, rounds=3,
-                   min_timed_s=0.0, should_stop=lambda: bool(stop)):
+    for e in sweep(
+        RunConfig(),
+        [1, 4],
+        warmup_steps=1,
+        timed_steps=3,
+        rounds=3,
+        min_timed_s=0.0,
+        should_stop=lambda: bool(stop),
+    ):
         events.append(e)
         if e["kind"] == "sweep_point" and e["batch_size"] == 4:
             stop.append(True)  # round 1 is over: Stop comes before round 2
@@ -137,24 +150,32 @@ def test_stop_in_a_later_round_keeps_the_points_measured():
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "bsdemo", *args], capture_output=True, text=True,
-                          timeout=scaled(120))
+    return subprocess.run(
+        [sys.executable, "-m", "bsdemo", *args], capture_output=True, text=True, timeout=scaled(120)
+    )
 
 
 def test_cli_sweep_json_lines():
-    out = cli("sweep", "--batch-sizes", "8,64,1024", "--memory-budget", "3MiB", "--timed-steps",
-              "2", "--json")
+    out = cli(
+        "sweep", "--batch-sizes", "8,64,1024", "--memory-budget", "3MiB", "--timed-steps", "2", "--json"
+    )
     assert out.returncode == 0, out.stderr
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     points, end = final_points(lines[:-1]), lines[-1]
     assert {p["kind"] for p in lines[:-1]} == {"sweep_point"} and len(points) == 3
-    for key in ("batch_size", "status", "samples_per_sec", "step_time_s", "peak_memory_bytes",
-                "memory_source", "simulated"):
+    for key in (
+        "batch_size",
+        "status",
+        "samples_per_sec",
+        "step_time_s",
+        "peak_memory_bytes",
+        "memory_source",
+        "simulated",
+    ):
         assert key in points[0]
     assert [p["status"] for p in points] == ["ok", "ok", "oom"]
     assert end["kind"] == "sweep_end"
-    assert set(end["fit"]) >= {"t0_s", "t1_s_per_sample", "m0_bytes", "m_bytes_per_sample",
-                               "r2_memory"}
+    assert set(end["fit"]) >= {"t0_s", "t1_s_per_sample", "m0_bytes", "m_bytes_per_sample", "r2_memory"}
     assert end["max_batch_size_fits"] == 64 and "knee_batch_size" in end
 
 
@@ -164,12 +185,19 @@ def test_cli_sweep_table():
     assert "samples/s" in out.stdout and "M(B) =" in out.stdout and "t(B) =" in out.stdout
 
 
-@pytest.mark.parametrize("args,flag", [
-    (["--batch-sizes", ""], "--batch-sizes"), (["--batch-sizes", "8,8"], "--batch-sizes"),
-    (["--batch-sizes", "0,1"], "--batch-sizes"), (["--batch-sizes", "1,1000000000"], "--batch-sizes"),
-    (["--batch-sizes", "-2"], "--batch-sizes"), (["--memory-budget", "lots"], "--memory-budget"),
-    (["--memory-budget", "1KiB"], "--memory-budget"), (["--timed-steps", "0"], "--timed-steps"),
-])
+@pytest.mark.parametrize(
+    "args,flag",
+    [
+        (["--batch-sizes", ""], "--batch-sizes"),
+        (["--batch-sizes", "8,8"], "--batch-sizes"),
+        (["--batch-sizes", "0,1"], "--batch-sizes"),
+        (["--batch-sizes", "1,1000000000"], "--batch-sizes"),
+        (["--batch-sizes", "-2"], "--batch-sizes"),
+        (["--memory-budget", "lots"], "--memory-budget"),
+        (["--memory-budget", "1KiB"], "--memory-budget"),
+        (["--timed-steps", "0"], "--timed-steps"),
+    ],
+)
 def test_cli_sweep_bad_input_exits_2_with_one_line(args, flag):
     out = cli("sweep", *args)
     assert out.returncode == 2, out.stdout
@@ -192,10 +220,8 @@ def test_flops_are_counted_and_shares_of_peak_rise_with_batch():
 
 def test_each_point_times_a_minimum_duration_unless_told_not_to():
     """Two timed steps of ~0.3 ms are noise; with a 50 ms minimum the point times many more."""
-    exact = list(sweep(RunConfig(), [1], warmup_steps=1, timed_steps=2, min_timed_s=0,
-                       rounds=1))[1]
-    long = list(sweep(RunConfig(), [1], warmup_steps=1, timed_steps=2, min_timed_s=0.05,
-                      rounds=1))[1]
+    exact = list(sweep(RunConfig(), [1], warmup_steps=1, timed_steps=2, min_timed_s=0, rounds=1))[1]
+    long = list(sweep(RunConfig(), [1], warmup_steps=1, timed_steps=2, min_timed_s=0.05, rounds=1))[1]
     assert exact["status"] == long["status"] == "ok"
     assert exact["message"].startswith("2 timed steps in 1 round(s) after 1 warm-up")
     timed = long["timing"]["steps"]
@@ -249,8 +275,13 @@ def test_a_point_is_timed_by_the_devices_own_clock_only_where_every_round_has_th
     from bsdemo.timing import DEVICE_CLOCK, WALL_CLOCK
 
     def block(own, clock):
-        return _Block("ok", wall=[0.004, 0.005, 0.006], own=own, own_clock=clock,
-                      summary={"memory_source": "cuda allocator"})
+        return _Block(
+            "ok",
+            wall=[0.004, 0.005, 0.006],
+            own=own,
+            own_clock=clock,
+            summary={"memory_source": "cuda allocator"},
+        )
 
     events = [block([0.001, 0.002, 0.003], DEVICE_CLOCK) for _ in range(3)]
     point = _measured_point(64, events, 1)

@@ -41,12 +41,12 @@ def test_one_worker_starts_a_room_s_runs_within_a_moment_each_timed_alone(sched)
     # the first starts on the idle worker; the others wait a moment (a short run would end
     # alone meanwhile), then take turns beside it instead of queueing behind it
     assert [sched.snapshot(j).status for j in ids] == ["running"] + ["queued"] * 3
-    wait_for(lambda: all(sched.snapshot(j).status == "running" for j in ids),
-             timeout=TURN_AFTER_S + 10)
+    wait_for(lambda: all(sched.snapshot(j).status == "running" for j in ids), timeout=TURN_AFTER_S + 10)
     wait_for(lambda: all(sched.snapshot(j).latest for j in ids), timeout=60)
     steps = [sched.snapshot(j).latest["step"] for j in ids]
-    wait_for(lambda: all(sched.snapshot(j).latest["step"] > n for j, n in zip(ids, steps, strict=True)),
-             timeout=60)  # every run moves on: they take turns
+    wait_for(
+        lambda: all(sched.snapshot(j).latest["step"] > n for j, n in zip(ids, steps, strict=True)), timeout=60
+    )  # every run moves on: they take turns
     for j in ids:
         snap = sched.snapshot(j)
         assert snap.turns_with == 3 and not snap.shared_device and not snap.done
@@ -91,11 +91,9 @@ def test_each_run_s_time_cap_is_on_its_own_clock_and_the_backstop_leaves_it_alon
     """Six runs capped at 1 s each take turns: each ends at its own cap (about 6 s of wall time
     for all), and the server's backstop (1 s past a cap on the wall clock) kills nothing while
     the worker keeps sending records."""
-    sched = _ready(Scheduler(workers=1, limits=Limits(stop_grace_s=1.0,
-                                                      max_active_per_address=100)))
+    sched = _ready(Scheduler(workers=1, limits=Limits(stop_grace_s=1.0, max_active_per_address=100)))
     try:
-        ids = [sched.submit(replace(LONG, seed=s, time_limit_s=1.0), owner=f"s{s}")
-               for s in range(6)]
+        ids = [sched.submit(replace(LONG, seed=s, time_limit_s=1.0), owner=f"s{s}") for s in range(6)]
         snaps = [sched.wait(j, timeout=scaled(120)) for j in ids]
         assert [s.ending for s in snaps] == ["time_cap"] * 6, [s.end for s in snaps]
         assert not any(s.summary.get("ended_by_server") for s in snaps)
@@ -124,8 +122,9 @@ def test_a_killed_worker_fails_every_run_it_held_and_a_fresh_one_goes_on(sched):
 def test_a_measurement_never_takes_turns_with_a_run(sched):
     run = sched.submit(LONG, owner="a")
     wait_for(lambda: sched.snapshot(run).latest, timeout=60)
-    sweep = sched.submit(RunConfig(), owner="b", kind="sweep",
-                         options={"batch_sizes": [8, 64], "timed_steps": 2})
+    sweep = sched.submit(
+        RunConfig(), owner="b", kind="sweep", options={"batch_sizes": [8, 64], "timed_steps": 2}
+    )
     snap = sched.snapshot(sweep)
     assert snap.status == "queued" and "to itself" in snap.wait_reason
     sched.cancel(run)
@@ -138,8 +137,7 @@ def test_runs_in_turns_keep_their_own_clocks_in_one_thread():
     counts its own turns, so the two together come to about the time both took, not twice it;
     each step is timed inside one turn."""
     clocks = [RunClock(), RunClock()]
-    runs = [train(RunConfig(epochs=1, seed=s), clock=c)
-            for s, c in enumerate(clocks)]
+    runs = [train(RunConfig(epochs=1, seed=s), clock=c) for s, c in enumerate(clocks)]
     ends, began = [None, None], time.perf_counter()
     for clock in clocks:
         clock.leave()

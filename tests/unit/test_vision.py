@@ -13,11 +13,13 @@ from bsdemo.charts import architectures, fitbatch, sweeps, vision
 from tests.unit.test_charts import fake_snapshot
 
 # Sharma, Wu and Dalal (2005), the CIEDE2000 test data: (Lab, Lab, difference)
-SHARMA = [((50.0, 2.6772, -79.7751), (50.0, 0.0, -82.7485), 2.0425),
-          ((50.0, 0.0, 0.0), (50.0, -1.0, 2.0), 2.3669),
-          ((50.0, 2.5, 0.0), (73.0, 25.0, -18.0), 27.1492),
-          ((60.2574, -34.0099, 36.2677), (60.4626, -34.1751, 39.4387), 1.2644),
-          ((22.7233, 20.0904, -46.6940), (23.0331, 14.9730, -42.5619), 2.0373)]
+SHARMA = [
+    ((50.0, 2.6772, -79.7751), (50.0, 0.0, -82.7485), 2.0425),
+    ((50.0, 0.0, 0.0), (50.0, -1.0, 2.0), 2.3669),
+    ((50.0, 2.5, 0.0), (73.0, 25.0, -18.0), 27.1492),
+    ((60.2574, -34.0099, 36.2677), (60.4626, -34.1751, 39.4387), 1.2644),
+    ((22.7233, 20.0904, -46.6940), (23.0331, 14.9730, -42.5619), 2.0373),
+]
 
 
 @pytest.mark.parametrize("lab1,lab2,expected", SHARMA)
@@ -32,20 +34,22 @@ def test_the_check_fails_the_pairs_colour_blind_readers_confuse():
     assert vision.difference("#D62728", "#2CA02C", "deuteranopia") < vision.MIN_DIFFERENCE
     assert not vision.distinguishable("#D62728", "#2CA02C")
     # the palette this lab used before: its darkened orange and yellow, under protanopia
-    assert vision.closest_pair(["#C77C00", "#938A00", "#0072B2"])[1:] == (
-        "protanopia", "#938a00", "#c77c00")
+    assert vision.closest_pair(["#C77C00", "#938A00", "#0072B2"])[1:] == ("protanopia", "#938a00", "#c77c00")
     # blue against yellow survives red-green blindness, not tritanopia's missing blue cones
     assert vision.least_difference("#0072B2", "#C77C00") >= vision.MIN_DIFFERENCE
     assert vision.simulate("#FFFFFF", "tritanopia") == pytest.approx((1.0, 1.0, 1.0), abs=2e-3)
 
 
-@pytest.mark.parametrize("name,colours", [
-    ("batch palette", charts.BATCH_PALETTE),
-    ("series colours", charts.OKABE_ITO),
-    ("memory breakdown", sweeps.BREAKDOWN_COLOURS),
-    ("fit-batch techniques", tuple(fitbatch.COLOURS.values())),
-    ("architectures", tuple(architectures.COLOURS.values())),
-])
+@pytest.mark.parametrize(
+    "name,colours",
+    [
+        ("batch palette", charts.BATCH_PALETTE),
+        ("series colours", charts.OKABE_ITO),
+        ("memory breakdown", sweeps.BREAKDOWN_COLOURS),
+        ("fit-batch techniques", tuple(fitbatch.COLOURS.values())),
+        ("architectures", tuple(architectures.COLOURS.values())),
+    ],
+)
 def test_every_palette_pair_is_told_apart(name, colours):
     assert len(set(colours)) == len(colours), name
     hardest = vision.closest_pair(colours)
@@ -59,8 +63,7 @@ def test_any_comparison_of_runs_is_told_apart_by_colour():
     sizes = [2**i for i in range(13)]
     for _ in range(300):
         batches = [rng.choice(sizes) for _ in range(rng.randint(2, 8))]
-        colours = [s.colour for s in charts.styles(
-            [fake_snapshot(i, b, n=2) for i, b in enumerate(batches)])]
+        colours = [s.colour for s in charts.styles([fake_snapshot(i, b, n=2) for i, b in enumerate(batches)])]
         assert len(set(colours)) == len(colours), batches
         assert vision.closest_pair(colours)[0] >= vision.MIN_DIFFERENCE, batches
 

@@ -73,10 +73,12 @@ def retention() -> float:
 @st.cache_resource(show_spinner=False)
 def limits() -> dict[str, RateLimit]:
     """This process's rate limits (each replica counts its own connections)."""
-    return {"wrong": RateLimit(rules.WRONG_CODES_PER_MINUTE, 60.0),
-            "joins": RateLimit(rules.JOINS_PER_ADDRESS_PER_10_MIN, 600.0),
-            "member_votes": RateLimit(rules.VOTES_PER_MEMBER_PER_MINUTE, 60.0),
-            "address_votes": RateLimit(rules.VOTES_PER_ADDRESS_PER_MINUTE, 60.0)}
+    return {
+        "wrong": RateLimit(rules.WRONG_CODES_PER_MINUTE, 60.0),
+        "joins": RateLimit(rules.JOINS_PER_ADDRESS_PER_10_MIN, 600.0),
+        "member_votes": RateLimit(rules.VOTES_PER_MEMBER_PER_MINUTE, 60.0),
+        "address_votes": RateLimit(rules.VOTES_PER_ADDRESS_PER_MINUTE, 60.0),
+    }
 
 
 def public_url() -> str:
@@ -148,8 +150,7 @@ def _sit(new: Seat | None) -> None:
     if new is None:
         st.session_state["class_cookies"] = {CLASS_COOKIE: None, TEACH_COOKIE: None}
     elif new.teaching:
-        st.session_state["class_cookies"] = {TEACH_COOKIE: f"{new.code}.{new.key}",
-                                             CLASS_COOKIE: None}
+        st.session_state["class_cookies"] = {TEACH_COOKIE: f"{new.code}.{new.key}", CLASS_COOKIE: None}
     else:
         st.session_state["class_cookies"] = {CLASS_COOKIE: new.code, TEACH_COOKIE: None}
 
@@ -165,15 +166,19 @@ def write_cookies() -> None:
     if handed.server_cookies():
         token = handed.hand_over(wanted, days * 86400)
         with st.sidebar:
-            st.html(f'<script>fetch("{handed.HANDOVER_PATH.lstrip("/")}?t={token}", '
-                    '{credentials: "same-origin", cache: "no-store"});</script>',
-                    unsafe_allow_javascript=True)
+            st.html(
+                f'<script>fetch("{handed.HANDOVER_PATH.lstrip("/")}?t={token}", '
+                '{credentials: "same-origin", cache: "no-store"});</script>',
+                unsafe_allow_javascript=True,
+            )
         return
     lines = []
     for name, value in wanted.items():
         age = days * 86400 if value else 0
-        lines.append(f'document.cookie = "{name}={value or ""}; path=/; max-age={age}; '
-                     f'samesite=lax" + (location.protocol === "https:" ? "; secure" : "");')
+        lines.append(
+            f'document.cookie = "{name}={value or ""}; path=/; max-age={age}; '
+            f'samesite=lax" + (location.protocol === "https:" ? "; secure" : "");'
+        )
     with st.sidebar:
         st.html("<script>" + "\n".join(lines) + "</script>", unsafe_allow_javascript=True)
 
@@ -190,15 +195,17 @@ def take_link() -> None:
         try:
             code = rules.parse_code(code)
             if classes is None or not classes.is_instructor(code, key):
-                raise ClassError("This instructor link does not open a class here: it may have "
-                                 "been mistyped, or the class deleted.")
+                raise ClassError(
+                    "This instructor link does not open a class here: it may have "
+                    "been mistyped, or the class deleted."
+                )
             _sit(Seat(code, key=key))
         except (ConfigError, ClassError, StoreUnavailable) as exc:
             st.session_state["class_message"] = str(exc)
     if "join" in params:
         raw = str(params["join"])
         del params["join"]
-        st.session_state["join_code"] = raw[:rules.MAX_TYPED]
+        st.session_state["join_code"] = raw[: rules.MAX_TYPED]
         join(raw, None, from_link=True)
 
 
@@ -208,14 +215,17 @@ def join(raw: str, password: str | None, from_link: bool = False) -> bool:
     classes = class_store()
     address = client_address()
     if classes is None:
-        st.session_state["class_message"] = ("Classes need a database this server can write "
-                                             "(BSDEMO_DATA_DIR or BSDEMO_DATABASE_URL).")
+        st.session_state["class_message"] = (
+            "Classes need a database this server can write (BSDEMO_DATA_DIR or BSDEMO_DATABASE_URL)."
+        )
         return False
     try:
         if limits()["wrong"].blocked(address):
-            raise ClassError(f"Too many wrong codes from this network "
-                             f"({rules.WRONG_CODES_PER_MINUTE} a minute): wait a minute and type "
-                             "the code again.")
+            raise ClassError(
+                f"Too many wrong codes from this network "
+                f"({rules.WRONG_CODES_PER_MINUTE} a minute): wait a minute and type "
+                "the code again."
+            )
         try:
             code = rules.parse_code(raw)
         except ConfigError:
@@ -228,9 +238,11 @@ def join(raw: str, password: str | None, from_link: bool = False) -> bool:
                 st.session_state["join_needs_password"] = True
                 return False
         if not limits()["joins"].allow(address):
-            raise ClassError("This network has added as many members as a class server allows "
-                             f"in ten minutes ({rules.JOINS_PER_ADDRESS_PER_10_MIN}); wait a "
-                             "little and join again.")
+            raise ClassError(
+                "This network has added as many members as a class server allows "
+                f"in ten minutes ({rules.JOINS_PER_ADDRESS_PER_10_MIN}); wait a "
+                "little and join again."
+            )
         try:
             member = classes.join(code, owner(), password)
         except ClassError:
@@ -242,17 +254,20 @@ def join(raw: str, password: str | None, from_link: bool = False) -> bool:
     _sit(Seat(code, member=member))
     info = classes.info(code)
     st.session_state["class_message"] = None
-    st.session_state["class_joined"] = (f"You joined the class {code}"
-                                        + (f" — {info.title}" if info and info.title else "")
-                                        + ". Your predictions now go to the room, anonymously.")
+    st.session_state["class_joined"] = (
+        f"You joined the class {code}"
+        + (f" — {info.title}" if info and info.title else "")
+        + ". Your predictions now go to the room, anonymously."
+    )
     return True
 
 
 def start(title: str, password: str | None) -> None:
     classes = class_store()
     if classes is None:
-        st.session_state["class_message"] = ("Classes need a database this server can write "
-                                             "(BSDEMO_DATA_DIR or BSDEMO_DATABASE_URL).")
+        st.session_state["class_message"] = (
+            "Classes need a database this server can write (BSDEMO_DATA_DIR or BSDEMO_DATABASE_URL)."
+        )
         return
     try:
         password = password or os.environ.get(rules.PASSWORD_ENV) or None

@@ -57,13 +57,22 @@ def sidebar() -> None:
                 join_form("sidebar")
                 st.divider()
                 st.text_input("Title (optional)", max_chars=rules.MAX_TITLE, key="class_title")
-                st.text_input("Class password (optional)", type="password",
-                              max_chars=rules.MAX_PASSWORD, key="class_password",
-                              help="Students then type it when they join. Leave it empty "
-                                   "for a class on a private network.")
-                st.button("Start a class", key="class_start", icon=":material/co_present:",
-                          on_click=lambda: start(st.session_state.get("class_title", ""),
-                                                 st.session_state.get("class_password")))
+                st.text_input(
+                    "Class password (optional)",
+                    type="password",
+                    max_chars=rules.MAX_PASSWORD,
+                    key="class_password",
+                    help="Students then type it when they join. Leave it empty "
+                    "for a class on a private network.",
+                )
+                st.button(
+                    "Start a class",
+                    key="class_start",
+                    icon=":material/co_present:",
+                    on_click=lambda: start(
+                        st.session_state.get("class_title", ""), st.session_state.get("class_password")
+                    ),
+                )
             write_cookies()
             return
         report_finished()  # a cell run that ended while this tab was on another page
@@ -72,12 +81,15 @@ def sidebar() -> None:
             _instructor_sidebar(current, info)
         else:
             title = f" — {info.title}" if info and info.title else ""
-            st.caption(plain(f"In class {current.code}{title}. Your “Predict first” answers go "
-                             "to the room, with no name."))
+            st.caption(
+                plain(
+                    f"In class {current.code}{title}. Your “Predict first” answers go "
+                    "to the room, with no name."
+                )
+            )
             if info is not None and not info.open:
                 st.caption("This class has ended.")
-            st.button("Leave the class", on_click=leave, key="class_leave",
-                      icon=":material/logout:")
+            st.button("Leave the class", on_click=leave, key="class_leave", icon=":material/logout:")
         write_cookies()
     if current.teaching and presenting():
         corner(current.code)
@@ -96,19 +108,31 @@ def _instructor_sidebar(current: Seat, info) -> None:
     st.markdown(f"**Class {current.code}** · {members} member{'s' * (members != 1)} · {state}")
     if info and info.title:
         st.caption(plain(info.title))
-    st.image(qr_png(join_link(current.code)), width=140, alt=qr_alt(current.code),
-             caption="Scan to join", output_format="PNG")
+    st.image(
+        qr_png(join_link(current.code)),
+        width=140,
+        alt=qr_alt(current.code),
+        caption="Scan to join",
+        output_format="PNG",
+    )
     st.code(join_link(current.code), language=None, wrap_lines=True)
     once = st.session_state.get("teach_link_once")
     if once:
         with st.expander("Instructor link (private: opens the class as its instructor)"):
-            st.caption("This browser keeps the class's key. To teach from another browser, open "
-                       "this link there; never show it to the class.")
+            st.caption(
+                "This browser keeps the class's key. To teach from another browser, open "
+                "this link there; never show it to the class."
+            )
             st.code(once, language=None, wrap_lines=True)
     if info is not None and info.open:
-        st.button("End class", key="class_end", icon=":material/stop_circle:", on_click=end,
-                  help="No more joins or votes; the results stay downloadable for "
-                       f"{setting(retention())} days after it ends.")
+        st.button(
+            "End class",
+            key="class_end",
+            icon=":material/stop_circle:",
+            on_click=end,
+            help="No more joins or votes; the results stay downloadable for "
+            f"{setting(retention())} days after it ends.",
+        )
     from bsdemo.classroom.export import results_csv, runs_csv
 
     def results() -> dict:  # read when a download is pressed, not on every script run
@@ -119,24 +143,48 @@ def _instructor_sidebar(current: Seat, info) -> None:
 
     st.caption("The room's votes (counts only) and runs:")
     cols = st.columns(2)
-    cols[0].download_button("JSON", lambda: json.dumps(results(), indent=1),
-                            f"class-{current.code}.json", "application/json",
-                            key="class_json", icon=":material/download:",
-                            help="Every vote's counts and every sweep's runs.")
-    cols[1].download_button("Votes CSV", lambda: results_csv(results(), _answers),
-                            f"class-{current.code}-votes.csv", "text/csv", key="class_csv",
-                            icon=":material/download:")
+    cols[0].download_button(
+        "JSON",
+        lambda: json.dumps(results(), indent=1),
+        f"class-{current.code}.json",
+        "application/json",
+        key="class_json",
+        icon=":material/download:",
+        help="Every vote's counts and every sweep's runs.",
+    )
+    cols[1].download_button(
+        "Votes CSV",
+        lambda: results_csv(results(), _answers),
+        f"class-{current.code}-votes.csv",
+        "text/csv",
+        key="class_csv",
+        icon=":material/download:",
+    )
     cols = st.columns(2)
-    cols[0].download_button("Runs CSV", lambda: runs_csv(results()),
-                            f"class-{current.code}-runs.csv", "text/csv", key="class_runs_csv",
-                            icon=":material/download:", help="A row a run of the sweeps.")
-    cols[1].download_button("Figures", lambda: _figures(results()),
-                            f"class-{current.code}-figures.html", "text/html",
-                            key="class_html", icon=":material/download:",
-                            help="The room's charts in one HTML page (interactive, offline).")
-    st.button("Leave the instructor's seat", on_click=leave, key="class_leave",
-              help="This browser forgets the class's key: only the instructor link opens it "
-                   "again.")
+    cols[0].download_button(
+        "Runs CSV",
+        lambda: runs_csv(results()),
+        f"class-{current.code}-runs.csv",
+        "text/csv",
+        key="class_runs_csv",
+        icon=":material/download:",
+        help="A row a run of the sweeps.",
+    )
+    cols[1].download_button(
+        "Figures",
+        lambda: _figures(results()),
+        f"class-{current.code}-figures.html",
+        "text/html",
+        key="class_html",
+        icon=":material/download:",
+        help="The room's charts in one HTML page (interactive, offline).",
+    )
+    st.button(
+        "Leave the instructor's seat",
+        on_click=leave,
+        key="class_leave",
+        help="This browser forgets the class's key: only the instructor link opens it again.",
+    )
 
 
 def _figures(results: dict) -> str:
@@ -157,8 +205,9 @@ def corner(code: str) -> None:
     title, clear of the page's content)."""
     box = st.container(key="class_corner", horizontal=True, vertical_alignment="center", gap=None)
     box.image(qr_png(join_link(code)), width=64, output_format="PNG", alt=qr_alt(code))
-    box.markdown(f"<span style='font-size: 0.7rem'>Join</span><br>**{code}**",
-                 unsafe_allow_html=True, width="content")
+    box.markdown(
+        f"<span style='font-size: 0.7rem'>Join</span><br>**{code}**", unsafe_allow_html=True, width="content"
+    )
     st.html(CORNER_STYLE)
 
 
@@ -174,12 +223,18 @@ def start_corner() -> None:
     """Presentation mode with no class: "Start a class" in the page's top right corner (where
     the join code then sits); drawn in the main area, out of the folded sidebar."""
     box = st.container(key="class_start_corner", width="content")
-    box.button("Start a class", key="class_start_here", icon=":material/co_present:",
-               on_click=lambda: start("", None),
-               help="A class for this lecture: a join code and QR code for the room; the "
-                    "sidebar's Class section sets a title or password.")
-    st.html("<style>.st-key-class_start_corner { position: fixed; top: 0.6rem; right: 1rem; "
-            "z-index: 999990; width: auto !important; }</style>")
+    box.button(
+        "Start a class",
+        key="class_start_here",
+        icon=":material/co_present:",
+        on_click=lambda: start("", None),
+        help="A class for this lecture: a join code and QR code for the room; the "
+        "sidebar's Class section sets a title or password.",
+    )
+    st.html(
+        "<style>.st-key-class_start_corner { position: fixed; top: 0.6rem; right: 1rem; "
+        "z-index: 999990; width: auto !important; }</style>"
+    )
 
 
 def join_form(where: str) -> None:
@@ -189,14 +244,18 @@ def join_form(where: str) -> None:
         st.session_state[code_key] = st.session_state.get("join_code", "")
 
     def pressed() -> None:
-        if join(st.session_state.get(code_key, ""),
-                st.session_state.get(f"join_password_{where}") or None):
+        if join(st.session_state.get(code_key, ""), st.session_state.get(f"join_password_{where}") or None):
             st.session_state.pop("join_needs_password", None)
 
-    st.text_input("Class code", key=code_key, max_chars=rules.MAX_TYPED,
-                  placeholder="e.g. K7PM3X", help=rules.CODE_RULE)
-    st.text_input("Class password (if your instructor gave one)", type="password",
-                  key=f"join_password_{where}", max_chars=rules.MAX_PASSWORD)
+    st.text_input(
+        "Class code", key=code_key, max_chars=rules.MAX_TYPED, placeholder="e.g. K7PM3X", help=rules.CODE_RULE
+    )
+    st.text_input(
+        "Class password (if your instructor gave one)",
+        type="password",
+        key=f"join_password_{where}",
+        max_chars=rules.MAX_PASSWORD,
+    )
     st.button("Join the class", key=f"join_{where}", icon=":material/login:", on_click=pressed)
 
 
@@ -206,8 +265,9 @@ def join_screen() -> None:
     current = seat()
     if current is None:
         with st.container(border=True, key="home_join"):
-            st.markdown("**In a class?** Type the code your instructor shows, or scan their QR "
-                        "code with your phone.")
+            st.markdown(
+                "**In a class?** Type the code your instructor shows, or scan their QR code with your phone."
+            )
             if st.session_state.get("join_needs_password"):
                 st.info("This class asks for a password: type it below.")
             join_form("home")
@@ -216,10 +276,12 @@ def join_screen() -> None:
         return
     with st.container(border=True, key="home_class"):
         left, right = st.columns([1, 1], vertical_alignment="center")
-        right.image(qr_png(join_link(current.code)), width=320, output_format="PNG",
-                    alt=qr_alt(current.code))
+        right.image(qr_png(join_link(current.code)), width=320, output_format="PNG", alt=qr_alt(current.code))
         left.markdown("Join the class at")
         left.code(join_link(current.code), language=None, wrap_lines=True)
         left.markdown("or type the code on the lab's Home page:")
-        left.markdown(f"<p style='font-size: 4rem; font-weight: 700; letter-spacing: 0.3rem; "
-                      f"margin: 0'>{current.code}</p>", unsafe_allow_html=True)
+        left.markdown(
+            f"<p style='font-size: 4rem; font-weight: 700; letter-spacing: 0.3rem; "
+            f"margin: 0'>{current.code}</p>",
+            unsafe_allow_html=True,
+        )

@@ -34,15 +34,18 @@ def _run_cell(page: str, number: int, cells: list[tuple[int, dict]]) -> None:
     try:
         configs = [RunConfig(**config) for _, config in cells]
         if len(configs) == 1:
-            ids = [scheduler().submit(configs[0], owner(), kind=ROOM_KIND, fresh=True,
-                                      address=client_address())]
+            ids = [
+                scheduler().submit(configs[0], owner(), kind=ROOM_KIND, fresh=True, address=client_address())
+            ]
         else:
             ids = scheduler().submit_group(configs, owner(), address=client_address(), fresh=True)
     except (ConfigError, ActiveRunError, SchedulerLost) as exc:
         st.session_state[f"class_sweep_message_{page}"] = str(exc)
         return
-    _pending().extend({"page": page, "sweep": number, "cell": cell, "job": job}
-                      for (cell, _), job in zip(cells, ids, strict=True))
+    _pending().extend(
+        {"page": page, "sweep": number, "cell": cell, "job": job}
+        for (cell, _), job in zip(cells, ids, strict=True)
+    )
 
 
 def report_finished() -> None:
@@ -63,13 +66,27 @@ def report_finished() -> None:
         if not snap.done:
             left.append(job)
             continue
-        report = cell_report(status=snap.status, config=snap.config, summary=snap.summary,
-                             steps=snap.steps, start=snap.start,
-                             shared_device=snap.shared_device, turns_with=snap.turns_with,
-                             stored_at=snap.stored_at, run=snap.run_number)
+        report = cell_report(
+            status=snap.status,
+            config=snap.config,
+            summary=snap.summary,
+            steps=snap.steps,
+            start=snap.start,
+            shared_device=snap.shared_device,
+            turns_with=snap.turns_with,
+            stored_at=snap.stored_at,
+            run=snap.run_number,
+        )
         try:
-            class_store().report(current.code, job["page"], job["sweep"], job["cell"], report,
-                                 member=current.member, key=current.key)
+            class_store().report(
+                current.code,
+                job["page"],
+                job["sweep"],
+                job["cell"],
+                report,
+                member=current.member,
+                key=current.key,
+            )
         except StoreUnavailable:
             left.append(job)  # tried again at the next poll
             continue
@@ -83,9 +100,12 @@ def report_finished() -> None:
 def _workload(config: dict) -> str:
     from bsdemo.presets import PRESETS
 
-    names = [p.label for p in PRESETS.values()
-             if p.settings.get("dataset") == config.get("dataset")
-             and p.settings.get("model") == config.get("model")]
+    names = [
+        p.label
+        for p in PRESETS.values()
+        if p.settings.get("dataset") == config.get("dataset")
+        and p.settings.get("model") == config.get("model")
+    ]
     from bsdemo.ui.widgets import OPTIMIZER_LABELS
 
     what = names[0] if names else f"{config.get('dataset')} · {config.get('model')}"
@@ -123,20 +143,30 @@ def _member_sweep(page: str, current: Seat) -> None:
         return
     held, index = mine
     cell = held.cells[index]
-    config = sweep.cell_config(held.config, cell, sweep.member_seed(held.config.get("seed", 0),
-                                                                    current.member))
+    config = sweep.cell_config(
+        held.config, cell, sweep.member_seed(held.config.get("seed", 0), current.member)
+    )
     box = st.container(border=True, key=f"class_cell_{page}")
     box.markdown(f"**Your cell in the class's sweep: {cell.label()}**")
-    box.caption(plain(f"On your instructor's workload ({_workload(held.config)}), with a seed "
-                      f"of your own ({config['seed']}), at most {setting(sweep.TIME_LIMIT_S)} s of "
-                      "training. Your result goes to the room's chart, with no name."))
+    box.caption(
+        plain(
+            f"On your instructor's workload ({_workload(held.config)}), with a seed "
+            f"of your own ({config['seed']}), at most {setting(sweep.TIME_LIMIT_S)} s of "
+            "training. Your result goes to the room's chart, with no name."
+        )
+    )
     from bsdemo.ui.state import scheduler
 
     waiting = [j for j in _pending() if j["page"] == page and j["sweep"] == held.number]
-    box.button(f"Run my cell ({cell.label()})", type="primary", key=f"class_cell_run_{page}",
-               icon=":material/play_arrow:", on_click=_run_cell,
-               args=(page, held.number, [(index, config)]),
-               disabled=bool(waiting) or not scheduler().can_submit(owner()))
+    box.button(
+        f"Run my cell ({cell.label()})",
+        type="primary",
+        key=f"class_cell_run_{page}",
+        icon=":material/play_arrow:",
+        on_click=_run_cell,
+        args=(page, held.number, [(index, config)]),
+        disabled=bool(waiting) or not scheduler().can_submit(owner()),
+    )
     with box:
         _message(page)
         _cell_progress(page, held.number)
@@ -157,18 +187,24 @@ def _cell_progress(page: str, number: int) -> None:
                 st.caption(f"Your cell's run is queued (place {snap.queue_position or '–'}).")
             else:
                 epoch = (snap.latest or {}).get("epoch")
-                st.caption("Your cell is training" + (f": epoch {fixed(epoch, 1)}" if epoch else "…")
-                           + " — its result goes to the room when it ends.")
+                st.caption(
+                    "Your cell is training"
+                    + (f": epoch {fixed(epoch, 1)}" if epoch else "…")
+                    + " — its result goes to the room when it ends."
+                )
         sent = st.session_state.get(f"class_sweep_sent_{page}")
         if sent and not mine:
             acc = sent.get("accuracy")
             speed = sent.get("speed") or sent.get("samples_per_sec")
-            st.success(plain(f"Sent to the room: {sent['status']}"
-                             + (f", {percent(acc)} test accuracy" if acc is not None else "")
-                             + (f", {fixed(speed, 0)} samples/s ({sent.get('clock', 'wall clock')})"
-                                if speed else "")
-                             + f" (batch {sent['batch']}, seed {sent['seed']})."),
-                       icon=":material/groups:")
+            st.success(
+                plain(
+                    f"Sent to the room: {sent['status']}"
+                    + (f", {percent(acc)} test accuracy" if acc is not None else "")
+                    + (f", {fixed(speed, 0)} samples/s ({sent.get('clock', 'wall clock')})" if speed else "")
+                    + f" (batch {sent['batch']}, seed {sent['seed']})."
+                ),
+                icon=":material/groups:",
+            )
         return not mine
 
     polled_fragment(line, SWEEP_POLL_S if _pending() else None)
@@ -204,17 +240,26 @@ def _instructor_sweep(page: str, current: Seat, cfg) -> None:
     with box:
         _message(page)
     if held is None:
-        what = (f"{len(sweep.LR_BATCHES)} batch sizes × {len(sweep.LR_VALUES)} learning rates"
-                if page == "lr_scaling" else f"batch sizes {', '.join(map(str, sweep.BATCHES))}")
+        what = (
+            f"{len(sweep.LR_BATCHES)} batch sizes × {len(sweep.LR_VALUES)} learning rates"
+            if page == "lr_scaling"
+            else f"batch sizes {', '.join(map(str, sweep.BATCHES))}"
+        )
         head = box.container(horizontal=True, vertical_alignment="center")
         head.markdown(f"**The class's sweep** · {len(cells)} cells: {what}", width="content")
-        head.button("Give each student a cell", key=f"class_sweep_open_{page}", on_click=hand_out,
-                    icon=":material/grid_view:",
-                    help="Each member's page gets one cell of the grid on the workload set on "
-                         "this page; members who join later get one too.")
-        box.caption("Every member runs one cell on their own page, with a seed of their own: "
-                    "the room fills the grid together, and several runs of a cell show their "
-                    "spread.")
+        head.button(
+            "Give each student a cell",
+            key=f"class_sweep_open_{page}",
+            on_click=hand_out,
+            icon=":material/grid_view:",
+            help="Each member's page gets one cell of the grid on the workload set on "
+            "this page; members who join later get one too.",
+        )
+        box.caption(
+            "Every member runs one cell on their own page, with a seed of their own: "
+            "the room fills the grid together, and several runs of a cell show their "
+            "spread."
+        )
         return
 
     def room() -> bool:
@@ -230,9 +275,13 @@ def _instructor_sweep(page: str, current: Seat, cfg) -> None:
     with box:
         polled_fragment(room, SWEEP_POLL_S)
     if held.config != config:
-        box.caption(plain(f"The sweep runs the workload it was handed out with "
-                          f"({_workload(held.config)}); press Hand out again for this page's "
-                          "settings."))
+        box.caption(
+            plain(
+                f"The sweep runs the workload it was handed out with "
+                f"({_workload(held.config)}); press Hand out again for this page's "
+                "settings."
+            )
+        )
 
 
 def _fill(page: str, number: int) -> None:
@@ -246,8 +295,10 @@ def _fill(page: str, number: int) -> None:
     if held.number != number:
         return
     combined = sweep.combine(held.cells, results)
-    runs = [(i, sweep.cell_config(held.config, held.cells[i], int(held.config.get("seed", 0))))
-            for i in combined.empty]
+    runs = [
+        (i, sweep.cell_config(held.config, held.cells[i], int(held.config.get("seed", 0))))
+        for i in combined.empty
+    ]
     if runs:
         _run_cell(page, number, runs)
 
@@ -260,20 +311,31 @@ def draw_sweep(page: str, held, combined, holders: int, hand_out) -> None:
 
     mine = [j for j in _pending() if j["page"] == page and j["sweep"] == held.number]
     line = st.container(horizontal=True, vertical_alignment="center")
-    line.markdown(f"**The class's sweep** · Sweep {held.number}: **{combined.filled} of "
-                  f"{len(combined.cells)} cells** have a run ({combined.runs} "
-                  f"run{'s' * (combined.runs != 1)}); {holders} member{'s' * (holders != 1)} "
-                  "hold a cell.", width="content")
+    line.markdown(
+        f"**The class's sweep** · Sweep {held.number}: **{combined.filled} of "
+        f"{len(combined.cells)} cells** have a run ({combined.runs} "
+        f"run{'s' * (combined.runs != 1)}); {holders} member{'s' * (holders != 1)} "
+        "hold a cell.",
+        width="content",
+    )
     if combined.empty:
-        line.button(f"Fill the {len(combined.empty)} empty cells" if not mine else
-                    f"Filling… {len(mine)} left", key=f"class_sweep_fill_{page}",
-                    on_click=_fill, args=(page, held.number), disabled=bool(mine),
-                    icon=":material/format_color_fill:",
-                    help="Runs the cells nobody has run from this browser, one after another.")
-    line.button("Hand out again", key=f"class_sweep_open_{page}", on_click=hand_out,
-                icon=":material/grid_view:",
-                help="A new sweep on the workload set on this page: every member a cell again, "
-                     "the room's chart empty.")
+        line.button(
+            f"Fill the {len(combined.empty)} empty cells" if not mine else f"Filling… {len(mine)} left",
+            key=f"class_sweep_fill_{page}",
+            on_click=_fill,
+            args=(page, held.number),
+            disabled=bool(mine),
+            icon=":material/format_color_fill:",
+            help="Runs the cells nobody has run from this browser, one after another.",
+        )
+    line.button(
+        "Hand out again",
+        key=f"class_sweep_open_{page}",
+        on_click=hand_out,
+        icon=":material/grid_view:",
+        help="A new sweep on the workload set on this page: every member a cell again, "
+        "the room's chart empty.",
+    )
     if page == "lr_scaling":
         show_chart(class_grid_chart(combined), f"class_grid_{page}")
     else:
@@ -284,11 +346,19 @@ def draw_sweep(page: str, held, combined, holders: int, hand_out) -> None:
             show_chart(first, f"class_first_{page}")
         with right:
             show_chart(second, f"class_second_{page}")
-        finals = [f"{c.cell.batch}: {percent(c.median('accuracy'), 0)}" + (
-            f" ({c.runs} runs)" if c.runs > 1 else "")
-                  for c in combined.cells if c.median("accuracy") is not None]
+        finals = [
+            f"{c.cell.batch}: {percent(c.median('accuracy'), 0)}"
+            + (f" ({c.runs} runs)" if c.runs > 1 else "")
+            for c in combined.cells
+            if c.median("accuracy") is not None
+        ]
         if finals:
             st.caption("Final test accuracy, median by batch — " + "; ".join(finals) + ".")
     if combined.mixed:
-        st.caption(plain("Measured under different conditions: " + "; ".join(combined.conditions)
-                         + ". Speeds from different conditions are drawn as separate lines."))
+        st.caption(
+            plain(
+                "Measured under different conditions: "
+                + "; ".join(combined.conditions)
+                + ". Speeds from different conditions are drawn as separate lines."
+            )
+        )

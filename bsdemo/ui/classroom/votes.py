@@ -25,11 +25,13 @@ def vote(slug: str, choice: int) -> None:
     answers = BY_SLUG[slug].answers
     status = f"class_vote_{slug}"
     address = client_address()
-    if not (limits()["member_votes"].allow(current.member)
-            and limits()["address_votes"].allow(address)):
-        st.session_state[status] = ("error", f"Too many votes: at most "
-                                    f"{rules.VOTES_PER_MEMBER_PER_MINUTE} a minute from one "
-                                    "browser. Your last vote stands.")
+    if not (limits()["member_votes"].allow(current.member) and limits()["address_votes"].allow(address)):
+        st.session_state[status] = (
+            "error",
+            f"Too many votes: at most "
+            f"{rules.VOTES_PER_MEMBER_PER_MINUTE} a minute from one "
+            "browser. Your last vote stands.",
+        )
         return
     try:
         class_store().vote(current.code, current.member, slug, choice, answers)
@@ -75,9 +77,13 @@ def member_status(slug: str, round_: rules.Round) -> None:
             st.caption("The room's answers are shown: this vote is locked.")
             show_room(rounds, f"room_{slug}_member")
         else:
-            st.caption(plain((said[1] + " " if said else "")
-                             + f"Vote {latest.number}: the room's answers stay hidden until "
-                               "your instructor shows them."))
+            st.caption(
+                plain(
+                    (said[1] + " " if said else "")
+                    + f"Vote {latest.number}: the room's answers stay hidden until "
+                    "your instructor shows them."
+                )
+            )
 
     status()
 
@@ -118,22 +124,32 @@ def room_panel(slug: str) -> None:
         members = info.members if info else 0
         box = st.container(border=True, key=f"room_{slug}")
         line = box.container(horizontal=True, vertical_alignment="center")
-        line.markdown(f"**The room** (class {current.code}) · vote {latest.number}: "
-                      f"**{counts.total}** of {members} answered", width="content")
+        line.markdown(
+            f"**The room** (class {current.code}) · vote {latest.number}: "
+            f"**{counts.total}** of {members} answered",
+            width="content",
+        )
         if not latest.revealed:
-            line.button("Show the room's answers", key=f"room_show_{slug}", on_click=act,
-                        args=("reveal",), icon=":material/visibility:",
-                        help="Shows the counts here and on the members' pages, and locks "
-                             "this vote.")
+            line.button(
+                "Show the room's answers",
+                key=f"room_show_{slug}",
+                on_click=act,
+                args=("reveal",),
+                icon=":material/visibility:",
+                help="Shows the counts here and on the members' pages, and locks this vote.",
+            )
             if len(rounds) > 1:
                 with box:
                     show_room(rounds[:-1], f"room_{slug}_earlier")
             return
-        line.button("Ask again (vote 2)" if latest.number == 1 else
-                    f"Ask again (vote {latest.number + 1})", key=f"room_again_{slug}",
-                    on_click=act, args=("again",), icon=":material/replay:",
-                    help="Peer instruction: let the room discuss, then vote again; both votes "
-                         "stay side by side.")
+        line.button(
+            "Ask again (vote 2)" if latest.number == 1 else f"Ask again (vote {latest.number + 1})",
+            key=f"room_again_{slug}",
+            on_click=act,
+            args=("again",),
+            icon=":material/replay:",
+            help="Peer instruction: let the room discuss, then vote again; both votes stay side by side.",
+        )
         with box:
             show_room(rounds, f"room_{slug}_chart")
 
