@@ -135,3 +135,19 @@ def test_the_cluster_extras_are_imported_only_where_they_belong_and_only_when_as
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr[-500:]
+
+
+MAX_LINES = 400  # a file a newcomer can read through: split a module before it grows past this
+
+
+def test_no_file_of_the_product_the_benchmarks_or_the_scripts_is_over_400_lines():
+    files = [
+        *(ROOT / "bsdemo").rglob("*.py"),
+        *(ROOT / "bench").glob("*.py"),
+        *(ROOT / "scripts").glob("*.py"),
+        *(ROOT / "pages").glob("*.py"),
+        ROOT / "app.py",
+    ]
+    assert len(files) > 100  # the whole tree, not a corner of it
+    long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, long
