@@ -124,3 +124,24 @@ def test_one_kind_runs_a_class_sweeps_cells_and_live_mode_replaces_only_its_own(
     assert [k.name for k in KINDS.values() if k.room] == [ROOM_KIND]
     live = [k for k in KINDS.values() if k.live]
     assert live and all(k.stored and not k.exclusive for k in live)  # a run, not a measurement
+
+
+def test_an_engine_functions_own_defaults_are_its_kinds_declared_ones():
+    """A default an engine function keeps for Python callers (bsdemo.api) is the declaration's:
+    a job with no options and a call with no arguments run the same measurement."""
+    from bsdemo.engine.worker import engine_function
+
+    compared = 0
+    for kind in KINDS.values():
+        if not kind.entry:
+            continue
+        params = inspect.signature(engine_function(kind.name)).parameters
+        for option in kind.options:
+            param = params.get(option.name)
+            if param is None or param.default is param.empty:
+                continue
+            own = list(param.default) if isinstance(param.default, tuple) else param.default
+            declared = list(option.default) if isinstance(option.default, tuple) else option.default
+            assert own == declared, (kind.name, option.name, own, declared)
+            compared += 1
+    assert compared >= 15
